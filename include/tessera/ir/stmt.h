@@ -1,0 +1,118 @@
+// Statement nodes of the loop IR, and LoweredFunc, the unit a backend compiles.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tessera/ir/expr.h"
+
+namespace tessera::ir {
+
+/// `let var = value` in body.
+struct LetStmt : StmtNode<LetStmt> {
+    static constexpr IRNodeType kNodeType = IRNodeType::LetStmt;
+    Var var;
+    Expr value;
+    Stmt body;
+    static Stmt make(Var var, Expr value, Stmt body);
+    template <typename S, typename V> static void reflect(S& s, V&& v) {
+        v("var", s.var);
+        v("value", s.value);
+        v("body", s.body);
+    }
+};
+
+/// How a loop runs.
+enum class ForKind : uint8_t {
+    Serial,
+    Parallel,   ///< Iterations run on the runtime thread pool in any order.
+    Vectorized, ///< Becomes vector instructions (the vectorize pass removes it). Constant extent.
+    Unrolled,   ///< Fully unrolled (the unroll pass removes it). Constant extent.
+};
+const char* to_string(ForKind k);
+
+/// for (loop_var = min; loop_var < min + extent; ++loop_var) body. min and extent are Int(64)
+/// scalars evaluated once before the loop; extent <= 0 runs no iteration.
+struct For : StmtNode<For> {
+    static constexpr IRNodeType kNodeType = IRNodeType::For;
+    Var loop_var;
+    Expr min, extent;
+    ForKind kind = ForKind::Serial;
+    Stmt body;
+    static Stmt make(Var loop_var, Expr min, Expr extent, ForKind kind, Stmt body);
+    template <typename S, typename V> static void reflect(S& s, V&& v) {
+        v("loop_var", s.loop_var);
+        v("min", s.min);
+        v("extent", s.extent);
+        v("kind", s.kind);
+        v("body", s.body);
+    }
+};
+
+/// buffer[index] = value. A vector index stores lane-wise (a scatter unless a stride-1 Ramp).
+struct Store : StmtNode<Store> {
+    static constexpr IRNodeType kNodeType = IRNodeType::Store;
+    Buffer buffer;
+    Expr value, index;
+    /// Pre: value's element type is buffer's dtype; value and index have the same lanes.
+    static Stmt make(Buffer buffer, Expr value, Expr index);
+    template <typename S, typename V> static void reflect(S& s, V&& v) {
+        v("buffer", s.buffer);
+        v("value", s.value);
+        v("index", s.index);
+    }
+};
+
+/// Allocates `buffer` (num_elements of its dtype, uninitialized) for the duration of body.
+struct Allocate : StmtNode<Allocate> {
+    static constexpr IRNodeType kNodeType = IRNodeType::Allocate;
+    Buffer buffer;
+    MemoryScope scope = MemoryScope::Heap;
+    Stmt body;
+    static Stmt make(Buffer buffer, MemoryScope scope, Stmt body);
+    template <typename S, typename V> static void reflect(S& s, V&& v) {
+        v("buffer", s.buffer);
+        v("scope", s.scope);
+        v("body", s.body);
+    }
+};
+
+/// if (condition) then_case else else_case; else_case may be undefined. condition: scalar bool.
+struct IfThenElse : StmtNode<IfThenElse> {
+    static constexpr IRNodeType kNodeType = IRNodeType::IfThenElse;
+    Expr condition;
+    Stmt then_case, else_case;
+    static Stmt make(Expr condition, Stmt then_case, Stmt else_case = Stmt());
+    template <typename S, typename V> static void reflect(S& s, V&& v) {
+        v("condition", s.condition);
+        v("then_case", s.then_case);
+        v("else_case", s.else_case);
+    }
+};
+
+/// Statements in order.
+struct Seq : StmtNode<Seq> {
+    static constexpr IRNodeType kNodeType = IRNodeType::Seq;
+    std::vector<Stmt> stmts;
+    /// Flattens nested Seqs; a single statement is returned as is. Pre: not empty.
+    static Stmt make(std::vector<Stmt> stmts);
+    template <typename S, typename V> static void reflect(S& s, V&& v) { v("stmts", s.stmts); }
+};
+
+/// Evaluates an expression for its side effect (Call(Prefetch)).
+struct Evaluate : StmtNode<Evaluate> {
+    static constexpr IRNodeType kNodeType = IRNodeType::Evaluate;
+    Expr value;
+    static Stmt make(Expr value);
+    template <typename S, typename V> static void reflect(S& s, V&& v) { v("value", s.value); }
+};
+
+/// A compiled unit: `void name(void** args)` where args[i] points to the data of params[i]. The
+/// body may only touch params and buffers it allocates. Free variables are not allowed.
+struct LoweredFunc {
+    std::string name;
+    std::vector<Buffer> params;
+    Stmt body;
+};
+
+} // namespace tessera::ir

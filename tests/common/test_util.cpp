@@ -1,0 +1,33 @@
+#include "common/test_util.h"
+
+#include <cmath>
+#include <limits>
+
+#include "tessera/support/rng.h"
+
+namespace tessera::testing {
+
+std::vector<float> random_floats(size_t n, uint64_t seed, float lo, float hi) {
+    std::vector<float> v(n);
+    Rng rng(seed);
+    rng.fill(v, lo, hi);
+    return v;
+}
+
+double max_rel_error(const std::vector<float>& a, const std::vector<float>& b) {
+    if (a.size() != b.size()) return std::numeric_limits<double>::infinity();
+    double worst = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+        if (std::isnan(a[i]) != std::isnan(b[i])) return std::numeric_limits<double>::infinity();
+        if (std::isnan(a[i])) continue;
+        if (std::isinf(a[i]) || std::isinf(b[i])) {
+            if (a[i] != b[i]) return std::numeric_limits<double>::infinity();
+            continue;
+        }
+        double d = std::fabs((double)a[i] - b[i]) / std::max(1.0, std::fabs((double)b[i]));
+        worst = std::max(worst, d);
+    }
+    return worst;
+}
+
+} // namespace tessera::testing
