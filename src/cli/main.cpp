@@ -1,2 +1,86 @@
-// The tessera command (placeholder until the driver lands).
-int main() { return 0; }
+// The tessera command: parses options, calls the library, maps errors to exit codes.
+//
+// Exit codes: 0 success; 1 bad input (one line "error: ..."); 2 internal error (a bug);
+// 3 a compiled operator disagreed with the reference.
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "hw_command.h"
+#include "op_run.h"
+#include "tessera/support/error.h"
+#include "tessera/te/op_library.h"
+
+using namespace tessera;
+
+int main(int argc, char** argv) {
+    CLI::App app{"tessera: an auto-tuning tensor compiler (ONNX and tensor programs to fast "
+                 "CPU and GPU code)"};
+    app.require_subcommand(1);
+    app.set_help_all_flag("--help-all", "Print help for every subcommand");
+
+    bool hw_json = false;
+    CLI::App* hw = app.add_subcommand("hw", "Show this machine as the compiler sees it: target "
+                                            "triple, CPU, ISA features, cores, cache sizes");
+    hw->add_flag("--json", hw_json, "Print one JSON object instead of text");
+
+    CLI::App* op = app.add_subcommand("op", "Work with one built-in operator");
+    op->require_subcommand(1);
+    cli::OpRunOptions run_opts;
+    CLI::App* run = op->add_subcommand(
+        "run", "Compile an operator, check it against the tensor-expression reference on "
+               "random inputs, and time it (exit 3 if the check fails)");
+    run->add_option("spec", run_opts.spec,
+                    "Operator and sizes, NAME:key=value,... e.g. matmul:m=1024,n=1024,k=1024 "
+                    "or conv2d:n=1,c=64,h=56,w=56,k=64,r=3,s=3,stride=1,pad=1 "
+                    "(`tessera op list` shows every operator and its keys)")
+        ->required();
+    run->add_option("--threads", run_opts.threads, "Runtime threads (0 = one per core)")
+        ->capture_default_str();
+    run->add_option("--repeat", run_opts.repeat, "Timed runs after one warm-up run")
+        ->capture_default_str();
+    run->add_option("--seed", run_opts.seed, "Seed of the random inputs")->capture_default_str();
+    run->add_option("--tolerance", run_opts.tolerance,
+                    "Largest accepted |got - ref| / max(|ref|, 1)")
+        ->capture_default_str();
+    run->add_option("--check-budget", run_opts.check_budget,
+                    "Reference operations to spend on checking; beyond it a seeded sample of "
+                    "output elements is checked")
+        ->capture_default_str();
+    run->add_flag("--json", run_opts.json,
+                  "End the output with one JSON object (op, gflops, median_ms, max_rel_err, ...)");
+
+    CLI::App* list = op->add_subcommand("list", "List the built-in operators and their keys");
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        std::cerr << "error: " << e.what() << " (see --help)\n";
+        return 1;
+    }
+
+    try {
+        if (*hw) {
+            cli::print_hw(hw_json, std::cout);
+        } else if (*run) {
+            cli::OpRunResult r = cli::run_op(run_opts, std::cout);
+            return r.passed ? 0 : 3;
+        } else if (*list) {
+            std::cout << te::describe_ops();
+        }
+        return 0;
+    } catch (const UserError& e) {
+        std::cerr << "error: " << e.what() << "\n";
+        return 1;
+    } catch (const InternalError& e) {
+        std::cerr << e.what() << "\n";
+        return 2;
+    } catch (const std::exception& e) {
+        std::cerr << "internal error: " << e.what() << "\n";
+        return 2;
+    }
+}
