@@ -7,9 +7,9 @@
 #include <CLI/CLI.hpp>
 
 #include "hw_command.h"
+#include "op_list.h"
 #include "op_run.h"
 #include "tessera/support/error.h"
-#include "tessera/te/op_library.h"
 
 using namespace tessera;
 
@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
             cli::OpRunResult r = cli::run_op(run_opts, std::cout);
             return r.passed ? 0 : 3;
         } else if (*list) {
-            std::cout << te::describe_ops();
+            cli::print_op_list(std::cout);
         }
         return 0;
     } catch (const UserError& e) {

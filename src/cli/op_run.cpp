@@ -20,7 +20,7 @@
 #include "tessera/runtime/thread_pool.h"
 #include "tessera/support/error.h"
 #include "tessera/support/rng.h"
-#include "tessera/te/op_library.h"
+#include "tessera/te/op_registry.h"
 #include "tessera/te/reference_eval.h"
 
 namespace tessera::cli {

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "tessera/ir/functor.h"
+#include "tessera/ir/printer.h"
 #include "tessera/support/error.h"
 
 namespace tessera::ir {
@@ -81,8 +82,9 @@ std::vector<Tensor> TensorNode::inputs() const {
 // ---------------------------------------------------------------------------------------------
 
 template <typename T> static Expr finish(T* n) {
+    Expr owner(n); // owns n before the type rule may throw, so a rejected node is freed
     n->type = n->infer_type();
-    return Expr(n);
+    return owner;
 }
 
 Expr IntImm::make(DataType t, int64_t value) {
@@ -113,8 +115,7 @@ Expr Cast::make(DataType t, Expr value) {
     auto* n = new Cast;
     n->type = t;
     n->value = std::move(value);
-    n->type = n->infer_type();
-    return Expr(n);
+    return finish(n);
 }
 DataType Cast::infer_type() const {
     TESSERA_CHECK(type.lanes == value.type().lanes)
@@ -125,7 +126,8 @@ DataType Cast::infer_type() const {
 static DataType same_type(const char* what, const Expr& a, const Expr& b) {
     TESSERA_CHECK(a.defined() && b.defined()) << what << " with undefined operand";
     TESSERA_CHECK(a.type() == b.type())
-        << what << " of mismatched types " << a.type() << " and " << b.type();
+        << what << " of mismatched types " << a.type() << " and " << b.type() << ": " << a
+        << " and " << b;
     return a.type();
 }
 
@@ -195,7 +197,7 @@ Expr Load::make(Buffer buffer, Expr index) {
 DataType Load::infer_type() const {
     TESSERA_CHECK(buffer.defined() && index.defined()) << "Load with undefined part";
     TESSERA_CHECK(index.type().is_int() && index.type().bits == 64)
-        << "Load of " << buffer.name() << " with index type " << index.type();
+        << "Load of " << buffer.name() << " with index type " << index.type() << ": " << index;
     return buffer.dtype().with_lanes(index.type().lanes);
 }
 

@@ -1,6 +1,7 @@
 // Constructors of statement nodes.
 #include "tessera/ir/stmt.h"
 
+#include "tessera/ir/printer.h"
 #include "tessera/support/error.h"
 
 namespace tessera::ir {
@@ -44,7 +45,8 @@ Stmt For::make(Var loop_var, Expr min, Expr extent, ForKind kind, Stmt body) {
 Stmt Store::make(Buffer buffer, Expr value, Expr index) {
     TESSERA_CHECK(buffer.defined() && value.defined() && index.defined()) << "Store with undefined part";
     TESSERA_CHECK(value.type().element_of() == buffer.dtype())
-        << "Store of " << value.type() << " into " << buffer.name() << " of " << buffer.dtype();
+        << "Store of " << value.type() << " into " << buffer.name() << " of " << buffer.dtype()
+        << ": " << value;
     TESSERA_CHECK(index.type() == DataType::i64(value.type().lanes))
         << "Store into " << buffer.name() << " with index type " << index.type() << " for value "
         << value.type();

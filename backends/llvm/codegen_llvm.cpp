@@ -1,0 +1,989 @@
+// Loop IR to LLVM IR.
+//
+// Each LoweredFunc `f` becomes two functions: the exported `void f(ptr args)`, which loads the
+// parameter pointers, and an internal `f.body(ptr noalias p0, ...)` holding the code, so that
+// LLVM knows parameters never overlap. A parallel loop is outlined the same way: the runtime
+// calls `f.parN(begin, end, ctx)`, which unpacks the captured values from ctx and calls
+// `f.parN.body(begin, end, min, <noalias buffers>, <scalars>)`.
+//
+// Speed matters more than anywhere else here: float a*b+c becomes llvm.fmuladd (and every float
+// operation allows contraction), stack buffers are allocas in the entry block so SROA keeps
+// register tiles in vector registers, dense vector accesses are plain vector loads and stores,
+// and integer floor division by a power of two is a shift.
+#include "codegen_llvm.h"
+#include "codegen_math.h"
+
+#include <cctype>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/DerivedTypes.h>
+#include <llvm/IR/Function.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <llvm/Support/MathExtras.h>
+
+#include "tessera/ir/functor.h"
+#include "tessera/ir/op.h"
+#include "tessera/ir/printer.h"
+#include "tessera/support/error.h"
+
+namespace tessera::backend::detail {
+
+using namespace ir;
+
+namespace {
+
+/// Stack buffers larger than this go to the heap instead (thread stacks are a few MiB).
+constexpr int64_t kMaxStackBytes = 256 * 1024;
+
+/// Variables and buffers a statement uses but does not define, in first-use order.
+struct FreeVars : IRVisitor {
+    using IRVisitor::visit;
+    std::vector<const Variable*> vars;
+    std::vector<Buffer> buffers;
+    std::unordered_set<const Variable*> bound, seen_vars;
+    std::unordered_set<const BufferNode*> allocated, seen_buffers;
+
+    void use_buffer(const Buffer& b) {
+        if (allocated.count(b.get()) || !seen_buffers.insert(b.get()).second)
+            return;
+        buffers.push_back(b);
+    }
+    void visit(const Variable* op) override {
+        if (bound.count(op) || !seen_vars.insert(op).second)
+            return;
+        vars.push_back(op);
+    }
+    void visit(const Let* op) override {
+        visit(op->value);
+        bound.insert(op->var.get());
+        visit(op->body);
+    }
+    void visit(const LetStmt* op) override {
+        visit(op->value);
+        bound.insert(op->var.get());
+        visit(op->body);
+    }
+    void visit(const For* op) override {
+        visit(op->min);
+        visit(op->extent);
+        bound.insert(op->loop_var.get());
+        visit(op->body);
+    }
+    void visit(const Allocate* op) override {
+        allocated.insert(op->buffer.get());
+        visit(op->body);
+    }
+    void visit(const Load* op) override {
+        use_buffer(op->buffer);
+        visit(op->index);
+    }
+    void visit(const Store* op) override {
+        use_buffer(op->buffer);
+        visit(op->value);
+        visit(op->index);
+    }
+};
+
+/// If index is a dense vector index (a stride-1 Ramp, possibly plus a broadcast), its first
+/// lane; otherwise undefined.
+Expr dense_base(const Expr& index) {
+    if (const Ramp* r = index.as<Ramp>())
+        return is_const_int(r->stride, 1) ? r->base : Expr();
+    if (const Add* a = index.as<Add>()) {
+        const Ramp* r = a->a.as<Ramp>();
+        const Broadcast* b = a->b.as<Broadcast>();
+        if (!r) {
+            r = a->b.as<Ramp>();
+            b = a->a.as<Broadcast>();
+        }
+        if (r && b && is_const_int(r->stride, 1))
+            return Add::make(r->base, b->value);
+    }
+    return Expr();
+}
+
+/// If index is the same address in every lane, that address.
+Expr uniform_index(const Expr& index) {
+    if (const Broadcast* b = index.as<Broadcast>())
+        return b->value;
+    if (const Ramp* r = index.as<Ramp>())
+        return is_const_int(r->stride, 0) ? r->base : Expr();
+    return Expr();
+}
+
+class CodeGen {
+  public:
+    CodeGen(llvm::LLVMContext& ctx, llvm::Module& m, const TargetSpec& spec,
+            const CompileOptions& opts)
+        : ctx_(ctx), mod_(m), b_(ctx), spec_(spec) {
+        llvm::FastMathFlags fmf;
+        if (opts.fast_math) {
+            fmf.setAllowReassoc();
+            fmf.setAllowReciprocal();
+            fmf.setApproxFunc();
+            fmf.setNoSignedZeros();
+        }
+        fmf.setAllowContract();
+        b_.setFastMathFlags(fmf);
+    }
+
+    void add_function(const LoweredFunc& f);
+
+  private:
+    // ---- types and helpers ----------------------------------------------------------------
+    llvm::Type* scalar_type(DataType t) {
+        if (t.is_float()) {
+            switch (t.bits) {
+            case 16:
+                return llvm::Type::getHalfTy(ctx_);
+            case 32:
+                return llvm::Type::getFloatTy(ctx_);
+            case 64:
+                return llvm::Type::getDoubleTy(ctx_);
+            }
+            TESSERA_UNREACHABLE() << "float type of " << int(t.bits) << " bits";
+        }
+        return llvm::Type::getIntNTy(ctx_, t.bits);
+    }
+    llvm::Type* llvm_type(DataType t) {
+        llvm::Type* s = scalar_type(t);
+        return t.lanes > 1 ? llvm::FixedVectorType::get(s, t.lanes) : s;
+    }
+    /// In-memory element type: booleans are bytes.
+    llvm::Type* memory_type(DataType t) {
+        return t.is_bool() ? llvm::Type::getInt8Ty(ctx_) : scalar_type(t);
+    }
+    llvm::Type* i64() { return b_.getInt64Ty(); }
+    llvm::Type* ptr() { return b_.getPtrTy(); }
+
+    llvm::Function* new_function(const std::string& name, llvm::FunctionType* ty, bool exported);
+    llvm::Value* alloca_in_entry(llvm::Type* ty, llvm::Value* count, uint64_t align);
+
+    llvm::Value* splat(int lanes, llvm::Value* v) {
+        return lanes > 1 ? b_.CreateVectorSplat(lanes, v) : v;
+    }
+    llvm::Value* intrinsic(llvm::Intrinsic::ID id, std::vector<llvm::Type*> tys,
+                           std::vector<llvm::Value*> args) {
+        return b_.CreateIntrinsic(id, tys, args);
+    }
+    /// Calls a scalar libm function lane by lane (f16 goes through f32).
+    llvm::Value* libm_call(const char* f32_name, const char* f64_name, llvm::Value* v, DataType t);
+
+    // ---- expressions and statements ----------------------------------------------------------
+    llvm::Value* codegen(const Expr& e);
+    void codegen(const Stmt& s);
+#define TESSERA_EXPR_NODE(X) llvm::Value* visit(const X* op);
+#define TESSERA_STMT_NODE(X) void visit(const X* op);
+#include "tessera/ir/ir_nodes.def"
+
+    llvm::Value* cast_value(llvm::Value* v, DataType from, DataType to);
+    llvm::Value* floor_div_mod(const Expr& a, const Expr& b, bool is_mod);
+    llvm::Value* min_max(llvm::Value* a, llvm::Value* b, DataType t, bool is_max);
+    llvm::Value* reduce_step(ReduceOp op, llvm::Value* a, llvm::Value* b, DataType t);
+    llvm::Value* compare(const Expr& a, const Expr& b, llvm::CmpInst::Predicate fp,
+                         llvm::CmpInst::Predicate sp, llvm::CmpInst::Predicate up);
+    llvm::Value* fused_multiply_add(const Expr& mul_side, const Expr& other, bool negate_other,
+                                    bool negate_product);
+    llvm::Value* buffer_ptr(const Buffer& b);
+    llvm::Value* element_ptr(const Buffer& b, llvm::Value* index);
+    llvm::Value* load(const Buffer& buf, const Expr& index, int lanes);
+    void store(const Buffer& buf, llvm::Value* value, const Expr& index, int lanes);
+    void parallel_for(const For* op);
+    void serial_for(const Var& loop_var, llvm::Value* begin, llvm::Value* end, const Stmt& body,
+                    llvm::Value* offset);
+    void bind(const Variable* v, llvm::Value* value) { vars_[v] = value; }
+
+    llvm::LLVMContext& ctx_;
+    llvm::Module& mod_;
+    llvm::IRBuilder<> b_;
+    TargetSpec spec_;
+
+    // State of the function being generated (saved and restored around outlined bodies).
+    std::string func_name_;
+    llvm::Function* fn_ = nullptr;
+    std::unordered_map<const Variable*, llvm::Value*> vars_;
+    std::unordered_map<const BufferNode*, llvm::Value*> buffers_;
+    int parallel_count_ = 0;
+    /// Buffers from Allocate (64-byte aligned), in any function of the module.
+    std::unordered_set<const BufferNode*> allocated_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Functions.
+
+llvm::Function* CodeGen::new_function(const std::string& name, llvm::FunctionType* ty,
+                                      bool exported) {
+    auto linkage = exported ? llvm::Function::ExternalLinkage : llvm::Function::InternalLinkage;
+    llvm::Function* f = llvm::Function::Create(ty, linkage, name, mod_);
+    f->addFnAttr("target-cpu", spec_.cpu);
+    if (!spec_.features.empty())
+        f->addFnAttr("target-features", spec_.features);
+    f->addFnAttr(llvm::Attribute::NoUnwind);
+    f->addFnAttr("no-trapping-math", "true");
+    f->addFnAttr("frame-pointer", "none");
+    return f;
+}
+
+llvm::Value* CodeGen::alloca_in_entry(llvm::Type* ty, llvm::Value* count, uint64_t align) {
+    llvm::BasicBlock& entry = fn_->getEntryBlock();
+    llvm::IRBuilder<> eb(&entry, entry.getFirstInsertionPt());
+    llvm::AllocaInst* a = eb.CreateAlloca(ty, count);
+    a->setAlignment(llvm::Align(align));
+    return a;
+}
+
+void CodeGen::add_function(const LoweredFunc& f) {
+    TESSERA_CHECK(f.body.defined()) << "function " << f.name << " without a body";
+    func_name_ = f.name;
+    parallel_count_ = 0;
+
+    // The internal body: one noalias pointer per parameter.
+    std::vector<llvm::Type*> param_types(f.params.size(), ptr());
+    auto* body_ty = llvm::FunctionType::get(b_.getVoidTy(), param_types, false);
+    llvm::Function* body = new_function(f.name + ".body", body_ty, false);
+    for (size_t i = 0; i < f.params.size(); ++i) {
+        const Buffer& p = f.params[i];
+        body->addParamAttr(i, llvm::Attribute::NoAlias);
+        int64_t bytes = p->num_elements() * p.dtype().bytes();
+        body->addParamAttr(i, llvm::Attribute::getWithDereferenceableBytes(ctx_, bytes));
+        body->getArg(i)->setName(p.name());
+    }
+
+    // The exported entry: void name(ptr args).
+    auto* entry_ty = llvm::FunctionType::get(b_.getVoidTy(), {ptr()}, false);
+    llvm::Function* entry = new_function(f.name, entry_ty, true);
+    entry->getArg(0)->setName("args");
+    b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", entry));
+    std::vector<llvm::Value*> call_args;
+    for (size_t i = 0; i < f.params.size(); ++i) {
+        llvm::Value* slot = b_.CreateConstInBoundsGEP1_64(ptr(), entry->getArg(0), i);
+        call_args.push_back(b_.CreateLoad(ptr(), slot, f.params[i].name()));
+    }
+    b_.CreateCall(body, call_args);
+    b_.CreateRetVoid();
+
+    fn_ = body;
+    vars_.clear();
+    buffers_.clear();
+    for (size_t i = 0; i < f.params.size(); ++i) {
+        TESSERA_CHECK(!buffers_.count(f.params[i].get()))
+            << "function " << f.name << " lists buffer " << f.params[i].name() << " twice";
+        buffers_[f.params[i].get()] = body->getArg(i);
+    }
+    b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", body));
+    codegen(f.body);
+    b_.CreateRetVoid();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Expressions.
+
+llvm::Value* CodeGen::codegen(const Expr& e) {
+    TESSERA_CHECK(e.defined()) << "undefined expression in " << func_name_;
+    switch (e.node_type()) {
+#define TESSERA_EXPR_NODE(X)                                                                       \
+    case IRNodeType::X:                                                                            \
+        return visit(static_cast<const X*>(e.get()));
+#define TESSERA_STMT_NODE(X) case IRNodeType::X:
+#include "tessera/ir/ir_nodes.def"
+        break;
+    }
+    TESSERA_UNREACHABLE() << "statement in expression position";
+}
+
+llvm::Value* CodeGen::visit(const IntImm* op) {
+    return llvm::ConstantInt::get(llvm_type(op->type), static_cast<uint64_t>(op->value),
+                                  op->type.is_int());
+}
+
+llvm::Value* CodeGen::visit(const FloatImm* op) {
+    return llvm::ConstantFP::get(llvm_type(op->type), op->value);
+}
+
+llvm::Value* CodeGen::visit(const Variable* op) {
+    auto it = vars_.find(op);
+    TESSERA_CHECK(it != vars_.end()) << "free variable " << op->name << " in " << func_name_;
+    return it->second;
+}
+
+llvm::Value* CodeGen::cast_value(llvm::Value* v, DataType from, DataType to) {
+    if (from == to)
+        return v;
+    llvm::Type* ty = llvm_type(to);
+    if (from.is_float() && to.is_float())
+        return to.bits > from.bits ? b_.CreateFPExt(v, ty) : b_.CreateFPTrunc(v, ty);
+    if (to.is_float())
+        return from.is_int() ? b_.CreateSIToFP(v, ty) : b_.CreateUIToFP(v, ty);
+    if (to.is_bool()) {
+        if (from.is_float())
+            return b_.CreateFCmpUNE(v, llvm::Constant::getNullValue(v->getType()));
+        return b_.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
+    }
+    if (from.is_float()) {
+        // Truncation toward zero that saturates (NaN gives 0) like the interpreter, without
+        // LLVM's poison on out-of-range values. Narrow targets saturate at 32 bits, which keeps
+        // vector conversions vectorized; wider ones at 64.
+        DataType wide = to.bits <= 16 ? DataType::i32(to.lanes) : DataType::i64(to.lanes);
+        if (to.bits == 32 && to.is_int())
+            wide = to;
+        llvm::Type* wty = llvm_type(wide);
+        bool unsigned64 = to.is_uint() && to.bits == 64;
+        llvm::Value* r =
+            intrinsic(unsigned64 ? llvm::Intrinsic::fptoui_sat : llvm::Intrinsic::fptosi_sat,
+                      {wty, v->getType()}, {v});
+        return b_.CreateTrunc(r, ty);
+    }
+    // Integer to integer: extend by the source's signedness, or truncate.
+    if (to.bits > from.bits)
+        return from.is_int() ? b_.CreateSExt(v, ty) : b_.CreateZExt(v, ty);
+    if (to.bits < from.bits)
+        return b_.CreateTrunc(v, ty);
+    return v; // same width, signedness changes only
+}
+
+llvm::Value* CodeGen::visit(const Cast* op) {
+    return cast_value(codegen(op->value), op->value.type(), op->type);
+}
+
+/// a*b (+ or -) c as llvm.fmuladd, which becomes one FMA instruction.
+llvm::Value* CodeGen::fused_multiply_add(const Expr& mul_side, const Expr& other, bool negate_other,
+                                         bool negate_product) {
+    const Mul* m = mul_side.as<Mul>();
+    llvm::Value* a = codegen(m->a);
+    llvm::Value* b = codegen(m->b);
+    llvm::Value* c = codegen(other);
+    if (negate_product)
+        a = b_.CreateFNeg(a);
+    if (negate_other)
+        c = b_.CreateFNeg(c);
+    return intrinsic(llvm::Intrinsic::fmuladd, {a->getType()}, {a, b, c});
+}
+
+llvm::Value* CodeGen::visit(const Add* op) {
+    if (op->type.is_float()) {
+        if (op->a.as<Mul>())
+            return fused_multiply_add(op->a, op->b, false, false);
+        if (op->b.as<Mul>())
+            return fused_multiply_add(op->b, op->a, false, false);
+        return b_.CreateFAdd(codegen(op->a), codegen(op->b));
+    }
+    llvm::Value* a = codegen(op->a);
+    llvm::Value* b = codegen(op->b);
+    // Index arithmetic (i64) is assumed not to overflow, which lets LLVM reason about
+    // addresses; narrower integers wrap as the IR says.
+    return b_.CreateAdd(a, b, "", false, op->type.is_int() && op->type.bits == 64);
+}
+
+llvm::Value* CodeGen::visit(const Sub* op) {
+    if (op->type.is_float()) {
+        if (op->a.as<Mul>())
+            return fused_multiply_add(op->a, op->b, true, false);
+        if (op->b.as<Mul>())
+            return fused_multiply_add(op->b, op->a, false, true);
+        return b_.CreateFSub(codegen(op->a), codegen(op->b));
+    }
+    llvm::Value* a = codegen(op->a);
+    llvm::Value* b = codegen(op->b);
+    return b_.CreateSub(a, b, "", false, op->type.is_int() && op->type.bits == 64);
+}
+
+llvm::Value* CodeGen::visit(const Mul* op) {
+    llvm::Value* a = codegen(op->a);
+    llvm::Value* b = codegen(op->b);
+    if (op->type.is_float())
+        return b_.CreateFMul(a, b);
+    return b_.CreateMul(a, b, "", false, op->type.is_int() && op->type.bits == 64);
+}
+
+llvm::Value* CodeGen::floor_div_mod(const Expr& ea, const Expr& eb, bool is_mod) {
+    DataType t = ea.type();
+    llvm::Value* a = codegen(ea);
+    llvm::Value* b = codegen(eb);
+    llvm::Type* ty = a->getType();
+    if (t.is_float()) {
+        llvm::Value* q = b_.CreateFDiv(a, b);
+        if (!is_mod)
+            return q;
+        // a - b * floor(a / b), as the interpreter defines it.
+        llvm::Value* fl = intrinsic(llvm::Intrinsic::floor, {ty}, {q});
+        return b_.CreateFSub(a, b_.CreateFMul(b, fl));
+    }
+    if (t.is_uint() || t.is_bool())
+        return is_mod ? b_.CreateURem(a, b) : b_.CreateUDiv(a, b);
+
+    const int64_t* c = as_const_int(eb);
+    llvm::Value* sign_shift = llvm::ConstantInt::get(ty, t.bits - 1);
+    if (c && *c > 0) {
+        if (llvm::isPowerOf2_64(static_cast<uint64_t>(*c))) {
+            // Arithmetic shift and mask are exactly floor division and floor modulo.
+            if (is_mod)
+                return b_.CreateAnd(a, llvm::ConstantInt::get(ty, *c - 1));
+            return b_.CreateAShr(a, llvm::ConstantInt::get(ty, llvm::Log2_64(*c)));
+        }
+        // Positive divisor: truncating results are off by one exactly when the remainder is
+        // negative, and (r >> (bits-1)) is -1 then and 0 otherwise.
+        llvm::Value* r = b_.CreateSRem(a, b);
+        llvm::Value* neg = b_.CreateAShr(r, sign_shift);
+        if (is_mod)
+            return b_.CreateAdd(r, b_.CreateAnd(neg, b));
+        return b_.CreateAdd(b_.CreateSDiv(a, b), neg);
+    }
+    // General divisor: adjust when the remainder is non-zero and its sign differs from b's.
+    llvm::Value* r = b_.CreateSRem(a, b);
+    llvm::Value* zero = llvm::Constant::getNullValue(ty);
+    llvm::Value* adjust =
+        b_.CreateAnd(b_.CreateICmpNE(r, zero), b_.CreateICmpSLT(b_.CreateXor(r, b), zero));
+    if (is_mod)
+        return b_.CreateAdd(r, b_.CreateSelect(adjust, b, zero));
+    return b_.CreateSub(b_.CreateSDiv(a, b), b_.CreateZExt(adjust, ty));
+}
+
+llvm::Value* CodeGen::visit(const Div* op) { return floor_div_mod(op->a, op->b, false); }
+llvm::Value* CodeGen::visit(const Mod* op) { return floor_div_mod(op->a, op->b, true); }
+
+llvm::Value* CodeGen::min_max(llvm::Value* a, llvm::Value* b, DataType t, bool is_max) {
+    llvm::Intrinsic::ID id;
+    if (t.is_float())
+        id = is_max ? llvm::Intrinsic::maxnum : llvm::Intrinsic::minnum;
+    else if (t.is_int())
+        id = is_max ? llvm::Intrinsic::smax : llvm::Intrinsic::smin;
+    else
+        id = is_max ? llvm::Intrinsic::umax : llvm::Intrinsic::umin;
+    return intrinsic(id, {a->getType()}, {a, b});
+}
+
+llvm::Value* CodeGen::visit(const Min* op) {
+    return min_max(codegen(op->a), codegen(op->b), op->type, false);
+}
+llvm::Value* CodeGen::visit(const Max* op) {
+    return min_max(codegen(op->a), codegen(op->b), op->type, true);
+}
+
+llvm::Value* CodeGen::compare(const Expr& ea, const Expr& eb, llvm::CmpInst::Predicate fp,
+                              llvm::CmpInst::Predicate sp, llvm::CmpInst::Predicate up) {
+    DataType t = ea.type();
+    llvm::Value* a = codegen(ea);
+    llvm::Value* b = codegen(eb);
+    if (t.is_float())
+        return b_.CreateFCmp(fp, a, b);
+    return b_.CreateICmp(t.is_int() ? sp : up, a, b);
+}
+
+// Float comparisons are ordered except !=, which is true for NaN as in C.
+using P = llvm::CmpInst::Predicate;
+llvm::Value* CodeGen::visit(const EQ* op) {
+    return compare(op->a, op->b, P::FCMP_OEQ, P::ICMP_EQ, P::ICMP_EQ);
+}
+llvm::Value* CodeGen::visit(const NE* op) {
+    return compare(op->a, op->b, P::FCMP_UNE, P::ICMP_NE, P::ICMP_NE);
+}
+llvm::Value* CodeGen::visit(const LT* op) {
+    return compare(op->a, op->b, P::FCMP_OLT, P::ICMP_SLT, P::ICMP_ULT);
+}
+llvm::Value* CodeGen::visit(const LE* op) {
+    return compare(op->a, op->b, P::FCMP_OLE, P::ICMP_SLE, P::ICMP_ULE);
+}
+llvm::Value* CodeGen::visit(const GT* op) {
+    return compare(op->a, op->b, P::FCMP_OGT, P::ICMP_SGT, P::ICMP_UGT);
+}
+llvm::Value* CodeGen::visit(const GE* op) {
+    return compare(op->a, op->b, P::FCMP_OGE, P::ICMP_SGE, P::ICMP_UGE);
+}
+
+llvm::Value* CodeGen::visit(const And* op) { return b_.CreateAnd(codegen(op->a), codegen(op->b)); }
+llvm::Value* CodeGen::visit(const Or* op) { return b_.CreateOr(codegen(op->a), codegen(op->b)); }
+llvm::Value* CodeGen::visit(const Not* op) { return b_.CreateNot(codegen(op->a)); }
+
+llvm::Value* CodeGen::visit(const Select* op) {
+    llvm::Value* c = codegen(op->condition);
+    llvm::Value* t = codegen(op->true_value);
+    llvm::Value* f = codegen(op->false_value);
+    return b_.CreateSelect(c, t, f);
+}
+
+// ---- memory ---------------------------------------------------------------------------------
+
+llvm::Value* CodeGen::buffer_ptr(const Buffer& b) {
+    auto it = buffers_.find(b.get());
+    TESSERA_CHECK(it != buffers_.end())
+        << "buffer " << b.name() << " is neither a parameter nor allocated in " << func_name_;
+    return it->second;
+}
+
+llvm::Value* CodeGen::element_ptr(const Buffer& b, llvm::Value* index) {
+    return b_.CreateInBoundsGEP(memory_type(b.dtype()), buffer_ptr(b), index);
+}
+
+llvm::Value* CodeGen::load(const Buffer& buf, const Expr& index, int lanes) {
+    DataType et = buf.dtype();
+    llvm::Type* mt = memory_type(et);
+    llvm::Align align(et.bytes());
+    llvm::Value* v;
+    if (lanes == 1) {
+        v = b_.CreateAlignedLoad(mt, element_ptr(buf, codegen(index)), align);
+    } else if (Expr base = dense_base(index); base.defined()) {
+        auto* vt = llvm::FixedVectorType::get(mt, lanes);
+        v = b_.CreateAlignedLoad(vt, element_ptr(buf, codegen(base)), align);
+    } else if (Expr u = uniform_index(index); u.defined()) {
+        v = splat(lanes, b_.CreateAlignedLoad(mt, element_ptr(buf, codegen(u)), align));
+    } else {
+        auto* vt = llvm::FixedVectorType::get(mt, lanes);
+        llvm::Value* ptrs = b_.CreateInBoundsGEP(mt, buffer_ptr(buf), codegen(index));
+        v = b_.CreateMaskedGather(vt, ptrs, align);
+    }
+    if (et.is_bool())
+        v = b_.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
+    return v;
+}
+
+void CodeGen::store(const Buffer& buf, llvm::Value* value, const Expr& index, int lanes) {
+    DataType et = buf.dtype();
+    llvm::Type* mt = memory_type(et);
+    llvm::Align align(et.bytes());
+    if (et.is_bool())
+        value = b_.CreateZExt(value, lanes > 1 ? llvm::FixedVectorType::get(mt, lanes) : mt);
+    if (lanes == 1) {
+        b_.CreateAlignedStore(value, element_ptr(buf, codegen(index)), align);
+    } else if (Expr base = dense_base(index); base.defined()) {
+        b_.CreateAlignedStore(value, element_ptr(buf, codegen(base)), align);
+    } else {
+        // Lanes are written in order, so the last of duplicate indices wins.
+        llvm::Value* ptrs = b_.CreateInBoundsGEP(mt, buffer_ptr(buf), codegen(index));
+        b_.CreateMaskedScatter(value, ptrs, align);
+    }
+}
+
+llvm::Value* CodeGen::visit(const Load* op) { return load(op->buffer, op->index, op->type.lanes); }
+
+llvm::Value* CodeGen::visit(const Ramp* op) {
+    llvm::Value* base = splat(op->lanes, codegen(op->base));
+    llvm::Value* stride = splat(op->lanes, codegen(op->stride));
+    DataType t = op->base.type();
+    std::vector<llvm::Constant*> steps;
+    for (int i = 0; i < op->lanes; ++i) {
+        steps.push_back(t.is_float() ? llvm::ConstantFP::get(scalar_type(t), i)
+                                     : llvm::ConstantInt::get(scalar_type(t), i));
+    }
+    llvm::Value* iota = llvm::ConstantVector::get(steps);
+    if (t.is_float())
+        return b_.CreateFAdd(base, b_.CreateFMul(stride, iota));
+    bool nsw = t.is_int() && t.bits == 64;
+    return b_.CreateAdd(base, b_.CreateMul(stride, iota, "", false, nsw), "", false, nsw);
+}
+
+llvm::Value* CodeGen::visit(const Broadcast* op) { return splat(op->lanes, codegen(op->value)); }
+
+llvm::Value* CodeGen::reduce_step(ReduceOp op, llvm::Value* a, llvm::Value* b, DataType t) {
+    switch (op) {
+    case ReduceOp::Sum:
+        return t.is_float() ? b_.CreateFAdd(a, b) : b_.CreateAdd(a, b);
+    case ReduceOp::Max:
+        return min_max(a, b, t, true);
+    case ReduceOp::Min:
+        return min_max(a, b, t, false);
+    }
+    TESSERA_UNREACHABLE();
+}
+
+llvm::Value* CodeGen::visit(const VectorReduce* op) {
+    // Lane j of the result combines input lanes [j*g, (j+1)*g). A tree of shuffles halves g
+    // while it is even; an odd group is folded lane by lane.
+    llvm::Value* v = codegen(op->value);
+    const int out = op->lanes;
+    int g = op->value.type().lanes / out;
+    DataType et = op->type.element_of();
+    auto pick = [&](int group, int offset, int count) {
+        // Lanes j*group + offset + k for j < out, k < count, in that order.
+        std::vector<int> mask;
+        for (int j = 0; j < out; ++j)
+            for (int k = 0; k < count; ++k)
+                mask.push_back(j * group + offset + k);
+        if (mask.size() == 1)
+            return b_.CreateExtractElement(v, uint64_t(mask[0]));
+        return b_.CreateShuffleVector(v, mask);
+    };
+    while (g > 1 && g % 2 == 0) {
+        llvm::Value* lo = pick(g, 0, g / 2);
+        llvm::Value* hi = pick(g, g / 2, g / 2);
+        v = reduce_step(op->op, lo, hi, et);
+        g /= 2;
+    }
+    if (g > 1) {
+        llvm::Value* acc = pick(g, 0, 1);
+        for (int k = 1; k < g; ++k)
+            acc = reduce_step(op->op, acc, pick(g, k, 1), et);
+        v = acc;
+    }
+    return v;
+}
+
+// ---- calls and bindings ---------------------------------------------------------------------
+
+llvm::Value* CodeGen::libm_call(const char* f32_name, const char* f64_name, llvm::Value* v,
+                                DataType t) {
+    bool dbl = t.bits == 64;
+    llvm::Type* ct = dbl ? b_.getDoubleTy() : b_.getFloatTy();
+    llvm::FunctionCallee fn = mod_.getOrInsertFunction(dbl ? f64_name : f32_name, ct, ct);
+    if (auto* f = llvm::dyn_cast<llvm::Function>(fn.getCallee())) {
+        f->setDoesNotThrow();
+        f->setDoesNotAccessMemory();
+    }
+    auto one = [&](llvm::Value* x) {
+        if (t.bits == 16)
+            x = b_.CreateFPExt(x, ct);
+        llvm::Value* r = b_.CreateCall(fn, {x});
+        return t.bits == 16 ? b_.CreateFPTrunc(r, scalar_type(t)) : r;
+    };
+    if (t.lanes == 1)
+        return one(v);
+    llvm::Value* r = llvm::PoisonValue::get(llvm_type(t));
+    for (int i = 0; i < t.lanes; ++i)
+        r = b_.CreateInsertElement(r, one(b_.CreateExtractElement(v, uint64_t(i))), uint64_t(i));
+    return r;
+}
+
+llvm::Value* CodeGen::visit(const Call* op) {
+    DataType t = op->type;
+    if (op->op == CallOp::Prefetch) {
+        // Never loads: the address may lie past the end of the buffer.
+        const Load* l = op->args[0].as<Load>();
+        Expr index = l->index;
+        if (index.type().is_vector()) {
+            Expr base = dense_base(index);
+            if (!base.defined())
+                base = uniform_index(index);
+            if (!base.defined())
+                return llvm::ConstantInt::get(b_.getInt32Ty(), 0);
+            index = base;
+        }
+        llvm::Value* addr =
+            b_.CreateGEP(memory_type(l->buffer.dtype()), buffer_ptr(l->buffer), codegen(index));
+        intrinsic(llvm::Intrinsic::prefetch, {ptr()},
+                  {addr, b_.getInt32(0), b_.getInt32(3), b_.getInt32(1)});
+        return llvm::ConstantInt::get(b_.getInt32Ty(), 0);
+    }
+    llvm::Value* x = codegen(op->args[0]);
+    llvm::Type* ty = x->getType();
+    if (t.is_float() && t.bits <= 32 &&
+        (op->op == CallOp::Exp || op->op == CallOp::Tanh || op->op == CallOp::Erf)) {
+        // Inline approximations in f32: they vectorize, where libm calls go lane by lane.
+        llvm::Value* xf = t.bits == 32 ? x : b_.CreateFPExt(x, llvm_type(DataType::f32(t.lanes)));
+        llvm::Value* r = op->op == CallOp::Exp    ? emit_exp_f32(b_, xf)
+                         : op->op == CallOp::Tanh ? emit_tanh_f32(b_, xf)
+                                                  : emit_erf_f32(b_, xf);
+        return t.bits == 32 ? r : b_.CreateFPTrunc(r, ty);
+    }
+    switch (op->op) {
+    case CallOp::Exp:
+        return intrinsic(llvm::Intrinsic::exp, {ty}, {x});
+    case CallOp::Log:
+        return intrinsic(llvm::Intrinsic::log, {ty}, {x});
+    case CallOp::Sqrt:
+        return intrinsic(llvm::Intrinsic::sqrt, {ty}, {x});
+    case CallOp::Floor:
+        return intrinsic(llvm::Intrinsic::floor, {ty}, {x});
+    case CallOp::Ceil:
+        return intrinsic(llvm::Intrinsic::ceil, {ty}, {x});
+    case CallOp::Pow:
+        return intrinsic(llvm::Intrinsic::pow, {ty}, {x, codegen(op->args[1])});
+    case CallOp::Tanh:
+        return libm_call("tanhf", "tanh", x, t);
+    case CallOp::Erf:
+        return libm_call("erff", "erf", x, t);
+    case CallOp::Abs:
+        if (t.is_float())
+            return intrinsic(llvm::Intrinsic::fabs, {ty}, {x});
+        if (t.is_int())
+            return intrinsic(llvm::Intrinsic::abs, {ty}, {x, b_.getFalse()});
+        return x; // unsigned and bool values are their own absolute value
+    case CallOp::Prefetch:
+        break;
+    }
+    TESSERA_UNREACHABLE() << "call " << to_string(op->op);
+}
+
+llvm::Value* CodeGen::visit(const Let* op) {
+    llvm::Value* v = codegen(op->value);
+    auto saved = vars_.find(op->var.get());
+    llvm::Value* old = saved == vars_.end() ? nullptr : saved->second;
+    bind(op->var.get(), v);
+    llvm::Value* r = codegen(op->body);
+    if (old)
+        bind(op->var.get(), old);
+    else
+        vars_.erase(op->var.get());
+    return r;
+}
+
+llvm::Value* CodeGen::visit(const TensorRead* op) {
+    TESSERA_UNREACHABLE() << "tensor read of " << op->tensor.name() << " left in " << func_name_;
+}
+
+llvm::Value* CodeGen::visit(const Reduce*) {
+    TESSERA_UNREACHABLE() << "reduction left in " << func_name_;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Statements.
+
+void CodeGen::codegen(const Stmt& s) {
+    TESSERA_CHECK(s.defined()) << "undefined statement in " << func_name_;
+    switch (s.node_type()) {
+#define TESSERA_STMT_NODE(X)                                                                       \
+    case IRNodeType::X:                                                                            \
+        return visit(static_cast<const X*>(s.get()));
+#define TESSERA_EXPR_NODE(X) case IRNodeType::X:
+#include "tessera/ir/ir_nodes.def"
+        break;
+    }
+    TESSERA_UNREACHABLE() << "expression in statement position";
+}
+
+void CodeGen::visit(const LetStmt* op) {
+    llvm::Value* v = codegen(op->value);
+    auto saved = vars_.find(op->var.get());
+    llvm::Value* old = saved == vars_.end() ? nullptr : saved->second;
+    bind(op->var.get(), v);
+    codegen(op->body);
+    if (old)
+        bind(op->var.get(), old);
+    else
+        vars_.erase(op->var.get());
+}
+
+void CodeGen::serial_for(const Var& loop_var, llvm::Value* begin, llvm::Value* end,
+                         const Stmt& body, llvm::Value* offset) {
+    // Rotated form: guard, then a do-while whose latch tests the next index. loop_var is
+    // offset + index (offset null: the index itself).
+    llvm::BasicBlock* pre = b_.GetInsertBlock();
+    auto* loop = llvm::BasicBlock::Create(ctx_, loop_var.name() + ".loop", fn_);
+    auto* exit = llvm::BasicBlock::Create(ctx_, loop_var.name() + ".exit", fn_);
+    b_.CreateCondBr(b_.CreateICmpSLT(begin, end), loop, exit);
+    b_.SetInsertPoint(loop);
+    llvm::PHINode* i = b_.CreatePHI(i64(), 2, loop_var.name());
+    i->addIncoming(begin, pre);
+    llvm::Value* value = offset ? b_.CreateAdd(offset, i, "", false, true) : i;
+    auto saved = vars_.find(loop_var.get());
+    llvm::Value* old = saved == vars_.end() ? nullptr : saved->second;
+    bind(loop_var.get(), value);
+    codegen(body);
+    if (old)
+        bind(loop_var.get(), old);
+    else
+        vars_.erase(loop_var.get());
+    llvm::Value* next = b_.CreateAdd(i, b_.getInt64(1), "", false, true);
+    i->addIncoming(next, b_.GetInsertBlock());
+    b_.CreateCondBr(b_.CreateICmpSLT(next, end), loop, exit);
+    b_.SetInsertPoint(exit);
+}
+
+void CodeGen::visit(const For* op) {
+    TESSERA_CHECK(op->kind == ForKind::Serial || op->kind == ForKind::Parallel)
+        << to_string(op->kind) << " loop over " << op->loop_var.name() << " in " << func_name_
+        << " reached code generation (run prepare_for_codegen first)";
+    if (op->kind == ForKind::Parallel)
+        return parallel_for(op);
+    llvm::Value* min = codegen(op->min);
+    llvm::Value* extent = codegen(op->extent);
+    serial_for(op->loop_var, min, b_.CreateAdd(min, extent, "", false, true), op->body, nullptr);
+}
+
+void CodeGen::parallel_for(const For* op) {
+    // What the body needs from here, in a fixed order: min, buffers, then scalars.
+    FreeVars fv;
+    fv.bound.insert(op->loop_var.get());
+    fv.visit(op->body);
+    llvm::Value* min = codegen(op->min);
+    llvm::Value* extent = codegen(op->extent);
+    std::vector<llvm::Value*> captured{min};
+    std::vector<llvm::Type*> captured_types{i64()};
+    for (const Buffer& b : fv.buffers) {
+        captured.push_back(buffer_ptr(b));
+        captured_types.push_back(ptr());
+    }
+    for (const Variable* v : fv.vars) {
+        auto it = vars_.find(v);
+        TESSERA_CHECK(it != vars_.end()) << "free variable " << v->name << " in " << func_name_;
+        captured.push_back(it->second);
+        captured_types.push_back(it->second->getType());
+    }
+    auto* ctx_ty = llvm::StructType::get(ctx_, captured_types);
+
+    // The outlined body: (begin, end, min, buffers..., scalars...), buffers noalias.
+    const std::string name = func_name_ + ".par" + std::to_string(parallel_count_++);
+    std::vector<llvm::Type*> body_params{i64(), i64()};
+    body_params.insert(body_params.end(), captured_types.begin(), captured_types.end());
+    llvm::Function* body_fn = new_function(
+        name + ".body", llvm::FunctionType::get(b_.getVoidTy(), body_params, false), false);
+    for (size_t i = 0; i < fv.buffers.size(); ++i) {
+        const Buffer& b = fv.buffers[i];
+        unsigned arg = static_cast<unsigned>(3 + i);
+        body_fn->addParamAttr(arg, llvm::Attribute::NoAlias);
+        body_fn->addParamAttr(arg, llvm::Attribute::getWithDereferenceableBytes(
+                                       ctx_, b->num_elements() * b.dtype().bytes()));
+        if (allocated_.count(b.get()))
+            body_fn->addParamAttr(arg, llvm::Attribute::getWithAlignment(ctx_, llvm::Align(64)));
+    }
+
+    // The chunk the runtime calls: unpacks ctx and calls the body.
+    auto* chunk_ty = llvm::FunctionType::get(b_.getVoidTy(), {i64(), i64(), ptr()}, false);
+    llvm::Function* chunk_fn = new_function(name, chunk_ty, false);
+    {
+        llvm::IRBuilder<>::InsertPointGuard guard(b_);
+        b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", chunk_fn));
+        std::vector<llvm::Value*> args{chunk_fn->getArg(0), chunk_fn->getArg(1)};
+        for (size_t i = 0; i < captured.size(); ++i) {
+            llvm::Value* slot = b_.CreateStructGEP(ctx_ty, chunk_fn->getArg(2), i);
+            args.push_back(b_.CreateLoad(captured_types[i], slot));
+        }
+        b_.CreateCall(body_fn, args);
+        b_.CreateRetVoid();
+    }
+
+    // Generate the body with a fresh function state, then restore ours.
+    {
+        llvm::IRBuilder<>::InsertPointGuard guard(b_);
+        llvm::Function* saved_fn = fn_;
+        auto saved_vars = std::move(vars_);
+        auto saved_buffers = std::move(buffers_);
+        vars_.clear();
+        buffers_.clear();
+        fn_ = body_fn;
+        b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", body_fn));
+        size_t arg = 3;
+        for (const Buffer& b : fv.buffers)
+            buffers_[b.get()] = body_fn->getArg(arg++);
+        for (const Variable* v : fv.vars)
+            bind(v, body_fn->getArg(arg++));
+        serial_for(op->loop_var, body_fn->getArg(0), body_fn->getArg(1), op->body,
+                   body_fn->getArg(2));
+        b_.CreateRetVoid();
+        fn_ = saved_fn;
+        vars_ = std::move(saved_vars);
+        buffers_ = std::move(saved_buffers);
+    }
+
+    // Here: pack ctx and launch.
+    llvm::Value* ctx = alloca_in_entry(ctx_ty, nullptr, 8);
+    for (size_t i = 0; i < captured.size(); ++i)
+        b_.CreateStore(captured[i], b_.CreateStructGEP(ctx_ty, ctx, i));
+    llvm::FunctionCallee launch =
+        mod_.getOrInsertFunction("tessera_parallel_for", b_.getInt32Ty(), i64(), ptr(), ptr());
+    b_.CreateCall(launch, {extent, chunk_fn, ctx});
+}
+
+void CodeGen::visit(const Store* op) {
+    store(op->buffer, codegen(op->value), op->index, op->value.type().lanes);
+}
+
+void CodeGen::visit(const Allocate* op) {
+    const Buffer& buf = op->buffer;
+    TESSERA_CHECK(!buffers_.count(buf.get()))
+        << "buffer " << buf.name() << " allocated twice in " << func_name_;
+    llvm::Type* mt = memory_type(buf.dtype());
+    int64_t n = buf->num_elements();
+    int64_t bytes = n * buf.dtype().bytes();
+    bool heap = op->scope == MemoryScope::Heap || bytes > kMaxStackBytes;
+    llvm::Value* p = nullptr;
+    llvm::FunctionCallee free_fn;
+    if (!heap) {
+        p = alloca_in_entry(llvm::ArrayType::get(mt, n), nullptr, 64);
+    } else {
+        llvm::FunctionCallee alloc_fn = mod_.getOrInsertFunction("tessera_alloc", ptr(), i64());
+        if (auto* f = llvm::dyn_cast<llvm::Function>(alloc_fn.getCallee())) {
+            f->addRetAttr(llvm::Attribute::NoAlias);
+            f->addRetAttr(llvm::Attribute::getWithAlignment(ctx_, llvm::Align(64)));
+            f->setDoesNotThrow();
+        }
+        free_fn = mod_.getOrInsertFunction("tessera_free", b_.getVoidTy(), ptr());
+        p = b_.CreateCall(alloc_fn, {b_.getInt64(bytes)}, buf.name());
+    }
+    buffers_[buf.get()] = p;
+    allocated_.insert(buf.get());
+    codegen(op->body);
+    buffers_.erase(buf.get());
+    if (heap)
+        b_.CreateCall(free_fn, {p});
+}
+
+void CodeGen::visit(const IfThenElse* op) {
+    llvm::Value* c = codegen(op->condition);
+    auto* then_bb = llvm::BasicBlock::Create(ctx_, "then", fn_);
+    auto* done_bb = llvm::BasicBlock::Create(ctx_, "endif", fn_);
+    auto* else_bb = op->else_case.defined() ? llvm::BasicBlock::Create(ctx_, "else", fn_) : done_bb;
+    b_.CreateCondBr(c, then_bb, else_bb);
+    b_.SetInsertPoint(then_bb);
+    codegen(op->then_case);
+    b_.CreateBr(done_bb);
+    if (op->else_case.defined()) {
+        b_.SetInsertPoint(else_bb);
+        codegen(op->else_case);
+        b_.CreateBr(done_bb);
+    }
+    b_.SetInsertPoint(done_bb);
+}
+
+void CodeGen::visit(const Seq* op) {
+    for (const Stmt& s : op->stmts)
+        codegen(s);
+}
+
+void CodeGen::visit(const Evaluate* op) { codegen(op->value); }
+
+} // namespace
+
+std::unique_ptr<llvm::Module> codegen_llvm(const std::vector<LoweredFunc>& funcs,
+                                           llvm::LLVMContext& ctx, const TargetSpec& spec,
+                                           const CompileOptions& opts) {
+    auto m = std::make_unique<llvm::Module>("tessera", ctx);
+    CodeGen cg(ctx, *m, spec, opts);
+    for (const LoweredFunc& f : funcs)
+        cg.add_function(f);
+    return m;
+}
+
+void check_function_names(const std::vector<LoweredFunc>& funcs) {
+    std::unordered_set<std::string> seen;
+    for (const LoweredFunc& f : funcs) {
+        TESSERA_CHECK(!f.name.empty()) << "function without a name";
+        for (char c : f.name)
+            TESSERA_CHECK(std::isalnum(static_cast<unsigned char>(c)) || c == '_')
+                << "function name '" << f.name << "' is not a C identifier";
+        TESSERA_CHECK(!std::isdigit(static_cast<unsigned char>(f.name[0])))
+            << "function name '" << f.name << "' starts with a digit";
+        TESSERA_CHECK(seen.insert(f.name).second) << "two functions named '" << f.name << "'";
+        // Generated code calls these; a kernel of the same name would capture the calls.
+        static const char* const kReserved[] = {"tessera_parallel_for",
+                                                "tessera_alloc",
+                                                "tessera_free",
+                                                "exp",
+                                                "expf",
+                                                "log",
+                                                "logf",
+                                                "pow",
+                                                "powf",
+                                                "sqrt",
+                                                "sqrtf",
+                                                "tanh",
+                                                "tanhf",
+                                                "erf",
+                                                "erff",
+                                                "floor",
+                                                "floorf",
+                                                "ceil",
+                                                "ceilf",
+                                                "fabs",
+                                                "fabsf",
+                                                "memcpy",
+                                                "memset"};
+        for (const char* r : kReserved)
+            TESSERA_CHECK(f.name != r) << "function name '" << f.name << "' is reserved";
+    }
+}
+
+} // namespace tessera::backend::detail

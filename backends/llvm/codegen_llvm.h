@@ -1,0 +1,56 @@
+// Private to the LLVM backend: loop IR to an LLVM module, and the target/pipeline helpers the
+// JIT and object emission share. Kept apart so that only a few files parse the heavy LLVM
+// headers (PassBuilder, LLJIT).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tessera/backends/llvm.h"
+
+namespace llvm {
+class LLVMContext;
+class Module;
+class TargetMachine;
+} // namespace llvm
+
+namespace tessera::backend::detail {
+
+/// The CPU and feature strings functions are compiled for (host, or opts.cpu/opts.features).
+struct TargetSpec {
+    std::string triple, cpu, features;
+};
+TargetSpec target_spec(const CompileOptions& opts);
+
+/// Registers the native target with LLVM once per process (thread-safe).
+void initialize_native_target();
+
+/// A TargetMachine for spec: position-independent, aggressive code generation.
+std::unique_ptr<llvm::TargetMachine> create_target_machine(const TargetSpec& spec);
+
+/// Builds the unoptimized module for funcs (every function carries spec's target-cpu and
+/// target-features). Checks the input contract of llvm.h with TESSERA_CHECK.
+std::unique_ptr<llvm::Module> codegen_llvm(const std::vector<ir::LoweredFunc>& funcs,
+                                           llvm::LLVMContext& ctx, const TargetSpec& spec,
+                                           const CompileOptions& opts);
+
+/// Verifies m (InternalError with LLVM's message when broken) and runs the new-PM pipeline at
+/// opts.opt_level with tm's target information.
+void optimize_module(llvm::Module& m, llvm::TargetMachine& tm, const CompileOptions& opts);
+
+/// codegen_llvm + optimize_module, with m's triple and data layout set from tm.
+std::unique_ptr<llvm::Module> build_module(const std::vector<ir::LoweredFunc>& funcs,
+                                           llvm::LLVMContext& ctx, llvm::TargetMachine& tm,
+                                           const TargetSpec& spec, const CompileOptions& opts);
+
+/// m as LLVM IR text.
+std::string module_to_string(const llvm::Module& m);
+
+/// Machine code for a copy of m (codegen mutates its input): assembly text or object bytes.
+std::string emit_machine_code(const llvm::Module& m, llvm::TargetMachine& tm, bool assembly);
+
+/// Checks that names are unique non-empty identifiers (UserError otherwise).
+void check_function_names(const std::vector<ir::LoweredFunc>& funcs);
+
+} // namespace tessera::backend::detail

@@ -1,0 +1,162 @@
+// The host TargetMachine, the new-PM optimization pipeline and machine-code emission. The one
+// file of the backend that parses PassBuilder.h.
+#include <mutex>
+
+#include <llvm/ADT/StringMap.h>
+#include <llvm/Analysis/TargetLibraryInfo.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/CodeGen.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/Target/TargetOptions.h>
+#include <llvm/TargetParser/Host.h>
+#include <llvm/Transforms/Utils/Cloning.h>
+
+#include "codegen_llvm.h"
+#include "tessera/backends/host.h"
+#include "tessera/support/error.h"
+
+namespace tessera::backend::detail {
+
+TargetSpec target_spec(const CompileOptions& opts) {
+    TargetSpec spec;
+    spec.triple = llvm::sys::getProcessTriple();
+    if (!opts.cpu.empty()) {
+        spec.cpu = opts.cpu;
+        spec.features = opts.features;
+        return spec;
+    }
+    // Every host feature, enabled or not: a CPU name implies features that a virtual machine
+    // may have switched off, and "-feature" entries turn those back off.
+    static const std::string host_features = [] {
+        std::string s;
+        for (const auto& f : llvm::sys::getHostCPUFeatures()) {
+            if (!s.empty())
+                s += ",";
+            s += (f.getValue() ? "+" : "-") + f.getKey().str();
+        }
+        return s;
+    }();
+    spec.cpu = host_info().cpu_name;
+    spec.features = host_features;
+    return spec;
+}
+
+void initialize_native_target() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        llvm::InitializeNativeTarget();
+        llvm::InitializeNativeTargetAsmPrinter();
+        llvm::InitializeNativeTargetAsmParser();
+    });
+}
+
+std::unique_ptr<llvm::TargetMachine> create_target_machine(const TargetSpec& spec) {
+    initialize_native_target();
+    std::string err;
+    const llvm::Target* target = llvm::TargetRegistry::lookupTarget(spec.triple, err);
+    TESSERA_CHECK(target) << "no LLVM target for " << spec.triple << ": " << err;
+    llvm::TargetOptions options;
+    std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
+        spec.triple, spec.cpu, spec.features, options, llvm::Reloc::PIC_, std::nullopt,
+        llvm::CodeGenOptLevel::Aggressive));
+    TESSERA_CHECK(tm) << "cannot create a target machine for " << spec.triple << " " << spec.cpu;
+    return tm;
+}
+
+void optimize_module(llvm::Module& m, llvm::TargetMachine& tm, const CompileOptions& opts) {
+    std::string err;
+    llvm::raw_string_ostream es(err);
+    TESSERA_CHECK(!llvm::verifyModule(m, &es)) << "generated invalid LLVM IR: " << es.str();
+    if (opts.opt_level <= 0)
+        return;
+
+    llvm::LoopAnalysisManager lam;
+    llvm::FunctionAnalysisManager fam;
+    llvm::CGSCCAnalysisManager cgam;
+    llvm::ModuleAnalysisManager mam;
+    llvm::PipelineTuningOptions pto;
+    pto.LoopVectorization = true;
+    pto.SLPVectorization = true;
+    pto.LoopUnrolling = true;
+    pto.LoopInterleaving = true;
+    // The TargetMachine gives the pipeline real target information (vector widths, costs);
+    // without it the vectorizers stay conservative.
+    llvm::PassBuilder pb(&tm, pto);
+    pb.registerModuleAnalyses(mam);
+    pb.registerCGSCCAnalyses(cgam);
+    pb.registerFunctionAnalyses(fam);
+    pb.registerLoopAnalyses(lam);
+    pb.crossRegisterProxies(lam, fam, cgam, mam);
+    llvm::OptimizationLevel level = opts.opt_level == 1   ? llvm::OptimizationLevel::O1
+                                    : opts.opt_level == 2 ? llvm::OptimizationLevel::O2
+                                                          : llvm::OptimizationLevel::O3;
+    llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(level);
+    mpm.run(m, mam);
+}
+
+std::unique_ptr<llvm::Module> build_module(const std::vector<ir::LoweredFunc>& funcs,
+                                           llvm::LLVMContext& ctx, llvm::TargetMachine& tm,
+                                           const TargetSpec& spec, const CompileOptions& opts) {
+    check_function_names(funcs);
+    std::unique_ptr<llvm::Module> m = codegen_llvm(funcs, ctx, spec, opts);
+    m->setTargetTriple(spec.triple);
+    m->setDataLayout(tm.createDataLayout());
+    optimize_module(*m, tm, opts);
+    return m;
+}
+
+std::string module_to_string(const llvm::Module& m) {
+    std::string s;
+    llvm::raw_string_ostream os(s);
+    m.print(os, nullptr);
+    return os.str();
+}
+
+std::string emit_machine_code(const llvm::Module& m, llvm::TargetMachine& tm, bool assembly) {
+    std::unique_ptr<llvm::Module> copy = llvm::CloneModule(m);
+    llvm::SmallString<0> buf;
+    llvm::raw_svector_ostream os(buf);
+    llvm::legacy::PassManager pm;
+    auto kind = assembly ? llvm::CodeGenFileType::AssemblyFile : llvm::CodeGenFileType::ObjectFile;
+    TESSERA_CHECK(!tm.addPassesToEmitFile(pm, os, nullptr, kind))
+        << "the target cannot emit " << (assembly ? "assembly" : "object files");
+    pm.run(*copy);
+    return std::string(buf.begin(), buf.end());
+}
+
+} // namespace tessera::backend::detail
+
+namespace tessera::backend {
+
+void emit_object_file(std::vector<ir::LoweredFunc> funcs, const std::string& path,
+                      const CompileOptions& opts) {
+    detail::TargetSpec spec = detail::target_spec(opts);
+    std::unique_ptr<llvm::TargetMachine> tm = detail::create_target_machine(spec);
+    llvm::LLVMContext ctx;
+    std::unique_ptr<llvm::Module> m = detail::build_module(funcs, ctx, *tm, spec, opts);
+    std::string bytes = detail::emit_machine_code(*m, *tm, false);
+    std::error_code ec;
+    llvm::raw_fd_ostream out(path, ec);
+    if (ec)
+        throw UserError() << "cannot write object file '" << path << "': " << ec.message();
+    out << bytes;
+    out.close();
+    if (out.has_error())
+        throw UserError() << "cannot write object file '" << path << "': " << out.error().message();
+}
+
+std::string emit_llvm_ir(std::vector<ir::LoweredFunc> funcs, const CompileOptions& opts) {
+    detail::TargetSpec spec = detail::target_spec(opts);
+    std::unique_ptr<llvm::TargetMachine> tm = detail::create_target_machine(spec);
+    llvm::LLVMContext ctx;
+    std::unique_ptr<llvm::Module> m = detail::build_module(funcs, ctx, *tm, spec, opts);
+    return detail::module_to_string(*m);
+}
+
+} // namespace tessera::backend

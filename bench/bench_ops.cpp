@@ -1,0 +1,503 @@
+// tessera_bench_ops: single operators measured side by side in one run on this machine.
+//
+// For each workload it times tessera's code (the hand-built sgemm IR, or the default lowering of
+// a te operator), OpenBLAS and oneDNN with the same thread count, checks tessera's result against
+// a peer, and prints one table of GFLOP/s, ratios and the share of the machine's peak FMA rate
+// (measured here with a register-only FMA loop on the same number of threads).
+//
+// Usage: tessera_bench_ops [--threads N] [--quick] [--json]
+// Exit status: 0 when every check passed, 1 on a numeric mismatch, 2 on bad options or errors.
+#include <cblas.h>
+#include <dlfcn.h>
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <limits>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "sgemm_ir.h"
+#include "tessera/backends/host.h"
+#include "tessera/backends/llvm.h"
+#include "tessera/lower/lower_default.h"
+#include "tessera/lower/lower_for_codegen.h"
+#include "tessera/runtime/thread_pool.h"
+#include "tessera/support/error.h"
+#include "tessera/support/rng.h"
+#include "tessera/te/op_library.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+    int threads = 2;
+    bool quick = false;
+    bool json = false;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Timing.
+
+/// Median seconds per call of each of `fns`, timed in interleaved rounds: in each of 3 rounds
+/// every function runs one block (a warm-up call, then at least 4 calls and 0.1 s), so each
+/// gets >= 12 timed calls and >= 0.3 s in all. Spreading the blocks over time keeps the ratios
+/// fair when something else runs on the machine for a while. Between blocks, settle().
+std::vector<double> time_interleaved(const std::vector<std::function<void()>>& fns);
+
+/// Lets the previous library's worker threads go idle (OpenBLAS workers spin for a while after a
+/// call) so they do not steal cycles from the next one.
+void settle() { std::this_thread::sleep_for(std::chrono::milliseconds(200)); }
+
+std::vector<double> time_interleaved(const std::vector<std::function<void()>>& fns) {
+    const int rounds = 3, min_reps = 4;
+    const double min_seconds = 0.1;
+    std::vector<std::vector<double>> samples(fns.size());
+    for (int round = 0; round < rounds; ++round)
+        for (size_t i = 0; i < fns.size(); ++i) {
+            settle();
+            fns[i]();
+            const auto start = Clock::now();
+            for (int n = 0;; ++n) {
+                const double total = std::chrono::duration<double>(Clock::now() - start).count();
+                if (n >= min_reps && total >= min_seconds) break;
+                const auto t0 = Clock::now();
+                fns[i]();
+                samples[i].push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+            }
+        }
+    std::vector<double> medians;
+    for (auto& s : samples) {
+        std::sort(s.begin(), s.end());
+        medians.push_back(s[s.size() / 2]);
+    }
+    return medians;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Peak FMA rate: 12 independent FMA chains per thread in registers only. Written in assembly so
+// the compiler can neither spill the accumulators nor drop the loop.
+
+void fma_loop_ymm(int64_t iters) {
+    __asm__ volatile(
+        "vxorps %%ymm0,%%ymm0,%%ymm0\n\t vxorps %%ymm1,%%ymm1,%%ymm1\n\t"
+        "vxorps %%ymm2,%%ymm2,%%ymm2\n\t vxorps %%ymm3,%%ymm3,%%ymm3\n\t"
+        "vxorps %%ymm4,%%ymm4,%%ymm4\n\t vxorps %%ymm5,%%ymm5,%%ymm5\n\t"
+        "vxorps %%ymm6,%%ymm6,%%ymm6\n\t vxorps %%ymm7,%%ymm7,%%ymm7\n\t"
+        "vxorps %%ymm8,%%ymm8,%%ymm8\n\t vxorps %%ymm9,%%ymm9,%%ymm9\n\t"
+        "vxorps %%ymm10,%%ymm10,%%ymm10\n\t vxorps %%ymm11,%%ymm11,%%ymm11\n\t"
+        "vxorps %%ymm12,%%ymm12,%%ymm12\n\t vxorps %%ymm13,%%ymm13,%%ymm13\n\t"
+        "1:\n\t"
+        "vfmadd231ps %%ymm12,%%ymm13,%%ymm0\n\t vfmadd231ps %%ymm12,%%ymm13,%%ymm1\n\t"
+        "vfmadd231ps %%ymm12,%%ymm13,%%ymm2\n\t vfmadd231ps %%ymm12,%%ymm13,%%ymm3\n\t"
+        "vfmadd231ps %%ymm12,%%ymm13,%%ymm4\n\t vfmadd231ps %%ymm12,%%ymm13,%%ymm5\n\t"
+        "vfmadd231ps %%ymm12,%%ymm13,%%ymm6\n\t vfmadd231ps %%ymm12,%%ymm13,%%ymm7\n\t"
+        "vfmadd231ps %%ymm12,%%ymm13,%%ymm8\n\t vfmadd231ps %%ymm12,%%ymm13,%%ymm9\n\t"
+        "vfmadd231ps %%ymm12,%%ymm13,%%ymm10\n\t vfmadd231ps %%ymm12,%%ymm13,%%ymm11\n\t"
+        "dec %0\n\t jnz 1b\n\t vzeroupper\n\t"
+        : "+r"(iters)
+        :
+        : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",
+          "xmm11", "xmm12", "xmm13", "cc");
+}
+
+void fma_loop_zmm(int64_t iters) {
+    __asm__ volatile(
+        "vpxord %%zmm0,%%zmm0,%%zmm0\n\t vpxord %%zmm1,%%zmm1,%%zmm1\n\t"
+        "vpxord %%zmm2,%%zmm2,%%zmm2\n\t vpxord %%zmm3,%%zmm3,%%zmm3\n\t"
+        "vpxord %%zmm4,%%zmm4,%%zmm4\n\t vpxord %%zmm5,%%zmm5,%%zmm5\n\t"
+        "vpxord %%zmm6,%%zmm6,%%zmm6\n\t vpxord %%zmm7,%%zmm7,%%zmm7\n\t"
+        "vpxord %%zmm8,%%zmm8,%%zmm8\n\t vpxord %%zmm9,%%zmm9,%%zmm9\n\t"
+        "vpxord %%zmm10,%%zmm10,%%zmm10\n\t vpxord %%zmm11,%%zmm11,%%zmm11\n\t"
+        "vpxord %%zmm12,%%zmm12,%%zmm12\n\t vpxord %%zmm13,%%zmm13,%%zmm13\n\t"
+        "1:\n\t"
+        "vfmadd231ps %%zmm12,%%zmm13,%%zmm0\n\t vfmadd231ps %%zmm12,%%zmm13,%%zmm1\n\t"
+        "vfmadd231ps %%zmm12,%%zmm13,%%zmm2\n\t vfmadd231ps %%zmm12,%%zmm13,%%zmm3\n\t"
+        "vfmadd231ps %%zmm12,%%zmm13,%%zmm4\n\t vfmadd231ps %%zmm12,%%zmm13,%%zmm5\n\t"
+        "vfmadd231ps %%zmm12,%%zmm13,%%zmm6\n\t vfmadd231ps %%zmm12,%%zmm13,%%zmm7\n\t"
+        "vfmadd231ps %%zmm12,%%zmm13,%%zmm8\n\t vfmadd231ps %%zmm12,%%zmm13,%%zmm9\n\t"
+        "vfmadd231ps %%zmm12,%%zmm13,%%zmm10\n\t vfmadd231ps %%zmm12,%%zmm13,%%zmm11\n\t"
+        "dec %0\n\t jnz 1b\n\t vzeroupper\n\t"
+        : "+r"(iters)
+        :
+        : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",
+          "xmm11", "xmm12", "xmm13", "cc");
+}
+
+/// GFLOP/s of `loop` (12 chains of `lanes`-wide FMAs) run on `threads` threads at once: the
+/// best of three rounds of about 0.2 s.
+double measure_peak(void (*loop)(int64_t), int lanes, int threads) {
+    const int64_t iters = 20'000'000;
+    double best = 0;
+    for (int round = 0; round < 3; ++round) {
+        std::vector<std::thread> pool;
+        const auto t0 = Clock::now();
+        for (int t = 0; t < threads; ++t) pool.emplace_back([&] { loop(iters); });
+        for (auto& t : pool) t.join();
+        const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+        best = std::max(best, threads * static_cast<double>(iters) * 12 * lanes * 2 / s / 1e9);
+    }
+    return best;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Peers' thread counts. oneDNN here is built on OpenMP; its omp_set_num_threads is looked up at
+// run time because libgomp is only an indirect dependency of this program.
+
+void set_omp_threads(int n) {
+    using Fn = void (*)(int);
+    if (auto fn = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"))) fn(n);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Results.
+
+struct Row {
+    std::string name;
+    double flops = 0;
+    double tessera = NAN, openblas = NAN, onednn = NAN; // GFLOP/s; NaN = not run
+    double error = NAN;      // tessera vs the peer, every element
+    std::string checked_against;
+    double spot_error = NAN; // worst of all three vs a double-precision reference, sampled
+    bool ok = true;
+};
+
+double max_rel_error(const float* a, const float* b, size_t n) {
+    double worst = 0;
+    for (size_t i = 0; i < n; ++i) {
+        if (!std::isfinite(a[i]) || !std::isfinite(b[i])) return std::numeric_limits<double>::infinity();
+        worst = std::max(worst, std::fabs(double(a[i]) - b[i]) / std::max(1.0, std::fabs(double(b[i]))));
+    }
+    return worst;
+}
+
+std::vector<float> random_vector(size_t n, uint64_t seed) {
+    std::vector<float> v(n);
+    tessera::Rng rng(seed);
+    rng.fill(v, -1.0f, 1.0f);
+    return v;
+}
+
+double gflops(double flops, double seconds) { return flops / seconds / 1e9; }
+
+// ---------------------------------------------------------------------------------------------
+// Workloads.
+
+/// One tessera function compiled by the JIT: fn(args) with args[i] = data of params[i].
+struct JitFunction {
+    std::unique_ptr<tessera::backend::JitModule> module;
+    tessera::backend::JitModule::KernelFn fn = nullptr;
+};
+
+JitFunction jit(tessera::ir::LoweredFunc f) {
+    f = tessera::lower::prepare_for_codegen(f);
+    const std::string name = f.name;
+    JitFunction out{tessera::backend::JitModule::compile({f}), nullptr};
+    out.fn = out.module->get(name);
+    return out;
+}
+
+constexpr double kTolerance = 1e-3;
+
+/// Largest relative error of `c` against a double-precision reference at `samples` positions
+/// drawn with a fixed seed; `ref(i)` computes element i. Independent of every peer.
+double spot_check(const std::vector<float>& c, const std::function<double(int64_t)>& ref,
+                  int samples = 512) {
+    tessera::Rng rng(99);
+    double worst = 0;
+    const int64_t n = static_cast<int64_t>(c.size());
+    for (int s = 0; s < samples; ++s) {
+        const int64_t i = s == 0 ? n - 1 : static_cast<int64_t>(rng.next() % uint64_t(n));
+        const double want = ref(i);
+        if (!std::isfinite(c[i])) return std::numeric_limits<double>::infinity();
+        worst = std::max(worst, std::fabs(c[i] - want) / std::max(1.0, std::fabs(want)));
+    }
+    return worst;
+}
+
+/// Fills in the verdict of a row: tessera against the peer (every element) and every result
+/// against the double-precision spot check.
+void judge(Row& row, const std::vector<float>& mine, const std::vector<float>& peer,
+           const char* peer_name, const std::vector<const std::vector<float>*>& all,
+           const std::function<double(int64_t)>& ref) {
+    row.checked_against = peer_name;
+    row.error = max_rel_error(mine.data(), peer.data(), peer.size());
+    row.spot_error = 0;
+    for (const auto* r : all) row.spot_error = std::max(row.spot_error, spot_check(*r, ref));
+    row.ok = row.error <= kTolerance && row.spot_error <= kTolerance;
+}
+
+Row bench_sgemm(int64_t M, int64_t N, int64_t K, const Options& opt) {
+    Row row;
+    row.name = "sgemm " + std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K);
+    row.flops = 2.0 * M * N * K;
+    std::vector<float> a = random_vector(M * K, 1), b = random_vector(K * N, 2);
+    std::vector<float> c_tessera(M * N), c_blas(M * N), c_dnnl(M * N);
+
+    // tessera: the hand-built IR.
+    const tessera::bench::SgemmConfig cfg =
+        tessera::bench::sgemm_config_for(tessera::backend::host_info().vector_bits, opt.threads);
+    JitFunction f = jit(tessera::bench::build_sgemm_ir(M, N, K, cfg));
+    void* args[3] = {a.data(), b.data(), c_tessera.data()};
+    auto tessera_run = [&] { f.fn(args); };
+
+    // OpenBLAS.
+    auto blas_run = [&] {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, a.data(), K,
+                    b.data(), N, 0.0f, c_blas.data(), N);
+    };
+
+    // oneDNN matmul on plain row-major memory.
+    using namespace dnnl;
+    engine eng(engine::kind::cpu, 0);
+    stream strm(eng);
+    memory::desc a_md({M, K}, memory::data_type::f32, memory::format_tag::ab);
+    memory::desc b_md({K, N}, memory::data_type::f32, memory::format_tag::ab);
+    memory::desc c_md({M, N}, memory::data_type::f32, memory::format_tag::ab);
+    matmul::primitive_desc pd(matmul::desc(a_md, b_md, c_md), eng);
+    matmul mm(pd);
+    memory a_mem(a_md, eng, a.data()), b_mem(b_md, eng, b.data()), c_mem(c_md, eng, c_dnnl.data());
+    auto dnnl_run = [&] {
+        mm.execute(strm, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
+        strm.wait();
+    };
+
+    const std::vector<double> t = time_interleaved({tessera_run, blas_run, dnnl_run});
+    row.tessera = gflops(row.flops, t[0]);
+    row.openblas = gflops(row.flops, t[1]);
+    row.onednn = gflops(row.flops, t[2]);
+
+    judge(row, c_tessera, c_blas, "OpenBLAS", {&c_tessera, &c_blas, &c_dnnl}, [&](int64_t idx) {
+        const int64_t i = idx / N, j = idx % N;
+        double acc = 0;
+        for (int64_t k = 0; k < K; ++k) acc += double(a[i * K + k]) * b[k * N + j];
+        return acc;
+    });
+    return row;
+}
+
+Row bench_conv2d(const Options& opt) {
+    const int64_t n = 1, c = 64, h = 56, w = 56, k = 64, r = 3, s = 3, stride = 1, pad = 1;
+    const int64_t oh = (h + 2 * pad - r) / stride + 1, ow = (w + 2 * pad - s) / stride + 1;
+    Row row;
+    row.name = "conv2d 1x64x56x56 k64 3x3 p1";
+    row.flops = 2.0 * n * k * oh * ow * c * r * s;
+    std::vector<float> x = random_vector(n * c * h * w, 3), wt = random_vector(k * c * r * s, 4);
+    std::vector<float> y_tessera(n * k * oh * ow), y_blas(n * k * oh * ow), y_dnnl(n * k * oh * ow);
+
+    // tessera: the default lowering of the te operator (no schedule yet: a serial loop nest).
+    tessera::te::OpInstance op = tessera::te::make_op(tessera::te::parse_op_spec(
+        "conv2d:n=1,c=64,h=56,w=56,k=64,r=3,s=3,stride=1,pad=1"));
+    JitFunction f = jit(tessera::lower::lower_default(op.compute, "conv2d"));
+    void* args[3] = {x.data(), wt.data(), y_tessera.data()};
+    auto tessera_run = [&] { f.fn(args); };
+
+    // OpenBLAS: im2col (timed, it is part of the operator) then W[k, c*r*s] * col[c*r*s, oh*ow].
+    std::vector<float> col(c * r * s * oh * ow);
+    auto blas_run = [&] {
+        for (int64_t ci = 0; ci < c; ++ci)
+            for (int64_t ri = 0; ri < r; ++ri)
+                for (int64_t si = 0; si < s; ++si) {
+                    float* dst = col.data() + ((ci * r + ri) * s + si) * oh * ow;
+                    for (int64_t y = 0; y < oh; ++y) {
+                        const int64_t iy = y * stride - pad + ri;
+                        for (int64_t xo = 0; xo < ow; ++xo) {
+                            const int64_t ix = xo * stride - pad + si;
+                            dst[y * ow + xo] = (iy >= 0 && iy < h && ix >= 0 && ix < w)
+                                                   ? x[(ci * h + iy) * w + ix]
+                                                   : 0.0f;
+                        }
+                    }
+                }
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, k, oh * ow, c * r * s, 1.0f,
+                    wt.data(), c * r * s, col.data(), oh * ow, 0.0f, y_blas.data(), oh * ow);
+    };
+
+    // oneDNN direct convolution: it picks its own layouts; reorders stay outside the timing.
+    using namespace dnnl;
+    engine eng(engine::kind::cpu, 0);
+    stream strm(eng);
+    memory::desc x_user({n, c, h, w}, memory::data_type::f32, memory::format_tag::nchw);
+    memory::desc w_user({k, c, r, s}, memory::data_type::f32, memory::format_tag::oihw);
+    memory::desc y_user({n, k, oh, ow}, memory::data_type::f32, memory::format_tag::nchw);
+    memory::desc x_any({n, c, h, w}, memory::data_type::f32, memory::format_tag::any);
+    memory::desc w_any({k, c, r, s}, memory::data_type::f32, memory::format_tag::any);
+    memory::desc y_any({n, k, oh, ow}, memory::data_type::f32, memory::format_tag::any);
+    convolution_forward::primitive_desc pd(
+        convolution_forward::desc(prop_kind::forward_inference, algorithm::convolution_direct,
+                                  x_any, w_any, y_any, {stride, stride}, {pad, pad}, {pad, pad}),
+        eng);
+    memory x_mem(x_user, eng, x.data()), w_mem(w_user, eng, wt.data()), y_mem(y_user, eng, y_dnnl.data());
+    memory x_conv(pd.src_desc(), eng), w_conv(pd.weights_desc(), eng), y_conv(pd.dst_desc(), eng);
+    reorder(x_mem, x_conv).execute(strm, x_mem, x_conv);
+    reorder(w_mem, w_conv).execute(strm, w_mem, w_conv);
+    strm.wait();
+    convolution_forward conv(pd);
+    auto dnnl_run = [&] {
+        conv.execute(strm, {{DNNL_ARG_SRC, x_conv}, {DNNL_ARG_WEIGHTS, w_conv}, {DNNL_ARG_DST, y_conv}});
+        strm.wait();
+    };
+
+    const std::vector<double> t = time_interleaved({tessera_run, blas_run, dnnl_run});
+    row.tessera = gflops(row.flops, t[0]);
+    row.openblas = gflops(row.flops, t[1]);
+    row.onednn = gflops(row.flops, t[2]);
+    reorder(y_conv, y_mem).execute(strm, y_conv, y_mem);
+    strm.wait();
+
+    judge(row, y_tessera, y_dnnl, "oneDNN", {&y_tessera, &y_blas, &y_dnnl}, [&](int64_t idx) {
+        const int64_t ko = idx / (oh * ow), y = idx / ow % oh, xo = idx % ow;
+        double acc = 0;
+        for (int64_t ci = 0; ci < c; ++ci)
+            for (int64_t ri = 0; ri < r; ++ri)
+                for (int64_t si = 0; si < s; ++si) {
+                    const int64_t iy = y * stride - pad + ri, ix = xo * stride - pad + si;
+                    if (iy >= 0 && iy < h && ix >= 0 && ix < w)
+                        acc += double(x[(ci * h + iy) * w + ix]) * wt[((ko * c + ci) * r + ri) * s + si];
+                }
+        return acc;
+    });
+    return row;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Output.
+
+std::string fmt_num(double v, const char* spec) {
+    if (std::isnan(v)) return "-";
+    char buf[64];
+    std::snprintf(buf, sizeof buf, spec, v);
+    return buf;
+}
+
+std::string json_num(double v) {
+    if (!std::isfinite(v)) return "null";
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.6g", v);
+    return buf;
+}
+
+Options parse_options(int argc, char** argv) {
+    Options o;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        if (a == "--quick") o.quick = true;
+        else if (a == "--json") o.json = true;
+        else if (a == "--threads" && i + 1 < argc) {
+            char* end = nullptr;
+            const long v = std::strtol(argv[++i], &end, 10);
+            if (*end != '\0' || v < 1 || v > 1024)
+                throw tessera::UserError() << "--threads needs a positive integer, got '" << argv[i] << "'";
+            o.threads = static_cast<int>(v);
+        } else if (a == "--help" || a == "-h") {
+            std::cout << "usage: tessera_bench_ops [--threads N] [--quick] [--json]\n";
+            std::exit(0);
+        } else {
+            throw tessera::UserError() << "unknown option '" << a << "'";
+        }
+    }
+    return o;
+}
+
+int run(const Options& opt) {
+    const tessera::backend::HostInfo& host = tessera::backend::host_info();
+    // Other processes on the machine make every number here noisy; say how busy it was.
+    std::string load_before = "unknown";
+    if (std::ifstream in("/proc/loadavg"); in) in >> load_before;
+    set_omp_threads(opt.threads);
+    openblas_set_num_threads(opt.threads);
+    tessera::runtime::set_num_threads(opt.threads);
+
+    const double peak_avx2 = measure_peak(fma_loop_ymm, 8, opt.threads);
+    const bool avx512 = host.has_feature("avx512f");
+    const double peak_avx512 = avx512 ? measure_peak(fma_loop_zmm, 16, opt.threads) : NAN;
+    const double peak = avx512 ? std::max(peak_avx2, peak_avx512) : peak_avx2;
+
+    std::vector<Row> rows;
+    std::vector<std::array<int64_t, 3>> gemms = {{1024, 1024, 1024}, {127, 127, 127}};
+    if (!opt.quick) gemms = {{512, 512, 512}, {1024, 1024, 1024}, {2048, 2048, 2048}, {127, 127, 127}};
+    for (const auto& g : gemms) {
+        rows.push_back(bench_sgemm(g[0], g[1], g[2], opt));
+        std::fprintf(stderr, "  measured %s\n", rows.back().name.c_str());
+    }
+    rows.push_back(bench_conv2d(opt));
+    std::fprintf(stderr, "  measured %s\n", rows.back().name.c_str());
+
+    bool all_ok = true;
+    for (const Row& r : rows) all_ok = all_ok && r.ok;
+
+    if (opt.json) {
+        std::cout << "{\"machine\":{\"cpu\":\"" << host.cpu_model_name << "\",\"llvm_cpu\":\""
+                  << host.cpu_name << "\",\"cores\":" << host.cores << ",\"threads\":" << opt.threads
+                  << ",\"load_average_before\":\"" << load_before << "\""
+                  << "},\"peak_gflops\":" << json_num(peak) << ",\"peak_avx2_gflops\":"
+                  << json_num(peak_avx2) << ",\"peak_avx512_gflops\":" << json_num(peak_avx512)
+                  << ",\"rows\":[";
+        for (size_t i = 0; i < rows.size(); ++i) {
+            const Row& r = rows[i];
+            std::cout << (i ? "," : "") << "{\"workload\":\"" << r.name << "\",\"tessera\":"
+                      << json_num(r.tessera) << ",\"openblas\":" << json_num(r.openblas)
+                      << ",\"onednn\":" << json_num(r.onednn) << ",\"max_rel_error\":"
+                      << json_num(r.error) << ",\"checked_against\":\"" << r.checked_against
+                      << "\",\"spot_max_rel_error\":" << json_num(r.spot_error)
+                      << ",\"ok\":" << (r.ok ? "true" : "false") << "}";
+        }
+        std::cout << "],\"ok\":" << (all_ok ? "true" : "false") << "}\n";
+        return all_ok ? 0 : 1;
+    }
+
+    std::printf("machine: %s (LLVM cpu %s), %d cores; threads used: %d; load average before: %s\n",
+                host.cpu_model_name.c_str(), host.cpu_name.c_str(), host.cores, opt.threads,
+                load_before.c_str());
+    std::printf("peak FP32 FMA, %d threads: AVX2 %.1f GFLOP/s", opt.threads, peak_avx2);
+    if (avx512) std::printf(", AVX-512 %.1f GFLOP/s", peak_avx512);
+    std::printf(" -> peak %.1f GFLOP/s\n\n", peak);
+    std::printf("%-29s %8s %8s %8s %10s %9s %8s %9s %9s %s\n", "workload", "tessera", "OpenBLAS",
+                "oneDNN", "t/OpenBLAS", "t/oneDNN", "t %peak", "err peer", "err ref", "check");
+    std::printf("%-29s %8s %8s %8s\n", "(GFLOP/s)", "", "", "");
+    for (const Row& r : rows) {
+        std::printf("%-29s %8s %8s %8s %10s %9s %8s %9s %9s %s\n", r.name.c_str(),
+                    fmt_num(r.tessera, "%.1f").c_str(), fmt_num(r.openblas, "%.1f").c_str(),
+                    fmt_num(r.onednn, "%.1f").c_str(), fmt_num(r.tessera / r.openblas, "%.2f").c_str(),
+                    fmt_num(r.tessera / r.onednn, "%.2f").c_str(),
+                    fmt_num(100.0 * r.tessera / peak, "%.1f%%").c_str(), fmt_num(r.error, "%.1e").c_str(),
+                    fmt_num(r.spot_error, "%.1e").c_str(), (r.ok ? "ok" : "MISMATCH"));
+    }
+    std::printf("\nerr peer: max relative error of tessera vs OpenBLAS (sgemm) / oneDNN (conv2d), every\n"
+                "element; err ref: worst of all three libraries vs a double-precision reference at 512\n"
+                "sampled elements. Tolerance %.0e.\n"
+                "Times: medians of >= 12 calls in 3 interleaved rounds per library.\n", kTolerance);
+    for (const Row& r : rows)
+        if (!r.ok)
+            std::printf("MISMATCH in %s: tessera vs %s %.3e; worst of all vs the reference %.3e\n",
+                        r.name.c_str(), r.checked_against.c_str(), r.error, r.spot_error);
+    return all_ok ? 0 : 1;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    try {
+        return run(parse_options(argc, argv));
+    } catch (const tessera::UserError& e) {
+        std::fprintf(stderr, "error: %s\n", e.what());
+        return 2;
+    } catch (const dnnl::error& e) {
+        std::fprintf(stderr, "error: oneDNN: %s\n", e.what());
+        return 2;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "error: %s\n", e.what());
+        return 2;
+    }
+}

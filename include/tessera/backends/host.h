@@ -1,0 +1,28 @@
+// What this machine is, as the CPU backend and the tuning database see it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tessera::backend {
+
+/// The host CPU: what LLVM targets (triple, CPU name, ISA features) and what schedules care
+/// about (cores, cache sizes, vector width). Fields that cannot be read are 0 or empty.
+struct HostInfo {
+    std::string triple;                ///< LLVM target triple, e.g. "x86_64-pc-linux-gnu".
+    std::string cpu_name;              ///< LLVM CPU name, e.g. "znver3".
+    std::vector<std::string> features; ///< Enabled LLVM features without '+', sorted.
+    int cores = 1; ///< Physical cores available to this process (SMT siblings once).
+    int64_t l1d_bytes = 0, l2_bytes = 0, l3_bytes = 0; ///< Per cache instance of cpu0.
+    int vector_bits = 128;      ///< Widest SIMD register: 512 (AVX-512F), 256 (AVX), 128 otherwise.
+    std::string cpu_model_name; ///< "model name" from /proc/cpuinfo.
+
+    /// Whether `name` (an LLVM feature name such as "avx2") is enabled.
+    bool has_feature(const std::string& name) const;
+};
+
+/// The host, detected once (thread-safe) and cached for the process lifetime.
+const HostInfo& host_info();
+
+} // namespace tessera::backend

@@ -1,0 +1,86 @@
+// The LLVM CPU backend: lowered functions to native code, either JIT-compiled into this
+// process (JitModule) or written as an object file and linked into a shared library.
+//
+// Input contract (ir::LoweredFunc): the body holds only Serial and Parallel loops (run
+// lower::prepare_for_codegen first, which removes Vectorized and Unrolled loops), no
+// tensor-expression nodes and no free variables. Each function becomes the C symbol
+// `void name(void** args)` with args[i] the data pointer of params[i]. Parameters are assumed
+// not to overlap (they are marked noalias) and to hold at least num_elements() elements.
+//
+// Generated code calls tessera_parallel_for, tessera_alloc and tessera_free (runtime) and libm.
+// The JIT binds them directly; a shared library leaves them undefined, to be resolved from the
+// loading process (link it with ENABLE_EXPORTS / -rdynamic).
+//
+// No LLVM header leaks from here: the implementation is behind pimpl.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tessera/ir/stmt.h"
+
+namespace tessera::backend {
+
+/// How to compile. The defaults target this host at full optimization.
+struct CompileOptions {
+    /// LLVM optimization level of the IR pipeline, 0..3 (machine code is always optimized).
+    int opt_level = 3;
+    /// Adds reassociation, reciprocal and approximate-function float flags (never no-NaN or
+    /// no-inf). Fused multiply-add contraction is always on.
+    bool fast_math = false;
+    /// Keep the optimized LLVM IR text (JitModule::llvm_ir), for tests and inspection.
+    bool keep_llvm_ir = false;
+    /// Keep the assembly text (JitModule::assembly); costs one extra code generation.
+    bool keep_assembly = false;
+    /// Target CPU (LLVM name such as "znver3"); empty means this host.
+    std::string cpu;
+    /// LLVM feature list ("+avx2,+fma,-avx512f") used with `cpu`; ignored when cpu is empty.
+    std::string features;
+};
+
+/// Functions compiled into this process. Several JitModules may be created and used from
+/// different threads at the same time; each owns its own LLVM context and JIT.
+class JitModule {
+  public:
+    /// The compiled form of a LoweredFunc: `void name(void** args)`.
+    using KernelFn = void (*)(void**);
+
+    /// Compiles funcs into one module. Pre: names are unique, non-empty C identifiers other
+    /// than the runtime and libm symbols generated code calls, and every function satisfies
+    /// the input contract above (violations are InternalErrors).
+    static std::unique_ptr<JitModule> compile(std::vector<ir::LoweredFunc> funcs,
+                                              const CompileOptions& opts = {});
+    ~JitModule();
+    JitModule(const JitModule&) = delete;
+    JitModule& operator=(const JitModule&) = delete;
+
+    /// The function compiled from the LoweredFunc called `name`; throws UserError if none.
+    KernelFn get(const std::string& name) const;
+    /// Names of the compiled functions, in the order given to compile().
+    const std::vector<std::string>& function_names() const;
+    /// The optimized LLVM IR. Pre: compiled with keep_llvm_ir.
+    const std::string& llvm_ir() const;
+    /// The generated assembly. Pre: compiled with keep_assembly.
+    const std::string& assembly() const;
+
+  private:
+    struct Impl;
+    explicit JitModule(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+/// Compiles funcs (same contract as JitModule::compile) into a relocatable, position-
+/// independent object file at `path`. Throws UserError when the file cannot be written.
+void emit_object_file(std::vector<ir::LoweredFunc> funcs, const std::string& path,
+                      const CompileOptions& opts = {});
+
+/// The optimized LLVM IR text of funcs, without compiling to machine code.
+std::string emit_llvm_ir(std::vector<ir::LoweredFunc> funcs, const CompileOptions& opts = {});
+
+/// Links object files into a shared library at so_path with ld.lld (or `cc -shared` when lld
+/// is unavailable). Runtime symbols stay undefined (see the file comment). Throws UserError
+/// with the linker's output when linking fails.
+void link_shared_library(const std::vector<std::string>& objects, const std::string& so_path);
+
+} // namespace tessera::backend

@@ -1,0 +1,13 @@
+// The last lowering steps before a backend: vector and unrolled loops become plain code.
+#pragma once
+
+#include "tessera/ir/stmt.h"
+
+namespace tessera::lower {
+
+/// f ready for code generation: simplify -> vectorize_loops -> unroll_loops -> simplify ->
+/// verify (InternalError when a pass broke the IR). Afterwards the body holds only Serial and
+/// Parallel loops, with the indices of unrolled copies folded to constants. Idempotent.
+ir::LoweredFunc prepare_for_codegen(ir::LoweredFunc f);
+
+} // namespace tessera::lower

@@ -1,0 +1,15 @@
+// Heap memory for generated code: what a heap Allocate statement calls.
+#pragma once
+
+#include <cstdint>
+
+extern "C" {
+
+/// 64-byte aligned memory of at least `bytes` bytes (bytes <= 0 gives a valid, unique block).
+/// Returns null when the system is out of memory. Release with tessera_free.
+void* tessera_alloc(int64_t bytes);
+
+/// Releases memory from tessera_alloc; null is ignored.
+void tessera_free(void* p);
+
+} // extern "C"

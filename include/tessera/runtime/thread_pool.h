@@ -1,0 +1,45 @@
+// The process-wide thread pool that runs parallel loops of generated code.
+//
+// One pool per process. A parallel launch splits [0, n) into one contiguous chunk per thread
+// (static chunking), the calling thread runs the first chunk itself, and the call returns when
+// every chunk is done. Idle workers spin briefly (so back-to-back kernel launches are cheap)
+// and then sleep on a condition variable (so an idle pool costs no CPU). A launch from inside
+// a running chunk (a nested parallel loop) runs serially on the calling thread; launches from
+// several outside threads at once take turns.
+//
+// This header has no tessera dependencies: the runtime is linked into built models alone.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+namespace tessera::runtime {
+
+/// Sets the number of threads that run a parallel loop, the calling thread included. n <= 0
+/// means one per physical core available to this process. Takes effect for the next launch;
+/// must not be called from inside a parallel chunk (it is ignored there).
+void set_num_threads(int n);
+
+/// The number of threads a parallel loop uses now (>= 1).
+int num_threads();
+
+/// One per physical core available to this process (affinity mask and SMT siblings taken
+/// into account), at least 1.
+int default_num_threads();
+
+/// Runs fn(begin, end) over a static partition of [0, n) into at most num_threads() chunks,
+/// in parallel, and returns when all are done. n <= 0 runs nothing. fn must not throw.
+void parallel_for(int64_t n, const std::function<void(int64_t begin, int64_t end)>& fn);
+
+} // namespace tessera::runtime
+
+extern "C" {
+
+/// A chunk of a parallel loop in generated code: runs iterations [begin, end).
+typedef void (*TesseraParallelChunk)(int64_t begin, int64_t end, void* ctx);
+
+/// The entry point generated code calls for a parallel loop: runs chunk(begin, end, ctx) over
+/// a static partition of [0, n) on the pool (see parallel_for). Returns 0.
+int tessera_parallel_for(int64_t n, TesseraParallelChunk chunk, void* ctx);
+
+} // extern "C"

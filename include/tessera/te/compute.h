@@ -1,0 +1,30 @@
+// Compute: the tensor-expression DAG of one kernel (inputs, outputs and every stage between).
+#pragma once
+
+#include <vector>
+
+#include "tessera/te/tensor.h"
+
+namespace tessera::te {
+
+/// One kernel's tensor program. Lowering makes a function whose parameters are `inputs` then
+/// `outputs`, in these orders.
+struct Compute {
+    std::vector<Tensor> inputs;  ///< Placeholders, in parameter order.
+    std::vector<Tensor> outputs; ///< Compute tensors, in parameter order.
+    /// Every compute tensor reachable from the outputs, producers before consumers. The order
+    /// is deterministic: a depth-first post-order walk from the outputs in order, visiting each
+    /// tensor's inputs in first-read order.
+    std::vector<Tensor> stages;
+};
+
+/// Builds a Compute and checks it is closed: every placeholder that the outputs read must be
+/// among `inputs`. Throws UserError when a placeholder is missing, an input is not a placeholder,
+/// an output is a placeholder, or a tensor is listed twice. Inputs the outputs do not read are
+/// kept (they stay parameters).
+Compute make_compute(std::vector<Tensor> inputs, std::vector<Tensor> outputs);
+
+/// True when `t` is one of `c.outputs`.
+bool is_output(const Compute& c, const Tensor& t);
+
+} // namespace tessera::te

@@ -1,0 +1,176 @@
+// The operator library: tensor-expression definitions of the operators models use.
+//
+// Each function builds compute tensors from its inputs and returns the result; it validates the
+// shapes and parameters and throws UserError naming the op and the offending dims (these
+// functions are called by the graph importer with shapes from user models). Results keep the
+// inputs' dtype; binary ops require equal dtypes. Stage tensors are named after the op
+// ("matmul", "conv2d_pad", ...); names are hints only.
+//
+// Padding (conv2d, pools, pad): a separate padded stage ("<op>_pad") computed with a Select on
+// the bounds, whose input read uses clamped indices so that it never reads out of bounds (Select
+// evaluates both branches). The main stage then reads the padded stage without conditions; a
+// schedule may inline the pad stage back. No pad stage is made when all pads are 0.
+//
+// The CLI's spec registry (parse_op_spec, make_op) is in te/op_registry.h, included below.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tessera/te/op_registry.h"
+#include "tessera/te/tensor.h"
+
+namespace tessera::te {
+
+// ---- matmul.cpp ------------------------------------------------------------------------------
+
+/// Matrix product with numpy/ONNX MatMul semantics: a [..., M, K] x b [..., K, N] -> [..., M, N]
+/// with the leading (batch) dims broadcast; a rank-1 a is [K] (the M dim is dropped from the
+/// result), a rank-1 b is [K] (the N dim is dropped).
+Tensor matmul(const Tensor& a, const Tensor& b);
+
+/// Fully connected layer: x [..., K], w [N, K] (out features, in features), optional bias [N]
+/// (pass Tensor() for none): y[..., n] = sum_k x[..., k] * w[n, k] + bias[n]. The bias is a
+/// second stage "dense_bias".
+Tensor dense(const Tensor& x, const Tensor& w, const Tensor& bias = Tensor());
+
+/// Batched product: a [B, M, K] x b [B, K, N] -> [B, M, N]; either B may be 1 (broadcast).
+Tensor batch_matmul(const Tensor& a, const Tensor& b);
+
+// ---- conv2d.cpp ------------------------------------------------------------------------------
+
+struct Conv2dParams {
+    int64_t stride_h = 1, stride_w = 1;
+    int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+    int64_t dilation_h = 1, dilation_w = 1;
+    int64_t groups = 1;
+    /// Same stride, pad (all four sides), dilation in both dims.
+    static Conv2dParams make(int64_t stride, int64_t pad, int64_t dilation = 1, int64_t groups = 1);
+};
+
+/// 2-D convolution (cross-correlation), NCHW input x [N, C, H, W], OIHW weights
+/// w [K, C / groups, R, S], optional bias [K] (second stage "conv2d_bias"). Output
+/// [N, K, OH, OW] with OH = (H + pad_top + pad_bottom - dilation_h * (R - 1) - 1) / stride_h + 1.
+/// Throws UserError when C or K is not divisible by groups, the weight's channel dim is not
+/// C / groups, a parameter is out of range or the output would be empty.
+Tensor conv2d(const Tensor& x, const Tensor& w, const Conv2dParams& p,
+              const Tensor& bias = Tensor());
+
+/// Depthwise convolution: conv2d with groups = C and weights [C * multiplier, 1, R, S]
+/// (p.groups is ignored).
+Tensor depthwise_conv2d(const Tensor& x, const Tensor& w, const Conv2dParams& p,
+                        const Tensor& bias = Tensor());
+
+// ---- pooling.cpp -----------------------------------------------------------------------------
+
+struct Pool2dParams {
+    int64_t kernel_h = 1, kernel_w = 1;
+    int64_t stride_h = 1, stride_w = 1;
+    int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+    int64_t dilation_h = 1, dilation_w = 1;
+    /// Output size rounds up (the last window may hang over the bottom/right padding; a window
+    /// that would start in the bottom/right padding is dropped, as in PyTorch).
+    bool ceil_mode = false;
+    /// avg_pool2d only: divide by the whole window size clipped to the padded input (true) or by
+    /// the number of input elements in the window (false).
+    bool count_include_pad = false;
+    /// Square kernel, stride and pad on all four sides.
+    static Pool2dParams make(int64_t kernel, int64_t stride, int64_t pad);
+};
+
+/// Pooling over the last two dims of x [..., H, W] (rank >= 2, usually NCHW). Output
+/// [..., OH, OW], OH = (H + pad_top + pad_bottom - dilation_h * (kernel_h - 1) - 1) / stride_h + 1
+/// (rounded up in ceil_mode). Max pool pads with the lowest value; avg pool sums in stage
+/// "avg_pool2d_sum" then divides.
+Tensor max_pool2d(const Tensor& x, const Pool2dParams& p);
+Tensor avg_pool2d(const Tensor& x, const Pool2dParams& p);
+/// Mean / max over all dims from 2 on: x [N, C, ...] -> [N, C, 1, ...] (rank >= 3).
+Tensor global_avg_pool2d(const Tensor& x);
+Tensor global_max_pool2d(const Tensor& x);
+
+// ---- elementwise.cpp -------------------------------------------------------------------------
+
+/// numpy broadcasting of two shapes (trailing dims aligned, each pair equal or one of them 1).
+/// Throws UserError naming `op` and both shapes otherwise.
+std::vector<int64_t> broadcast_shapes(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
+                                      const std::string& op);
+
+/// Generic builders: y = f(x) elementwise; y = f(a, b) with numpy broadcasting.
+Tensor unary(const Tensor& x, const std::function<Expr(Expr)>& f, const std::string& name);
+Tensor broadcast_binary(const Tensor& a, const Tensor& b, const std::function<Expr(Expr, Expr)>& f,
+                        const std::string& name);
+
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor subtract(const Tensor& a, const Tensor& b);
+Tensor multiply(const Tensor& a, const Tensor& b);
+Tensor divide(const Tensor& a, const Tensor& b); ///< Float: IEEE. Integer: floor division.
+Tensor maximum(const Tensor& a, const Tensor& b);
+Tensor minimum(const Tensor& a, const Tensor& b);
+
+Tensor relu(const Tensor& x);
+Tensor clip(const Tensor& x, double lo, double hi); ///< min(max(x, lo), hi). Pre: lo <= hi.
+Tensor leaky_relu(const Tensor& x, double alpha);   ///< x > 0 ? x : alpha * x. Float only.
+/// Float-only math (UserError for other dtypes).
+Tensor sigmoid(const Tensor& x); ///< 1 / (1 + exp(-x))
+Tensor tanh(const Tensor& x);
+Tensor erf(const Tensor& x);
+Tensor gelu(const Tensor& x); ///< 0.5 * x * (1 + erf(x / sqrt(2))), the exact (erf) form
+Tensor exp(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+
+// ---- softmax.cpp -----------------------------------------------------------------------------
+
+/// Softmax along `axis` (negative counts from the end), numerically stable in four stages:
+/// softmax_max (max along axis), softmax_exp (exp(x - max)), softmax_sum, softmax (exp / sum).
+/// Float only.
+Tensor softmax(const Tensor& x, int64_t axis = -1);
+
+// ---- layer_norm.cpp --------------------------------------------------------------------------
+
+/// Layer normalization over the dims from `axis` on (ONNX LayerNormalization):
+/// y = (x - mean) / sqrt(var + epsilon) * gamma + beta, with mean and (biased) variance over
+/// those dims, computed in two passes (stages layer_norm_sum, layer_norm_var, layer_norm).
+/// gamma and beta have the normalized shape x.shape[axis:]; either may be Tensor() (no scale /
+/// no shift). Float only.
+Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, int64_t axis = -1,
+                  double epsilon = 1e-5);
+
+// ---- reduce.cpp ------------------------------------------------------------------------------
+
+/// Reductions over `axes` (negative counts from the end; empty = all axes, as in ONNX). With
+/// keepdims the reduced dims stay as 1, otherwise they are dropped (all dropped: rank 0).
+/// reduce_mean is a sum stage ("reduce_mean_sum") then a division.
+Tensor reduce_sum(const Tensor& x, std::vector<int64_t> axes, bool keepdims = false);
+Tensor reduce_mean(const Tensor& x, std::vector<int64_t> axes, bool keepdims = false);
+Tensor reduce_max(const Tensor& x, std::vector<int64_t> axes, bool keepdims = false);
+Tensor reduce_min(const Tensor& x, std::vector<int64_t> axes, bool keepdims = false);
+
+// ---- layout.cpp ------------------------------------------------------------------------------
+
+/// y[i_perm[0], ...]: output dim d is input dim perm[d]. Empty perm reverses the dims.
+Tensor transpose(const Tensor& x, std::vector<int64_t> perm = {});
+/// Same elements in row-major order, new shape; at most one -1 (inferred). Element counts must
+/// match.
+Tensor reshape(const Tensor& x, std::vector<int64_t> shape);
+/// Joins tensors of equal rank along `axis`; the other dims must match.
+Tensor concat(const std::vector<Tensor>& xs, int64_t axis);
+
+enum class PadMode : uint8_t {
+    Constant, ///< Outside values are `value`.
+    Edge,     ///< Outside values repeat the nearest edge element.
+    Reflect,  ///< Mirror without repeating the edge (pads must be < the dim).
+};
+/// Pads dim d with before[d] elements in front and after[d] behind (negative pads crop).
+/// Each output dim must stay positive.
+Tensor pad(const Tensor& x, std::vector<int64_t> before, std::vector<int64_t> after,
+           double value = 0, PadMode mode = PadMode::Constant);
+
+/// ONNX Slice: for each listed axis (default all, in order), the elements start, start + step,
+/// ... before end. Negative starts/ends count from the end; they are clamped to the dim (as in
+/// ONNX), steps default to 1 and may be negative but not 0. The result must not be empty.
+Tensor slice(const Tensor& x, std::vector<int64_t> starts, std::vector<int64_t> ends,
+             std::vector<int64_t> axes = {}, std::vector<int64_t> steps = {});
+
+} // namespace tessera::te

@@ -1,0 +1,299 @@
+// The process-wide thread pool: static chunking, a participating caller, spin-then-sleep
+// workers.
+//
+// Each worker owns a slot (its own cache line) holding its next chunk and a ticket counter.
+// The launching thread writes the chunk, bumps the ticket and only touches the worker's mutex
+// when the worker has gone to sleep, so a launch to spinning workers is a few atomic stores.
+// Completion is one shared counter that the caller spins on (then sleeps on) in the same way.
+#include "tessera/runtime/thread_pool.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <pthread.h>
+#include <sched.h>
+
+namespace tessera::runtime {
+
+namespace {
+
+/// How long an idle thread spins before sleeping: long enough to bridge the gap between
+/// back-to-back kernel launches, short enough that an idle pool leaves the CPU quickly.
+constexpr std::chrono::microseconds kSpinTime{100};
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/// Spins until pred() holds or kSpinTime passes; returns whether pred() held.
+template <typename Pred> bool spin_until(Pred pred) {
+    auto deadline = std::chrono::steady_clock::now() + kSpinTime;
+    for (;;) {
+        for (int i = 0; i < 128; ++i) {
+            if (pred())
+                return true;
+            cpu_relax();
+        }
+        if (std::chrono::steady_clock::now() >= deadline)
+            return pred();
+        // Lets another runnable thread have the core when threads outnumber cores.
+        std::this_thread::yield();
+    }
+}
+
+/// True on a thread that is running a chunk; a launch from there runs serially.
+thread_local bool t_in_parallel = false;
+
+struct alignas(64) Slot {
+    std::atomic<uint64_t> ticket{0}; ///< Bumped once per chunk posted (and to stop).
+    std::atomic<bool> sleeping{false};
+    std::atomic<bool> stop{false};
+    // The posted chunk; written before the ticket bump, read after seeing it.
+    TesseraParallelChunk fn = nullptr;
+    void* ctx = nullptr;
+    int64_t begin = 0, end = 0;
+    std::mutex mu;
+    std::condition_variable cv;
+};
+
+class Pool {
+  public:
+    Pool() : nthreads_(default_num_threads()) {
+        // A forked child (the tuner measures candidates in child processes) has none of the
+        // parent's workers: it must start its own instead of waiting for ghosts.
+        pthread_atfork(&Pool::before_fork, &Pool::after_fork_parent, &Pool::after_fork_child);
+    }
+    ~Pool() {
+        std::lock_guard<std::mutex> lock(launch_mu_);
+        stop_workers();
+    }
+
+    void set_num_threads(int n) {
+        if (t_in_parallel)
+            return;
+        if (n <= 0)
+            n = default_num_threads();
+        std::lock_guard<std::mutex> lock(launch_mu_);
+        nthreads_.store(n, std::memory_order_relaxed);
+    }
+
+    int num_threads() const { return nthreads_.load(std::memory_order_relaxed); }
+
+    void run(int64_t n, TesseraParallelChunk fn, void* ctx) {
+        if (n <= 0)
+            return;
+        if (t_in_parallel) {
+            fn(0, n, ctx);
+            return;
+        }
+        std::lock_guard<std::mutex> lock(launch_mu_);
+        const int64_t active = std::min<int64_t>(nthreads_.load(std::memory_order_relaxed), n);
+        if (active <= 1) {
+            run_chunk(fn, 0, n, ctx);
+            return;
+        }
+        ensure_workers(static_cast<int>(active) - 1);
+        // Balanced static partition: the first n % active chunks get one extra iteration.
+        const int64_t chunk = n / active, extra = n % active;
+        auto chunk_begin = [&](int64_t w) { return w * chunk + std::min(w, extra); };
+        pending_.store(active - 1, std::memory_order_relaxed);
+        for (int64_t w = 1; w < active; ++w) {
+            Slot& s = *slots_[w - 1];
+            s.fn = fn;
+            s.ctx = ctx;
+            s.begin = chunk_begin(w);
+            s.end = chunk_begin(w + 1);
+            s.ticket.fetch_add(1, std::memory_order_seq_cst);
+            if (s.sleeping.load(std::memory_order_seq_cst)) {
+                // The worker holds its mutex until it waits, so taking it here means the
+                // notify below cannot be lost.
+                { std::lock_guard<std::mutex> g(s.mu); }
+                s.cv.notify_one();
+            }
+        }
+        run_chunk(fn, 0, chunk_begin(1), ctx);
+        wait_done();
+    }
+
+  private:
+    // No launch is in progress across a fork, and no worker holds done_mu_.
+    static void before_fork();
+    static void after_fork_parent();
+    static void after_fork_child();
+
+    static void run_chunk(TesseraParallelChunk fn, int64_t b, int64_t e, void* ctx) {
+        t_in_parallel = true;
+        fn(b, e, ctx);
+        t_in_parallel = false;
+    }
+
+    void wait_done() {
+        auto done = [&] { return pending_.load(std::memory_order_acquire) == 0; };
+        if (spin_until(done))
+            return;
+        std::unique_lock<std::mutex> lock(done_mu_);
+        caller_sleeping_.store(true, std::memory_order_seq_cst);
+        while (pending_.load(std::memory_order_seq_cst) != 0)
+            done_cv_.wait(lock);
+        caller_sleeping_.store(false, std::memory_order_relaxed);
+    }
+
+    void worker_loop(Slot* s) {
+        t_in_parallel = true; // anything a worker launches runs serially
+        uint64_t seen = 0;
+        for (;;) {
+            auto posted = [&] { return s->ticket.load(std::memory_order_acquire) != seen; };
+            if (!spin_until(posted)) {
+                std::unique_lock<std::mutex> lock(s->mu);
+                s->sleeping.store(true, std::memory_order_seq_cst);
+                while (s->ticket.load(std::memory_order_seq_cst) == seen)
+                    s->cv.wait(lock);
+                s->sleeping.store(false, std::memory_order_relaxed);
+            }
+            seen = s->ticket.load(std::memory_order_acquire);
+            if (s->stop.load(std::memory_order_acquire))
+                return;
+            s->fn(s->begin, s->end, s->ctx);
+            if (pending_.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
+                caller_sleeping_.load(std::memory_order_seq_cst)) {
+                { std::lock_guard<std::mutex> g(done_mu_); }
+                done_cv_.notify_one();
+            }
+        }
+    }
+
+    /// Starts workers until there are at least `count`. Pre: launch_mu_ held.
+    void ensure_workers(int count) {
+        while (static_cast<int>(threads_.size()) < count) {
+            slots_.push_back(std::make_unique<Slot>());
+            Slot* s = slots_.back().get();
+            threads_.emplace_back([this, s] { worker_loop(s); });
+        }
+    }
+
+    /// Pre: launch_mu_ held.
+    void stop_workers() {
+        for (auto& s : slots_) {
+            s->stop.store(true, std::memory_order_release);
+            {
+                std::lock_guard<std::mutex> g(s->mu);
+                s->ticket.fetch_add(1, std::memory_order_seq_cst);
+            }
+            s->cv.notify_one();
+        }
+        for (auto& t : threads_)
+            t.join();
+        threads_.clear();
+        slots_.clear();
+    }
+
+    std::mutex launch_mu_; ///< One launch at a time.
+    std::atomic<int> nthreads_;
+    std::vector<std::unique_ptr<Slot>> slots_; ///< Worker w runs chunk w + 1.
+    std::vector<std::thread> threads_;
+    alignas(64) std::atomic<int64_t> pending_{0}; ///< Worker chunks of this launch not done.
+    std::atomic<bool> caller_sleeping_{false};
+    std::mutex done_mu_;
+    std::condition_variable done_cv_;
+};
+
+Pool& pool() {
+    static Pool p;
+    return p;
+}
+
+void Pool::before_fork() {
+    Pool& p = pool();
+    p.launch_mu_.lock();
+    p.done_mu_.lock();
+}
+
+void Pool::after_fork_parent() {
+    Pool& p = pool();
+    p.done_mu_.unlock();
+    p.launch_mu_.unlock();
+}
+
+void Pool::after_fork_child() {
+    Pool& p = pool();
+    // The worker threads do not exist here; their handles and slots are deliberately leaked
+    // (joining or destroying them would wait for threads that will never run).
+    new std::vector<std::thread>(std::move(p.threads_));
+    new std::vector<std::unique_ptr<Slot>>(std::move(p.slots_));
+    p.threads_.clear();
+    p.slots_.clear();
+    p.pending_.store(0, std::memory_order_relaxed);
+    p.caller_sleeping_.store(false, std::memory_order_relaxed);
+    p.done_mu_.unlock();
+    p.launch_mu_.unlock();
+}
+
+/// Reads one integer from a sysfs file; -1 when unreadable.
+long read_long(const std::string& path) {
+    std::ifstream in(path);
+    long v = -1;
+    if (!(in >> v))
+        return -1;
+    return v;
+}
+
+} // namespace
+
+int default_num_threads() {
+    static const int cached = [] {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        if (sched_getaffinity(0, sizeof(set), &set) != 0) {
+            unsigned hc = std::thread::hardware_concurrency();
+            return hc > 0 ? static_cast<int>(hc) : 1;
+        }
+        // Count distinct (package, core) pairs so SMT siblings share one thread.
+        std::set<std::pair<long, long>> cores;
+        int cpus = 0;
+        bool topology_ok = true;
+        for (int c = 0; c < CPU_SETSIZE; ++c) {
+            if (!CPU_ISSET(c, &set))
+                continue;
+            ++cpus;
+            std::string dir = "/sys/devices/system/cpu/cpu" + std::to_string(c) + "/topology/";
+            long pkg = read_long(dir + "physical_package_id");
+            long core = read_long(dir + "core_id");
+            if (pkg < 0 || core < 0)
+                topology_ok = false;
+            cores.insert({pkg, core});
+        }
+        int n = topology_ok ? static_cast<int>(cores.size()) : cpus;
+        return std::max(1, n);
+    }();
+    return cached;
+}
+
+void set_num_threads(int n) { pool().set_num_threads(n); }
+
+int num_threads() { return pool().num_threads(); }
+
+void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
+    using Fn = std::function<void(int64_t, int64_t)>;
+    pool().run(
+        n, [](int64_t b, int64_t e, void* ctx) { (*static_cast<const Fn*>(ctx))(b, e); },
+        const_cast<Fn*>(&fn));
+}
+
+} // namespace tessera::runtime
+
+extern "C" int tessera_parallel_for(int64_t n, TesseraParallelChunk chunk, void* ctx) {
+    tessera::runtime::pool().run(n, chunk, ctx);
+    return 0;
+}

@@ -1,0 +1,56 @@
+// Shape and dtype checks shared by the operator definitions.
+#include "op_util.h"
+
+#include <algorithm>
+
+namespace tessera::te::detail {
+
+void check_defined(const Tensor& t, const std::string& op, const char* role) {
+    if (!t.defined())
+        throw UserError() << op << ": missing " << role << " tensor";
+}
+
+void check_float(const Tensor& t, const std::string& op) {
+    if (!t.dtype().is_float())
+        throw UserError() << op << ": input '" << t.name() << "' must be float, got " << t.dtype();
+}
+
+void check_same_dtype(const Tensor& a, const Tensor& b, const std::string& op) {
+    if (a.dtype() != b.dtype())
+        throw UserError() << op << ": inputs '" << a.name() << "' and '" << b.name()
+                          << "' have different dtypes " << a.dtype() << " and " << b.dtype();
+}
+
+void check_rank(const Tensor& t, size_t rank, const std::string& op, const char* role) {
+    if (t.ndim() != rank)
+        throw UserError() << op << ": " << role << " '" << t.name() << "' must have rank " << rank
+                          << ", got shape " << shape_to_string(t.shape());
+}
+
+int64_t normalize_axis(int64_t axis, size_t rank, const std::string& op) {
+    int64_t r = static_cast<int64_t>(rank);
+    if (axis < -r || axis >= r)
+        throw UserError() << op << ": axis " << axis << " out of range for rank " << rank;
+    return axis < 0 ? axis + r : axis;
+}
+
+std::vector<int64_t> normalize_axes(std::vector<int64_t> axes, size_t rank, const std::string& op) {
+    if (axes.empty()) {
+        for (size_t i = 0; i < rank; ++i)
+            axes.push_back(static_cast<int64_t>(i));
+        return axes;
+    }
+    for (auto& a : axes)
+        a = normalize_axis(a, rank, op);
+    std::sort(axes.begin(), axes.end());
+    for (size_t i = 1; i < axes.size(); ++i)
+        if (axes[i] == axes[i - 1])
+            throw UserError() << op << ": axis " << axes[i] << " repeated";
+    return axes;
+}
+
+Expr clamp_index(Expr e, int64_t lo, int64_t hi) {
+    return ir::min(ir::max(std::move(e), Expr(lo)), Expr(hi));
+}
+
+} // namespace tessera::te::detail

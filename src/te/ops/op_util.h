@@ -1,0 +1,46 @@
+// Helpers shared by the operator definitions (private to src/te/ops).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tessera/ir/op.h"
+#include "tessera/support/error.h"
+#include "tessera/te/op_library.h"
+
+namespace tessera::te::detail {
+
+/// Throws UserError unless t is defined.
+void check_defined(const Tensor& t, const std::string& op, const char* role);
+/// Throws UserError unless t has a float dtype.
+void check_float(const Tensor& t, const std::string& op);
+/// Throws UserError unless a and b have the same dtype.
+void check_same_dtype(const Tensor& a, const Tensor& b, const std::string& op);
+/// Throws UserError unless rank(t) == rank.
+void check_rank(const Tensor& t, size_t rank, const std::string& op, const char* role);
+/// Normalizes a possibly negative axis into [0, rank); UserError when out of range.
+int64_t normalize_axis(int64_t axis, size_t rank, const std::string& op);
+/// Normalized, sorted, duplicate-free axes; empty means all axes.
+std::vector<int64_t> normalize_axes(std::vector<int64_t> axes, size_t rank, const std::string& op);
+
+/// The immediate v in dtype t (scalar).
+inline Expr constant(DataType t, double v) { return ir::make_const(t, v); }
+/// Axis Vars as Exprs.
+inline std::vector<Expr> as_exprs(const std::vector<Var>& v) { return {v.begin(), v.end()}; }
+/// min(max(e, lo), hi) on i64 indices: keeps a read in bounds where Select guards it.
+Expr clamp_index(Expr e, int64_t lo, int64_t hi);
+
+/// One reduction stage `name` of x over `axes` (normalized) with op.
+Tensor reduce_stage(const Tensor& x, const std::vector<int64_t>& axes, bool keepdims,
+                    ir::ReduceOp op, const std::string& name);
+
+/// pad() with a chosen stage name (conv2d_pad, max_pool2d_pad, ...) and an immediate `value` of
+/// x's dtype.
+Tensor pad_named(const Tensor& x, std::vector<int64_t> before, std::vector<int64_t> after,
+                 Expr value, PadMode mode, const std::string& name);
+
+/// Mean over normalized `axes`: stage `name`_sum then `name` (the division).
+Tensor mean_stages(const Tensor& x, const std::vector<int64_t>& axes, bool keepdims,
+                   const std::string& name);
+
+} // namespace tessera::te::detail

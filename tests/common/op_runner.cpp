@@ -1,0 +1,58 @@
+#include "common/op_runner.h"
+
+#include <limits>
+
+#include "common/test_util.h"
+#include "tessera/ir/interpreter.h"
+#include "tessera/ir/verify.h"
+#include "tessera/lower/lower_default.h"
+#include "tessera/support/error.h"
+
+namespace tessera::testing {
+
+Executor interpreter_executor() {
+    return [](const ir::LoweredFunc& f, std::vector<void*>& args) { ir::interpret(f, args); };
+}
+
+std::vector<std::vector<float>> random_inputs(const te::Compute& c, uint64_t seed, float lo,
+                                              float hi) {
+    std::vector<std::vector<float>> data;
+    for (size_t i = 0; i < c.inputs.size(); ++i)
+        data.push_back(random_floats(static_cast<size_t>(te::num_elements(c.inputs[i].shape())),
+                                     seed + i, lo, hi));
+    return data;
+}
+
+std::vector<std::vector<float>> run_lowered(const ir::LoweredFunc& f,
+                                            const std::vector<std::vector<float>>& inputs,
+                                            const Executor& exec) {
+    TESSERA_CHECK(inputs.size() <= f.params.size())
+        << f.name << ": " << inputs.size() << " inputs for " << f.params.size() << " params";
+    ir::verify(f);
+    std::vector<std::vector<float>> data(inputs.begin(), inputs.end());
+    for (size_t i = 0; i < f.params.size(); ++i) {
+        const ir::Buffer& b = f.params[i];
+        TESSERA_CHECK(b.dtype() == ir::DataType::f32())
+            << f.name << ": param '" << b.name() << "' of type " << b.dtype() << " (f32 only)";
+        size_t n = static_cast<size_t>(b->num_elements());
+        if (i < inputs.size())
+            TESSERA_CHECK(data[i].size() == n) << f.name << ": input '" << b.name() << "' has "
+                                               << data[i].size() << " elements, needs " << n;
+        else
+            data.emplace_back(n, std::numeric_limits<float>::quiet_NaN());
+    }
+    std::vector<void*> args;
+    for (auto& d : data)
+        args.push_back(d.data());
+    exec(f, args);
+    return std::vector<std::vector<float>>(data.begin() + static_cast<long>(inputs.size()),
+                                           data.end());
+}
+
+std::vector<std::vector<float>> run_compute(const te::Compute& c,
+                                            const std::vector<std::vector<float>>& inputs,
+                                            const Executor& exec) {
+    return run_lowered(lower::lower_default(c, "kernel"), inputs, exec);
+}
+
+} // namespace tessera::testing

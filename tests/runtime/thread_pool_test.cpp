@@ -1,0 +1,261 @@
+// The runtime thread pool: every index exactly once, nesting, small and empty ranges, many
+// launches, the C entry point and heap allocation; and a printed launch-overhead measurement.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <csignal>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tessera/runtime/alloc.h"
+#include "tessera/runtime/thread_pool.h"
+
+using namespace tessera::runtime;
+
+namespace {
+
+/// Restores the thread count a test changed.
+struct ThreadCountGuard {
+    int saved = num_threads();
+    ~ThreadCountGuard() { set_num_threads(saved); }
+};
+
+/// Runs parallel_for over [0, n) and returns how often each index was visited.
+std::vector<int> visit_counts(int64_t n) {
+    std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+    parallel_for(n, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i)
+            hits[i].fetch_add(1);
+    });
+    std::vector<int> out;
+    for (auto& h : hits)
+        out.push_back(h.load());
+    return out;
+}
+
+} // namespace
+
+TEST(ThreadPool, EveryIndexExactlyOnce) {
+    ThreadCountGuard guard;
+    for (int threads : {1, 2, 3, 4, 7}) {
+        set_num_threads(threads);
+        EXPECT_EQ(num_threads(), threads);
+        for (int64_t n : {1, 2, 3, 7, 13, 127, 1000, 4099}) {
+            std::vector<int> counts = visit_counts(n);
+            for (int64_t i = 0; i < n; ++i)
+                ASSERT_EQ(counts[i], 1)
+                    << "index " << i << " of " << n << ", " << threads << " threads";
+        }
+    }
+}
+
+TEST(ThreadPool, ChunksAreContiguousAndBalanced) {
+    ThreadCountGuard guard;
+    set_num_threads(4);
+    std::mutex mu;
+    std::vector<std::pair<int64_t, int64_t>> chunks;
+    parallel_for(13, [&](int64_t b, int64_t e) {
+        std::lock_guard<std::mutex> g(mu);
+        chunks.emplace_back(b, e);
+    });
+    std::sort(chunks.begin(), chunks.end());
+    ASSERT_EQ(chunks.size(), 4u);
+    int64_t next = 0;
+    for (auto [b, e] : chunks) {
+        EXPECT_EQ(b, next);
+        EXPECT_TRUE(e - b == 3 || e - b == 4) << b << ".." << e;
+        next = e;
+    }
+    EXPECT_EQ(next, 13);
+}
+
+TEST(ThreadPool, FewerIndicesThanThreads) {
+    ThreadCountGuard guard;
+    set_num_threads(8);
+    std::atomic<int> calls{0};
+    std::atomic<int64_t> sum{0};
+    parallel_for(3, [&](int64_t b, int64_t e) {
+        calls.fetch_add(1);
+        for (int64_t i = b; i < e; ++i)
+            sum.fetch_add(i + 1);
+    });
+    EXPECT_EQ(calls.load(), 3);
+    EXPECT_EQ(sum.load(), 6);
+}
+
+TEST(ThreadPool, EmptyRangeRunsNothing) {
+    std::atomic<int> calls{0};
+    parallel_for(0, [&](int64_t, int64_t) { calls.fetch_add(1); });
+    parallel_for(-5, [&](int64_t, int64_t) { calls.fetch_add(1); });
+    EXPECT_EQ(calls.load(), 0);
+}
+
+TEST(ThreadPool, NestedLaunchesRunSerially) {
+    ThreadCountGuard guard;
+    set_num_threads(3);
+    const int64_t outer = 7, inner = 13;
+    std::vector<std::atomic<int>> hits(outer * inner);
+    std::atomic<int> inner_chunks{0};
+    parallel_for(outer, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) {
+            std::thread::id me = std::this_thread::get_id();
+            parallel_for(inner, [&](int64_t ib, int64_t ie) {
+                inner_chunks.fetch_add(1);
+                EXPECT_EQ(std::this_thread::get_id(), me); // serial on the same thread
+                for (int64_t j = ib; j < ie; ++j)
+                    hits[i * inner + j].fetch_add(1);
+            });
+        }
+    });
+    EXPECT_EQ(inner_chunks.load(), outer); // one whole-range chunk per nested launch
+    for (auto& h : hits)
+        EXPECT_EQ(h.load(), 1);
+}
+
+TEST(ThreadPool, ManyRepeatedLaunches) {
+    ThreadCountGuard guard;
+    set_num_threads(4);
+    std::vector<int64_t> data(97, 0);
+    for (int rep = 0; rep < 20000; ++rep) {
+        parallel_for(static_cast<int64_t>(data.size()), [&](int64_t b, int64_t e) {
+            for (int64_t i = b; i < e; ++i)
+                data[i] += i;
+        });
+    }
+    for (size_t i = 0; i < data.size(); ++i)
+        ASSERT_EQ(data[i], 20000 * (int64_t)i);
+}
+
+TEST(ThreadPool, LaunchesFromSeveralThreadsTakeTurns) {
+    ThreadCountGuard guard;
+    set_num_threads(3);
+    std::vector<std::thread> callers;
+    std::vector<int64_t> sums(4, 0);
+    for (int c = 0; c < 4; ++c) {
+        callers.emplace_back([&, c] {
+            for (int rep = 0; rep < 200; ++rep) {
+                std::atomic<int64_t> s{0};
+                parallel_for(100, [&](int64_t b, int64_t e) {
+                    for (int64_t i = b; i < e; ++i)
+                        s.fetch_add(i);
+                });
+                sums[c] += s.load();
+            }
+        });
+    }
+    for (auto& t : callers)
+        t.join();
+    for (int64_t s : sums)
+        EXPECT_EQ(s, 200 * 4950);
+}
+
+TEST(ThreadPool, WorksInAForkedChild) {
+    ThreadCountGuard guard;
+    set_num_threads(3);
+    std::vector<int> before = visit_counts(100); // the parent's workers exist now
+    ASSERT_EQ(before, std::vector<int>(100, 1));
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        // In the child: the pool must start fresh workers rather than wait for the parent's.
+        std::vector<int> counts = visit_counts(1000);
+        bool ok = counts == std::vector<int>(1000, 1);
+        _exit(ok ? 0 : 1);
+    }
+    // A child waiting for the parent's workers would hang: give it 30 s.
+    int status = 0;
+    pid_t done = 0;
+    for (int waited_ms = 0; waited_ms < 30000 && done == 0; waited_ms += 10) {
+        done = waitpid(pid, &status, WNOHANG);
+        if (done == 0)
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (done == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        FAIL() << "the forked child hung in parallel_for";
+    }
+    ASSERT_EQ(done, pid);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0);
+    EXPECT_EQ(visit_counts(100), std::vector<int>(100, 1)); // the parent is unaffected
+}
+
+TEST(ThreadPool, CEntryPoint) {
+    ThreadCountGuard guard;
+    set_num_threads(2);
+    std::vector<int32_t> out(127, -1);
+    auto chunk = [](int64_t b, int64_t e, void* ctx) {
+        auto* p = static_cast<int32_t*>(ctx);
+        for (int64_t i = b; i < e; ++i)
+            p[i] = static_cast<int32_t>(i * 3);
+    };
+    EXPECT_EQ(tessera_parallel_for(127, chunk, out.data()), 0);
+    for (int i = 0; i < 127; ++i)
+        EXPECT_EQ(out[i], i * 3);
+}
+
+TEST(ThreadPool, DefaultThreadCount) {
+    ThreadCountGuard guard;
+    EXPECT_GE(default_num_threads(), 1);
+    set_num_threads(0);
+    EXPECT_EQ(num_threads(), default_num_threads());
+    set_num_threads(-3);
+    EXPECT_EQ(num_threads(), default_num_threads());
+}
+
+TEST(Alloc, AlignedAndUsable) {
+    for (int64_t bytes : {0, 1, 7, 64, 1000, 1 << 20}) {
+        auto* p = static_cast<unsigned char*>(tessera_alloc(bytes));
+        ASSERT_NE(p, nullptr);
+        EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u);
+        for (int64_t i = 0; i < bytes; ++i)
+            p[i] = static_cast<unsigned char>(i);
+        for (int64_t i = 0; i < bytes; ++i)
+            ASSERT_EQ(p[i], static_cast<unsigned char>(i));
+        tessera_free(p);
+    }
+    tessera_free(nullptr);
+}
+
+// Not a pass/fail check: prints the cost of an empty launch so regressions are visible.
+TEST(ThreadPool, LaunchOverheadIsReported) {
+    ThreadCountGuard guard;
+    for (int threads : {1, 2, default_num_threads()}) {
+        set_num_threads(threads);
+        auto empty = [](int64_t, int64_t, void*) {};
+        const int reps = 20000;
+        for (int i = 0; i < 1000; ++i)
+            tessera_parallel_for(1024, empty, nullptr); // warm up
+        auto t0 = std::chrono::steady_clock::now();
+        for (int i = 0; i < reps; ++i)
+            tessera_parallel_for(1024, empty, nullptr);
+        auto t1 = std::chrono::steady_clock::now();
+        double us = std::chrono::duration<double, std::micro>(t1 - t0).count() / reps;
+        std::printf("[ overhead ] empty parallel_for on %d threads: %.3f us per launch\n", threads,
+                    us);
+        EXPECT_GT(us, 0.0);
+        // After an idle gap the workers sleep: this is the wake-up cost.
+        double wake_total = 0;
+        const int wakes = 50;
+        for (int i = 0; i < wakes; ++i) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+            auto w0 = std::chrono::steady_clock::now();
+            tessera_parallel_for(1024, empty, nullptr);
+            wake_total +=
+                std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - w0)
+                    .count();
+        }
+        std::printf("[ overhead ] launch to sleeping workers on %d threads: %.1f us\n", threads,
+                    wake_total / wakes);
+    }
+}

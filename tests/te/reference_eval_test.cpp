@@ -1,0 +1,80 @@
+// The direct tensor-expression evaluator against naive C++ on random inputs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "common/test_util.h"
+#include "tessera/ir/op.h"
+#include "tessera/support/error.h"
+#include "tessera/te/op_library.h"
+#include "tessera/te/reference_eval.h"
+#include "tessera/te/tensor.h"
+
+using namespace tessera;
+using namespace tessera::ir;
+
+TEST(ReferenceEval, MatmulMatchesNaiveLoops) {
+    const int64_t M = 7, N = 13, K = 127;
+    Tensor a = te::placeholder({M, K}, DataType::f32(), "a");
+    Tensor b = te::placeholder({K, N}, DataType::f32(), "b");
+    Tensor c = te::matmul(a, b);
+    auto av = tessera::testing::random_floats(M * K, 1), bv = tessera::testing::random_floats(K * N, 2);
+    te::ReferenceEvaluator ref;
+    ref.bind(a, av.data());
+    ref.bind(b, bv.data());
+    for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j) {
+            double want = 0;
+            for (int64_t k = 0; k < K; ++k) want += (double)av[i * K + k] * bv[k * N + j];
+            EXPECT_NEAR(ref.at(c, {i, j}), want, 1e-9);
+        }
+}
+
+TEST(ReferenceEval, MultiStageSoftmaxRowsSumToOne) {
+    const int64_t M = 3, N = 13;
+    Tensor x = te::placeholder({M, N}, DataType::f32(), "x");
+    Tensor y = te::softmax(x);
+    auto xv = tessera::testing::random_floats(M * N, 3, -4, 4);
+    te::ReferenceEvaluator ref;
+    ref.bind(x, xv.data());
+    for (int64_t i = 0; i < M; ++i) {
+        double total = 0, denom = 0;
+        for (int64_t j = 0; j < N; ++j) denom += std::exp((double)xv[i * N + j]);
+        for (int64_t j = 0; j < N; ++j) {
+            double v = ref.at(y, {i, j});
+            EXPECT_NEAR(v, std::exp((double)xv[i * N + j]) / denom, 1e-12);
+            total += v;
+        }
+        EXPECT_NEAR(total, 1.0, 1e-12);
+    }
+}
+
+TEST(ReferenceEval, PaddedConvolutionBranchIsNotEvaluated) {
+    // The padding Select must not read outside the input.
+    Tensor x = te::placeholder({1, 1, 7, 7}, DataType::f32(), "x");
+    Tensor w = te::placeholder({1, 1, 3, 3}, DataType::f32(), "w");
+    te::Conv2dParams p = te::Conv2dParams::make(1, 1);
+    Tensor y = te::conv2d(x, w, p);
+    auto xv = tessera::testing::random_floats(49, 4), wv = tessera::testing::random_floats(9, 5);
+    te::ReferenceEvaluator ref;
+    ref.bind(x, xv.data());
+    ref.bind(w, wv.data());
+    double want = 0;
+    for (int r = 0; r < 3; ++r)
+        for (int s = 0; s < 3; ++s) {
+            int h = r - 1, ww = s - 1;
+            if (h >= 0 && ww >= 0) want += (double)xv[h * 7 + ww] * wv[r * 3 + s];
+        }
+    EXPECT_NEAR(ref.at(y, {0, 0, 0, 0}), want, 1e-9);
+}
+
+TEST(ReferenceEval, UnboundInputAndBadIndexAreInternalErrors) {
+    Tensor x = te::placeholder({4}, DataType::f32(), "x");
+    Tensor y = te::relu(x);
+    te::ReferenceEvaluator ref;
+    EXPECT_THROW(ref.at(y, {0}), InternalError);
+    std::vector<float> xv = tessera::testing::random_floats(4, 6);
+    ref.bind(x, xv.data());
+    EXPECT_THROW(ref.at(y, {4}), InternalError);
+    EXPECT_FLOAT_EQ((float)ref.at(y, {1}), std::max(0.0f, xv[1]));
+}
