@@ -52,6 +52,23 @@ int main(int argc, char** argv) {
 
     CLI::App* list = op->add_subcommand("list", "List the built-in operators and their keys");
 
+    // CLI11 reports an unknown subcommand only as "a subcommand is required"; name it instead.
+    CLI::App* level = &app;
+    for (int pos = 1; pos < argc && argv[pos][0] != '-'; ++pos) {
+        CLI::App* sub = nullptr;
+        for (CLI::App* s : level->get_subcommands({}))
+            if (s->get_name() == argv[pos]) sub = s;
+        if (!sub) {
+            if (level->get_require_subcommand_min() == 0) break;
+            std::string known;
+            for (CLI::App* s : level->get_subcommands({}))
+                known += (known.empty() ? "" : ", ") + s->get_name();
+            std::cerr << "error: unknown command '" << argv[pos] << "' (known: " << known << ")\n";
+            return 1;
+        }
+        level = sub;
+    }
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
