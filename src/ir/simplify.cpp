@@ -139,8 +139,10 @@ void Simplifier::tighten(const Variable* v, Interval with, Undo& undo) {
     auto it = bounds_.find(v);
     Interval cur = it != bounds_.end() ? it->second : bounds_of(Var(v), {});
     Interval next = cur;
-    if (with.has_min && (!next.has_min || with.min > next.min)) next.has_min = true, next.min = with.min;
-    if (with.has_max && (!next.has_max || with.max < next.max)) next.has_max = true, next.max = with.max;
+    if (with.has_min && (!next.has_min || with.min > next.min))
+        next.has_min = true, next.min = with.min;
+    if (with.has_max && (!next.has_max || with.max < next.max))
+        next.has_max = true, next.max = with.max;
     if (next.bounded() && next.min > next.max) return; // a dead branch: leave it alone
     undo.push_back({v, it != bounds_.end() ? std::optional<Interval>(cur) : std::nullopt});
     bounds_[v] = next;

@@ -12,10 +12,9 @@ bool is_int(DataType t) { return !t.is_float() && !t.is_bool(); }
 
 } // namespace
 
-/// A ramp with simplified parts; stride 0 is a broadcast.
-static Expr make_ramp(Simplifier& s, Expr base, Expr stride, int lanes) {
-    base = s.mutate(base);
-    stride = s.mutate(stride);
+Expr Simplifier::ramp(Expr base, Expr stride, int lanes) {
+    base = mutate(base);
+    stride = mutate(stride);
     if (is_const_int(stride, 0)) return Broadcast::make(base, lanes);
     return Ramp::make(base, stride, lanes);
 }
@@ -33,10 +32,10 @@ Expr Simplifier::visit(const Add* op) {
         const Ramp* ra = a.as<Ramp>();
         const Ramp* rb = b.as<Ramp>();
         if (ra && rb)
-            return make_ramp(*this, Add::make(ra->base, rb->base), Add::make(ra->stride, rb->stride),
+            return ramp(Add::make(ra->base, rb->base), Add::make(ra->stride, rb->stride),
                              ra->lanes);
-        if (ra && bb) return make_ramp(*this, Add::make(ra->base, bb->value), ra->stride, ra->lanes);
-        if (ba && rb) return make_ramp(*this, Add::make(ba->value, rb->base), rb->stride, rb->lanes);
+        if (ra && bb) return ramp(Add::make(ra->base, bb->value), ra->stride, ra->lanes);
+        if (ba && rb) return ramp(Add::make(ba->value, rb->base), rb->stride, rb->lanes);
     }
     if (a.same_as(op->a) && b.same_as(op->b)) return Expr(op);
     return Add::make(a, b);
@@ -55,11 +54,11 @@ Expr Simplifier::visit(const Sub* op) {
         const Ramp* ra = a.as<Ramp>();
         const Ramp* rb = b.as<Ramp>();
         if (ra && rb)
-            return make_ramp(*this, Sub::make(ra->base, rb->base), Sub::make(ra->stride, rb->stride),
+            return ramp(Sub::make(ra->base, rb->base), Sub::make(ra->stride, rb->stride),
                              ra->lanes);
-        if (ra && bb) return make_ramp(*this, Sub::make(ra->base, bb->value), ra->stride, ra->lanes);
+        if (ra && bb) return ramp(Sub::make(ra->base, bb->value), ra->stride, ra->lanes);
         if (ba && rb)
-            return make_ramp(*this, Sub::make(ba->value, rb->base),
+            return ramp(Sub::make(ba->value, rb->base),
                              Sub::make(make_zero(rb->stride.type()), rb->stride), rb->lanes);
     }
     if (a.same_as(op->a) && b.same_as(op->b)) return Expr(op);
@@ -80,10 +79,10 @@ Expr Simplifier::visit(const Mul* op) {
         const Ramp* ra = a.as<Ramp>();
         const Ramp* rb = b.as<Ramp>();
         if (ra && bb)
-            return make_ramp(*this, Mul::make(ra->base, bb->value), Mul::make(ra->stride, bb->value),
+            return ramp(Mul::make(ra->base, bb->value), Mul::make(ra->stride, bb->value),
                              ra->lanes);
         if (ba && rb)
-            return make_ramp(*this, Mul::make(rb->base, ba->value), Mul::make(rb->stride, ba->value),
+            return ramp(Mul::make(rb->base, ba->value), Mul::make(rb->stride, ba->value),
                              rb->lanes);
     }
     if (a.same_as(op->a) && b.same_as(op->b)) return Expr(op);
@@ -182,7 +181,7 @@ Expr Simplifier::visit(const Div* op) {
             Expr divisor = IntImm::make(DataType::i64(), m.c);
             int n = m.ramp->lanes;
             if (m.stride % m.c == 0)
-                return make_ramp(*this, Div::make(m.ramp->base, divisor),
+                return ramp(Div::make(m.ramp->base, divisor),
                                  IntImm::make(DataType::i64(), m.stride / m.c), n);
             Interval rem = bounds(mutate(Mod::make(m.ramp->base, divisor)));
             if (m.stride >= 0 && rem.has_max &&
@@ -222,7 +221,7 @@ Expr Simplifier::visit(const Mod* op) {
             Interval ri = bounds(rem);
             if (m.stride >= 0 && ri.has_max &&
                 (__int128)ri.max + (__int128)m.stride * (n - 1) < m.c)
-                return make_ramp(*this, rem, m.ramp->stride, n);
+                return ramp(rem, m.ramp->stride, n);
         }
     }
     if (a.same_as(op->a) && b.same_as(op->b)) return Expr(op);
@@ -265,7 +264,7 @@ Expr Simplifier::visit(const Min* op) { return min_max(op); }
 Expr Simplifier::visit(const Max* op) { return min_max(op); }
 
 Expr Simplifier::visit(const Ramp* op) {
-    Expr r = make_ramp(*this, op->base, op->stride, op->lanes);
+    Expr r = ramp(op->base, op->stride, op->lanes);
     const Ramp* ramp = r.as<Ramp>();
     if (ramp && ramp->base.same_as(op->base) && ramp->stride.same_as(op->stride)) return Expr(op);
     return r;

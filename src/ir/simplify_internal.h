@@ -125,6 +125,8 @@ private:
     int compare_terms(const Term& a, const Term& b);
 
     // Helpers of the rule files.
+    /// A ramp of the simplified parts; stride 0 gives a broadcast.
+    Expr ramp(Expr base, Expr stride, int lanes);
     Expr linear_visit(const Expr& e);
     Expr div_by_const(const Expr& a, int64_t c);
     Expr mod_by_const(const Expr& a, int64_t c);

@@ -103,7 +103,8 @@ public:
         scope_.erase(op->loop_var.get());
     }
     void visit(const Store* op) override {
-        if (!op->value.defined() || !op->index.defined()) return fail("store with an undefined part");
+        if (!op->value.defined() || !op->index.defined())
+            return fail("store with an undefined part");
         check_buffer(op->buffer, Expr());
         DataType vt = op->value.type();
         if (vt.element_of() != op->buffer.dtype())
@@ -117,9 +118,11 @@ public:
         IRVisitor::visit(op);
     }
     void visit(const Allocate* op) override {
-        if (!op->buffer.defined() || !op->body.defined()) return fail("allocate with an undefined part");
+        if (!op->buffer.defined() || !op->body.defined())
+            return fail("allocate with an undefined part");
         const BufferNode* b = op->buffer.get();
-        if (!live_.insert(b).second) fail("buffer '" + op->buffer.name() + "' allocated while live");
+        if (!live_.insert(b).second)
+            fail("buffer '" + op->buffer.name() + "' allocated while live");
         visit(op->body);
         live_.erase(b);
     }

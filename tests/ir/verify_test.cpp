@@ -46,7 +46,8 @@ struct Fixture {
                                      IfThenElse::make(j < 8,
                                                       Store::make(out, Load::make(tmp, j), t),
                                                       Store::make(out, 0.0f, t))})));
-        Stmt body = For::make(i, 0, 8, ForKind::Parallel, Allocate::make(tmp, MemoryScope::Stack, inner));
+        Stmt body = For::make(i, 0, 8, ForKind::Parallel,
+                              Allocate::make(tmp, MemoryScope::Stack, inner));
         return {"good", {in, out}, body};
     }
     LoweredFunc wrap(Stmt body) const { return {"bad", {in, out}, body}; }
@@ -70,8 +71,8 @@ TEST(Verify, VariableOutsideItsScope) {
                             Store::make(fx.out, 2.0f, fx.i + 1)});
     expect_rejected(fx.wrap(after), {"outside its binding scope", "i + 1"});
     // A loop's own variable in its bounds.
-    expect_rejected(fx.wrap(For::make(fx.i, 0, fx.i, ForKind::Serial, Store::make(fx.out, 1.0f, fx.i))),
-                    {"outside its binding scope"});
+    Stmt self_bound = For::make(fx.i, 0, fx.i, ForKind::Serial, Store::make(fx.out, 1.0f, fx.i));
+    expect_rejected(fx.wrap(self_bound), {"outside its binding scope"});
     // Let variable outside the Let expression.
     Var t("t");
     Expr let = Let::make(t, fx.i, t + 1);
@@ -86,7 +87,8 @@ TEST(Verify, VariableBoundTwice) {
     expect_rejected(fx.wrap(Seq::make({loop, loop})), {"bound twice", "i"});
     Stmt nested = For::make(fx.i, 0, 4, ForKind::Serial, loop);
     expect_rejected(fx.wrap(nested), {"bound twice"});
-    Stmt let = LetStmt::make(fx.j, Expr(3), LetStmt::make(fx.j, Expr(4), Store::make(fx.out, 1.0f, fx.j)));
+    Stmt let = LetStmt::make(fx.j, Expr(3),
+                             LetStmt::make(fx.j, Expr(4), Store::make(fx.out, 1.0f, fx.j)));
     expect_rejected(fx.wrap(let), {"bound twice", "j"});
 }
 
@@ -98,12 +100,14 @@ TEST(Verify, BufferOutsideItsAllocate) {
     expect_rejected(fx.wrap(Store::make(fx.out, Load::make(stray, Expr(1)), Expr(0))),
                     {"stray", "stray[1]"});
     Stmt alloc = Allocate::make(stray, MemoryScope::Heap, Store::make(stray, 1.0f, Expr(0)));
-    expect_rejected(fx.wrap(Seq::make({alloc, Store::make(fx.out, Load::make(stray, Expr(0)), Expr(0))})),
-                    {"stray"});
+    Stmt read_after = Store::make(fx.out, Load::make(stray, Expr(0)), Expr(0));
+    expect_rejected(fx.wrap(Seq::make({alloc, read_after})), {"stray"});
     EXPECT_NO_THROW(verify(fx.wrap(alloc)));
-    expect_rejected(fx.wrap(Allocate::make(fx.in, MemoryScope::Heap, Store::make(fx.out, 1.0f, Expr(0)))),
+    Stmt write = Store::make(fx.out, 1.0f, Expr(0));
+    expect_rejected(fx.wrap(Allocate::make(fx.in, MemoryScope::Heap, write)),
                     {"allocated while live"});
-    expect_rejected(fx.wrap(Allocate::make(stray, MemoryScope::Heap, alloc)), {"allocated while live"});
+    expect_rejected(fx.wrap(Allocate::make(stray, MemoryScope::Heap, alloc)),
+                    {"allocated while live"});
 }
 
 TEST(Verify, TensorExpressionNodesLeft) {
@@ -136,7 +140,8 @@ TEST(Verify, InconsistentTypes) {
     lt.b = Expr(2);
     lt.type = DataType::i64();
     Expr bad_lt = raw_expr(lt);
-    expect_rejected(fx.wrap(Store::make(fx.out, 1.0f, bad_lt)), {"where its rule gives bool", "1 < 2"});
+    expect_rejected(fx.wrap(Store::make(fx.out, 1.0f, bad_lt)),
+                    {"where its rule gives bool", "1 < 2"});
     // A store of the wrong element type.
     Store st;
     st.buffer = fx.out;

@@ -5,11 +5,16 @@
 //     func matmul(A: f32[16, 16], B: f32[16, 16], C: f32[16, 16]) {
 //       for (i, 0, 16) parallel {
 //         for (j, 0, 16) {
-//           C[(i*16) + j] = (C[(i*16) + j] + (A[(i*16) + k]*B[(k*16) + j]))
+//           for (k, 0, 16) {
+//             C[(i*16) + j] = (C[(i*16) + j] + (A[(i*16) + k]*B[(k*16) + j]))
+//           }
 //         }
 //       }
 //     }
 //
+// - Loop kinds other than serial follow the header (`parallel`, `vectorized`, `unrolled`);
+//   Allocate prints `allocate T: f32[4, 8] stack {`, Evaluate `evaluate(value)`, and the
+//   no-op statement `evaluate(0)`. Subscripts and call arguments drop their outer parentheses.
 // - Immediates of type i64 and f32 print bare (`3`, `1.5`, a float always has a '.', an 'e',
 //   `inf` or `nan`); other types carry their type: `(i32)3`, `(f64)1.5`; bools are true/false.
 // - Casts print as `f32(x)`, broadcasts as `x8(v)`, ramps as `ramp(base, stride, lanes)`,
