@@ -7,6 +7,10 @@
 // `void name(void** args)` with args[i] the data pointer of params[i]. Parameters are assumed
 // not to overlap (they are marked noalias) and to hold at least num_elements() elements.
 //
+// Floats: a*b+c may be fused into one FMA. exp, tanh and erf of f32 (and f16, through f32) are
+// inline approximations that vectorize (exp within 2 ulp of expf, tanh and erf within 3e-7);
+// f64 math and the other calls use LLVM intrinsics or libm.
+//
 // Generated code calls tessera_parallel_for, tessera_alloc and tessera_free (runtime) and libm.
 // The JIT binds them directly; a shared library leaves them undefined, to be resolved from the
 // loading process (link it with ENABLE_EXPORTS / -rdynamic).
@@ -26,8 +30,8 @@ namespace tessera::backend {
 struct CompileOptions {
     /// LLVM optimization level of the IR pipeline, 0..3 (machine code is always optimized).
     int opt_level = 3;
-    /// Adds reassociation, reciprocal and approximate-function float flags (never no-NaN or
-    /// no-inf). Fused multiply-add contraction is always on.
+    /// Adds the reassociation, reciprocal, no-signed-zeros and approximate-function float flags
+    /// (never no-NaN or no-inf). Fused multiply-add contraction is always on.
     bool fast_math = false;
     /// Keep the optimized LLVM IR text (JitModule::llvm_ir), for tests and inspection.
     bool keep_llvm_ir = false;
@@ -39,8 +43,9 @@ struct CompileOptions {
     std::string features;
 };
 
-/// Functions compiled into this process. Several JitModules may be created and used from
-/// different threads at the same time; each owns its own LLVM context and JIT.
+/// Functions compiled into this process. Several JitModules may be compiled and used from
+/// different threads at the same time (each has its own LLVM context; one process-wide ORC JIT
+/// holds the code, in one JITDylib per module). Destroying a JitModule frees its code.
 class JitModule {
   public:
     /// The compiled form of a LoweredFunc: `void name(void** args)`.
