@@ -59,29 +59,47 @@ private:
         return Store::make(b, std::move(value), ramp(std::move(base)));
     }
 
-    /// Bp[jp][k][c] = B[k][min(jp*NR + c, N-1)]: full panels with vector copies, in parallel;
-    /// the partial last panel element by element.
+    /// Bp[jp][k][c] = B[k][jp*NR + c], and 0 for columns past N. Parallel over chunks of rows
+    /// of B (so both threads work even when N is a single panel); whole vectors are copied as
+    /// vectors, and only the vector that straddles column N goes element by element.
     Stmt pack_b() const {
-        std::vector<Stmt> parts;
+        const int64_t n_chunks = std::min<int64_t>(K, int64_t{cfg_.threads} * 4);
+        const int64_t rows_per_chunk = ceil_div(K, n_chunks);
+        Var chunk("kb"), k("k"), jp("jp");
+        std::vector<Stmt> row;
         const int64_t full = N / NR;
         if (full > 0) {
-            Var jp("jp"), k("k");
             std::vector<Stmt> copies;
             for (int v = 0; v < NV; ++v)
                 copies.push_back(vstore(Bp, jp * (K * NR) + k * NR + int64_t{v} * L,
                                         vload(B, k * N + jp * NR + int64_t{v} * L)));
-            parts.push_back(For::make(jp, 0, full, ForKind::Parallel,
-                                      For::make(k, 0, K, ForKind::Serial, Seq::make(copies))));
+            row.push_back(For::make(jp, 0, full, ForKind::Serial, Seq::make(copies)));
         }
-        if (N % NR != 0) {
-            Var k("k"), c("c");
+        const int64_t ncols = N % NR;
+        if (ncols != 0) {
             const int64_t j0 = full * NR;
-            Stmt copy = Store::make(Bp, Load::make(B, k * N + ir::min(c + j0, Expr(N - 1))),
-                                    k * NR + c + full * K * NR);
-            parts.push_back(For::make(k, 0, K, ForKind::Serial,
-                                      For::make(c, 0, NR, ForKind::Serial, copy)));
+            Expr dst = k * NR + full * K * NR;
+            for (int v = 0; v < NV; ++v) {
+                const int64_t col = int64_t{v} * L;
+                if (col + L <= ncols) {
+                    row.push_back(vstore(Bp, dst + col, vload(B, k * N + j0 + col)));
+                } else if (col < ncols) {
+                    // Reads clamp to column N-1 (a Select would still evaluate the load).
+                    Var cc("c");
+                    Expr src = Load::make(B, k * N + ir::min(cc + (j0 + col), Expr(N - 1)));
+                    row.push_back(For::make(
+                        cc, 0, L, ForKind::Serial,
+                        Store::make(Bp, ir::select(cc < Expr(ncols - col), src, Expr(0.0f)),
+                                    dst + col + cc)));
+                } else {
+                    row.push_back(vstore(Bp, dst + col, Broadcast::make(Expr(0.0f), L)));
+                }
+            }
         }
-        return Seq::make(parts);
+        Stmt rows = For::make(k, chunk * rows_per_chunk,
+                              ir::min(Expr(rows_per_chunk), K - chunk * rows_per_chunk),
+                              ForKind::Serial, Seq::make(row));
+        return For::make(chunk, 0, ceil_div(K, rows_per_chunk), ForKind::Parallel, rows);
     }
 
     /// The parallel loop over M blocks.

@@ -31,8 +31,8 @@ SgemmConfig sgemm_config_for(int vector_bits, int threads);
 /// C[M,N] = A[M,K] * B[K,N], row-major f32, as loop IR written directly with vector nodes (Ramp,
 /// Broadcast, vector Load/Store); needs no vectorize or unroll pass.
 ///
-/// Structure: B is packed once into NR-wide column panels (heap, parallel over panels; columns
-/// past N repeat column N-1). Then a parallel loop over M blocks; each block packs its rows of A
+/// Structure: B is packed once into NR-wide column panels (heap, parallel over chunks of its
+/// rows; columns past N are 0). Then a parallel loop over M blocks; each block packs its rows of A
 /// per K block into mr-row panels (rows past M repeat row M-1) and runs, for every N panel and
 /// every A panel, the register-tile micro-kernel: mr x NR accumulators in a Stack buffer indexed
 /// only by constants (so LLVM keeps them in registers), updated by Broadcast(A) * Load(B) + acc.
