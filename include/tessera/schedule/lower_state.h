@@ -1,0 +1,49 @@
+// STABLE API (S2 builds on it).
+//
+// Lowering a schedule State to loop IR.
+//
+// - Each root stage is a loop nest over its iterators (outer to inner); the original axes are
+//   recovered through the split/fuse relations (split: parent = sum(part * stride); fuse:
+//   div/mod of the fused index).
+// - Imperfect splits are guarded by IfThenElse on the recovered axis (`axis < extent`), placed
+//   around the innermost code that needs them; then loop partitioning splits each loop whose
+//   guards hold on a prefix of its range into a main loop over full tiles (guards removed) and
+//   a remainder loop (guards kept), recursively for nested tiles.
+// - A stage computed at a loop of another is placed inside that loop, before the loops inside
+//   it; it computes the region its readers need for one iteration (bounds inference: exact for
+//   affine indices, the whole dimension otherwise) into an Allocate sized by the region (Stack
+//   when at most `stack_limit_bytes`, Heap otherwise) indexed relative to the region's minimum.
+// - Inlined stages are substituted into their readers.
+// - A reduction stores the identity before its outermost reduce loop (so a register tile is
+//   initialized inside its attach loop), then accumulates.
+// - Annotations become ForKind Parallel / Vectorized / Unrolled (GPU bindings: Serial); the
+//   auto_unroll_max_step pragma unrolls inner loops with a small total trip count.
+// The result passes ir::verify and lower::prepare_for_codegen.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "tessera/ir/stmt.h"
+#include "tessera/schedule/state.h"
+
+namespace tessera::sched {
+
+struct LowerOptions {
+    /// Attached and local buffers up to this size use MemoryScope::Stack; larger ones Heap.
+    int64_t stack_limit_bytes = 16 * 1024;
+    /// Split loops into guard-free full tiles and a guarded remainder.
+    bool partition_loops = true;
+    /// Simplify the result (constant folding, bounds-based guard removal).
+    bool simplify = true;
+};
+
+/// The loop IR of s. Parameters as lower::lower_default: s.compute.inputs in order, then
+/// s.compute.outputs, one Buffer each with the tensor's name and dtype; an input with a
+/// layout transform has the packed shape (pass data packed by layout.h pack_layout).
+/// Throws ScheduleError when the state cannot be lowered: a vectorized loop wider than 64
+/// lanes, unrolling that makes more than 4096 copies of a body, or a layout that pads an
+/// attached region too much. Deterministic: the same state gives structurally equal IR.
+ir::LoweredFunc lower_state(const State& s, const std::string& name, const LowerOptions& opts = {});
+
+} // namespace tessera::sched

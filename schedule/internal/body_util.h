@@ -1,0 +1,34 @@
+// Helpers over stage bodies (tensor expressions): reads, substitution, read redirection.
+#pragma once
+
+#include <functional>
+#include <unordered_map>
+#include <vector>
+
+#include "tessera/ir/expr.h"
+
+namespace tessera::sched {
+
+using VarMap = std::unordered_map<const ir::Variable*, ir::Expr>;
+
+/// Calls f for every TensorRead in e (outer reads before the reads in their indices).
+void for_each_read(const ir::Expr& e, const std::function<void(const ir::TensorRead*)>& f);
+
+/// e with the variables of `m` replaced (Let bindings inside e are kept as they are).
+ir::Expr substitute(const ir::Expr& e, const VarMap& m);
+
+/// e with every Let replaced by its body with the bound variable substituted (for analysis).
+ir::Expr inline_lets(const ir::Expr& e);
+
+/// e with reads of `from` redirected to `to` (same indices).
+ir::Expr replace_reads(const ir::Expr& e, const ir::Tensor& from, const ir::Tensor& to);
+
+/// True when e uses one of `vars`.
+bool uses_any(const ir::Expr& e, const std::vector<const ir::Variable*>& vars);
+
+/// A fresh tensor node with the given definition (a stage-local identity; never lowered by
+/// lower_default).
+ir::Tensor make_tensor(const std::string& name, ir::DataType dtype, std::vector<int64_t> shape,
+                       std::vector<ir::Var> axes, ir::Expr body);
+
+} // namespace tessera::sched

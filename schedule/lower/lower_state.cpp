@@ -1,0 +1,429 @@
+// lower_state: a schedule State to loop IR (see lower_state.h for the scheme).
+#include "tessera/schedule/lower_state.h"
+
+#include <algorithm>
+
+#include "../internal/body_util.h"
+#include "../internal/bound.h"
+#include "../internal/error_msg.h"
+#include "../internal/iter_graph.h"
+#include "../internal/partition.h"
+#include "tessera/ir/functor.h"
+#include "tessera/ir/op.h"
+#include "tessera/ir/simplify.h"
+#include "tessera/lower/lower_default.h"
+#include "tessera/schedule/layout.h"
+#include "tessera/te/tensor.h"
+
+namespace tessera::sched {
+
+using namespace ir;
+
+namespace {
+
+Expr combine(ReduceOp op, Expr acc, Expr x) {
+    switch (op) {
+    case ReduceOp::Sum:
+        return Add::make(std::move(acc), std::move(x));
+    case ReduceOp::Max:
+        return Max::make(std::move(acc), std::move(x));
+    case ReduceOp::Min:
+        return Min::make(std::move(acc), std::move(x));
+    }
+    TESSERA_UNREACHABLE();
+}
+
+/// Leaf variables that an expression uses, as the largest leaf index (-1 when none).
+int max_leaf_used(const Expr& e, const std::vector<Var>& leaves) {
+    struct Finder : IRVisitor {
+        using IRVisitor::visit;
+        const std::vector<Var>* leaves;
+        int best = -1;
+        void visit(const Variable* op) override {
+            for (size_t k = 0; k < leaves->size(); ++k)
+                if ((*leaves)[k].get() == op)
+                    best = std::max(best, static_cast<int>(k));
+        }
+    } f;
+    f.leaves = &leaves;
+    f.visit(e);
+    return f.best;
+}
+
+class Lowerer;
+
+/// Rewrites a stage body (or an inlined producer's body) into loop-IR expressions.
+class BodyLowerer : public IRMutator {
+  public:
+    using IRMutator::visit;
+    BodyLowerer(const Lowerer& l, VarMap m) : l_(l), m_(std::move(m)) {}
+    Expr visit(const Variable* op) override {
+        auto it = m_.find(op);
+        return it == m_.end() ? Expr(op) : it->second;
+    }
+    Expr visit(const Let* op) override {
+        Expr value = mutate(op->value);
+        Var fresh(op->var.name(), op->var.type());
+        m_[op->var.get()] = fresh;
+        return Let::make(fresh, value, mutate(op->body));
+    }
+    Expr visit(const TensorRead* op) override;
+    Expr visit(const Reduce* op) override {
+        TESSERA_UNREACHABLE() << "nested Reduce in a stage body";
+    }
+
+  private:
+    const Lowerer& l_;
+    VarMap m_;
+};
+
+class Lowerer {
+  public:
+    Lowerer(const State& s, const LowerOptions& opts) : s_(s), opts_(opts) {}
+
+    LoweredFunc run(const std::string& name) {
+        loops_ = infer_bounds(s_);
+        const size_t n = s_.stages.size();
+        bufs_.resize(n);
+        logical_.resize(n);
+        for (size_t i = 0; i < n; ++i)
+            for (size_t k = 0; k < loops_[i].leaf_vars.size(); ++k)
+                leaf_bounds_[loops_[i].leaf_vars[k].get()] =
+                    Interval::range(0, s_.stages[i].iters[k].extent - 1);
+
+        LoweredFunc f;
+        f.name = name;
+        for (const Tensor& t : s_.compute.inputs)
+            f.params.push_back(make_buffer(s_.stage_id_of(t)));
+        for (const Tensor& t : s_.compute.outputs)
+            f.params.push_back(make_buffer(s_.stage_id_of(t)));
+        std::vector<int> root_temps;
+        for (size_t i = 0; i < n; ++i) {
+            const Stage& st = s_.stages[i];
+            if (st.is_input() || st.location.kind == ComputeLocKind::Inlined || bufs_[i].defined())
+                continue;
+            make_buffer(static_cast<int>(i));
+            if (st.location.kind == ComputeLocKind::Root)
+                root_temps.push_back(static_cast<int>(i));
+        }
+        std::vector<Stmt> stmts;
+        for (size_t i = 0; i < n; ++i) {
+            const Stage& st = s_.stages[i];
+            if (!st.is_input() && st.location.kind == ComputeLocKind::Root)
+                stmts.push_back(build_stage(static_cast<int>(i), false));
+        }
+        TESSERA_CHECK(!stmts.empty()) << "state of '" << name << "' without root stages";
+        Stmt body = Seq::make(std::move(stmts));
+        for (size_t k = root_temps.size(); k-- > 0;) {
+            const int sid = root_temps[k];
+            const bool local = s_.stages[sid].scope != StageScope::Global;
+            body = Allocate::make(bufs_[sid], local ? scope_of(sid) : MemoryScope::Heap, body);
+        }
+        if (opts_.partition_loops)
+            body = partition_loops(body);
+        if (opts_.simplify)
+            body = simplify(body);
+        f.body = body;
+        return f;
+    }
+
+    /// The flat buffer index of the element at global coordinates `idx` of stage sid.
+    Expr load_index(int sid, std::vector<Expr> idx) const {
+        const StageLoops& L = loops_[sid];
+        if (L.attached)
+            for (size_t d = 0; d < idx.size(); ++d)
+                idx[d] = idx[d] - L.region[d].min;
+        return storage_index(sid, idx);
+    }
+
+    Expr storage_index(int sid, const std::vector<Expr>& idx) const {
+        const Stage& st = s_.stages[sid];
+        if (st.layout.is_identity())
+            return lower::flatten_index(logical_[sid], idx);
+        return lower::flatten_index(packed_shape(st.layout, logical_[sid]),
+                                    packed_indices(st.layout, logical_[sid], idx));
+    }
+
+    const State& state() const { return s_; }
+    const Buffer& buffer(int sid) const { return bufs_[sid]; }
+
+  private:
+    Buffer make_buffer(int sid) {
+        const Stage& st = s_.stages[sid];
+        std::vector<int64_t> shape;
+        if (loops_[sid].attached)
+            for (const DimRegion& r : loops_[sid].region)
+                shape.push_back(r.extent);
+        else
+            shape = st.tensor.shape();
+        logical_[sid] = shape;
+        if (!st.layout.is_identity()) {
+            check_layout(st.layout, shape);
+            shape = packed_shape(st.layout, shape);
+        }
+        bufs_[sid] = Buffer::make(st.tensor.name(), st.tensor.dtype(), shape);
+        return bufs_[sid];
+    }
+
+    MemoryScope scope_of(int sid) const {
+        const Buffer& b = bufs_[sid];
+        const int64_t bytes = b->num_elements() * b.dtype().bytes();
+        return bytes <= opts_.stack_limit_bytes ? MemoryScope::Stack : MemoryScope::Heap;
+    }
+
+    struct Guard {
+        Expr cond;
+        int level; ///< Placed inside loop level-1 (0: around the whole nest).
+        bool spatial;
+    };
+
+    ForKind kind_of(const Iterator& it, bool& in_parallel) const {
+        switch (it.annotation) {
+        case IterAnnotation::Parallel:
+            if (in_parallel)
+                return ForKind::Serial; // nested parallel loops run serially
+            in_parallel = true;
+            return ForKind::Parallel;
+        case IterAnnotation::Vectorize:
+            return ForKind::Vectorized;
+        case IterAnnotation::Unroll:
+            return ForKind::Unrolled;
+        case IterAnnotation::None:
+        case IterAnnotation::BlockX:
+        case IterAnnotation::BlockY:
+        case IterAnnotation::BlockZ:
+        case IterAnnotation::VThread:
+        case IterAnnotation::ThreadX:
+        case IterAnnotation::ThreadY:
+        case IterAnnotation::ThreadZ:
+            return ForKind::Serial;
+        }
+        TESSERA_UNREACHABLE();
+    }
+
+    /// auto_unroll_max_step: a serial loop whose trip count times that of the loops inside it
+    /// (of this nest) is at most the pragma's value is unrolled.
+    std::vector<bool> auto_unrolled(const Stage& st, const std::vector<int>& levels) const {
+        std::vector<bool> out(levels.size(), false);
+        if (st.auto_unroll_max_step <= 0)
+            return out;
+        int64_t prod = 1;
+        for (size_t k = levels.size(); k-- > 0;) {
+            prod *= st.iters[levels[k]].extent;
+            if (prod > st.auto_unroll_max_step)
+                break;
+            out[k] = st.iters[levels[k]].annotation == IterAnnotation::None;
+        }
+        return out;
+    }
+
+    Stmt build_stage(int sid, bool in_parallel) {
+        const Stage& st = s_.stages[sid];
+        const StageLoops& L = loops_[sid];
+        const size_t ndim = st.tensor.ndim();
+        VarMap m;
+        for (size_t d = 0; d < ndim; ++d)
+            m[st.axes[d].get()] = L.coords[d];
+        const auto raxes = st.reduce_axes();
+        for (size_t r = 0; r < raxes.size(); ++r)
+            m[raxes[r].var.get()] = L.values[ndim + r];
+        std::vector<Expr> local(L.values.begin(), L.values.begin() + ndim);
+        const Expr index = storage_index(sid, local);
+        const Buffer& buf = bufs_[sid];
+
+        // Guards: imperfect splits, regions that may leave the tensor, rfactor predicates.
+        std::vector<Guard> guards;
+        auto add_guard = [&](const Expr& c, bool spatial) {
+            if (can_prove(c, leaf_bounds_))
+                return;
+            guards.push_back({c, max_leaf_used(c, L.leaf_vars) + 1, spatial});
+        };
+        {
+            std::vector<Expr> sg = split_guards(st, L.values);
+            size_t gi = 0;
+            for (const IterRelation& r : st.relations) {
+                if (r.kind != IterRelation::Kind::Split)
+                    continue;
+                int64_t prod = 1;
+                for (int o : r.outputs)
+                    prod *= st.nodes[o].extent;
+                if (prod > st.nodes[r.inputs[0]].extent)
+                    add_guard(sg[gi++], st.nodes[r.inputs[0]].kind == IterKind::Spatial);
+            }
+        }
+        if (L.attached) {
+            for (size_t d = 0; d < ndim; ++d) {
+                add_guard(L.coords[d] < Expr(st.tensor.shape()[d]), true);
+                add_guard(L.coords[d] >= Expr(0), true);
+            }
+        }
+        if (st.predicate.defined())
+            add_guard(BodyLowerer(*this, m).mutate(st.predicate), false);
+
+        Stmt innermost;
+        const auto* red = st.body.as<Reduce>();
+        if (red) {
+            Expr src = BodyLowerer(*this, m).mutate(red->source);
+            innermost = Store::make(buf, combine(red->op, Load::make(buf, index), src), index);
+        } else {
+            innermost = Store::make(buf, BodyLowerer(*this, m).mutate(st.body), index);
+        }
+
+        Nest nest{sid, st, L, guards, innermost, Stmt(), -1, {}};
+        if (red) {
+            for (size_t k = 0; k < st.iters.size(); ++k)
+                if (st.iters[k].kind == IterKind::Reduce) {
+                    nest.init_level = static_cast<int>(k);
+                    break;
+                }
+            // Guards of the update alone (reduce splits, rfactor predicates) go inside the
+            // first reduce loop, so that they never skip the identity store.
+            for (Guard& g : guards)
+                if (!g.spatial)
+                    g.level = std::max(g.level, nest.init_level + 1);
+        }
+        std::vector<int> all(st.iters.size());
+        for (size_t k = 0; k < all.size(); ++k)
+            all[k] = static_cast<int>(k);
+        nest.unrolled = auto_unrolled(st, all);
+        if (red) {
+            nest.init = build_init(st, L, guards, nest.init_level, index,
+                                   reduce_identity(red->op, st.tensor.dtype()), in_parallel);
+        }
+        return build_level(nest, 0, in_parallel);
+    }
+
+    struct Nest {
+        int sid;
+        const Stage& st;
+        const StageLoops& L;
+        const std::vector<Guard>& guards;
+        Stmt innermost;
+        Stmt init;
+        int init_level;
+        std::vector<bool> unrolled;
+    };
+
+    /// The identity stores before the first reduce loop: a nest over the spatial loops inside
+    /// that position, with fresh variables.
+    Stmt build_init(const Stage& st, const StageLoops& L, const std::vector<Guard>& guards, int r0,
+                    const Expr& index, const Expr& identity, bool in_parallel) {
+        std::vector<int> levels;
+        VarMap fresh;
+        std::vector<Var> vars;
+        for (size_t k = r0; k < st.iters.size(); ++k) {
+            if (st.iters[k].kind != IterKind::Spatial)
+                continue;
+            levels.push_back(static_cast<int>(k));
+            vars.emplace_back(L.leaf_vars[k].name(), DataType::i64());
+            fresh[L.leaf_vars[k].get()] = vars.back();
+        }
+        Stmt body = Store::make(bufs_[loops_index(L)], identity, substitute(index, fresh));
+        for (const Guard& g : guards)
+            if (g.spatial && g.level > r0)
+                body = IfThenElse::make(substitute(g.cond, fresh), body);
+        const std::vector<bool> unrolled = auto_unrolled(st, levels);
+        for (size_t j = levels.size(); j-- > 0;) {
+            bool par = in_parallel;
+            ForKind kind = kind_of(st.iters[levels[j]], par);
+            if (kind == ForKind::Parallel)
+                kind = ForKind::Serial; // init nests sit inside the stage's outer loops
+            if (kind == ForKind::Serial && unrolled[j])
+                kind = ForKind::Unrolled;
+            const int64_t saved = enter_loop(kind, st.iters[levels[j]], st);
+            copies_ = saved;
+            body = For::make(vars[j], Expr(0), Expr(st.iters[levels[j]].extent), kind, body);
+        }
+        return body;
+    }
+
+    /// Checks the limits of vector width and of code duplication by unrolling (an unrolled
+    /// loop inside others multiplies their copies); returns the copy count to restore.
+    int64_t enter_loop(ForKind kind, const Iterator& it, const Stage& st) {
+        const int64_t saved = copies_;
+        if (kind == ForKind::Vectorized && it.extent > kMaxVectorLanes)
+            throw ScheduleError(Msg() << "vectorized loop '" << it.name << "' of '"
+                                      << st.tensor.name() << "' has " << it.extent
+                                      << " lanes (at most " << kMaxVectorLanes << ")");
+        if (kind == ForKind::Unrolled || kind == ForKind::Vectorized) {
+            copies_ *= it.extent;
+            if (copies_ > kMaxUnrolledCopies)
+                throw ScheduleError(Msg() << "unrolling loop '" << it.name << "' of '"
+                                          << st.tensor.name() << "' makes more than "
+                                          << kMaxUnrolledCopies << " copies of its body");
+        }
+        return saved;
+    }
+
+    static constexpr int64_t kMaxVectorLanes = 64;
+    static constexpr int64_t kMaxUnrolledCopies = 4096;
+    int64_t copies_ = 1;
+
+    int loops_index(const StageLoops& L) const { return static_cast<int>(&L - loops_.data()); }
+
+    /// The code inside loop k-1 of the nest (k = 0: the whole nest).
+    Stmt build_level(const Nest& nest, int k, bool in_parallel) {
+        const Stage& st = nest.st;
+        const int n = static_cast<int>(st.iters.size());
+        std::vector<Stmt> items;
+        std::vector<int> attached;
+        if (k > 0)
+            attached = s_.attached_at(nest.sid, k - 1);
+        for (int a : attached)
+            items.push_back(build_stage(a, in_parallel));
+        if (nest.init.defined() && k == nest.init_level)
+            items.push_back(nest.init);
+        if (k == n) {
+            items.push_back(nest.innermost);
+        } else {
+            bool par = in_parallel;
+            ForKind kind = kind_of(st.iters[k], par);
+            if (kind == ForKind::Serial && nest.unrolled[k])
+                kind = ForKind::Unrolled;
+            const int64_t saved = enter_loop(kind, st.iters[k], st);
+            Stmt inner = build_level(nest, k + 1, par);
+            copies_ = saved;
+            items.push_back(
+                For::make(nest.L.leaf_vars[k], Expr(0), Expr(st.iters[k].extent), kind, inner));
+        }
+        Stmt body = Seq::make(std::move(items));
+        for (const Guard& g : nest.guards)
+            if (g.level == k)
+                body = IfThenElse::make(g.cond, body);
+        for (size_t j = attached.size(); j-- > 0;)
+            body = Allocate::make(bufs_[attached[j]], scope_of(attached[j]), body);
+        return body;
+    }
+
+    State s_;
+    LowerOptions opts_;
+    std::vector<StageLoops> loops_;
+    std::vector<Buffer> bufs_;
+    std::vector<std::vector<int64_t>> logical_;
+    BoundsMap leaf_bounds_;
+};
+
+Expr BodyLowerer::visit(const TensorRead* op) {
+    std::vector<Expr> idx;
+    for (const Expr& i : op->indices)
+        idx.push_back(mutate(i));
+    const State& s = l_.state();
+    const int sid = s.stage_id_of(op->tensor);
+    TESSERA_CHECK(sid >= 0) << "read of tensor '" << op->tensor.name() << "' without a stage";
+    const Stage& p = s.stages[sid];
+    if (p.location.kind == ComputeLocKind::Inlined) {
+        VarMap m;
+        for (size_t d = 0; d < p.axes.size(); ++d)
+            m[p.axes[d].get()] = idx[d];
+        return BodyLowerer(l_, std::move(m)).mutate(p.body);
+    }
+    return Load::make(l_.buffer(sid), l_.load_index(sid, idx));
+}
+
+} // namespace
+
+LoweredFunc lower_state(const State& s, const std::string& name, const LowerOptions& opts) {
+    return Lowerer(s, opts).run(name);
+}
+
+} // namespace tessera::sched
