@@ -1,0 +1,166 @@
+#include "onnx_tensor.h"
+
+#include <cstring>
+#include <fstream>
+
+namespace tessera::graph::detail {
+
+std::optional<DType> dtype_from_onnx(int32_t elem_type) {
+    switch (elem_type) {
+    case onnx::TensorProto::FLOAT:
+        return DType::F32;
+    case onnx::TensorProto::DOUBLE:
+        return DType::F64;
+    case onnx::TensorProto::INT32:
+        return DType::I32;
+    case onnx::TensorProto::INT64:
+        return DType::I64;
+    case onnx::TensorProto::BOOL:
+        return DType::Bool;
+    default:
+        return std::nullopt; // ONNX's enum, not ours: the rest is unsupported
+    }
+}
+
+std::string onnx_type_name(int32_t elem_type) {
+    if (onnx::TensorProto_DataType_IsValid(elem_type)) {
+        std::string s =
+            onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(elem_type));
+        for (char& c : s)
+            c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        return s;
+    }
+    return "element type " + std::to_string(elem_type);
+}
+
+// Bytes of external data: keys location (relative path), offset, length.
+static std::string read_external(const onnx::TensorProto& t, const std::string& what,
+                                 const std::string& base_dir, size_t want) {
+    if (base_dir.empty())
+        throw UserError() << what << " uses external data, which needs a model file path";
+    std::string location;
+    int64_t offset = 0, length = -1;
+    for (const auto& kv : t.external_data()) {
+        try {
+            if (kv.key() == "location")
+                location = kv.value();
+            else if (kv.key() == "offset")
+                offset = std::stoll(kv.value());
+            else if (kv.key() == "length")
+                length = std::stoll(kv.value());
+        } catch (const std::exception&) {
+            throw UserError() << what << ": bad external data " << kv.key() << " '" << kv.value()
+                              << "'";
+        }
+    }
+    // Only files beside the model (no absolute paths, no "..") may be read.
+    if (location.empty() || location[0] == '/' || location.find("..") != std::string::npos)
+        throw UserError() << what << ": external data location '" << location
+                          << "' is not a relative path inside the model's folder";
+    if (offset < 0 || (length >= 0 && static_cast<size_t>(length) != want))
+        throw UserError() << what << ": external data has offset " << offset << " and length "
+                          << length << ", expected " << want << " bytes";
+    std::string path = base_dir + "/" + location;
+    std::ifstream f(path, std::ios::binary | std::ios::ate);
+    if (!f)
+        throw UserError() << what << ": cannot open external data file '" << path << "'";
+    const int64_t file_size = static_cast<int64_t>(f.tellg());
+    if (offset > file_size || static_cast<size_t>(file_size - offset) < want)
+        throw UserError() << what << ": external data file '" << path << "' is too short";
+    f.seekg(offset);
+    std::string bytes(want, '\0');
+    f.read(bytes.data(), static_cast<std::streamsize>(want));
+    if (static_cast<size_t>(f.gcount()) != want)
+        throw UserError() << what << ": external data file '" << path << "' is too short";
+    return bytes;
+}
+
+// Number of values in the typed field that holds `dtype` (without raw_data).
+static int64_t field_size(const onnx::TensorProto& t, DType dtype) {
+    switch (dtype) {
+    case DType::F32:
+        return t.float_data_size();
+    case DType::F64:
+        return t.double_data_size();
+    case DType::I32:
+        return t.int32_data_size();
+    case DType::I64:
+        return t.int64_data_size();
+    case DType::Bool:
+        return t.int32_data_size();
+    }
+    TESSERA_UNREACHABLE();
+}
+
+template <typename T, typename Field> static void copy_field(const Field& field, TensorData& out) {
+    T* p = out.data<T>();
+    for (int64_t i = 0; i < out.numel(); ++i)
+        p[i] = static_cast<T>(field.Get(static_cast<int>(i)));
+}
+
+TensorData tensor_from_proto(const onnx::TensorProto& t, const std::string& what,
+                             const std::string& base_dir) {
+    std::optional<DType> dtype = dtype_from_onnx(t.data_type());
+    if (!dtype)
+        throw UserError() << what << " has unsupported element type "
+                          << onnx_type_name(t.data_type());
+    if (t.has_segment())
+        throw UserError() << what << " is segmented, which is not supported";
+    // Sizes are validated before anything is allocated: a corrupted file must not make us
+    // allocate what its dims claim.
+    Shape shape;
+    int64_t numel = 1;
+    for (int64_t d : t.dims()) {
+        if (d < 0)
+            throw UserError() << what << " has negative dim " << d;
+        if (d > 0 && numel > (int64_t(1) << 40) / d)
+            throw UserError() << what << " is too large (dims beyond " << shape_str(shape) << ")";
+        numel *= d;
+        shape.push_back(d);
+    }
+    const size_t want = static_cast<size_t>(numel) * dtype_size(*dtype);
+    const bool external = t.data_location() == onnx::TensorProto::EXTERNAL;
+    if (!external && t.has_raw_data() && t.raw_data().size() != want)
+        throw UserError() << what << ": raw_data has " << t.raw_data().size() << " bytes, shape "
+                          << shape_str(shape) << " of " << dtype_name(*dtype) << " needs " << want;
+    if (!external && !t.has_raw_data() && field_size(t, *dtype) != numel)
+        throw UserError() << what << " has " << field_size(t, *dtype) << " values, its shape "
+                          << shape_str(shape) << " needs " << numel;
+    std::string ext_bytes;
+    if (external)
+        ext_bytes = read_external(t, what, base_dir, want);
+    TensorData out(*dtype, shape);
+    if (external) {
+        if (want)
+            std::memcpy(out.raw(), ext_bytes.data(), want);
+    } else if (t.has_raw_data()) {
+        // ONNX raw_data is little-endian, as is every host we build for.
+        if (want)
+            std::memcpy(out.raw(), t.raw_data().data(), want);
+    } else {
+        switch (*dtype) {
+        case DType::F32:
+            copy_field<float>(t.float_data(), out);
+            break;
+        case DType::F64:
+            copy_field<double>(t.double_data(), out);
+            break;
+        case DType::I32:
+            copy_field<int32_t>(t.int32_data(), out);
+            break;
+        case DType::I64:
+            copy_field<int64_t>(t.int64_data(), out);
+            break;
+        case DType::Bool:
+            for (int64_t i = 0; i < numel; ++i)
+                out.raw()[i] = t.int32_data(static_cast<int>(i)) != 0 ? 1 : 0;
+            break;
+        }
+    }
+    if (*dtype == DType::Bool)
+        for (size_t i = 0; i < want; ++i)
+            out.raw()[i] = out.raw()[i] ? 1 : 0;
+    return out;
+}
+
+} // namespace tessera::graph::detail
