@@ -9,6 +9,7 @@
 #include "hw_command.h"
 #include "op_list.h"
 #include "op_run.h"
+#include "op_schedule.h"
 #include "tessera/support/error.h"
 
 using namespace tessera;
@@ -49,6 +50,37 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     run->add_flag("--json", run_opts.json,
                   "End the output with one JSON object (op, gflops, median_ms, max_rel_err, ...)");
+    run->add_option("--schedule", run_opts.schedule_file,
+                    "Run this schedule (a step-list JSON file, e.g. one line of `tessera op "
+                    "sample`) instead of the default loop nest; inputs in transformed layouts "
+                    "are packed before the call");
+
+    // The schedule space: sketches, sampled schedules and the loop IR they lower to.
+    cli::OpScheduleOptions sched_opts;
+    const char* spec_help = "Operator and sizes, NAME:key=value,... (see `tessera op list`)";
+    const char* cores_help = "Cores the rfactor and parallel heuristics assume (0 = this host's)";
+    CLI::App* sketches = op->add_subcommand(
+        "sketches", "Print the sketches of an operator (the loop structures the search starts "
+                    "from, with placeholder tile sizes) and their steps");
+    sketches->add_option("spec", sched_opts.spec, spec_help)->required();
+    sketches->add_option("--cores", sched_opts.cores, cores_help)->capture_default_str();
+    CLI::App* sample = op->add_subcommand(
+        "sample", "Print randomly annotated schedules of an operator, one step-list JSON per "
+                  "line (each replays with `op run --schedule` and `op lower --schedule`)");
+    sample->add_option("spec", sched_opts.spec, spec_help)->required();
+    sample->add_option("--n", sched_opts.n, "Schedules to print")->capture_default_str();
+    sample->add_option("--seed", sched_opts.seed, "Seed of the sampler (same seed, same output)")
+        ->capture_default_str();
+    sample->add_option("--cores", sched_opts.cores, cores_help)->capture_default_str();
+    sample->add_option("--vector-lanes", sched_opts.vector_lanes,
+                       "Widest vectorized loop in f32 lanes (0 = this host's vector width / 32)")
+        ->capture_default_str();
+    CLI::App* lower_cmd = op->add_subcommand(
+        "lower", "Print the loop IR of an operator: its default loop nest, or a schedule's");
+    lower_cmd->add_option("spec", sched_opts.spec, spec_help)->required();
+    lower_cmd->add_option("--schedule", sched_opts.schedule_file,
+                          "Lower this schedule (a step-list JSON file) instead of the default "
+                          "loop nest");
 
     CLI::App* list = op->add_subcommand("list", "List the built-in operators and their keys");
 
@@ -88,6 +120,12 @@ int main(int argc, char** argv) {
             return r.passed ? 0 : 3;
         } else if (*list) {
             cli::print_op_list(std::cout);
+        } else if (*sketches) {
+            cli::print_sketches(sched_opts, std::cout);
+        } else if (*sample) {
+            cli::print_samples(sched_opts, std::cout);
+        } else if (*lower_cmd) {
+            cli::print_lowered(sched_opts, std::cout);
         }
         return 0;
     } catch (const UserError& e) {

@@ -1,5 +1,5 @@
-// `tessera op run`: the default loop nest of an operator through the LLVM JIT, checked against
-// the tensor-expression reference and timed.
+// `tessera op run`: the default loop nest of an operator (or a schedule replayed from a file)
+// through the LLVM JIT, checked against the tensor-expression reference and timed.
 #include "op_run.h"
 
 #include <algorithm>
@@ -14,10 +14,13 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "op_schedule.h"
 #include "tessera/backends/llvm.h"
 #include "tessera/lower/lower_default.h"
 #include "tessera/lower/lower_for_codegen.h"
 #include "tessera/runtime/thread_pool.h"
+#include "tessera/schedule/layout.h"
+#include "tessera/schedule/lower_state.h"
 #include "tessera/support/error.h"
 #include "tessera/support/rng.h"
 #include "tessera/te/op_registry.h"
@@ -35,8 +38,15 @@ struct HostBuffer {
     std::unique_ptr<uint8_t, decltype(&std::free)> data{nullptr, &std::free};
     int64_t bytes = 0;
 
-    explicit HostBuffer(const Buffer& b) : buffer(b) {
-        bytes = b->num_elements() * b.dtype().bytes();
+    explicit HostBuffer(const Buffer& b) : buffer(b) { allocate(); }
+    /// An input's dense row-major data (its packed parameter may have another shape).
+    explicit HostBuffer(const Tensor& t) : buffer(Buffer::make(t.name(), t.dtype(), t.shape())) {
+        allocate();
+    }
+
+private:
+    void allocate() {
+        bytes = buffer->num_elements() * buffer.dtype().bytes();
         size_t rounded = (static_cast<size_t>(bytes) + 63) / 64 * 64;
         data.reset(static_cast<uint8_t*>(std::aligned_alloc(64, rounded)));
         TESSERA_CHECK(data) << "out of memory allocating " << rounded << " bytes";
@@ -110,27 +120,55 @@ OpRunResult run_op(const OpRunOptions& opts, std::ostream& out) {
     r.threads = runtime::num_threads();
     r.flops = inst.flops;
 
-    LoweredFunc func = lower::lower_default(inst.compute, "kernel");
+    LoweredFunc func;
+    std::vector<sched::LayoutTransform> layouts(inst.compute.inputs.size());
+    if (opts.schedule_file.empty()) {
+        func = lower::lower_default(inst.compute, "kernel");
+    } else {
+        const sched::State s = load_schedule(inst.compute, opts.schedule_file);
+        try {
+            func = sched::lower_state(s, "kernel");
+        } catch (const ScheduleError& e) {
+            throw UserError() << "schedule " << opts.schedule_file << ": " << e.what();
+        }
+        for (size_t i = 0; i < layouts.size(); ++i)
+            layouts[i] = s.stages[s.stage_id_of(inst.compute.inputs[i])].layout;
+        r.schedule = fmt::format("{} ({} steps)", opts.schedule_file, s.steps.size());
+    }
     auto jit = backend::JitModule::compile({lower::prepare_for_codegen(func)});
     backend::JitModule::KernelFn kernel = jit->get("kernel");
 
-    // Parameters are the compute's inputs, then its outputs (lower_default's contract).
+    // Parameters are the compute's inputs, then its outputs (lower_default's and
+    // lower_state's contract). Inputs are filled in their dense row-major shape (what the
+    // reference reads); an input stored in a transformed layout is packed into its parameter.
+    const size_t num_inputs = inst.compute.inputs.size();
+    std::vector<HostBuffer> dense_inputs;
+    for (const auto& t : inst.compute.inputs) dense_inputs.emplace_back(t);
     std::vector<HostBuffer> buffers;
     for (const auto& p : func.params) buffers.emplace_back(p);
     std::vector<void*> args;
-    for (auto& b : buffers) args.push_back(b.data.get());
-    const size_t num_inputs = inst.compute.inputs.size();
     Rng rng(opts.seed);
     for (size_t i = 0; i < buffers.size(); ++i) {
-        if (i < num_inputs) fill_random(buffers[i], rng);
-        else poison(buffers[i]);
+        if (i >= num_inputs) {
+            poison(buffers[i]);
+        } else {
+            fill_random(dense_inputs[i], rng);
+            const Tensor& t = inst.compute.inputs[i];
+            if (layouts[i].is_identity())
+                std::memcpy(buffers[i].data.get(), dense_inputs[i].data.get(), dense_inputs[i].bytes);
+            else
+                sched::pack_layout(layouts[i], t.shape(), t.dtype().bytes(),
+                                   dense_inputs[i].data.get(), buffers[i].data.get());
+        }
     }
+    for (auto& b : buffers) args.push_back(b.data.get());
 
     kernel(args.data()); // also the warm-up run
 
     // Check every output element when the reference is cheap, a seeded sample otherwise.
     te::ReferenceEvaluator ref;
-    for (size_t i = 0; i < num_inputs; ++i) ref.bind(inst.compute.inputs[i], buffers[i].data.get());
+    for (size_t i = 0; i < num_inputs; ++i)
+        ref.bind(inst.compute.inputs[i], dense_inputs[i].data.get());
     for (size_t o = 0; o < inst.compute.outputs.size(); ++o) {
         const Tensor& t = inst.compute.outputs[o];
         const HostBuffer& hb = buffers[num_inputs + o];

@@ -16,6 +16,8 @@ struct OpRunOptions {
     double tolerance = 1e-4;   ///< Largest accepted |got - ref| / max(|ref|, 1).
     int64_t check_budget = 50'000'000; ///< Reference operations spent on checking.
     bool json = false;         ///< End the output with one JSON object on its own line.
+    /// A schedule JSON file (`op sample` output) to run instead of the default loop nest.
+    std::string schedule_file;
 };
 
 /// What one `op run` measured.
@@ -31,7 +33,8 @@ struct OpRunResult {
 };
 
 /// Runs the operator and prints a human-readable report (and the JSON line) to out.
-/// Throws UserError on a bad spec. The result says whether the check passed.
+/// Throws UserError on a bad spec or a bad schedule file (missing, malformed, or illegal for
+/// the operator). The result says whether the check passed.
 OpRunResult run_op(const OpRunOptions& opts, std::ostream& out);
 
 } // namespace tessera::cli

@@ -102,3 +102,124 @@ TEST(Cli, LargeOutputsAreSampled) {
     EXPECT_LT(j["checked_elements"].get<int64_t>(), j["total_elements"].get<int64_t>());
     EXPECT_TRUE(j["passed"].get<bool>());
 }
+
+// ---- schedules: op sketches, op sample, op lower, op run --schedule ---------------------------
+
+namespace {
+
+/// A file under the test's temporary directory holding `text`.
+std::string write_temp(const std::string& name, const std::string& text) {
+    const std::string path = ::testing::TempDir() + "tessera_cli_" + name;
+    FILE* f = std::fopen(path.c_str(), "w");
+    if (f) {
+        std::fputs(text.c_str(), f);
+        std::fclose(f);
+    }
+    return path;
+}
+
+std::vector<std::string> lines_of(const std::string& s) {
+    std::vector<std::string> out;
+    size_t start = 0;
+    while (start < s.size()) {
+        size_t end = s.find('\n', start);
+        if (end == std::string::npos) end = s.size();
+        if (end > start) out.push_back(s.substr(start, end - start));
+        start = end + 1;
+    }
+    return out;
+}
+
+} // namespace
+
+TEST(Cli, HelpOnScheduleSubcommands) {
+    for (const char* sub : {"op sketches --help", "op sample --help", "op lower --help"}) {
+        Output o = run_tessera(sub);
+        EXPECT_EQ(o.code, 0) << sub << "\n" << o.out;
+        EXPECT_NE(o.out.find("Usage"), std::string::npos) << sub << "\n" << o.out;
+    }
+    EXPECT_NE(run_tessera("op run --help").out.find("--schedule"), std::string::npos);
+    EXPECT_NE(run_tessera("op lower --help").out.find("--schedule"), std::string::npos);
+    EXPECT_NE(run_tessera("op sample --help").out.find("--seed"), std::string::npos);
+}
+
+TEST(Cli, SketchesPrintLoopsAndSteps) {
+    Output o = run_tessera("op sketches matmul:m=64,n=64,k=64 --cores 4");
+    ASSERT_EQ(o.code, 0) << o.out;
+    EXPECT_NE(o.out.find("3 sketches"), std::string::npos) << o.out;
+    EXPECT_NE(o.out.find("sketch 2"), std::string::npos) << o.out;
+    EXPECT_NE(o.out.find("for k.0"), std::string::npos) << o.out;
+    EXPECT_NE(o.out.find("cache_write(stage=2"), std::string::npos) << o.out;
+    EXPECT_NE(o.out.find("follow_split("), std::string::npos) << o.out;
+    expect_user_error("op sketches matmull:m=4", "matmull");
+    expect_user_error("op sketches matmul:m=4,n=4,k=4 --cores -2", "--cores");
+}
+
+TEST(Cli, SampleIsDeterministicJsonLines) {
+    const std::string args = "op sample conv2d:n=1,c=3,h=13,w=7,k=4,r=3,pad=1 --n 4 --cores 4 "
+                             "--vector-lanes 8 --seed ";
+    Output a = run_tessera(args + "5"), b = run_tessera(args + "5"), c = run_tessera(args + "6");
+    ASSERT_EQ(a.code, 0) << a.out;
+    EXPECT_EQ(a.out, b.out);
+    EXPECT_NE(a.out, c.out);
+    const auto lines = lines_of(a.out);
+    ASSERT_EQ(lines.size(), 4u) << a.out;
+    for (const auto& l : lines) {
+        auto j = nlohmann::json::parse(l);
+        EXPECT_EQ(j["version"].get<int>(), 1);
+        EXPECT_FALSE(j["steps"].empty());
+    }
+    expect_user_error("op sample matmul:m=4,n=4,k=4 --n -1", "--n");
+    EXPECT_EQ(run_tessera("op sample matmul:m=4,n=4,k=4 --n 0").out, "");
+}
+
+TEST(Cli, SampledSchedulesRunAndLower) {
+    const std::string spec = "matmul:m=13,n=7,k=127";
+    Output s = run_tessera("op sample " + spec + " --n 3 --seed 2 --cores 2 --vector-lanes 8");
+    ASSERT_EQ(s.code, 0) << s.out;
+    const std::string base = run_tessera("op lower " + spec).out;
+    EXPECT_EQ(base.rfind("func kernel(", 0), 0u) << base;
+    int k = 0;
+    for (const auto& line : lines_of(s.out)) {
+        const std::string file = write_temp("sample" + std::to_string(k++) + ".json", line + "\n");
+        Output r = run_tessera("op run " + spec + " --schedule " + file + " --repeat 2 --json");
+        ASSERT_EQ(r.code, 0) << line << "\n" << r.out;
+        auto j = nlohmann::json::parse(last_line(r.out));
+        EXPECT_TRUE(j["passed"].get<bool>()) << r.out;
+        EXPECT_NE(j["schedule"].get<std::string>().find(file), std::string::npos);
+        Output l = run_tessera("op lower " + spec + " --schedule " + file);
+        ASSERT_EQ(l.code, 0) << l.out;
+        EXPECT_EQ(l.out.rfind("func kernel(", 0), 0u) << l.out;
+        EXPECT_NE(l.out, base);
+    }
+}
+
+TEST(Cli, ScheduleWithPackedInputLayout) {
+    // b[k, n] stored as panels [n/4][k][4]: op run packs it; the reference reads it unpacked.
+    const std::string file = write_temp(
+        "layout.json", R"({"version":1,"steps":[{"kind":"transform_layout","stage":1,)"
+                       R"("lengths":[1,4],"iters":[1,0,2]}]})");
+    Output r = run_tessera("op run matmul:m=5,n=13,k=7 --schedule " + file + " --repeat 1 --json");
+    ASSERT_EQ(r.code, 0) << r.out;
+    EXPECT_TRUE(nlohmann::json::parse(last_line(r.out))["passed"].get<bool>()) << r.out;
+    Output l = run_tessera("op lower matmul:m=5,n=13,k=7 --schedule " + file);
+    ASSERT_EQ(l.code, 0) << l.out;
+    EXPECT_NE(l.out.find("b: f32[4, 7, 4]"), std::string::npos) << l.out;
+}
+
+TEST(Cli, BadScheduleFilesAreOneLineErrors) {
+    const std::string missing = ::testing::TempDir() + "tessera_cli_no_such_file.json";
+    const std::string malformed = write_temp("malformed.json", "{\"version\": 1, \"steps\": [");
+    const std::string old = write_temp("old.json", R"({"version":0,"steps":[]})");
+    const std::string illegal = write_temp(
+        "illegal.json", R"({"version":1,"steps":[{"kind":"split","stage":99,"iter":0,)"
+                        R"("lengths":[2],"inner_to_outer":true}]})");
+    for (const char* cmd : {"op run", "op lower"}) {
+        const std::string pre = std::string(cmd) + " matmul:m=4,n=4,k=4 --schedule ";
+        expect_user_error(pre + missing, missing);
+        expect_user_error(pre + malformed, malformed);
+        expect_user_error(pre + old, "version");
+        expect_user_error(pre + illegal, illegal);
+        expect_user_error(pre + illegal, "99");
+    }
+}

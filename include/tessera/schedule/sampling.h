@@ -1,0 +1,68 @@
+// Random annotation of sketches (Ansor's initial population rules): a sketch (sketch.h) with
+// placeholder split lengths becomes a complete schedule by
+//   1. tile sizes: the sketch's steps are replayed with every Split step's lengths sampled
+//      (imperfect sizes included, biased toward divisors of the split extent);
+//   2. compute locations: each stage that is neither tiled nor an output is inlined, put at
+//      root or computed at a loop of its single consumer (CPU);
+//   3. parallel: the outer spatial loops of each root stage are fused up to about
+//      16 x cores iterations (stopping at a loop with attached stages) and run in parallel;
+//   4. unroll: a reduction stage gets pragma auto_unroll_max_step from a fixed menu;
+//   5. vectorize: the innermost spatial loop (and, in an untiled stage, more inner loops
+//      fused with it) up to the vector width is vectorized.
+// Every decision is a recorded Step, so the result replays from its step list alone. Given
+// the sketch, the options and the Rng's state, the result is deterministic.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "tessera/schedule/state.h"
+#include "tessera/support/error.h"
+#include "tessera/support/rng.h"
+
+namespace tessera::sched {
+
+/// Options of annotation and mutation, one documented default each. The defaults are fixed
+/// (not read from the host) so that results do not depend on the machine; the CLI fills
+/// num_cores and max_vectorize_lanes from backend::host_info().
+struct SampleOptions {
+    /// Cores of the target: parallel loops are fused up to 16 x num_cores iterations.
+    int num_cores = 8;
+    /// Vectorized loops have at most this many iterations (f32 lanes of the widest vector
+    /// register: host vector_bits / 32).
+    int64_t max_vectorize_lanes = 16;
+    /// The innermost length of a sampled split is at most this.
+    int64_t max_innermost_split_factor = 64;
+    /// Probability that a sampled split length is a divisor of the extent still to split
+    /// (a perfect tile); otherwise any value from 1 to that extent (imperfect tiles).
+    double divisor_probability = 0.7;
+    /// The values of pragma auto_unroll_max_step to pick from.
+    std::vector<int64_t> auto_unroll_configs = {0, 16, 64, 512};
+    /// Whether annotation changes compute locations of untiled stages (step 2).
+    bool change_compute_location = true;
+};
+
+/// A complete schedule from a sketch: sketch.steps replayed from make_initial_state
+/// (sketch.compute) with sampled split lengths, then the compute location, parallel, unroll
+/// and vectorize steps. Throws ScheduleError when a sampled step is illegal (rare: a
+/// primitive or bounds inference rejects the combination); the caller samples again.
+State sample_initial_state(const State& sketch, Rng& rng, const SampleOptions& opts = {});
+
+/// Lengths for one Split step of `extent` into lengths_count + 1 parts (inner parts, outer
+/// to inner, as Step::lengths): sampled innermost first, each a divisor of the extent left
+/// to split with probability opts.divisor_probability, otherwise uniform in [1, extent left];
+/// the innermost is at most opts.max_innermost_split_factor. Pre: extent >= 1.
+std::vector<int64_t> sample_split_lengths(int64_t extent, size_t lengths_count, Rng& rng,
+                                          const SampleOptions& opts);
+
+/// The compute locations a stage may move to (Ansor's GetComputeLocationCandidates): loops
+/// of its single consumer (looking through inlined stages) outside its inner tiles, and, when
+/// that consumer is itself computed at a stage, that stage's loops outside the attach point.
+/// Each entry is {stage, iter}. Empty when the stage has no single consumer.
+std::vector<std::pair<int, int>> compute_location_candidates(const State& s, int stage);
+
+/// Whether annotation and mutation may move `stage` (steps 2 above): a compute stage, not an
+/// output, not inlined, not tiled and not needing multi-level tiling.
+bool can_change_compute_location(const State& s, int stage);
+
+} // namespace tessera::sched

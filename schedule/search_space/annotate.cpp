@@ -1,0 +1,151 @@
+// sample_initial_state: Ansor's initial-population rules (InitFillTileSize,
+// InitChangeComputeLocation, InitParallel, InitUnroll, InitVectorization) over a sketch.
+#include <algorithm>
+
+#include "search_space_util.h"
+#include "tessera/schedule/sampling.h"
+#include "tessera/schedule/schedule.h"
+#include "tessera/schedule/sketch.h"
+
+namespace tessera::sched {
+
+namespace {
+
+/// Replays the sketch with every Split step's lengths sampled for the extent it splits.
+State fill_tile_sizes(const State& sketch, Rng& rng, const SampleOptions& opts) {
+    State s = make_initial_state(sketch.compute);
+    for (size_t i = 0; i < sketch.steps.size(); ++i) {
+        Step step = sketch.steps[i];
+        if (step.kind == StepKind::Split && !step.lengths.empty()) {
+            const Stage& st = s.stage(step.stage, "split stage");
+            if (step.iter >= 0 && step.iter < static_cast<int>(st.iters.size()))
+                step.lengths = sample_split_lengths(st.iters[step.iter].extent, step.lengths.size(),
+                                                    rng, opts);
+        }
+        try {
+            apply_step(s, step);
+        } catch (const ScheduleError& e) {
+            throw ScheduleError("sketch step " + std::to_string(i) + " (" + to_string(step) +
+                                "): " + e.what());
+        }
+    }
+    return s;
+}
+
+/// Each movable stage, last to first: inline, root, or a candidate loop, uniformly.
+void change_compute_locations(State& s, Rng& rng) {
+    for (int sid = static_cast<int>(s.stages.size()) - 1; sid >= 0; --sid) {
+        if (!can_change_compute_location(s, sid))
+            continue;
+        const auto candidates = compute_location_candidates(s, sid);
+        const int64_t choice = rng.uniform_int(0, static_cast<int64_t>(candidates.size()) + 1);
+        if (choice == 0) {
+            if (!s.stages[sid].has_reduce() && s.attached_stages(sid).empty())
+                compute_inline(s, sid);
+        } else if (choice == 1) {
+            compute_root(s, sid);
+        } else {
+            const auto& [target, iter] = candidates[static_cast<size_t>(choice - 2)];
+            compute_at(s, sid, target, iter);
+        }
+    }
+}
+
+/// Fuses the outer spatial loops of `sid` from `offset` until the product exceeds
+/// max_degree or a loop has attached stages, and runs the result in parallel. When that
+/// gives no parallelism (all extents 1), the stages attached at the stopping loop and the
+/// loops inside it are tried instead, so that the parallel loop is never nested in another.
+void annotate_parallel(State& s, int sid, int offset, int64_t max_degree) {
+    const int n = static_cast<int>(s.stages[sid].iters.size());
+    std::vector<int> to_fuse;
+    int64_t degree = 1;
+    int k = offset;
+    for (; k < n; ++k) {
+        const Iterator& it = s.stages[sid].iters[k];
+        if (it.kind == IterKind::Reduce || it.annotation != IterAnnotation::None)
+            break;
+        to_fuse.push_back(k);
+        degree *= it.extent;
+        if (degree > max_degree || !s.attached_at(sid, k).empty())
+            break;
+    }
+    if (degree == 1) {
+        if (k < n) {
+            const std::vector<int> attached = s.attached_at(sid, k);
+            if (!attached.empty()) {
+                for (int a : attached)
+                    annotate_parallel(s, a, 0, max_degree);
+                annotate_parallel(s, sid, k + 1, max_degree);
+            }
+        }
+        return;
+    }
+    if (to_fuse.size() > 1)
+        fuse(s, sid, to_fuse);
+    parallel(s, sid, to_fuse.front());
+}
+
+/// Fuses the innermost spatial loops (only one in a tiled stage, whose inner loops do not
+/// walk contiguous memory together) while the product stays within the vector width, and
+/// vectorizes a random number of them.
+void annotate_vectorize(State& s, int sid, Rng& rng, const SampleOptions& opts) {
+    const Stage& st = s.stages[sid];
+    const int n = static_cast<int>(st.iters.size());
+    const bool tiled = is_tiled(st);
+    int64_t prod = 1;
+    int fusible = 0;
+    while (fusible < n) {
+        const int k = n - 1 - fusible;
+        const Iterator& it = st.iters[k];
+        if (!s.attached_at(sid, k).empty() || it.kind == IterKind::Reduce ||
+            it.annotation != IterAnnotation::None || (tiled && fusible > 0))
+            break;
+        prod *= it.extent;
+        if (prod > opts.max_vectorize_lanes)
+            break;
+        ++fusible;
+    }
+    if (fusible == 0)
+        return;
+    const int count = static_cast<int>(rng.uniform_int(1, fusible));
+    int iter = n - 1;
+    if (count > 1) {
+        std::vector<int> ids;
+        for (int k = n - count; k < n; ++k)
+            ids.push_back(k);
+        iter = fuse(s, sid, ids);
+    }
+    vectorize(s, sid, iter);
+}
+
+} // namespace
+
+State sample_initial_state(const State& sketch, Rng& rng, const SampleOptions& opts) {
+    State s = fill_tile_sizes(sketch, rng, opts);
+    if (opts.change_compute_location)
+        change_compute_locations(s, rng);
+
+    const int64_t max_degree = int64_t{16} * std::max(1, opts.num_cores);
+    for (int sid = 0; sid < static_cast<int>(s.stages.size()); ++sid)
+        if (!s.stages[sid].is_input() && s.stages[sid].location.kind == ComputeLocKind::Root)
+            annotate_parallel(s, sid, 0, max_degree);
+
+    for (int sid = 0; sid < static_cast<int>(s.stages.size()); ++sid) {
+        const Stage& st = s.stages[sid];
+        if (st.is_input() || st.location.kind == ComputeLocKind::Inlined || st.iters.empty() ||
+            opts.auto_unroll_configs.empty())
+            continue;
+        const bool reduces = std::any_of(st.iters.begin(), st.iters.end(), [](const Iterator& it) {
+            return it.kind == IterKind::Reduce;
+        });
+        if (reduces)
+            pragma(s, sid, 0, "auto_unroll_max_step", detail::pick(opts.auto_unroll_configs, rng));
+    }
+
+    for (int sid = 0; sid < static_cast<int>(s.stages.size()); ++sid)
+        if (!s.stages[sid].is_input() && s.stages[sid].location.kind != ComputeLocKind::Inlined)
+            annotate_vectorize(s, sid, rng, opts);
+    return s;
+}
+
+} // namespace tessera::sched

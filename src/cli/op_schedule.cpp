@@ -1,0 +1,129 @@
+// `tessera op sketches | sample | lower`: the schedule space of a built-in operator.
+#include "op_schedule.h"
+
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "tessera/backends/host.h"
+#include "tessera/ir/printer.h"
+#include "tessera/lower/lower_default.h"
+#include "tessera/schedule/lower_state.h"
+#include "tessera/schedule/sampling.h"
+#include "tessera/schedule/schedule.h"
+#include "tessera/schedule/sketch.h"
+#include "tessera/support/error.h"
+#include "tessera/support/rng.h"
+#include "tessera/te/op_registry.h"
+
+namespace tessera::cli {
+
+namespace {
+
+int cores_of(const OpScheduleOptions& opts) {
+    if (opts.cores < 0)
+        throw UserError() << "--cores must be >= 0, got " << opts.cores;
+    return opts.cores > 0 ? opts.cores : std::max(1, backend::host_info().cores);
+}
+
+int lanes_of(const OpScheduleOptions& opts) {
+    if (opts.vector_lanes < 0)
+        throw UserError() << "--vector-lanes must be >= 0, got " << opts.vector_lanes;
+    return opts.vector_lanes > 0 ? opts.vector_lanes
+                                 : std::max(1, backend::host_info().vector_bits / 32);
+}
+
+sched::SketchOptions sketch_options(const OpScheduleOptions& opts) {
+    sched::SketchOptions so;
+    so.num_cores = cores_of(opts);
+    return so;
+}
+
+sched::SampleOptions sample_options(const OpScheduleOptions& opts) {
+    sched::SampleOptions so;
+    so.num_cores = cores_of(opts);
+    so.max_vectorize_lanes = lanes_of(opts);
+    return so;
+}
+
+} // namespace
+
+sched::State load_schedule(const te::Compute& c, const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+        throw UserError() << "schedule " << path << ": cannot open the file";
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (in.bad())
+        throw UserError() << "schedule " << path << ": cannot read the file";
+    std::vector<sched::Step> steps;
+    try {
+        steps = sched::steps_from_json(text.str());
+    } catch (const UserError& e) {
+        throw UserError() << "schedule " << path << ": " << e.what();
+    }
+    try {
+        return sched::replay(c, steps);
+    } catch (const ScheduleError& e) {
+        throw UserError() << "schedule " << path << ": " << e.what();
+    }
+}
+
+void print_sketches(const OpScheduleOptions& opts, std::ostream& out) {
+    te::OpInstance inst = te::make_op(opts.spec);
+    const std::vector<sched::State> sketches =
+        sched::generate_sketches(inst.compute, sketch_options(opts));
+    out << fmt::format("{}: {} sketches\n", inst.canonical_spec, sketches.size());
+    for (size_t i = 0; i < sketches.size(); ++i) {
+        const sched::State& s = sketches[i];
+        out << fmt::format("\nsketch {} ({} steps)\n", i, s.steps.size());
+        out << sched::to_string(s);
+        for (size_t k = 0; k < s.steps.size(); ++k)
+            out << fmt::format("  step {}: {}\n", k, sched::to_string(s.steps[k]));
+    }
+}
+
+void print_samples(const OpScheduleOptions& opts, std::ostream& out) {
+    if (opts.n < 0)
+        throw UserError() << "--n must be >= 0, got " << opts.n;
+    te::OpInstance inst = te::make_op(opts.spec);
+    const std::vector<sched::State> sketches =
+        sched::generate_sketches(inst.compute, sketch_options(opts));
+    const sched::SampleOptions so = sample_options(opts);
+    Rng rng(opts.seed);
+    // Invalid samples are rare; a bound on the attempts keeps a broken space from looping.
+    const int64_t max_attempts = 50 * int64_t{opts.n} + 100;
+    int printed = 0;
+    for (int64_t attempt = 0; printed < opts.n && attempt < max_attempts; ++attempt) {
+        const sched::State& sketch = sketches[rng.uniform_int(0, int64_t(sketches.size()) - 1)];
+        try {
+            sched::State s = sched::sample_initial_state(sketch, rng, so);
+            sched::lower_state(s, "kernel"); // only schedules that lower are printed
+            out << sched::steps_to_json(s.steps) << "\n";
+            ++printed;
+        } catch (const ScheduleError&) {
+        }
+    }
+    if (printed < opts.n)
+        throw UserError() << "op sample: only " << printed << " of " << opts.n
+                          << " samples were valid after " << max_attempts << " attempts";
+}
+
+void print_lowered(const OpScheduleOptions& opts, std::ostream& out) {
+    te::OpInstance inst = te::make_op(opts.spec);
+    ir::LoweredFunc f;
+    if (opts.schedule_file.empty()) {
+        f = lower::lower_default(inst.compute, "kernel");
+    } else {
+        const sched::State s = load_schedule(inst.compute, opts.schedule_file);
+        try {
+            f = sched::lower_state(s, "kernel");
+        } catch (const ScheduleError& e) {
+            throw UserError() << "schedule " << opts.schedule_file << ": " << e.what();
+        }
+    }
+    out << ir::to_string(f);
+}
+
+} // namespace tessera::cli

@@ -1,0 +1,37 @@
+// `tessera op sketches | sample | lower` and the schedule files of `op run --schedule`.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+
+#include "tessera/schedule/state.h"
+#include "tessera/te/compute.h"
+
+namespace tessera::cli {
+
+/// Options of the schedule subcommands. Zero cores / lanes mean "this host's".
+struct OpScheduleOptions {
+    std::string spec;          ///< NAME:key=value,... (see `tessera op list`).
+    int cores = 0;             ///< Cores the sketch and parallel heuristics assume.
+    int vector_lanes = 0;      ///< Widest vectorized loop (f32 lanes).
+    int n = 10;                ///< `sample`: schedules to print.
+    uint64_t seed = 1;         ///< `sample`: seed of the sampler.
+    std::string schedule_file; ///< `lower`: a schedule JSON file (empty: the default loop nest).
+};
+
+/// Reads a schedule file (the versioned step-list JSON of `op sample`) and replays it on c.
+/// Throws UserError "schedule FILE: REASON" when the file is missing or unreadable, is not
+/// valid step-list JSON, or a step is illegal for c.
+sched::State load_schedule(const te::Compute& c, const std::string& path);
+
+/// `op sketches`: each sketch's loop structure (sched::to_string) and its steps.
+void print_sketches(const OpScheduleOptions& opts, std::ostream& out);
+
+/// `op sample`: opts.n sampled schedules that lower, one step-list JSON per line.
+void print_samples(const OpScheduleOptions& opts, std::ostream& out);
+
+/// `op lower`: the loop IR of the default loop nest or of opts.schedule_file.
+void print_lowered(const OpScheduleOptions& opts, std::ostream& out);
+
+} // namespace tessera::cli
