@@ -104,6 +104,8 @@ template <typename T> static T unary(UnaryFn fn, T v, T alpha, T beta) {
         return std::tanh(v);
     case UnaryFn::Erf:
         return std::erf(v);
+    case UnaryFn::Gelu: // x * 0.5 * (1 + erf(x / sqrt(2))), the exact (erf) form
+        return v * T(0.5) * (T(1) + std::erf(v / std::sqrt(T(2))));
     case UnaryFn::Sqrt:
         return std::sqrt(v);
     case UnaryFn::Exp:

@@ -25,6 +25,7 @@ enum class UnaryFn {
     HardSwish,
     Tanh,
     Erf,
+    Gelu,
     Sqrt,
     Exp,
     Log,

@@ -64,6 +64,9 @@ std::vector<TensorData> evaluate_node(const Node& n, const std::vector<const Ten
     case Op::Erf:
         outs = eval_unary(n, in, UnaryFn::Erf, where);
         break;
+    case Op::Gelu:
+        outs = eval_unary(n, in, UnaryFn::Gelu, where);
+        break;
     case Op::Sqrt:
         outs = eval_unary(n, in, UnaryFn::Sqrt, where);
         break;

@@ -57,6 +57,7 @@ OpSpec spec_of(Op op) {
     case Op::Identity:
     case Op::GlobalAveragePool: return {1, 1, 1, 1, {}};
     case Op::Erf: return {9, 1, 1, 1, {}};
+    case Op::Gelu: return {20, 1, 1, 1, {}};
     case Op::HardSwish: return {14, 1, 1, 1, {}};
     case Op::Clip: return {1, 1, 3, 1, {{"min", K::Float, 1, 11}, {"max", K::Float, 1, 11}}};
     case Op::LeakyRelu: return {1, 1, 1, 1, {{"alpha", K::Float}}};
@@ -498,6 +499,7 @@ void NodeImport::run() {
     case Op::HardSwish:
     case Op::Tanh:
     case Op::Erf:
+    case Op::Gelu:
     case Op::Add:
     case Op::Sub:
     case Op::Mul:

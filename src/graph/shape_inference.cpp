@@ -315,6 +315,7 @@ TypeList NodeTypes::infer() {
     case Op::HardSwish:
     case Op::Tanh:
     case Op::Erf:
+    case Op::Gelu:
     case Op::Sqrt:
     case Op::Exp:
     case Op::Log:

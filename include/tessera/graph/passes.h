@@ -1,0 +1,62 @@
+// Graph passes: rewrites of a Graph that keep what it computes (up to fp32 rounding) and make
+// it cheaper to run. Each pass is a function `PassResult pass(Graph&)`; the straight-line
+// pipeline that composes them is in pipeline.h.
+//
+// Common contract. Pre: the graph is shape-inferred (infer_shapes) and verifies. Post: it
+// still verifies, every value a live node defines is typed, and graph inputs and outputs keep
+// their order, names, dtypes and shapes (an output may become defined by a constant). Removed
+// nodes leave holes (ids stay valid); dead nodes are left for eliminate_dead_code (except in
+// simplify_algebra, which removes dead nodes between its rounds so that its single-use checks
+// see the rewritten graph). Passes are deterministic: they visit nodes in topological or id
+// order only.
+#pragma once
+
+#include <string>
+
+#include "tessera/graph/graph.h"
+
+namespace tessera::graph {
+
+/// What one pass did to a graph.
+struct PassResult {
+    std::string pass;     ///< the pass name, as used by PipelineOptions
+    int changes = 0;      ///< rewrites made (0: the graph is unchanged)
+    int nodes_before = 0; ///< live nodes before the pass
+    int nodes_after = 0;  ///< live nodes after it
+    std::string summary;  ///< short text, e.g. "folded 12 nodes into constants"
+    double seconds = 0;   ///< wall time (filled by the pipeline)
+};
+
+/// "shape-inference": infer_shapes as a pass (changes = values whose type was set).
+PassResult shape_inference_pass(Graph& g);
+
+/// "constant-folding": every node whose inputs are all constants is evaluated with the
+/// reference evaluator and its outputs replaced by constants; Shape of a statically shaped
+/// value folds too, so Shape/Gather/Concat/Reshape chains and weight-only subgraphs collapse.
+/// Nodes whose outputs would exceed kMaxFoldElements are kept.
+PassResult fold_constants(Graph& g);
+constexpr int64_t kMaxFoldElements = int64_t(1) << 26;
+
+/// "dce": removes nodes no graph output depends on.
+PassResult eliminate_dead_code(Graph& g);
+
+/// "cse": merges equal constants (content hash, then byte equality) and then nodes with the
+/// same op, attributes and inputs; the later node's uses read the earlier one's outputs.
+PassResult eliminate_common_subexpressions(Graph& g);
+
+/// "algebraic-simplification", to a fixpoint:
+///  - identities: x+0, 0+x, x-0, x*1, 1*x, x/1 (when the constant does not broadcast x),
+///    Identity, Dropout (inference), no-op Pad/Reshape/Transpose/Cast/Expand/Flatten/Squeeze;
+///  - Transpose(Transpose(x)) composed (and dropped when the result is the identity),
+///    Reshape-like chains (Reshape/Flatten/Squeeze/Unsqueeze) collapsed into one Reshape;
+///  - BatchNormalization folded into a preceding Conv or Gemm (constant weights, the
+///    producer used only by the BN) and otherwise turned into Mul + Add by constants;
+///  - MatMul(A[M,K], B[K,N]) + bias[N] into Gemm;
+///  - decomposed LayerNorm (ReduceMean, Sub, Pow 2, ReduceMean, Add eps, Sqrt, Div, optional
+///    Mul scale, Add bias over the last axis) into LayerNormalization;
+///  - GELU x * 0.5 * (1 + erf(x / sqrt 2)) (Div or Mul by 1/sqrt 2; either Mul order) into Gelu;
+///  - exp(x - max(x)) / sum(exp(x - max(x))) (with or without the max) over one axis into
+///    Softmax.
+PassResult simplify_algebra(Graph& g);
+
+} // namespace tessera::graph

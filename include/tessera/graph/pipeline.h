@@ -1,0 +1,46 @@
+// The straight-line graph optimization pipeline: a fixed order of passes (passes.h) selected
+// by an optimization level, with per-pass printing, timing and disabling for debugging.
+//
+// Order: shape-inference, constant-folding, dce, algebraic-simplification, cse, dce.
+// Levels: O0 runs shape-inference only; O1 adds constant-folding and dce; O2 adds
+// algebraic-simplification and cse (one sweep); O3 repeats the O2 sequence (after the first
+// shape inference) until a sweep changes nothing, at most kMaxO3Sweeps times.
+// (Layout and fusion passes will follow dce when they exist.)
+#pragma once
+
+#include <ostream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tessera/graph/passes.h"
+
+namespace tessera::graph {
+
+constexpr int kMaxO3Sweeps = 4;
+
+struct PipelineOptions {
+    int level = 2; ///< 0 to 3
+    /// Print the graph after this pass ("all": after every pass; empty: never).
+    std::string print_after;
+    /// Report each pass's wall time in its log line (PassResult::seconds is always filled).
+    bool time_passes = false;
+    /// Pass names to skip (as in PassResult::pass).
+    std::set<std::string> disabled_passes;
+    /// Where print_after and time_passes write; nullptr: std::cerr.
+    std::ostream* out = nullptr;
+};
+
+/// The names of all pipeline passes, in pipeline order (each once).
+std::vector<std::string> pipeline_pass_names();
+
+/// Runs the pipeline on g. Returns one PassResult per pass run, in order. Throws UserError for
+/// a level outside 0..3 or an unknown name in print_after or disabled_passes. Post: g verifies
+/// and is shape-inferred; dead nodes are removed (unless dce is disabled).
+std::vector<PassResult> optimize(Graph& g, const PipelineOptions& options = {});
+
+/// One line per pass: "constant-folding: 12 changes, 244 -> 232 nodes: folded ..." (with the
+/// time when `with_time`).
+void print_pass_log(std::ostream& os, const std::vector<PassResult>& log, bool with_time = false);
+
+} // namespace tessera::graph

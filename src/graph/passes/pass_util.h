@@ -1,0 +1,47 @@
+// Helpers shared by the graph passes: result bookkeeping and small pattern-matching queries.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tessera/graph/graph.h"
+#include "tessera/graph/passes.h"
+
+namespace tessera::graph::detail {
+
+/// A PassResult named `pass` with nodes_before set from g.
+inline PassResult begin_pass(const char* pass, const Graph& g) {
+    PassResult r;
+    r.pass = pass;
+    r.nodes_before = static_cast<int>(g.num_nodes());
+    return r;
+}
+/// Sets nodes_after and the summary.
+inline PassResult end_pass(PassResult r, const Graph& g, std::string summary) {
+    r.nodes_after = static_cast<int>(g.num_nodes());
+    r.summary = std::move(summary);
+    return r;
+}
+
+/// The live node producing v, or nullptr (graph input, constant, absent).
+inline const Node* producer_of(const Graph& g, ValueId v) {
+    if (v == kNoValue)
+        return nullptr;
+    NodeId p = g.value(v).producer;
+    return p == kNoNode ? nullptr : &g.node(p);
+}
+/// The producer of v when it is a node of op `op`.
+inline const Node* producer_op(const Graph& g, ValueId v, Op op) {
+    const Node* n = producer_of(g, v);
+    return n && n->op == op ? n : nullptr;
+}
+
+/// True when v is a constant whose every element equals `x` (any numeric dtype).
+bool is_constant_splat(const Graph& g, ValueId v, double x);
+/// The single element of a constant with one element, when v is one.
+bool constant_scalar(const Graph& g, ValueId v, double* out);
+
+/// True when v is a graph output.
+bool is_graph_output(const Graph& g, ValueId v);
+
+} // namespace tessera::graph::detail

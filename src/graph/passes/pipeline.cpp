@@ -1,0 +1,110 @@
+// The straight-line pipeline driver.
+#include "tessera/graph/pipeline.h"
+
+#include <algorithm>
+#include <chrono>
+#include <iomanip>
+#include <iostream>
+
+#include "tessera/support/error.h"
+
+namespace tessera::graph {
+
+namespace {
+
+using PassFn = PassResult (*)(Graph&);
+
+struct PassEntry {
+    const char* name;
+    PassFn fn;
+};
+
+const std::vector<PassEntry>& all_passes() {
+    static const std::vector<PassEntry> passes = {
+        {"shape-inference", shape_inference_pass},
+        {"constant-folding", fold_constants},
+        {"dce", eliminate_dead_code},
+        {"algebraic-simplification", simplify_algebra},
+        {"cse", eliminate_common_subexpressions},
+    };
+    return passes;
+}
+
+PassFn find_pass(const std::string& name) {
+    for (const PassEntry& e : all_passes())
+        if (name == e.name)
+            return e.fn;
+    return nullptr;
+}
+
+} // namespace
+
+std::vector<std::string> pipeline_pass_names() {
+    std::vector<std::string> names;
+    for (const PassEntry& e : all_passes())
+        names.push_back(e.name);
+    return names;
+}
+
+std::vector<PassResult> optimize(Graph& g, const PipelineOptions& options) {
+    if (options.level < 0 || options.level > 3)
+        throw UserError() << "optimization level " << options.level << " is not in 0..3";
+    if (!options.print_after.empty() && options.print_after != "all" &&
+        !find_pass(options.print_after))
+        throw UserError() << "unknown pass '" << options.print_after << "' in print-after";
+    for (const std::string& name : options.disabled_passes)
+        if (!find_pass(name))
+            throw UserError() << "unknown pass '" << name << "' to disable";
+    std::ostream& out = options.out ? *options.out : std::cerr;
+
+    std::vector<PassResult> log;
+    auto run = [&](const char* name) {
+        if (options.disabled_passes.count(name))
+            return 0;
+        const auto t0 = std::chrono::steady_clock::now();
+        PassResult r = find_pass(name)(g);
+        r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (options.time_passes)
+            out << "time " << std::fixed << std::setprecision(6) << r.seconds << " s  " << name
+                << "\n";
+        if (options.print_after == "all" || options.print_after == name) {
+            out << "// after " << name << " (" << r.summary << ")\n";
+            print(out, g);
+        }
+        log.push_back(r);
+        return r.changes;
+    };
+
+    run("shape-inference");
+    if (options.level >= 1) {
+        run("constant-folding");
+        run("dce");
+    }
+    const int sweeps = options.level >= 3 ? kMaxO3Sweeps : options.level == 2 ? 1 : 0;
+    for (int sweep = 0; sweep < sweeps; ++sweep) {
+        int changes = 0;
+        if (sweep > 0) {
+            changes += run("constant-folding");
+            changes += run("dce");
+        }
+        changes += run("algebraic-simplification");
+        changes += run("cse");
+        changes += run("dce");
+        if (changes == 0)
+            break;
+    }
+    g.verify();
+    return log;
+}
+
+void print_pass_log(std::ostream& os, const std::vector<PassResult>& log, bool with_time) {
+    for (const PassResult& r : log) {
+        os << r.pass << ": " << r.changes << " changes, " << r.nodes_before << " -> "
+           << r.nodes_after << " nodes: " << r.summary;
+        if (with_time)
+            os << " (" << std::fixed << std::setprecision(3) << r.seconds * 1e3 << " ms)";
+        os << "\n";
+    }
+}
+
+} // namespace tessera::graph
