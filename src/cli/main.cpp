@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include "hw_command.h"
+#include "inspect_command.h"
 #include "op_list.h"
 #include "op_run.h"
 #include "op_schedule.h"
@@ -84,6 +85,32 @@ int main(int argc, char** argv) {
 
     CLI::App* list = op->add_subcommand("list", "List the built-in operators and their keys");
 
+    // Graph-level inspection of an ONNX model.
+    cli::InspectOptions inspect_opts;
+    CLI::App* inspect = app.add_subcommand(
+        "inspect", "Import an ONNX model, run the graph optimization pipeline and report node "
+                   "counts per op before and after, what each pass changed, the fused groups "
+                   "and the memory plan of the intermediates");
+    inspect->add_option("model", inspect_opts.model, "Path of the .onnx model")->required();
+    inspect->add_option("--input-shape", inspect_opts.input_shapes,
+                        "Static shape of a graph input, NAME=1x3x224x224 (repeatable; needed "
+                        "for inputs with symbolic dims)")
+        ->allow_extra_args(false);
+    inspect->add_option("-O,--opt-level", inspect_opts.opt_level,
+                        "Optimization level 0..3 (-O0 shape inference only, -O1 + folding and "
+                        "dce, -O2 + simplification and cse, -O3 repeats to a fixpoint)")
+        ->capture_default_str();
+    inspect->add_option("--print-after", inspect_opts.print_after,
+                        "Print the graph after this pass, or after every pass with 'all'");
+    inspect->add_flag("--time-passes", inspect_opts.time_passes,
+                      "Report the wall time of each pass and of import, fusion and planning");
+    inspect->add_option("--disable-pass", inspect_opts.disabled_passes,
+                        "Skip this pipeline pass (repeatable): shape-inference, "
+                        "constant-folding, dce, algebraic-simplification, cse")
+        ->allow_extra_args(false);
+    inspect->add_flag("--json", inspect_opts.json,
+                      "Print one JSON object instead of text (graph printouts go to stderr)");
+
     // CLI11 reports an unknown subcommand only as "a subcommand is required"; name it instead.
     CLI::App* level = &app;
     for (int pos = 1; pos < argc && argv[pos][0] != '-'; ++pos) {
@@ -126,6 +153,8 @@ int main(int argc, char** argv) {
             cli::print_samples(sched_opts, std::cout);
         } else if (*lower_cmd) {
             cli::print_lowered(sched_opts, std::cout);
+        } else if (*inspect) {
+            cli::run_inspect(inspect_opts, std::cout);
         }
         return 0;
     } catch (const UserError& e) {

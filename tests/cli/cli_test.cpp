@@ -223,3 +223,89 @@ TEST(Cli, BadScheduleFilesAreOneLineErrors) {
         expect_user_error(pre + illegal, "99");
     }
 }
+
+// ---- tessera inspect (graph pipeline, fusion and memory plan of an ONNX model) ----
+
+namespace {
+const std::string kInspectModels = TESSERA_SOURCE_DIR "/../shared/models";
+bool have_model(const std::string& name) {
+    FILE* f = std::fopen((kInspectModels + "/" + name + "/model.onnx").c_str(), "rb");
+    if (!f) return false;
+    std::fclose(f);
+    return true;
+}
+std::string model_path(const std::string& name) {
+    return kInspectModels + "/" + name + "/model.onnx";
+}
+} // namespace
+
+TEST(CliInspect, TextReportOfResnet18) {
+    if (!have_model("resnet18")) GTEST_SKIP() << "shared models missing";
+    Output o = run_tessera("inspect " + model_path("resnet18"));
+    ASSERT_EQ(o.code, 0) << o.out;
+    EXPECT_NE(o.out.find("pipeline -O2: 49 -> 49 nodes"), std::string::npos) << o.out;
+    EXPECT_NE(o.out.find("constant-folding: "), std::string::npos) << o.out;
+    EXPECT_NE(o.out.find("fused groups: 24"), std::string::npos) << o.out;
+    EXPECT_NE(o.out.find("2 x conv2d+add+relu f32[1,64,56,56]"), std::string::npos) << o.out;
+    EXPECT_NE(o.out.find("memory plan: 23 intermediates"), std::string::npos) << o.out;
+    EXPECT_NE(o.out.find("planned "), std::string::npos) << o.out;
+}
+
+TEST(CliInspect, JsonReportOfBert) {
+    if (!have_model("bert_emb_op13")) GTEST_SKIP() << "shared models missing";
+    Output o = run_tessera("inspect " + model_path("bert_emb_op13") +
+                           " -O3 --json --time-passes --disable-pass cse");
+    ASSERT_EQ(o.code, 0) << o.out;
+    nlohmann::json j = nlohmann::json::parse(o.out);
+    EXPECT_EQ(j["opt_level"], 3);
+    EXPECT_EQ(j["nodes_before"], 196);
+    EXPECT_EQ(j["ops_before"]["Erf"], 4);
+    EXPECT_EQ(j["ops_after"]["Gelu"], 4);
+    EXPECT_EQ(j["ops_after"].count("Erf"), 0u);
+    for (const auto& p : j["passes"]) {
+        EXPECT_NE(p["pass"], "cse");
+        EXPECT_TRUE(p.contains("seconds"));
+    }
+    int groups = 0;
+    for (const auto& p : j["fused_groups"]["patterns"]) groups += p["count"].get<int>();
+    EXPECT_EQ(groups, j["fused_groups"]["count"].get<int>());
+    EXPECT_GT(groups, 0);
+    const auto& m = j["memory"];
+    EXPECT_LE(m["planned_bytes"].get<int64_t>(), m["naive_bytes"].get<int64_t>());
+    EXPECT_LE(m["live_lower_bound_bytes"].get<int64_t>(), m["planned_bytes"].get<int64_t>());
+}
+
+TEST(CliInspect, OptLevelAndPrintAfter) {
+    if (!have_model("conv_bn_relu")) GTEST_SKIP() << "shared models missing";
+    Output o0 = run_tessera("inspect " + model_path("conv_bn_relu") + " -O0");
+    ASSERT_EQ(o0.code, 0) << o0.out;
+    EXPECT_NE(o0.out.find("pipeline -O0: 10 -> 10 nodes"), std::string::npos) << o0.out;
+    EXPECT_EQ(o0.out.find("constant-folding:"), std::string::npos) << o0.out;
+    Output o2 = run_tessera("inspect " + model_path("conv_bn_relu") +
+                            " --opt-level 2 --print-after algebraic-simplification");
+    ASSERT_EQ(o2.code, 0) << o2.out;
+    EXPECT_NE(o2.out.find("// after algebraic-simplification"), std::string::npos) << o2.out;
+    EXPECT_NE(o2.out.find("pipeline -O2: 10 -> 7 nodes"), std::string::npos) << o2.out;
+    EXPECT_NE(o2.out.find("x conv2d+relu"), std::string::npos) << o2.out;
+}
+
+TEST(CliInspect, BadInputIsOneLineError) {
+    expect_user_error("inspect /nonexistent/model.onnx", "/nonexistent/model.onnx");
+    expect_user_error("inspect", "model");
+    if (!have_model("mlp")) GTEST_SKIP() << "shared models missing";
+    const std::string m = model_path("mlp");
+    expect_user_error("inspect " + m + " -O7", "7");
+    expect_user_error("inspect " + m + " --disable-pass nosuch", "nosuch");
+    expect_user_error("inspect " + m + " --print-after nosuch", "nosuch");
+    expect_user_error("inspect " + m + " --input-shape bad", "bad");
+    expect_user_error("inspect " + m + " --input-shape nosuch=1x2", "nosuch");
+    expect_user_error("inspect " + m + " --bogus", "--bogus");
+}
+
+TEST(CliInspect, HelpNamesEveryOption) {
+    Output o = run_tessera("inspect --help");
+    EXPECT_EQ(o.code, 0) << o.out;
+    for (const char* opt : {"--input-shape", "--opt-level", "--print-after", "--time-passes",
+                            "--disable-pass", "--json"})
+        EXPECT_NE(o.out.find(opt), std::string::npos) << opt << "\n" << o.out;
+}

@@ -1,0 +1,74 @@
+// Operator fusion partitioning: splits a graph's nodes into groups that a code generator can
+// emit as one kernel each (an anchor op with its elementwise epilogue, an elementwise chain, an
+// injective prologue feeding a reduction).
+//
+// Each node gets a fusion pattern (OpPattern), ordered from the most to the least fusable:
+//   Elementwise      one output element from the same-index elements of same-shaped inputs
+//   Broadcast        elementwise with numpy broadcasting of some input
+//   Injective        each output element reads one input element (Reshape, Transpose, Slice...)
+//   Reduction        an output element reads many (ReduceSum, pools, Softmax, LayerNorm)
+//   OutFusable       an anchor whose output can absorb an elementwise epilogue (Conv, Gemm,
+//                    MatMul)
+//   Opaque           nothing fuses with it (Shape, Range, multi-output nodes, constants)
+//
+// Grouping rules, applied to nodes in topological order, each node joining at most one
+// producer's group (the first legal one, in input order) or starting its own:
+//  - an anchor group absorbs Elementwise/Broadcast nodes whose output has the anchor's output
+//    shape (Conv+Add(bias)+Relu, Gemm+Relu, MatMul+Add);
+//  - a group of only Elementwise/Broadcast/Injective nodes absorbs further such nodes, and a
+//    Reduction, which then closes the group;
+//  - an anchor never joins an existing group, and nothing joins a closed (reduction) group or
+//    an opaque one;
+//  - the value linking the producer to the node must have that node as its only user and
+//    come from a single-output node, so a value with several consumers ends its group;
+//  - a merge that would make the groups cyclic is refused.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tessera/graph/graph.h"
+
+namespace tessera::graph {
+
+enum class OpPattern : uint8_t { Elementwise, Broadcast, Injective, Reduction, OutFusable, Opaque };
+
+/// "elementwise", "broadcast", "injective", "reduction", "out-fusable", "opaque".
+const char* op_pattern_name(OpPattern p);
+
+/// The fusion pattern of live node `id` of g (Elementwise vs Broadcast from its input and
+/// output shapes; an untyped elementwise node counts as Broadcast).
+OpPattern node_pattern(const Graph& g, NodeId id);
+
+/// Short lower-case kernel name of an op, used in group patterns: "conv2d", "gemm", "add".
+std::string fused_op_name(Op op);
+
+/// One fused kernel.
+struct FusedGroup {
+    /// Member nodes in the graph's topological order.
+    std::vector<NodeId> nodes;
+    /// Values the members read that no member defines (graph inputs, constants, outputs of
+    /// earlier groups), each once, in first-use order.
+    std::vector<ValueId> inputs;
+    /// Values members define that are read outside the group or are graph outputs, in
+    /// definition order.
+    std::vector<ValueId> outputs;
+    /// The OutFusable member, or kNoNode.
+    NodeId anchor = kNoNode;
+    /// The group's kind: OutFusable with an anchor, Reduction when it contains one, otherwise
+    /// the least fusable member pattern.
+    OpPattern kind = OpPattern::Elementwise;
+    /// fused_op_name of the members joined by '+', e.g. "conv2d+add+relu".
+    std::string pattern;
+};
+
+/// Partitions the live nodes of g (shape-inferred, verifying) into fused groups. Post: every
+/// live node is in exactly one group; groups are in a topological order (every group input is
+/// a graph input, a constant or an output of an earlier group). Deterministic.
+std::vector<FusedGroup> fuse_ops(const Graph& g);
+
+/// "conv2d+add+relu f32[1,64,56,56]": the pattern and the group's first output type; identical
+/// signatures describe groups a code generator can share a kernel between.
+std::string group_signature(const Graph& g, const FusedGroup& group);
+
+} // namespace tessera::graph

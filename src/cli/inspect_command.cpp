@@ -1,0 +1,216 @@
+// `tessera inspect`: import, optimize, fuse and plan a model, and report each step.
+#include "inspect_command.h"
+
+#include <algorithm>
+#include <chrono>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "tessera/graph/fusion.h"
+#include "tessera/graph/import_onnx.h"
+#include "tessera/graph/memory_plan.h"
+#include "tessera/graph/pipeline.h"
+#include "tessera/support/error.h"
+
+namespace tessera::cli {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) {
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+/// "4.59 MiB", "23.0 KiB", "512 B".
+std::string human_bytes(int64_t b) {
+    std::ostringstream os;
+    os << std::fixed << std::setprecision(2);
+    if (b >= (int64_t(1) << 20))
+        os << static_cast<double>(b) / double(1 << 20) << " MiB";
+    else if (b >= 1024)
+        os << static_cast<double>(b) / 1024.0 << " KiB";
+    else
+        os << b << " B";
+    return os.str();
+}
+
+struct PatternCount {
+    std::string pattern;
+    std::string signature;
+    int count = 0;
+};
+
+/// Groups with equal signatures (pattern and output type), most frequent first, then by
+/// signature: deterministic.
+std::vector<PatternCount> count_groups(const graph::Graph& g,
+                                       const std::vector<graph::FusedGroup>& groups) {
+    std::map<std::string, PatternCount> by_sig;
+    for (const graph::FusedGroup& grp : groups) {
+        const std::string sig = graph::group_signature(g, grp);
+        PatternCount& pc = by_sig[sig];
+        pc.pattern = grp.pattern;
+        pc.signature = sig;
+        ++pc.count;
+    }
+    std::vector<PatternCount> out;
+    for (auto& [sig, pc] : by_sig)
+        out.push_back(pc);
+    std::stable_sort(out.begin(), out.end(), [](const PatternCount& a, const PatternCount& b) {
+        return a.count > b.count;
+    });
+    return out;
+}
+
+} // namespace
+
+void run_inspect(const InspectOptions& options, std::ostream& out) {
+    graph::ImportOptions import_opts;
+    for (const std::string& spec : options.input_shapes) {
+        auto [name, shape] = graph::parse_input_shape(spec);
+        if (import_opts.input_shapes.count(name))
+            throw UserError() << "input shape of '" << name << "' given twice";
+        import_opts.input_shapes[name] = shape;
+    }
+    graph::PipelineOptions popts;
+    popts.level = options.opt_level;
+    popts.print_after = options.print_after;
+    popts.disabled_passes =
+        std::set<std::string>(options.disabled_passes.begin(), options.disabled_passes.end());
+    // Graph printouts go to the report stream, except in JSON mode where stdout must hold only
+    // the JSON object.
+    popts.out = options.json ? &std::cerr : &out;
+    // Validate the pipeline options before the (possibly slow) import.
+    if (popts.level < 0 || popts.level > 3)
+        throw UserError() << "optimization level " << popts.level << " is not in 0..3";
+    {
+        std::vector<std::string> names = graph::pipeline_pass_names();
+        auto known = [&](const std::string& n) {
+            return std::find(names.begin(), names.end(), n) != names.end();
+        };
+        if (!popts.print_after.empty() && popts.print_after != "all" && !known(popts.print_after))
+            throw UserError() << "unknown pass '" << popts.print_after << "' in --print-after";
+        for (const std::string& n : options.disabled_passes)
+            if (!known(n))
+                throw UserError() << "unknown pass '" << n << "' in --disable-pass";
+    }
+
+    auto t0 = Clock::now();
+    graph::Graph g = graph::import_onnx(options.model, import_opts);
+    const double import_s = since(t0);
+    const std::map<std::string, int> ops_before = graph::op_histogram(g);
+    const int nodes_before = static_cast<int>(g.num_nodes());
+
+    t0 = Clock::now();
+    std::vector<graph::PassResult> log = graph::optimize(g, popts);
+    const double optimize_s = since(t0);
+    const std::map<std::string, int> ops_after = graph::op_histogram(g);
+
+    t0 = Clock::now();
+    std::vector<graph::FusedGroup> groups = graph::fuse_ops(g);
+    const double fuse_s = since(t0);
+    t0 = Clock::now();
+    graph::MemoryPlan plan = graph::plan_memory(g, groups);
+    const double plan_s = since(t0);
+    const std::vector<PatternCount> counts = count_groups(g, groups);
+
+    if (options.json) {
+        nlohmann::ordered_json j;
+        j["model"] = options.model;
+        j["graph"] = g.name;
+        j["opt_level"] = options.opt_level;
+        j["nodes_before"] = nodes_before;
+        j["nodes_after"] = static_cast<int>(g.num_nodes());
+        j["ops_before"] = ops_before;
+        j["ops_after"] = ops_after;
+        nlohmann::ordered_json passes = nlohmann::ordered_json::array();
+        for (const graph::PassResult& r : log) {
+            nlohmann::ordered_json p;
+            p["pass"] = r.pass;
+            p["changes"] = r.changes;
+            p["nodes_before"] = r.nodes_before;
+            p["nodes_after"] = r.nodes_after;
+            p["summary"] = r.summary;
+            if (options.time_passes)
+                p["seconds"] = r.seconds;
+            passes.push_back(p);
+        }
+        j["passes"] = passes;
+        nlohmann::ordered_json fused;
+        fused["count"] = groups.size();
+        nlohmann::ordered_json pats = nlohmann::ordered_json::array();
+        for (const PatternCount& pc : counts)
+            pats.push_back(
+                {{"pattern", pc.pattern}, {"signature", pc.signature}, {"count", pc.count}});
+        fused["patterns"] = pats;
+        j["fused_groups"] = fused;
+        j["memory"] = {{"intermediates", plan.assignments.size()},
+                       {"buffers", plan.buffer_bytes.size()},
+                       {"planned_bytes", plan.planned_bytes},
+                       {"naive_bytes", plan.naive_bytes},
+                       {"live_lower_bound_bytes", plan.live_lower_bound},
+                       {"in_place", plan.in_place_count}};
+        if (options.time_passes)
+            j["seconds"] = {{"import", import_s},
+                            {"optimize", optimize_s},
+                            {"fuse", fuse_s},
+                            {"memory_plan", plan_s}};
+        out << j.dump() << "\n";
+        return;
+    }
+
+    out << "model " << options.model << " (graph '" << g.name << "', opset " << g.opset << ")\n";
+    out << "\npipeline -O" << options.opt_level << ": " << nodes_before << " -> " << g.num_nodes()
+        << " nodes\n";
+    {
+        std::ostringstream os;
+        graph::print_pass_log(os, log, options.time_passes);
+        std::istringstream lines(os.str());
+        for (std::string line; std::getline(lines, line);)
+            out << "  " << line << "\n";
+    }
+
+    out << "\nnodes per op (before -> after)\n";
+    std::set<std::string> names;
+    for (const auto& [n, c] : ops_before)
+        names.insert(n);
+    for (const auto& [n, c] : ops_after)
+        names.insert(n);
+    size_t width = 4;
+    for (const std::string& n : names)
+        width = std::max(width, n.size());
+    for (const std::string& n : names) {
+        auto b = ops_before.find(n);
+        auto a = ops_after.find(n);
+        out << "  " << std::left << std::setw(static_cast<int>(width)) << n << std::right
+            << std::setw(6) << (b == ops_before.end() ? 0 : b->second) << " -> " << std::setw(4)
+            << (a == ops_after.end() ? 0 : a->second) << "\n";
+    }
+
+    out << "\nfused groups: " << groups.size() << " (" << counts.size()
+        << " distinct by pattern and output type)\n";
+    for (const PatternCount& pc : counts)
+        out << "  " << std::setw(4) << pc.count << " x " << pc.signature << "\n";
+
+    out << "\nmemory plan: " << plan.assignments.size() << " intermediates in "
+        << plan.buffer_bytes.size() << " buffers (" << plan.in_place_count << " in place)\n";
+    out << "  planned " << human_bytes(plan.planned_bytes) << " vs naive "
+        << human_bytes(plan.naive_bytes);
+    if (plan.naive_bytes > 0)
+        out << " (" << std::fixed << std::setprecision(1)
+            << 100.0 * static_cast<double>(plan.planned_bytes) /
+                   static_cast<double>(plan.naive_bytes)
+            << "%)";
+    out << "; live lower bound " << human_bytes(plan.live_lower_bound) << "\n";
+    if (options.time_passes) {
+        out << std::fixed << std::setprecision(3) << "\ntime: import " << import_s * 1e3
+            << " ms, optimize " << optimize_s * 1e3 << " ms, fuse " << fuse_s * 1e3
+            << " ms, memory plan " << plan_s * 1e3 << " ms\n";
+    }
+}
+
+} // namespace tessera::cli

@@ -1,0 +1,27 @@
+// `tessera inspect MODEL`: imports an ONNX model, runs the graph pipeline and reports what it
+// did: node counts per op before and after, each pass's changes, the fused groups and the
+// memory plan of the intermediates.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace tessera::cli {
+
+struct InspectOptions {
+    std::string model;                     ///< path of the .onnx file
+    std::vector<std::string> input_shapes; ///< "name=1x3x224x224" each
+    int opt_level = 2;                     ///< 0 to 3 (-O0 .. -O3)
+    std::string print_after;               ///< a pass name or "all"; empty: never
+    bool time_passes = false;
+    std::vector<std::string> disabled_passes;
+    bool json = false; ///< one JSON object instead of text
+};
+
+/// Runs the inspection and writes the report to `out` (graph printouts from print_after go
+/// there too, before the report). Throws UserError for an unreadable or unsupported model, a
+/// malformed input shape, an opt level outside 0..3 or an unknown pass name.
+void run_inspect(const InspectOptions& options, std::ostream& out);
+
+} // namespace tessera::cli

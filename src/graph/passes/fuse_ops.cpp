@@ -1,0 +1,398 @@
+// Fusion partitioning (see fusion.h for the rules).
+#include "tessera/graph/fusion.h"
+
+#include <algorithm>
+#include <cctype>
+#include <queue>
+#include <utility>
+
+#include "tessera/support/error.h"
+
+namespace tessera::graph {
+
+const char* op_pattern_name(OpPattern p) {
+    switch (p) {
+    case OpPattern::Elementwise:
+        return "elementwise";
+    case OpPattern::Broadcast:
+        return "broadcast";
+    case OpPattern::Injective:
+        return "injective";
+    case OpPattern::Reduction:
+        return "reduction";
+    case OpPattern::OutFusable:
+        return "out-fusable";
+    case OpPattern::Opaque:
+        return "opaque";
+    }
+    return "?";
+}
+
+namespace {
+
+enum class BaseKind { Elementwise, Injective, Reduction, OutFusable, Opaque };
+
+BaseKind base_kind(Op op) {
+    switch (op) {
+    case Op::Conv:
+    case Op::Gemm:
+    case Op::MatMul:
+        return BaseKind::OutFusable;
+    case Op::BatchNormalization: // inference BN is a per-channel scale and shift
+    case Op::Relu:
+    case Op::Clip:
+    case Op::LeakyRelu:
+    case Op::Sigmoid:
+    case Op::HardSigmoid:
+    case Op::HardSwish:
+    case Op::Tanh:
+    case Op::Erf:
+    case Op::Gelu:
+    case Op::Add:
+    case Op::Sub:
+    case Op::Mul:
+    case Op::Div:
+    case Op::Pow:
+    case Op::Sqrt:
+    case Op::Exp:
+    case Op::Log:
+    case Op::Neg:
+    case Op::Reciprocal:
+    case Op::Max:
+    case Op::Min:
+    case Op::Where:
+    case Op::Cast:
+    case Op::Identity:
+    case Op::Dropout:
+    case Op::Equal:
+    case Op::Less:
+    case Op::Greater:
+    case Op::Not:
+        return BaseKind::Elementwise;
+    case Op::Flatten:
+    case Op::Reshape:
+    case Op::Transpose:
+    case Op::Concat:
+    case Op::Slice:
+    case Op::Gather:
+    case Op::Squeeze:
+    case Op::Unsqueeze:
+    case Op::Expand:
+    case Op::Pad:
+        return BaseKind::Injective;
+    case Op::Softmax:
+    case Op::LayerNormalization:
+    case Op::MaxPool:
+    case Op::AveragePool:
+    case Op::GlobalAveragePool:
+    case Op::ReduceMean:
+    case Op::ReduceSum:
+    case Op::ReduceMax:
+        return BaseKind::Reduction;
+    case Op::Split: // several outputs: one kernel per output would duplicate reads
+    case Op::Shape:
+    case Op::Constant:
+    case Op::ConstantOfShape:
+    case Op::Range:
+        return BaseKind::Opaque;
+    }
+    return BaseKind::Opaque;
+}
+
+bool fusable_elementwise(OpPattern p) {
+    return p == OpPattern::Elementwise || p == OpPattern::Broadcast;
+}
+bool fusable_injective(OpPattern p) { return fusable_elementwise(p) || p == OpPattern::Injective; }
+
+} // namespace
+
+OpPattern node_pattern(const Graph& g, NodeId id) {
+    const Node& n = g.node(id);
+    // Nodes with several used outputs would need a kernel with several results; keep them
+    // alone (Dropout's mask and LayerNorm's statistics are the usual absent extras).
+    int outs = 0;
+    for (ValueId v : n.outputs)
+        outs += v != kNoValue;
+    switch (base_kind(n.op)) {
+    case BaseKind::OutFusable:
+        return outs == 1 ? OpPattern::OutFusable : OpPattern::Opaque;
+    case BaseKind::Injective:
+        return outs == 1 ? OpPattern::Injective : OpPattern::Opaque;
+    case BaseKind::Reduction:
+        return outs == 1 ? OpPattern::Reduction : OpPattern::Opaque;
+    case BaseKind::Opaque:
+        return OpPattern::Opaque;
+    case BaseKind::Elementwise: {
+        if (outs != 1)
+            return OpPattern::Opaque;
+        const Value& out = g.value(n.outputs[0]);
+        if (!out.typed)
+            return OpPattern::Broadcast;
+        // BN's per-channel parameters broadcast against the channel axis.
+        if (n.op == Op::BatchNormalization)
+            return OpPattern::Broadcast;
+        // Clip's bounds are scalar operands, not broadcast tensors.
+        const size_t data_inputs = n.op == Op::Clip ? 1 : n.inputs.size();
+        for (size_t i = 0; i < data_inputs && i < n.inputs.size(); ++i) {
+            ValueId v = n.inputs[i];
+            if (v == kNoValue)
+                continue;
+            if (!g.value(v).typed || g.value(v).shape != out.shape)
+                return OpPattern::Broadcast;
+        }
+        return OpPattern::Elementwise;
+    }
+    }
+    return OpPattern::Opaque;
+}
+
+std::string fused_op_name(Op op) {
+    static const std::pair<Op, const char*> kNames[] = {
+        {Op::Conv, "conv2d"},
+        {Op::BatchNormalization, "batch_norm"},
+        {Op::LayerNormalization, "layer_norm"},
+        {Op::MaxPool, "max_pool2d"},
+        {Op::AveragePool, "avg_pool2d"},
+        {Op::GlobalAveragePool, "global_avg_pool2d"},
+        {Op::ReduceMean, "reduce_mean"},
+        {Op::ReduceSum, "reduce_sum"},
+        {Op::ReduceMax, "reduce_max"},
+        {Op::ConstantOfShape, "constant_of_shape"},
+        {Op::HardSigmoid, "hard_sigmoid"},
+        {Op::HardSwish, "hard_swish"},
+        {Op::LeakyRelu, "leaky_relu"},
+    };
+    for (const auto& [o, name] : kNames)
+        if (o == op)
+            return name;
+    // Every other op: its name in lower case ("Relu" -> "relu").
+    std::string s = op_name(op);
+    for (char& c : s)
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+}
+
+namespace {
+
+struct Builder {
+    const Graph& g;
+    std::vector<NodeId> topo;
+    std::vector<int> topo_pos;  // by node id
+    std::vector<int> group_of;  // by node id; -1 before assignment
+    std::vector<OpPattern> pat; // by node id
+    std::vector<std::vector<NodeId>> users;
+    struct G {
+        std::vector<NodeId> nodes;
+        NodeId anchor = kNoNode;
+        bool closed = false; // ends in a reduction or is opaque
+        bool alive = true;
+    };
+    std::vector<G> groups;
+
+    explicit Builder(const Graph& graph) : g(graph) {
+        topo = g.topological_order();
+        topo_pos.assign(g.node_capacity(), -1);
+        group_of.assign(g.node_capacity(), -1);
+        pat.assign(g.node_capacity(), OpPattern::Opaque);
+        for (size_t i = 0; i < topo.size(); ++i) {
+            topo_pos[topo[i]] = static_cast<int>(i);
+            pat[topo[i]] = node_pattern(g, topo[i]);
+        }
+        users = g.all_users();
+    }
+
+    bool is_graph_output(ValueId v) const {
+        return std::find(g.outputs.begin(), g.outputs.end(), v) != g.outputs.end();
+    }
+
+    /// Groups (other than `self`) whose outputs group `gi` reads.
+    std::vector<int> group_preds(int gi) const {
+        std::vector<int> preds;
+        for (NodeId n : groups[gi].nodes)
+            for (ValueId v : g.node(n).inputs) {
+                if (v == kNoValue)
+                    continue;
+                NodeId p = g.value(v).producer;
+                if (p == kNoNode || group_of[p] == gi || group_of[p] < 0)
+                    continue;
+                preds.push_back(group_of[p]);
+            }
+        return preds;
+    }
+
+    /// True when group `from` (transitively) reads an output of group `target`.
+    bool depends_on(int from, int target) const {
+        std::vector<uint8_t> seen(groups.size(), 0);
+        std::vector<int> stack{from};
+        while (!stack.empty()) {
+            int x = stack.back();
+            stack.pop_back();
+            if (x == target)
+                return true;
+            if (seen[x])
+                continue;
+            seen[x] = 1;
+            for (int p : group_preds(x))
+                stack.push_back(p);
+        }
+        return false;
+    }
+
+    /// Whether node n may join group gi, which produces n's input `link`.
+    bool can_join(NodeId n, int gi, ValueId link) const {
+        const G& grp = groups[gi];
+        if (grp.closed)
+            return false;
+        const NodeId prod = g.value(link).producer;
+        if (g.node(prod).outputs.size() != 1 || users[link].size() != 1 || is_graph_output(link))
+            return false;
+        const OpPattern p = pat[n];
+        if (grp.anchor != kNoNode) {
+            // Only an elementwise epilogue over the anchor's iteration space.
+            if (!fusable_elementwise(p))
+                return false;
+            const Value& out = g.value(g.node(n).outputs[0]);
+            const Value& a = g.value(g.node(grp.anchor).outputs[0]);
+            if (!out.typed || !a.typed || out.shape != a.shape)
+                return false;
+        } else if (!(fusable_injective(p) || p == OpPattern::Reduction)) {
+            return false;
+        }
+        // n's other inputs must not come from groups that depend on gi (that would be a cycle).
+        for (ValueId v : g.node(n).inputs) {
+            if (v == kNoValue)
+                continue;
+            NodeId q = g.value(v).producer;
+            if (q == kNoNode || group_of[q] == gi)
+                continue;
+            if (depends_on(group_of[q], gi))
+                return false;
+        }
+        return true;
+    }
+
+    void run() {
+        for (NodeId n : topo) {
+            const OpPattern p = pat[n];
+            int joined = -1;
+            if (p != OpPattern::OutFusable && p != OpPattern::Opaque) {
+                for (ValueId v : g.node(n).inputs) {
+                    if (v == kNoValue)
+                        continue;
+                    NodeId q = g.value(v).producer;
+                    if (q == kNoNode)
+                        continue;
+                    if (can_join(n, group_of[q], v)) {
+                        joined = group_of[q];
+                        break;
+                    }
+                }
+            }
+            if (joined < 0) {
+                joined = static_cast<int>(groups.size());
+                groups.emplace_back();
+                if (p == OpPattern::OutFusable)
+                    groups.back().anchor = n;
+            }
+            groups[joined].nodes.push_back(n);
+            group_of[n] = joined;
+            if (p == OpPattern::Reduction || p == OpPattern::Opaque)
+                groups[joined].closed = true;
+        }
+    }
+
+    /// Groups in a topological order, ties broken by the position of their first node.
+    std::vector<int> group_order() const {
+        const int ng = static_cast<int>(groups.size());
+        std::vector<int> indeg(ng, 0);
+        std::vector<std::vector<int>> succ(ng);
+        for (int gi = 0; gi < ng; ++gi) {
+            std::vector<int> preds = group_preds(gi);
+            std::sort(preds.begin(), preds.end());
+            preds.erase(std::unique(preds.begin(), preds.end()), preds.end());
+            for (int p : preds) {
+                succ[p].push_back(gi);
+                ++indeg[gi];
+            }
+        }
+        // Groups are created in topological order of their first node, so the index is the tie
+        // break.
+        std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
+        for (int gi = 0; gi < ng; ++gi)
+            if (indeg[gi] == 0)
+                ready.push(gi);
+        std::vector<int> order;
+        while (!ready.empty()) {
+            int x = ready.top();
+            ready.pop();
+            order.push_back(x);
+            for (int s : succ[x])
+                if (--indeg[s] == 0)
+                    ready.push(s);
+        }
+        TESSERA_CHECK(static_cast<int>(order.size()) == ng) << "fused groups form a cycle";
+        return order;
+    }
+
+    FusedGroup finish(int gi) const {
+        FusedGroup out;
+        const G& grp = groups[gi];
+        out.nodes = grp.nodes;
+        out.anchor = grp.anchor;
+        std::vector<uint8_t> inside(g.node_capacity(), 0);
+        for (NodeId n : grp.nodes)
+            inside[n] = 1;
+        OpPattern kind = OpPattern::Elementwise;
+        for (NodeId n : grp.nodes) {
+            const Node& node = g.node(n);
+            kind = std::max(kind, pat[n]);
+            if (!out.pattern.empty())
+                out.pattern += '+';
+            out.pattern += fused_op_name(node.op);
+            for (ValueId v : node.inputs) {
+                if (v == kNoValue)
+                    continue;
+                NodeId q = g.value(v).producer;
+                if (q != kNoNode && inside[q])
+                    continue;
+                if (std::find(out.inputs.begin(), out.inputs.end(), v) == out.inputs.end())
+                    out.inputs.push_back(v);
+            }
+            for (ValueId v : node.outputs) {
+                if (v == kNoValue)
+                    continue;
+                bool external = is_graph_output(v);
+                for (NodeId u : users[v])
+                    external = external || !inside[u];
+                if (external)
+                    out.outputs.push_back(v);
+            }
+        }
+        out.kind = kind;
+        return out;
+    }
+};
+
+} // namespace
+
+std::vector<FusedGroup> fuse_ops(const Graph& g) {
+    Builder b(g);
+    b.run();
+    std::vector<FusedGroup> out;
+    for (int gi : b.group_order())
+        out.push_back(b.finish(gi));
+    return out;
+}
+
+std::string group_signature(const Graph& g, const FusedGroup& group) {
+    std::string s = group.pattern;
+    if (!group.outputs.empty()) {
+        const Value& v = g.value(group.outputs[0]);
+        s += ' ';
+        s += dtype_name(v.dtype);
+        s += shape_str(v.shape);
+    }
+    return s;
+}
+
+} // namespace tessera::graph
