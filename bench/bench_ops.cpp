@@ -1,13 +1,14 @@
 // tessera_bench_ops: single operators measured side by side in one run on this machine.
 //
 // For each workload it times tessera's code (the hand-built sgemm IR, or the default lowering of
-// a te operator), OpenBLAS and oneDNN with the same thread count, checks tessera's result against
-// a peer (every element) and all three against a double-precision reference (sampled), and
-// prints one table of GFLOP/s, ratios and the share of the machine's peak FMA rate (measured here
-// with register-only FMA loops, AVX2 and, where present, AVX-512, on the same number of threads;
-// the peak is the faster of the two).
+// a te operator, and, where schedules/ has one, the hand-written schedule replayed from its JSON
+// file), OpenBLAS and oneDNN with the same thread count, all in the same interleaved rounds,
+// checks each tessera result against a peer (every element) and all results against a
+// double-precision reference (sampled), and prints one table of GFLOP/s, ratios and the share of
+// the machine's peak FMA rate (measured here with register-only FMA loops, AVX2 and, where
+// present, AVX-512, on the same number of threads; the peak is the faster of the two).
 //
-// Usage: tessera_bench_ops [--threads N] [--quick] [--json]
+// Usage: tessera_bench_ops [--threads N] [--quick] [--json] [--schedules DIR]
 // Exit status: 0 when every check passed, 1 on a numeric mismatch, 2 on bad options or errors.
 #include <cblas.h>
 #include <dlfcn.h>
@@ -24,9 +25,12 @@
 #include <iostream>
 #include <limits>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "sgemm_ir.h"
 #include "tessera/backends/host.h"
@@ -34,6 +38,9 @@
 #include "tessera/lower/lower_default.h"
 #include "tessera/lower/lower_for_codegen.h"
 #include "tessera/runtime/thread_pool.h"
+#include "tessera/schedule/layout.h"
+#include "tessera/schedule/lower_state.h"
+#include "tessera/schedule/schedule.h"
 #include "tessera/support/error.h"
 #include "tessera/support/rng.h"
 #include "tessera/te/op_library.h"
@@ -46,6 +53,7 @@ struct Options {
     int threads = 2;
     bool quick = false;
     bool json = false;
+    std::string schedules = "schedules"; ///< The folder of the hand-written schedule files.
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -166,6 +174,8 @@ void set_omp_threads(int n) {
 
 struct Row {
     std::string name;
+    std::string code; // which tessera code: "hand IR", "default", "schedule"
+    std::string note; // schedule rows: the file, and inputs packed ahead of time
     double flops = 0;
     double tessera = NAN, openblas = NAN, onednn = NAN; // GFLOP/s; NaN = not run
     double error = NAN;      // tessera vs the peer, every element
@@ -209,6 +219,61 @@ JitFunction jit(tessera::ir::LoweredFunc f) {
     return out;
 }
 
+/// A hand-written schedule (a file of schedules/) ready to run: replayed on its workload,
+/// lowered and compiled, with the inputs in the layouts its input stages store them.
+struct ScheduledKernel {
+    JitFunction f;
+    std::vector<std::vector<float>> inputs; ///< Packed (pack_layout) ahead of the timed calls.
+    std::string note; ///< "file.json" plus the inputs it takes packed, e.g. "w as [2,3,3,64,32]".
+};
+
+/// Loads `dir`/`file`: {"workload": SPEC, "version": 1, "steps": [...]}. The workload must be
+/// `spec` (compared in canonical form). Inputs are the dense row-major data of the op's inputs,
+/// in order; those with a layout transform are packed here, once, outside any timing, as vendor
+/// libraries pack their weights (the note names them).
+ScheduledKernel load_schedule(const std::string& dir, const std::string& file,
+                              const std::string& spec,
+                              const std::vector<const std::vector<float>*>& inputs) {
+    const std::string path = dir + "/" + file;
+    std::ifstream in(path);
+    if (!in)
+        throw tessera::UserError() << "cannot read schedule file '" << path << "'";
+    std::stringstream text;
+    text << in.rdbuf();
+    const auto doc = nlohmann::json::parse(text.str(), nullptr, false);
+    if (doc.is_discarded() || !doc.contains("workload") || !doc["workload"].is_string())
+        throw tessera::UserError() << "schedule file '" << path << "' has no \"workload\" string";
+    const tessera::te::OpInstance op =
+        tessera::te::make_op(tessera::te::parse_op_spec(doc["workload"].get<std::string>()));
+    const std::string want = tessera::te::make_op(tessera::te::parse_op_spec(spec)).canonical_spec;
+    if (op.canonical_spec != want)
+        throw tessera::UserError() << "schedule file '" << path << "' is for '"
+                                   << op.canonical_spec << "', not '" << want << "'";
+    const tessera::sched::State state =
+        tessera::sched::replay(op.compute, tessera::sched::steps_from_json(text.str()));
+
+    ScheduledKernel k;
+    k.f = jit(tessera::sched::lower_state(state, "scheduled"));
+    k.note = file;
+    std::string packed;
+    for (size_t i = 0; i < op.compute.inputs.size(); ++i) {
+        const tessera::ir::Tensor& t = op.compute.inputs[i];
+        const tessera::sched::Stage& st = state.stages[state.stage_id_of(t)];
+        if (st.layout.is_identity()) {
+            k.inputs.push_back(*inputs[i]);
+            continue;
+        }
+        k.inputs.push_back(tessera::sched::pack_layout(st.layout, t.shape(), *inputs[i]));
+        std::string shape;
+        for (int64_t e : tessera::sched::packed_shape(st.layout, t.shape()))
+            shape += (shape.empty() ? "" : ",") + std::to_string(e);
+        packed += (packed.empty() ? "" : ", ") + t.name() + " as [" + shape + "]";
+    }
+    if (!packed.empty())
+        k.note += "; packed outside the timed call: " + packed;
+    return k;
+}
+
 constexpr double kTolerance = 1e-3;
 
 /// Largest relative error of `c` against a double-precision reference at `samples` positions
@@ -239,12 +304,16 @@ void judge(Row& row, const std::vector<float>& mine, const std::vector<float>& p
     row.ok = row.error <= kTolerance && row.spot_error <= kTolerance;
 }
 
-Row bench_sgemm(int64_t M, int64_t N, int64_t K, const Options& opt) {
+/// The sgemm rows: the hand-built IR, and when `schedule` names a file of opt.schedules, that
+/// schedule, timed in the same rounds as the peers.
+std::vector<Row> bench_sgemm(int64_t M, int64_t N, int64_t K, const Options& opt,
+                             const std::string& schedule = "") {
     Row row;
     row.name = "sgemm " + std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K);
+    row.code = "hand IR";
     row.flops = 2.0 * M * N * K;
     std::vector<float> a = random_vector(M * K, 1), b = random_vector(K * N, 2);
-    std::vector<float> c_tessera(M * N), c_blas(M * N), c_dnnl(M * N);
+    std::vector<float> c_tessera(M * N), c_blas(M * N), c_dnnl(M * N), c_sched(M * N);
 
     // tessera: the hand-built IR.
     const tessera::bench::SgemmConfig cfg =
@@ -274,32 +343,58 @@ Row bench_sgemm(int64_t M, int64_t N, int64_t K, const Options& opt) {
         strm.wait();
     };
 
-    const std::vector<double> t = time_interleaved({tessera_run, blas_run, dnnl_run});
+    // tessera: the hand-written schedule (B packed inside the call, as the IR does).
+    std::vector<std::function<void()>> runs = {tessera_run, blas_run, dnnl_run};
+    ScheduledKernel sk;
+    std::vector<void*> sched_args;
+    if (!schedule.empty()) {
+        const std::string spec = "matmul:m=" + std::to_string(M) + ",n=" + std::to_string(N) +
+                                 ",k=" + std::to_string(K);
+        sk = load_schedule(opt.schedules, schedule, spec, {&a, &b});
+        sched_args = {sk.inputs[0].data(), sk.inputs[1].data(), c_sched.data()};
+        runs.push_back([&] { sk.f.fn(sched_args.data()); });
+    }
+
+    const std::vector<double> t = time_interleaved(runs);
     row.tessera = gflops(row.flops, t[0]);
     row.openblas = gflops(row.flops, t[1]);
     row.onednn = gflops(row.flops, t[2]);
 
-    judge(row, c_tessera, c_blas, "OpenBLAS", {&c_tessera, &c_blas, &c_dnnl}, [&](int64_t idx) {
+    auto ref = [&](int64_t idx) {
         const int64_t i = idx / N, j = idx % N;
         double acc = 0;
         for (int64_t k = 0; k < K; ++k) acc += double(a[i * K + k]) * b[k * N + j];
         return acc;
-    });
-    return row;
+    };
+    judge(row, c_tessera, c_blas, "OpenBLAS", {&c_tessera, &c_blas, &c_dnnl}, ref);
+    std::vector<Row> rows = {row};
+    if (!schedule.empty()) {
+        Row srow = row;
+        srow.code = "schedule";
+        srow.note = sk.note;
+        srow.tessera = gflops(row.flops, t[3]);
+        judge(srow, c_sched, c_blas, "OpenBLAS", {&c_sched, &c_blas, &c_dnnl}, ref);
+        rows.push_back(srow);
+    }
+    return rows;
 }
 
-Row bench_conv2d(const Options& opt) {
+/// The conv2d rows: the default (unscheduled) lowering, and when `schedule` names a file of
+/// opt.schedules, that schedule, timed in the same rounds as the peers.
+std::vector<Row> bench_conv2d(const Options& opt, const std::string& schedule = "") {
     const int64_t n = 1, c = 64, h = 56, w = 56, k = 64, r = 3, s = 3, stride = 1, pad = 1;
     const int64_t oh = (h + 2 * pad - r) / stride + 1, ow = (w + 2 * pad - s) / stride + 1;
+    const std::string spec = "conv2d:n=1,c=64,h=56,w=56,k=64,r=3,s=3,stride=1,pad=1";
     Row row;
     row.name = "conv2d 1x64x56x56 k64 3x3 p1";
+    row.code = "default";
     row.flops = 2.0 * n * k * oh * ow * c * r * s;
     std::vector<float> x = random_vector(n * c * h * w, 3), wt = random_vector(k * c * r * s, 4);
     std::vector<float> y_tessera(n * k * oh * ow), y_blas(n * k * oh * ow), y_dnnl(n * k * oh * ow);
+    std::vector<float> y_sched(n * k * oh * ow);
 
-    // tessera: the default lowering of the te operator (no schedule yet: a serial loop nest).
-    tessera::te::OpInstance op = tessera::te::make_op(tessera::te::parse_op_spec(
-        "conv2d:n=1,c=64,h=56,w=56,k=64,r=3,s=3,stride=1,pad=1"));
+    // tessera: the default lowering of the te operator (a serial loop nest, the baseline).
+    tessera::te::OpInstance op = tessera::te::make_op(tessera::te::parse_op_spec(spec));
     JitFunction f = jit(tessera::lower::lower_default(op.compute, "conv2d"));
     void* args[3] = {x.data(), wt.data(), y_tessera.data()};
     auto tessera_run = [&] { f.fn(args); };
@@ -350,14 +445,25 @@ Row bench_conv2d(const Options& opt) {
         strm.wait();
     };
 
-    const std::vector<double> t = time_interleaved({tessera_run, blas_run, dnnl_run});
+    // tessera: the hand-written schedule; inputs it stores in a blocked layout are packed here,
+    // outside the timing, like oneDNN's reorders above (the row's note names them).
+    std::vector<std::function<void()>> runs = {tessera_run, blas_run, dnnl_run};
+    ScheduledKernel sk;
+    std::vector<void*> sched_args;
+    if (!schedule.empty()) {
+        sk = load_schedule(opt.schedules, schedule, spec, {&x, &wt});
+        sched_args = {sk.inputs[0].data(), sk.inputs[1].data(), y_sched.data()};
+        runs.push_back([&] { sk.f.fn(sched_args.data()); });
+    }
+
+    const std::vector<double> t = time_interleaved(runs);
     row.tessera = gflops(row.flops, t[0]);
     row.openblas = gflops(row.flops, t[1]);
     row.onednn = gflops(row.flops, t[2]);
     reorder(y_conv, y_mem).execute(strm, y_conv, y_mem);
     strm.wait();
 
-    judge(row, y_tessera, y_dnnl, "oneDNN", {&y_tessera, &y_blas, &y_dnnl}, [&](int64_t idx) {
+    auto ref = [&](int64_t idx) {
         const int64_t ko = idx / (oh * ow), y = idx / ow % oh, xo = idx % ow;
         double acc = 0;
         for (int64_t ci = 0; ci < c; ++ci)
@@ -368,8 +474,18 @@ Row bench_conv2d(const Options& opt) {
                         acc += double(x[(ci * h + iy) * w + ix]) * wt[((ko * c + ci) * r + ri) * s + si];
                 }
         return acc;
-    });
-    return row;
+    };
+    judge(row, y_tessera, y_dnnl, "oneDNN", {&y_tessera, &y_blas, &y_dnnl}, ref);
+    std::vector<Row> rows = {row};
+    if (!schedule.empty()) {
+        Row srow = row;
+        srow.code = "schedule";
+        srow.note = sk.note;
+        srow.tessera = gflops(row.flops, t[3]);
+        judge(srow, y_sched, y_dnnl, "oneDNN", {&y_sched, &y_blas, &y_dnnl}, ref);
+        rows.push_back(srow);
+    }
+    return rows;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -401,8 +517,11 @@ Options parse_options(int argc, char** argv) {
             if (*end != '\0' || v < 1 || v > 1024)
                 throw tessera::UserError() << "--threads needs a positive integer, got '" << argv[i] << "'";
             o.threads = static_cast<int>(v);
+        } else if (a == "--schedules" && i + 1 < argc) {
+            o.schedules = argv[++i];
         } else if (a == "--help" || a == "-h") {
-            std::cout << "usage: tessera_bench_ops [--threads N] [--quick] [--json]\n";
+            std::cout << "usage: tessera_bench_ops [--threads N] [--quick] [--json]"
+                         " [--schedules DIR]\n";
             std::exit(0);
         } else {
             throw tessera::UserError() << "unknown option '" << a << "'";
@@ -430,11 +549,15 @@ int run(const Options& opt) {
     std::vector<Row> rows;
     std::vector<std::array<int64_t, 3>> gemms = {{1024, 1024, 1024}, {127, 127, 127}};
     if (!opt.quick) gemms = {{512, 512, 512}, {1024, 1024, 1024}, {2048, 2048, 2048}, {127, 127, 127}};
+    // The hand-written schedules of schedules/ (see its README), each on its own workload.
     for (const auto& g : gemms) {
-        rows.push_back(bench_sgemm(g[0], g[1], g[2], opt));
+        const bool has_schedule = g[0] == 1024 && g[1] == 1024 && g[2] == 1024;
+        for (Row& r : bench_sgemm(g[0], g[1], g[2], opt, has_schedule ? "matmul_1024.json" : ""))
+            rows.push_back(std::move(r));
         std::fprintf(stderr, "  measured %s\n", rows.back().name.c_str());
     }
-    rows.push_back(bench_conv2d(opt));
+    for (Row& r : bench_conv2d(opt, "conv2d_1x64x56x56_k64_3x3.json"))
+        rows.push_back(std::move(r));
     std::fprintf(stderr, "  measured %s\n", rows.back().name.c_str());
 
     bool all_ok = true;
@@ -449,7 +572,8 @@ int run(const Options& opt) {
                   << ",\"rows\":[";
         for (size_t i = 0; i < rows.size(); ++i) {
             const Row& r = rows[i];
-            std::cout << (i ? "," : "") << "{\"workload\":\"" << r.name << "\",\"tessera\":"
+            std::cout << (i ? "," : "") << "{\"workload\":\"" << r.name << "\",\"code\":\""
+                      << r.code << "\",\"note\":\"" << r.note << "\",\"tessera\":"
                       << json_num(r.tessera) << ",\"openblas\":" << json_num(r.openblas)
                       << ",\"onednn\":" << json_num(r.onednn) << ",\"max_rel_error\":"
                       << json_num(r.error) << ",\"checked_against\":\"" << r.checked_against
@@ -466,12 +590,14 @@ int run(const Options& opt) {
     std::printf("peak FP32 FMA, %d threads: AVX2 %.1f GFLOP/s", opt.threads, peak_avx2);
     if (avx512) std::printf(", AVX-512 %.1f GFLOP/s", peak_avx512);
     std::printf(" -> peak %.1f GFLOP/s\n\n", peak);
-    std::printf("%-29s %8s %8s %8s %10s %9s %8s %9s %9s %s\n", "workload", "tessera", "OpenBLAS",
-                "oneDNN", "t/OpenBLAS", "t/oneDNN", "t %peak", "err peer", "err ref", "check");
-    std::printf("%-29s %8s %8s %8s\n", "(GFLOP/s)", "", "", "");
+    std::printf("%-29s %-8s %8s %8s %8s %10s %9s %8s %9s %9s %s\n", "workload", "code", "tessera",
+                "OpenBLAS", "oneDNN", "t/OpenBLAS", "t/oneDNN", "t %peak", "err peer", "err ref",
+                "check");
+    std::printf("%-29s %-8s %8s %8s %8s\n", "(GFLOP/s)", "", "", "", "");
     for (const Row& r : rows) {
-        std::printf("%-29s %8s %8s %8s %10s %9s %8s %9s %9s %s\n", r.name.c_str(),
-                    fmt_num(r.tessera, "%.1f").c_str(), fmt_num(r.openblas, "%.1f").c_str(),
+        std::printf("%-29s %-8s %8s %8s %8s %10s %9s %8s %9s %9s %s\n", r.name.c_str(),
+                    r.code.c_str(), fmt_num(r.tessera, "%.1f").c_str(),
+                    fmt_num(r.openblas, "%.1f").c_str(),
                     fmt_num(r.onednn, "%.1f").c_str(), fmt_num(r.tessera / r.openblas, "%.2f").c_str(),
                     fmt_num(r.tessera / r.onednn, "%.2f").c_str(),
                     fmt_num(100.0 * r.tessera / peak, "%.1f%%").c_str(), fmt_num(r.error, "%.1e").c_str(),
@@ -480,7 +606,13 @@ int run(const Options& opt) {
     std::printf("\nerr peer: max relative error of tessera vs OpenBLAS (sgemm) / oneDNN (conv2d), every\n"
                 "element; err ref: worst of all three libraries vs a double-precision reference at 512\n"
                 "sampled elements. Tolerance %.0e.\n"
-                "Times: medians of >= 12 calls in 3 interleaved rounds per library.\n", kTolerance);
+                "Times: medians of >= 12 calls in 3 interleaved rounds per library.\n"
+                "code: hand IR = bench/sgemm_ir.cpp; default = the unscheduled lowering;\n"
+                "schedule = a hand-written schedule replayed from its JSON file in %s:\n",
+                kTolerance, opt.schedules.c_str());
+    for (const Row& r : rows)
+        if (!r.note.empty())
+            std::printf("  %s: %s\n", r.name.c_str(), r.note.c_str());
     for (const Row& r : rows)
         if (!r.ok)
             std::printf("MISMATCH in %s: tessera vs %s %.3e; worst of all vs the reference %.3e\n",

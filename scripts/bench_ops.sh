@@ -3,6 +3,8 @@
 # measured side by side in one run (default 2 threads). Prints one table; exits non-zero when a
 # result does not match its peer.
 #
+# The hand-written schedules of schedules/ run as extra rows ("schedule" in the code column).
+#
 # Usage: scripts/bench_ops.sh [--threads N] [--quick] [--json]
 # Environment: TESSERA_BUILD_DIR (default build/).
 set -euo pipefail
@@ -32,4 +34,4 @@ done
 # they do not steal the cores from the next library being timed.
 exec env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE \
   OMP_NUM_THREADS="$threads" OMP_WAIT_POLICY=passive OPENBLAS_NUM_THREADS="$threads" \
-  "$build/tessera_bench_ops" --threads "$threads" "$@"
+  "$build/tessera_bench_ops" --threads "$threads" --schedules "$root/schedules" "$@"

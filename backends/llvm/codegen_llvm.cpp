@@ -14,6 +14,7 @@
 #include "codegen_math.h"
 
 #include <cctype>
+#include <cstdlib>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -107,6 +108,31 @@ Expr dense_base(const Expr& index) {
     return Expr();
 }
 
+/// If index is a vector index with a constant stride other than 0 and 1 (a Ramp, possibly plus
+/// a broadcast) whose lane offsets fit in 32 bits, its first lane and the stride; otherwise
+/// an undefined base.
+std::pair<Expr, int64_t> strided_base(const Expr& index) {
+    const Ramp* r = index.as<Ramp>();
+    const Broadcast* b = nullptr;
+    if (!r) {
+        if (const Add* a = index.as<Add>()) {
+            r = a->a.as<Ramp>();
+            b = a->b.as<Broadcast>();
+            if (!r) {
+                r = a->b.as<Ramp>();
+                b = a->a.as<Broadcast>();
+            }
+            if (!b)
+                r = nullptr;
+        }
+    }
+    const int64_t* stride = r ? as_const_int(r->stride) : nullptr;
+    if (!stride || *stride == 0 || *stride == 1 ||
+        std::abs(*stride) * r->lanes >= (int64_t{1} << 31))
+        return {Expr(), 0};
+    return {b ? Add::make(r->base, b->value) : r->base, *stride};
+}
+
 /// If index is the same address in every lane, that address.
 Expr uniform_index(const Expr& index) {
     if (const Broadcast* b = index.as<Broadcast>())
@@ -191,6 +217,8 @@ class CodeGen {
                                     bool negate_product);
     llvm::Value* buffer_ptr(const Buffer& b);
     llvm::Value* element_ptr(const Buffer& b, llvm::Value* index);
+    /// The lane addresses of a vector access of buf at a non-dense, non-uniform index.
+    llvm::Value* vector_ptrs(const Buffer& buf, const Expr& index, int lanes);
     llvm::Value* load(const Buffer& buf, const Expr& index, int lanes);
     void store(const Buffer& buf, llvm::Value* value, const Expr& index, int lanes);
     void parallel_for(const For* op);
@@ -519,6 +547,20 @@ llvm::Value* CodeGen::element_ptr(const Buffer& b, llvm::Value* index) {
     return b_.CreateInBoundsGEP(memory_type(b.dtype()), buffer_ptr(b), index);
 }
 
+llvm::Value* CodeGen::vector_ptrs(const Buffer& buf, const Expr& index, int lanes) {
+    llvm::Type* mt = memory_type(buf.dtype());
+    const auto [base, stride] = strided_base(index);
+    if (!base.defined())
+        return b_.CreateInBoundsGEP(mt, buffer_ptr(buf), codegen(index));
+    // A scalar base pointer plus constant 32-bit lane offsets: the form x86 gathers and
+    // scatters take directly (16 lanes per instruction, no 64-bit address vectors to build).
+    std::vector<llvm::Constant*> offsets;
+    for (int i = 0; i < lanes; ++i)
+        offsets.push_back(llvm::ConstantInt::get(b_.getInt32Ty(), stride * i));
+    return b_.CreateInBoundsGEP(mt, element_ptr(buf, codegen(base)),
+                                llvm::ConstantVector::get(offsets));
+}
+
 llvm::Value* CodeGen::load(const Buffer& buf, const Expr& index, int lanes) {
     DataType et = buf.dtype();
     llvm::Type* mt = memory_type(et);
@@ -533,8 +575,7 @@ llvm::Value* CodeGen::load(const Buffer& buf, const Expr& index, int lanes) {
         v = splat(lanes, b_.CreateAlignedLoad(mt, element_ptr(buf, codegen(u)), align));
     } else {
         auto* vt = llvm::FixedVectorType::get(mt, lanes);
-        llvm::Value* ptrs = b_.CreateInBoundsGEP(mt, buffer_ptr(buf), codegen(index));
-        v = b_.CreateMaskedGather(vt, ptrs, align);
+        v = b_.CreateMaskedGather(vt, vector_ptrs(buf, index, lanes), align);
     }
     if (et.is_bool())
         v = b_.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
@@ -553,8 +594,7 @@ void CodeGen::store(const Buffer& buf, llvm::Value* value, const Expr& index, in
         b_.CreateAlignedStore(value, element_ptr(buf, codegen(base)), align);
     } else {
         // Lanes are written in order, so the last of duplicate indices wins.
-        llvm::Value* ptrs = b_.CreateInBoundsGEP(mt, buffer_ptr(buf), codegen(index));
-        b_.CreateMaskedScatter(value, ptrs, align);
+        b_.CreateMaskedScatter(value, vector_ptrs(buf, index, lanes), align);
     }
 }
 

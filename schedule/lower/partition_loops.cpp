@@ -60,6 +60,59 @@ class GuardCollector : public IRVisitor {
     BoundsMap inner_;
 };
 
+/// The side effects in a loop body (stores, and calls other than prefetch), each with the
+/// conditions around it inside the body (a then-branch's condition, an else-branch's negation)
+/// and the ranges of the loops between the loop and it. Stops after `limit` effects.
+class EffectCollector : public IRVisitor {
+  public:
+    using IRVisitor::visit;
+    struct Effect {
+        std::vector<Expr> conds;
+        BoundsMap inner;
+    };
+    explicit EffectCollector(size_t limit) : limit_(limit) {}
+    std::vector<Effect> effects;
+    bool overflow = false;
+
+    void visit(const For* op) override {
+        const int64_t* mn = as_const_int(op->min);
+        const int64_t* ex = as_const_int(op->extent);
+        const bool known = mn && ex && *ex > 0;
+        if (known)
+            inner_[op->loop_var.get()] = Interval::range(*mn, *mn + *ex - 1);
+        visit(op->body);
+        if (known)
+            inner_.erase(op->loop_var.get());
+    }
+    void visit(const IfThenElse* op) override {
+        conds_.push_back(op->condition);
+        visit(op->then_case);
+        conds_.pop_back();
+        if (op->else_case.defined()) {
+            conds_.push_back(Not::make(op->condition));
+            visit(op->else_case);
+            conds_.pop_back();
+        }
+    }
+    void visit(const Store* op) override { add(); }
+    void visit(const Evaluate* op) override {
+        const auto* call = op->value.as<Call>();
+        if (!call || call->op != CallOp::Prefetch)
+            add();
+    }
+
+  private:
+    void add() {
+        if (effects.size() >= limit_)
+            overflow = true;
+        else
+            effects.push_back({conds_, inner_});
+    }
+    size_t limit_;
+    std::vector<Expr> conds_;
+    BoundsMap inner_;
+};
+
 class Partitioner : public IRMutator {
   public:
     using IRMutator::visit;
@@ -70,6 +123,13 @@ class Partitioner : public IRMutator {
         if (!mn || !ex || *ex <= 1)
             return with_range(op, mn, ex);
         const int64_t lo = *mn, ext = *ex;
+        const int64_t live = live_prefix(op->loop_var.get(), lo, ext, op->body);
+        if (live < ext) {
+            // The last iterations do nothing (every effect is under a guard that fails there,
+            // as in the empty tiles past the end of a partial block): drop them.
+            Stmt trimmed = For::make(op->loop_var, op->min, Expr(live), op->kind, op->body);
+            return live == 0 ? trimmed : mutate(trimmed);
+        }
         GuardCollector gc(op->loop_var.get(), 16);
         gc.visit(op->body);
         int64_t best = ext;
@@ -80,10 +140,25 @@ class Partitioner : public IRMutator {
         }
         if (best == ext)
             return with_range(op, mn, ex);
-        // Main loop over the full tiles, then the rest as a fresh copy.
         bounds_[op->loop_var.get()] = Interval::range(lo, lo + best - 1);
         Stmt main_body = mutate(op->body);
         bounds_.erase(op->loop_var.get());
+        if (op->kind == ForKind::Parallel) {
+            // One parallel loop whose iterations branch between the full-tile body and the
+            // rest: two parallel loops would run the rest after a join, on as many threads as
+            // it has iterations (one for a single partial block), while the others wait.
+            // A single remaining iteration is substituted, so its guards fold to constants.
+            std::vector<std::pair<Var, Expr>> subst;
+            if (ext - best == 1)
+                subst.emplace_back(op->loop_var, Expr(lo + best));
+            bounds_[op->loop_var.get()] = Interval::range(lo + best, lo + ext - 1);
+            Stmt rest_body = mutate(lower::copy_with_substitution(op->body, subst));
+            bounds_.erase(op->loop_var.get());
+            return For::make(
+                op->loop_var, op->min, op->extent, op->kind,
+                IfThenElse::make(Expr(op->loop_var) < Expr(lo + best), main_body, rest_body));
+        }
+        // Main loop over the full tiles, then the rest as a fresh copy.
         Stmt main = For::make(op->loop_var, op->min, Expr(best), op->kind, main_body);
         Stmt rest = lower::copy_with_substitution(
             For::make(op->loop_var, Expr(lo + best), Expr(ext - best), op->kind, op->body), {});
@@ -101,6 +176,40 @@ class Partitioner : public IRMutator {
         if (body.same_as(op->body))
             return Stmt(op);
         return For::make(op->loop_var, op->min, op->extent, op->kind, body);
+    }
+
+    /// The number of leading iterations of a loop over [lo, lo + ext) that may have an effect:
+    /// the rest have every store under a condition that provably fails there.
+    int64_t live_prefix(const Variable* v, int64_t lo, int64_t ext, const Stmt& body) {
+        EffectCollector ec(64);
+        ec.visit(body);
+        if (ec.overflow || ec.effects.empty())
+            return ext;
+        // True when iterations [lo + m, lo + ext) have no effect.
+        auto dead_from = [&](int64_t m) {
+            for (const EffectCollector::Effect& e : ec.effects) {
+                bool off = false;
+                for (const Expr& c : e.conds)
+                    if (provable(v, lo + m, lo + ext - 1, Guard{Not::make(c), e.inner})) {
+                        off = true;
+                        break;
+                    }
+                if (!off)
+                    return false;
+            }
+            return true;
+        };
+        if (!dead_from(ext - 1))
+            return ext;
+        int64_t dead = ext - 1, alive = -1; // dead_from(dead) holds; alive: not, or before 0
+        while (dead - alive > 1) {
+            const int64_t mid = alive + (dead - alive) / 2;
+            if (dead_from(mid))
+                dead = mid;
+            else
+                alive = mid;
+        }
+        return dead;
     }
 
     bool provable(const Variable* v, int64_t lo, int64_t hi, const Guard& g) {

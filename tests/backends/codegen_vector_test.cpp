@@ -102,6 +102,38 @@ TEST(CodegenVector, GathersAndScatters) {
     }
 }
 
+TEST(CodegenVector, ConstantStrideAccessesWithBroadcastOffset) {
+    // Constant-stride indices (a scalar base plus 32-bit lane offsets in the generated code):
+    // a 16-lane transpose through stride 37, the Broadcast + Ramp form, and a negative stride.
+    const int lanes = 16;
+    const int64_t rows = 37, n = rows * lanes;
+    Buffer A = buf("A", DataType::f32(), n), T = buf("T", DataType::f32(), n),
+           B = buf("B", DataType::f32(), n), N = buf("N", DataType::f32(), n);
+    Stmt body = loop("i", rows, ForKind::Serial, [&](Var i) {
+        Expr dense = ramp(i * lanes, 1, lanes);
+        return Seq::make({
+            // T[l*37 + i] = A[i*16 + l]: a scatter with stride 37.
+            Store::make(T, ld(A, dense), ramp(i, rows, lanes)),
+            // B[i*16 + l] = A[l*37 + i] through Broadcast(i) + Ramp(0, 37): a gather.
+            Store::make(B, ld(A, Add::make(bc(i, lanes), ramp(Expr(0), rows, lanes))), dense),
+            // N[(36 - i) + (15 - l)*37] = A[i*16 + l]: stride -37.
+            Store::make(N, ld(A, dense),
+                        ramp(Expr(rows - 1) - i + (lanes - 1) * rows, -rows, lanes)),
+        });
+    });
+    JitKernel k = jit_compile({A, T, B, N}, body);
+    auto a = random_floats(n, 7);
+    std::vector<float> t(n), b(n), neg(n);
+    k(a, t, b, neg);
+    for (int64_t i = 0; i < rows; ++i) {
+        for (int64_t l = 0; l < lanes; ++l) {
+            EXPECT_EQ(t[l * rows + i], a[i * lanes + l]);
+            EXPECT_EQ(b[i * lanes + l], a[l * rows + i]);
+            EXPECT_EQ(neg[(rows - 1 - i) + (lanes - 1 - l) * rows], a[i * lanes + l]);
+        }
+    }
+}
+
 TEST(CodegenVector, GeneralGatherIndex) {
     // Index computed per lane: (i*8 + lane) / 2, a gather of a non-Ramp vector.
     const int lanes = 8;

@@ -8,7 +8,9 @@
 // - Imperfect splits are guarded by IfThenElse on the recovered axis (`axis < extent`), placed
 //   around the innermost code that needs them; then loop partitioning splits each loop whose
 //   guards hold on a prefix of its range into a main loop over full tiles (guards removed) and
-//   a remainder loop (guards kept), recursively for nested tiles.
+//   a remainder loop (guards kept), recursively for nested tiles; a parallel loop stays one
+//   loop whose body branches between the two, and trailing iterations that provably do
+//   nothing are dropped.
 // - A stage computed at a loop of another is placed inside that loop, before the loops inside
 //   it; it computes the region its readers need for one iteration (bounds inference: exact for
 //   affine indices, the whole dimension otherwise) into an Allocate sized by the region (Stack
