@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tessera/backends/host.h"
+#include "tessera/tuner/fingerprint.h"
 
 namespace tessera::cli {
 
@@ -14,6 +15,7 @@ static std::string kib(int64_t bytes) {
 
 void print_hw(bool json, std::ostream& out) {
     const backend::HostInfo& h = backend::host_info();
+    const tune::HardwareFingerprint& fp = tune::host_fingerprint();
     if (json) {
         nlohmann::ordered_json j;
         j["triple"] = h.triple;
@@ -25,6 +27,9 @@ void print_hw(bool json, std::ostream& out) {
         j["l2_bytes"] = h.l2_bytes;
         j["l3_bytes"] = h.l3_bytes;
         j["features"] = h.features;
+        j["fingerprint"] = fp.hash();
+        j["fingerprint_text"] = fp.canonical_text();
+        j["isa_class"] = fp.isa_class();
         out << j.dump() << "\n";
         return;
     }
@@ -37,6 +42,8 @@ void print_hw(bool json, std::ostream& out) {
     out << "features    ";
     for (const auto& f : h.features) out << " " << f;
     out << "\n";
+    out << fmt::format("fingerprint  {} (tuning records are looked up by it)\n", fp.hash());
+    out << fmt::format("isa class    {}\n", fp.isa_class());
 }
 
 } // namespace tessera::cli

@@ -23,7 +23,8 @@ int main(int argc, char** argv) {
 
     bool hw_json = false;
     CLI::App* hw = app.add_subcommand("hw", "Show this machine as the compiler sees it: target "
-                                            "triple, CPU, ISA features, cores, cache sizes");
+                                            "triple, CPU, ISA features, cores, cache sizes, and the hardware "
+                                            "fingerprint that tuning records are keyed by");
     hw->add_flag("--json", hw_json, "Print one JSON object instead of text");
 
     CLI::App* op = app.add_subcommand("op", "Work with one built-in operator");

@@ -79,6 +79,8 @@ TEST(Cli, HwJsonNamesTheMachine) {
     EXPECT_FALSE(j["cpu"].get<std::string>().empty());
     EXPECT_GE(j["cores"].get<int>(), 1);
     EXPECT_TRUE(j["features"].is_array());
+    EXPECT_EQ(j["fingerprint"].get<std::string>().size(), 16u);
+    EXPECT_FALSE(j["isa_class"].get<std::string>().empty());
 }
 
 TEST(Cli, OpRunChecksAndTimes) {
