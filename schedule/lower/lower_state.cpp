@@ -21,18 +21,6 @@ using namespace ir;
 
 namespace {
 
-Expr combine(ReduceOp op, Expr acc, Expr x) {
-    switch (op) {
-    case ReduceOp::Sum:
-        return Add::make(std::move(acc), std::move(x));
-    case ReduceOp::Max:
-        return Max::make(std::move(acc), std::move(x));
-    case ReduceOp::Min:
-        return Min::make(std::move(acc), std::move(x));
-    }
-    TESSERA_UNREACHABLE();
-}
-
 /// Leaf variables that an expression uses, as the largest leaf index (-1 when none).
 int max_leaf_used(const Expr& e, const std::vector<Var>& leaves) {
     struct Finder : IRVisitor {
@@ -264,7 +252,7 @@ class Lowerer {
         const auto* red = st.body.as<Reduce>();
         if (red) {
             Expr src = BodyLowerer(*this, m).mutate(red->source);
-            innermost = Store::make(buf, combine(red->op, Load::make(buf, index), src), index);
+            innermost = Store::make(buf, reduce_combine(red->op, Load::make(buf, index), src), index);
         } else {
             innermost = Store::make(buf, BodyLowerer(*this, m).mutate(st.body), index);
         }

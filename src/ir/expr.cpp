@@ -344,4 +344,13 @@ Expr reduce_identity(ReduceOp op, DataType t) {
     TESSERA_UNREACHABLE();
 }
 
+Expr reduce_combine(ReduceOp op, Expr acc, Expr x) {
+    switch (op) {
+    case ReduceOp::Sum: return Add::make(std::move(acc), std::move(x));
+    case ReduceOp::Max: return Max::make(std::move(acc), std::move(x));
+    case ReduceOp::Min: return Min::make(std::move(acc), std::move(x));
+    }
+    TESSERA_UNREACHABLE();
+}
+
 } // namespace tessera::ir

@@ -71,18 +71,6 @@ class StageRewriter : public IRMutator {
     std::unordered_map<const Variable*, Var> vars_;
 };
 
-Expr combine(ReduceOp op, Expr acc, Expr x) {
-    switch (op) {
-    case ReduceOp::Sum:
-        return Add::make(std::move(acc), std::move(x));
-    case ReduceOp::Max:
-        return Max::make(std::move(acc), std::move(x));
-    case ReduceOp::Min:
-        return Min::make(std::move(acc), std::move(x));
-    }
-    TESSERA_UNREACHABLE();
-}
-
 Stmt lower_stage(const Tensor& t, const Buffer& buf,
                  const std::unordered_map<const TensorNode*, Buffer>& buffers) {
     StageRewriter rewrite(buffers);
@@ -99,7 +87,7 @@ Stmt lower_stage(const Tensor& t, const Buffer& buf,
         for (const IterVar& iv : r->axes)
             red_vars.push_back(rewrite.rebind(iv.var));
         Expr src = rewrite(r->source);
-        Stmt update = Store::make(buf, combine(r->op, Load::make(buf, index), src), index);
+        Stmt update = Store::make(buf, reduce_combine(r->op, Load::make(buf, index), src), index);
         for (size_t k = r->axes.size(); k-- > 0;)
             update =
                 For::make(red_vars[k], Expr(0), Expr(r->axes[k].extent), ForKind::Serial, update);

@@ -327,5 +327,7 @@ struct Reduce : ExprNode<Reduce> {
 
 /// The identity value of `op` in scalar type t (0, lowest, highest).
 Expr reduce_identity(ReduceOp op, DataType t);
+/// One reduction step: acc + x, max(acc, x) or min(acc, x). Pre: acc and x have one type.
+Expr reduce_combine(ReduceOp op, Expr acc, Expr x);
 
 } // namespace tessera::ir
