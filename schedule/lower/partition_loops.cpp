@@ -31,13 +31,10 @@ bool uses_var(const Expr& e, const Variable* v) {
     return f.found;
 }
 
-/// Collects the guards in a loop body that use `var`.
-class GuardCollector : public IRVisitor {
+/// A visitor that knows the ranges of the constant-bounded loops it is inside (inner_).
+class LoopRangeVisitor : public IRVisitor {
   public:
     using IRVisitor::visit;
-    GuardCollector(const Variable* var, size_t limit) : var_(var), limit_(limit) {}
-    std::vector<Guard> guards;
-
     void visit(const For* op) override {
         const int64_t* mn = as_const_int(op->min);
         const int64_t* ex = as_const_int(op->extent);
@@ -48,6 +45,18 @@ class GuardCollector : public IRVisitor {
         if (known)
             inner_.erase(op->loop_var.get());
     }
+
+  protected:
+    BoundsMap inner_;
+};
+
+/// Collects the guards in a loop body that use `var`.
+class GuardCollector : public LoopRangeVisitor {
+  public:
+    using LoopRangeVisitor::visit;
+    GuardCollector(const Variable* var, size_t limit) : var_(var), limit_(limit) {}
+    std::vector<Guard> guards;
+
     void visit(const IfThenElse* op) override {
         if (guards.size() < limit_ && uses_var(op->condition, var_))
             guards.push_back({op->condition, inner_});
@@ -57,15 +66,14 @@ class GuardCollector : public IRVisitor {
   private:
     const Variable* var_;
     size_t limit_;
-    BoundsMap inner_;
 };
 
 /// The side effects in a loop body (stores, and calls other than prefetch), each with the
 /// conditions around it inside the body (a then-branch's condition, an else-branch's negation)
 /// and the ranges of the loops between the loop and it. Stops after `limit` effects.
-class EffectCollector : public IRVisitor {
+class EffectCollector : public LoopRangeVisitor {
   public:
-    using IRVisitor::visit;
+    using LoopRangeVisitor::visit;
     struct Effect {
         std::vector<Expr> conds;
         BoundsMap inner;
@@ -74,16 +82,6 @@ class EffectCollector : public IRVisitor {
     std::vector<Effect> effects;
     bool overflow = false;
 
-    void visit(const For* op) override {
-        const int64_t* mn = as_const_int(op->min);
-        const int64_t* ex = as_const_int(op->extent);
-        const bool known = mn && ex && *ex > 0;
-        if (known)
-            inner_[op->loop_var.get()] = Interval::range(*mn, *mn + *ex - 1);
-        visit(op->body);
-        if (known)
-            inner_.erase(op->loop_var.get());
-    }
     void visit(const IfThenElse* op) override {
         conds_.push_back(op->condition);
         visit(op->then_case);
@@ -110,7 +108,6 @@ class EffectCollector : public IRVisitor {
     }
     size_t limit_;
     std::vector<Expr> conds_;
-    BoundsMap inner_;
 };
 
 class Partitioner : public IRMutator {
