@@ -25,6 +25,7 @@
 #include <iostream>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -44,6 +45,10 @@
 #include "tessera/support/error.h"
 #include "tessera/support/rng.h"
 #include "tessera/te/op_library.h"
+#include "tessera/te/op_registry.h"
+#include "tessera/te/workload_key.h"
+#include "tessera/tuner/database.h"
+#include "tessera/tuner/fingerprint.h"
 
 namespace {
 
@@ -54,6 +59,12 @@ struct Options {
     bool quick = false;
     bool json = false;
     std::string schedules = "schedules"; ///< The folder of the hand-written schedule files.
+    /// A tuning database: the best record of each workload measured on this machine runs as a
+    /// "tuned" row. Empty: no tuned rows.
+    std::string db;
+    /// Only the workloads the tuning benchmark covers (scripts/bench_tune.sh), with their tuned
+    /// rows and peers; no hand IR, default or hand-written schedule rows.
+    bool tuned_only = false;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -227,10 +238,36 @@ struct ScheduledKernel {
     std::string note; ///< "file.json" plus the inputs it takes packed, e.g. "w as [2,3,3,64,32]".
 };
 
+/// Lowers and compiles a replayed schedule; inputs it stores in a transformed layout are packed
+/// here, once, outside any timing, as vendor libraries pack their weights (the note names them).
+ScheduledKernel prepare_state(const tessera::te::OpInstance& op, const tessera::sched::State& state,
+                              const std::string& note,
+                              const std::vector<const std::vector<float>*>& inputs) {
+    ScheduledKernel k;
+    k.f = jit(tessera::sched::lower_state(state, "scheduled"));
+    k.note = note;
+    std::string packed;
+    for (size_t i = 0; i < op.compute.inputs.size(); ++i) {
+        const tessera::ir::Tensor& t = op.compute.inputs[i];
+        const tessera::sched::Stage& st = state.stages[state.stage_id_of(t)];
+        if (st.layout.is_identity()) {
+            k.inputs.push_back(*inputs[i]);
+            continue;
+        }
+        k.inputs.push_back(tessera::sched::pack_layout(st.layout, t.shape(), *inputs[i]));
+        std::string shape;
+        for (int64_t e : tessera::sched::packed_shape(st.layout, t.shape()))
+            shape += (shape.empty() ? "" : ",") + std::to_string(e);
+        packed += (packed.empty() ? "" : ", ") + t.name() + " as [" + shape + "]";
+    }
+    if (!packed.empty())
+        k.note += "; packed outside the timed call: " + packed;
+    return k;
+}
+
 /// Loads `dir`/`file`: {"workload": SPEC, "version": 1, "steps": [...]}. The workload must be
 /// `spec` (compared in canonical form). Inputs are the dense row-major data of the op's inputs,
-/// in order; those with a layout transform are packed here, once, outside any timing, as vendor
-/// libraries pack their weights (the note names them).
+/// in order.
 ScheduledKernel load_schedule(const std::string& dir, const std::string& file,
                               const std::string& spec,
                               const std::vector<const std::vector<float>*>& inputs) {
@@ -249,29 +286,29 @@ ScheduledKernel load_schedule(const std::string& dir, const std::string& file,
     if (op.canonical_spec != want)
         throw tessera::UserError() << "schedule file '" << path << "' is for '"
                                    << op.canonical_spec << "', not '" << want << "'";
-    const tessera::sched::State state =
-        tessera::sched::replay(op.compute, tessera::sched::steps_from_json(text.str()));
+    return prepare_state(op, tessera::sched::replay(op.compute, tessera::sched::steps_from_json(text.str())),
+                         file, inputs);
+}
 
-    ScheduledKernel k;
-    k.f = jit(tessera::sched::lower_state(state, "scheduled"));
-    k.note = file;
-    std::string packed;
-    for (size_t i = 0; i < op.compute.inputs.size(); ++i) {
-        const tessera::ir::Tensor& t = op.compute.inputs[i];
-        const tessera::sched::Stage& st = state.stages[state.stage_id_of(t)];
-        if (st.layout.is_identity()) {
-            k.inputs.push_back(*inputs[i]);
-            continue;
-        }
-        k.inputs.push_back(tessera::sched::pack_layout(st.layout, t.shape(), *inputs[i]));
-        std::string shape;
-        for (int64_t e : tessera::sched::packed_shape(st.layout, t.shape()))
-            shape += (shape.empty() ? "" : ",") + std::to_string(e);
-        packed += (packed.empty() ? "" : ", ") + t.name() + " as [" + shape + "]";
-    }
-    if (!packed.empty())
-        k.note += "; packed outside the timed call: " + packed;
-    return k;
+/// The fastest record of `spec`'s workload measured on this machine (same hardware
+/// fingerprint, any target string) in the tuning database `db`, ready to run; nullopt when the
+/// database holds none.
+std::optional<ScheduledKernel> load_tuned(const std::string& db, const std::string& spec,
+                                          const std::vector<const std::vector<float>*>& inputs) {
+    if (db.empty()) return std::nullopt;
+    const tessera::te::OpInstance op = tessera::te::make_op(tessera::te::parse_op_spec(spec));
+    tessera::tune::TuningDatabase database(db);
+    const std::string key = tessera::te::workload_key(op.compute);
+    const auto best = database.top_k(key, 1, "", tessera::tune::host_fingerprint().hash());
+    if (best.empty()) return std::nullopt;
+    const auto& rec = best.front();
+    const int64_t trials = static_cast<int64_t>(database.records_of(key).size());
+    char note[160];
+    std::snprintf(note, sizeof note, "record %lld of %s (best of %lld records, measured %.4f ms)",
+                  static_cast<long long>(rec.id), db.c_str(), static_cast<long long>(trials),
+                  rec.median_secs * 1e3);
+    return prepare_state(op, tessera::sched::replay(op.compute, tessera::sched::steps_from_json(rec.schedule_json)),
+                         note, inputs);
 }
 
 constexpr double kTolerance = 1e-3;
@@ -344,15 +381,24 @@ std::vector<Row> bench_sgemm(int64_t M, int64_t N, int64_t K, const Options& opt
     };
 
     // tessera: the hand-written schedule (B packed inside the call, as the IR does).
+    const std::string spec = "matmul:m=" + std::to_string(M) + ",n=" + std::to_string(N) +
+                             ",k=" + std::to_string(K);
     std::vector<std::function<void()>> runs = {tessera_run, blas_run, dnnl_run};
     ScheduledKernel sk;
     std::vector<void*> sched_args;
     if (!schedule.empty()) {
-        const std::string spec = "matmul:m=" + std::to_string(M) + ",n=" + std::to_string(N) +
-                                 ",k=" + std::to_string(K);
         sk = load_schedule(opt.schedules, schedule, spec, {&a, &b});
         sched_args = {sk.inputs[0].data(), sk.inputs[1].data(), c_sched.data()};
         runs.push_back([&] { sk.f.fn(sched_args.data()); });
+    }
+
+    // tessera: the best tuned record of the database, if any.
+    std::optional<ScheduledKernel> tk = load_tuned(opt.db, spec, {&a, &b});
+    std::vector<float> c_tuned(M * N);
+    std::vector<void*> tuned_args;
+    if (tk) {
+        tuned_args = {tk->inputs[0].data(), tk->inputs[1].data(), c_tuned.data()};
+        runs.push_back([&] { tk->f.fn(tuned_args.data()); });
     }
 
     const std::vector<double> t = time_interleaved(runs);
@@ -376,22 +422,59 @@ std::vector<Row> bench_sgemm(int64_t M, int64_t N, int64_t K, const Options& opt
         judge(srow, c_sched, c_blas, "OpenBLAS", {&c_sched, &c_blas, &c_dnnl}, ref);
         rows.push_back(srow);
     }
+    if (tk) {
+        Row trow = row;
+        trow.code = "tuned";
+        trow.note = tk->note;
+        trow.tessera = gflops(row.flops, t.back());
+        judge(trow, c_tuned, c_blas, "OpenBLAS", {&c_tuned, &c_blas, &c_dnnl}, ref);
+        rows.push_back(trow);
+    }
     return rows;
 }
 
-/// The conv2d rows: the default (unscheduled) lowering, and when `schedule` names a file of
-/// opt.schedules, that schedule, timed in the same rounds as the peers.
-std::vector<Row> bench_conv2d(const Options& opt, const std::string& schedule = "") {
-    const int64_t n = 1, c = 64, h = 56, w = 56, k = 64, r = 3, s = 3, stride = 1, pad = 1;
-    const int64_t oh = (h + 2 * pad - r) / stride + 1, ow = (w + 2 * pad - s) / stride + 1;
-    const std::string spec = "conv2d:n=1,c=64,h=56,w=56,k=64,r=3,s=3,stride=1,pad=1";
+/// A 2-D convolution workload (NCHW input, OIHW weights, no bias). Depthwise: one filter per
+/// channel (k == c, weights [c, 1, r, s]).
+struct ConvShape {
+    int64_t n = 1, c = 64, h = 56, w = 56, k = 64, r = 3, s = 3, stride = 1, pad = 1;
+    bool depthwise = false;
+    int64_t oh() const { return (h + 2 * pad - r) / stride + 1; }
+    int64_t ow() const { return (w + 2 * pad - s) / stride + 1; }
+    int64_t cin_per_filter() const { return depthwise ? 1 : c; }
+    /// The tessera op spec (te/op_registry.h).
+    std::string spec() const {
+        std::string common = "c=" + std::to_string(c) + ",h=" + std::to_string(h) + ",w=" +
+                             std::to_string(w) + ",r=" + std::to_string(r) + ",s=" +
+                             std::to_string(s) + ",stride=" + std::to_string(stride) +
+                             ",pad=" + std::to_string(pad);
+        return depthwise ? "depthwise_conv2d:n=" + std::to_string(n) + "," + common
+                         : "conv2d:n=" + std::to_string(n) + "," + common + ",k=" + std::to_string(k);
+    }
+    std::string name() const {
+        return std::string(depthwise ? "dwconv " : "conv2d ") + std::to_string(n) + "x" +
+               std::to_string(c) + "x" + std::to_string(h) + "x" + std::to_string(w) +
+               (depthwise ? "" : " k" + std::to_string(k)) + " " + std::to_string(r) + "x" +
+               std::to_string(s) + (stride > 1 ? " s" + std::to_string(stride) : "") + " p" +
+               std::to_string(pad);
+    }
+};
+
+/// The conv rows: the default (unscheduled) lowering, the hand-written schedule when
+/// `schedule` names a file of opt.schedules, and the best tuned record when opt.db holds one,
+/// all timed in the same rounds as the peers (OpenBLAS through im2col + sgemm, except for
+/// depthwise, and oneDNN's direct convolution).
+std::vector<Row> bench_conv2d(const ConvShape& cs, const Options& opt, const std::string& schedule = "") {
+    const int64_t n = cs.n, c = cs.c, h = cs.h, w = cs.w, k = cs.k, r = cs.r, s = cs.s;
+    const int64_t stride = cs.stride, pad = cs.pad, oh = cs.oh(), ow = cs.ow();
+    const int64_t cpf = cs.cin_per_filter();
+    const std::string spec = cs.spec();
     Row row;
-    row.name = "conv2d 1x64x56x56 k64 3x3 p1";
+    row.name = cs.name();
     row.code = "default";
-    row.flops = 2.0 * n * k * oh * ow * c * r * s;
-    std::vector<float> x = random_vector(n * c * h * w, 3), wt = random_vector(k * c * r * s, 4);
+    row.flops = 2.0 * n * k * oh * ow * cpf * r * s;
+    std::vector<float> x = random_vector(n * c * h * w, 3), wt = random_vector(k * cpf * r * s, 4);
     std::vector<float> y_tessera(n * k * oh * ow), y_blas(n * k * oh * ow), y_dnnl(n * k * oh * ow);
-    std::vector<float> y_sched(n * k * oh * ow);
+    std::vector<float> y_sched(n * k * oh * ow), y_tuned(n * k * oh * ow);
 
     // tessera: the default lowering of the te operator (a serial loop nest, the baseline).
     tessera::te::OpInstance op = tessera::te::make_op(tessera::te::parse_op_spec(spec));
@@ -399,36 +482,43 @@ std::vector<Row> bench_conv2d(const Options& opt, const std::string& schedule = 
     void* args[3] = {x.data(), wt.data(), y_tessera.data()};
     auto tessera_run = [&] { f.fn(args); };
 
-    // OpenBLAS: im2col (timed, it is part of the operator) then W[k, c*r*s] * col[c*r*s, oh*ow].
-    std::vector<float> col(c * r * s * oh * ow);
+    // OpenBLAS: im2col (timed, it is part of the operator) then W[k, c*r*s] * col[c*r*s, oh*ow],
+    // per image. Not for depthwise (no GEMM formulation worth timing).
+    std::vector<float> col(cs.depthwise ? 0 : c * r * s * oh * ow);
     auto blas_run = [&] {
-        for (int64_t ci = 0; ci < c; ++ci)
-            for (int64_t ri = 0; ri < r; ++ri)
-                for (int64_t si = 0; si < s; ++si) {
-                    float* dst = col.data() + ((ci * r + ri) * s + si) * oh * ow;
-                    for (int64_t y = 0; y < oh; ++y) {
-                        const int64_t iy = y * stride - pad + ri;
-                        for (int64_t xo = 0; xo < ow; ++xo) {
-                            const int64_t ix = xo * stride - pad + si;
-                            dst[y * ow + xo] = (iy >= 0 && iy < h && ix >= 0 && ix < w)
-                                                   ? x[(ci * h + iy) * w + ix]
-                                                   : 0.0f;
+        for (int64_t b = 0; b < n; ++b) {
+            const float* xb = x.data() + b * c * h * w;
+            for (int64_t ci = 0; ci < c; ++ci)
+                for (int64_t ri = 0; ri < r; ++ri)
+                    for (int64_t si = 0; si < s; ++si) {
+                        float* dst = col.data() + ((ci * r + ri) * s + si) * oh * ow;
+                        for (int64_t y = 0; y < oh; ++y) {
+                            const int64_t iy = y * stride - pad + ri;
+                            for (int64_t xo = 0; xo < ow; ++xo) {
+                                const int64_t ix = xo * stride - pad + si;
+                                dst[y * ow + xo] = (iy >= 0 && iy < h && ix >= 0 && ix < w)
+                                                       ? xb[(ci * h + iy) * w + ix]
+                                                       : 0.0f;
+                            }
                         }
                     }
-                }
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, k, oh * ow, c * r * s, 1.0f,
-                    wt.data(), c * r * s, col.data(), oh * ow, 0.0f, y_blas.data(), oh * ow);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, k, oh * ow, c * r * s, 1.0f,
+                        wt.data(), c * r * s, col.data(), oh * ow, 0.0f,
+                        y_blas.data() + b * k * oh * ow, oh * ow);
+        }
     };
 
     // oneDNN direct convolution: it picks its own layouts; reorders stay outside the timing.
     using namespace dnnl;
     engine eng(engine::kind::cpu, 0);
     stream strm(eng);
+    const memory::dims w_dims = cs.depthwise ? memory::dims{c, 1, 1, r, s} : memory::dims{k, c, r, s};
     memory::desc x_user({n, c, h, w}, memory::data_type::f32, memory::format_tag::nchw);
-    memory::desc w_user({k, c, r, s}, memory::data_type::f32, memory::format_tag::oihw);
+    memory::desc w_user(w_dims, memory::data_type::f32,
+                        cs.depthwise ? memory::format_tag::goihw : memory::format_tag::oihw);
     memory::desc y_user({n, k, oh, ow}, memory::data_type::f32, memory::format_tag::nchw);
     memory::desc x_any({n, c, h, w}, memory::data_type::f32, memory::format_tag::any);
-    memory::desc w_any({k, c, r, s}, memory::data_type::f32, memory::format_tag::any);
+    memory::desc w_any(w_dims, memory::data_type::f32, memory::format_tag::any);
     memory::desc y_any({n, k, oh, ow}, memory::data_type::f32, memory::format_tag::any);
     convolution_forward::primitive_desc pd(
         convolution_forward::desc(prop_kind::forward_inference, algorithm::convolution_direct,
@@ -445,45 +535,70 @@ std::vector<Row> bench_conv2d(const Options& opt, const std::string& schedule = 
         strm.wait();
     };
 
-    // tessera: the hand-written schedule; inputs it stores in a blocked layout are packed here,
-    // outside the timing, like oneDNN's reorders above (the row's note names them).
-    std::vector<std::function<void()>> runs = {tessera_run, blas_run, dnnl_run};
+    // tessera: the hand-written schedule and the tuned record; inputs they store in a blocked
+    // layout are packed here, outside the timing, like oneDNN's reorders above (notes name them).
+    std::vector<std::function<void()>> runs = {tessera_run, dnnl_run};
+    if (!cs.depthwise) runs.push_back(blas_run);
     ScheduledKernel sk;
-    std::vector<void*> sched_args;
+    std::vector<void*> sched_args, tuned_args;
     if (!schedule.empty()) {
         sk = load_schedule(opt.schedules, schedule, spec, {&x, &wt});
         sched_args = {sk.inputs[0].data(), sk.inputs[1].data(), y_sched.data()};
         runs.push_back([&] { sk.f.fn(sched_args.data()); });
     }
+    std::optional<ScheduledKernel> tk = load_tuned(opt.db, spec, {&x, &wt});
+    if (tk) {
+        tuned_args = {tk->inputs[0].data(), tk->inputs[1].data(), y_tuned.data()};
+        runs.push_back([&] { tk->f.fn(tuned_args.data()); });
+    }
 
     const std::vector<double> t = time_interleaved(runs);
-    row.tessera = gflops(row.flops, t[0]);
-    row.openblas = gflops(row.flops, t[1]);
-    row.onednn = gflops(row.flops, t[2]);
+    size_t next = 0;
+    row.tessera = gflops(row.flops, t[next++]);
+    row.onednn = gflops(row.flops, t[next++]);
+    if (!cs.depthwise) row.openblas = gflops(row.flops, t[next++]);
     reorder(y_conv, y_mem).execute(strm, y_conv, y_mem);
     strm.wait();
 
     auto ref = [&](int64_t idx) {
-        const int64_t ko = idx / (oh * ow), y = idx / ow % oh, xo = idx % ow;
+        const int64_t b = idx / (k * oh * ow), ko = idx / (oh * ow) % k, y = idx / ow % oh, xo = idx % ow;
         double acc = 0;
-        for (int64_t ci = 0; ci < c; ++ci)
+        for (int64_t cf = 0; cf < cpf; ++cf) {
+            const int64_t ci = cs.depthwise ? ko : cf;
             for (int64_t ri = 0; ri < r; ++ri)
                 for (int64_t si = 0; si < s; ++si) {
                     const int64_t iy = y * stride - pad + ri, ix = xo * stride - pad + si;
                     if (iy >= 0 && iy < h && ix >= 0 && ix < w)
-                        acc += double(x[(ci * h + iy) * w + ix]) * wt[((ko * c + ci) * r + ri) * s + si];
+                        acc += double(x[((b * c + ci) * h + iy) * w + ix]) *
+                               wt[((ko * cpf + cf) * r + ri) * s + si];
                 }
+        }
         return acc;
     };
-    judge(row, y_tessera, y_dnnl, "oneDNN", {&y_tessera, &y_blas, &y_dnnl}, ref);
+    std::vector<const std::vector<float>*> peers = {&y_dnnl};
+    if (!cs.depthwise) peers.push_back(&y_blas);
+    auto with = [&](const std::vector<float>* mine) {
+        std::vector<const std::vector<float>*> all = {mine};
+        all.insert(all.end(), peers.begin(), peers.end());
+        return all;
+    };
+    judge(row, y_tessera, y_dnnl, "oneDNN", with(&y_tessera), ref);
     std::vector<Row> rows = {row};
     if (!schedule.empty()) {
         Row srow = row;
         srow.code = "schedule";
         srow.note = sk.note;
-        srow.tessera = gflops(row.flops, t[3]);
-        judge(srow, y_sched, y_dnnl, "oneDNN", {&y_sched, &y_blas, &y_dnnl}, ref);
+        srow.tessera = gflops(row.flops, t[next++]);
+        judge(srow, y_sched, y_dnnl, "oneDNN", with(&y_sched), ref);
         rows.push_back(srow);
+    }
+    if (tk) {
+        Row trow = row;
+        trow.code = "tuned";
+        trow.note = tk->note;
+        trow.tessera = gflops(row.flops, t[next++]);
+        judge(trow, y_tuned, y_dnnl, "oneDNN", with(&y_tuned), ref);
+        rows.push_back(trow);
     }
     return rows;
 }
@@ -519,9 +634,17 @@ Options parse_options(int argc, char** argv) {
             o.threads = static_cast<int>(v);
         } else if (a == "--schedules" && i + 1 < argc) {
             o.schedules = argv[++i];
+        } else if (a == "--db" && i + 1 < argc) {
+            o.db = argv[++i];
+        } else if (a == "--tuned-only") {
+            o.tuned_only = true;
         } else if (a == "--help" || a == "-h") {
             std::cout << "usage: tessera_bench_ops [--threads N] [--quick] [--json]"
-                         " [--schedules DIR]\n";
+                         " [--schedules DIR] [--db TUNING_DB] [--tuned-only]\n"
+                         "  --db: add a \"tuned\" row per workload with the database's best record\n"
+                         "        measured on this machine\n"
+                         "  --tuned-only: only the tuning benchmark's workloads (sgemm 1024^3, the\n"
+                         "        ResNet 3x3 convs, depthwise 3x3 112x112x32), no extra rows\n";
             std::exit(0);
         } else {
             throw tessera::UserError() << "unknown option '" << a << "'";
@@ -549,16 +672,27 @@ int run(const Options& opt) {
     std::vector<Row> rows;
     std::vector<std::array<int64_t, 3>> gemms = {{1024, 1024, 1024}, {127, 127, 127}};
     if (!opt.quick) gemms = {{512, 512, 512}, {1024, 1024, 1024}, {2048, 2048, 2048}, {127, 127, 127}};
+    if (opt.tuned_only) gemms = {{1024, 1024, 1024}};
     // The hand-written schedules of schedules/ (see its README), each on its own workload.
     for (const auto& g : gemms) {
-        const bool has_schedule = g[0] == 1024 && g[1] == 1024 && g[2] == 1024;
+        const bool has_schedule =
+            !opt.tuned_only && g[0] == 1024 && g[1] == 1024 && g[2] == 1024;
         for (Row& r : bench_sgemm(g[0], g[1], g[2], opt, has_schedule ? "matmul_1024.json" : ""))
             rows.push_back(std::move(r));
         std::fprintf(stderr, "  measured %s\n", rows.back().name.c_str());
     }
-    for (Row& r : bench_conv2d(opt, "conv2d_1x64x56x56_k64_3x3.json"))
-        rows.push_back(std::move(r));
-    std::fprintf(stderr, "  measured %s\n", rows.back().name.c_str());
+    // ResNet-style 3x3 convolutions (stride 1, pad 1) and a MobileNet-style depthwise one.
+    std::vector<ConvShape> convs = {ConvShape{}};
+    if (opt.tuned_only || !opt.db.empty())
+        convs = {ConvShape{1, 64, 56, 56, 64}, ConvShape{1, 128, 28, 28, 128},
+                 ConvShape{1, 256, 14, 14, 256}, ConvShape{1, 512, 7, 7, 512},
+                 ConvShape{1, 32, 112, 112, 32, 3, 3, 1, 1, true}};
+    for (const ConvShape& cs : convs) {
+        const bool has_schedule = !opt.tuned_only && cs.c == 64 && cs.h == 56 && !cs.depthwise;
+        for (Row& r : bench_conv2d(cs, opt, has_schedule ? "conv2d_1x64x56x56_k64_3x3.json" : ""))
+            rows.push_back(std::move(r));
+        std::fprintf(stderr, "  measured %s\n", rows.back().name.c_str());
+    }
 
     bool all_ok = true;
     for (const Row& r : rows) all_ok = all_ok && r.ok;
@@ -590,12 +724,12 @@ int run(const Options& opt) {
     std::printf("peak FP32 FMA, %d threads: AVX2 %.1f GFLOP/s", opt.threads, peak_avx2);
     if (avx512) std::printf(", AVX-512 %.1f GFLOP/s", peak_avx512);
     std::printf(" -> peak %.1f GFLOP/s\n\n", peak);
-    std::printf("%-29s %-8s %8s %8s %8s %10s %9s %8s %9s %9s %s\n", "workload", "code", "tessera",
+    std::printf("%-31s %-8s %8s %8s %8s %10s %9s %8s %9s %9s %s\n", "workload", "code", "tessera",
                 "OpenBLAS", "oneDNN", "t/OpenBLAS", "t/oneDNN", "t %peak", "err peer", "err ref",
                 "check");
-    std::printf("%-29s %-8s %8s %8s %8s\n", "(GFLOP/s)", "", "", "", "");
+    std::printf("%-31s %-8s %8s %8s %8s\n", "(GFLOP/s)", "", "", "", "");
     for (const Row& r : rows) {
-        std::printf("%-29s %-8s %8s %8s %8s %10s %9s %8s %9s %9s %s\n", r.name.c_str(),
+        std::printf("%-31s %-8s %8s %8s %8s %10s %9s %8s %9s %9s %s\n", r.name.c_str(),
                     r.code.c_str(), fmt_num(r.tessera, "%.1f").c_str(),
                     fmt_num(r.openblas, "%.1f").c_str(),
                     fmt_num(r.onednn, "%.1f").c_str(), fmt_num(r.tessera / r.openblas, "%.2f").c_str(),
@@ -608,7 +742,8 @@ int run(const Options& opt) {
                 "sampled elements. Tolerance %.0e.\n"
                 "Times: medians of >= 12 calls in 3 interleaved rounds per library.\n"
                 "code: hand IR = bench/sgemm_ir.cpp; default = the unscheduled lowering;\n"
-                "schedule = a hand-written schedule replayed from its JSON file in %s:\n",
+                "schedule = a hand-written schedule replayed from its JSON file in %s;\n"
+                "tuned = the best record of the tuning database measured on this machine:\n",
                 kTolerance, opt.schedules.c_str());
     for (const Row& r : rows)
         if (!r.note.empty())

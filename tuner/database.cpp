@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tessera/support/error.h"
-#include "tessera/tuner/workload.h"
+#include "tessera/te/workload_key.h"
 
 #ifndef TESSERA_VERSION_STRING
 #define TESSERA_VERSION_STRING "unknown"
@@ -345,14 +345,14 @@ std::string TuningDatabase::journal_mode() const {
 }
 
 std::string TuningDatabase::add_workload(const te::Compute& c) {
-    std::string text = canonical_compute_text(c);
-    std::string key = workload_key_of_text(text);
+    std::string text = te::canonical_compute_text(c);
+    std::string key = te::workload_key_of_text(text);
     add_workload(key, text);
     return key;
 }
 
 void TuningDatabase::add_workload(const std::string& key, const std::string& text) {
-    if (workload_key_of_text(text) != key)
+    if (te::workload_key_of_text(text) != key)
         throw UserError() << "workload key '" << key << "' does not match its compute text";
     WriteTransaction tx(db_, path_);
     {

@@ -14,7 +14,7 @@
 #include "tessera/te/op_library.h"
 #include "tessera/tuner/database.h"
 #include "tessera/tuner/fingerprint.h"
-#include "tessera/tuner/workload.h"
+#include "tessera/te/workload_key.h"
 
 namespace tessera::tune {
 namespace {
@@ -89,11 +89,11 @@ TEST_P(DatabaseTest, AddWorkloadIsIdempotent) {
     EXPECT_EQ(db.schema_version(), TuningDatabase::kSchemaVersion);
     te::Compute c = matmul_compute(7, 13, 127);
     std::string key = db.add_workload(c);
-    EXPECT_EQ(key, workload_key(c));
+    EXPECT_EQ(key, te::workload_key(c));
     EXPECT_EQ(db.add_workload(matmul_compute(7, 13, 127)), key);
     EXPECT_EQ(db.workload_keys(), std::vector<std::string>{key});
     EXPECT_TRUE(db.has_workload(key));
-    EXPECT_EQ(db.compute_text(key), canonical_compute_text(c));
+    EXPECT_EQ(db.compute_text(key), te::canonical_compute_text(c));
     std::string key2 = db.add_workload(matmul_compute(7, 13, 1));
     EXPECT_NE(key2, key);
     EXPECT_EQ(db.workload_keys().size(), 2u);
@@ -486,7 +486,7 @@ TEST(DatabaseFile, HostFingerprintRecordsAreFoundAgain) {
         db.commit_batch(batch);
     }
     TuningDatabase db(p);
-    std::string key = workload_key(matmul_compute(13, 7, 1));
+    std::string key = te::workload_key(matmul_compute(13, 7, 1));
     EXPECT_TRUE(db.best_record(key, "llvm -mcpu=test", host_fingerprint().hash()).has_value());
     EXPECT_TRUE(db.best_record_for_isa(key, "llvm -mcpu=test", fp.isa_class()).has_value());
 }

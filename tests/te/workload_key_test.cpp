@@ -3,9 +3,9 @@
 
 #include "tessera/ir/type.h"
 #include "tessera/te/op_library.h"
-#include "tessera/tuner/workload.h"
+#include "tessera/te/workload_key.h"
 
-namespace tessera::tune {
+namespace tessera::te {
 namespace {
 
 using ir::DataType;
@@ -70,4 +70,4 @@ TEST(WorkloadKey, KeyIsTheSha256OfTheText) {
 }
 
 } // namespace
-} // namespace tessera::tune
+} // namespace tessera::te

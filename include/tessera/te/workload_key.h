@@ -21,7 +21,7 @@
 
 #include "tessera/te/compute.h"
 
-namespace tessera::tune {
+namespace tessera::te {
 
 /// The first line of every canonical text; bumped if the text format ever changes, so a key
 /// of one format never silently equals a key of another.
@@ -37,4 +37,4 @@ std::string workload_key(const te::Compute& c);
 /// The key of an already canonical text (what the database checks stored texts with).
 std::string workload_key_of_text(const std::string& canonical_text);
 
-} // namespace tessera::tune
+} // namespace tessera::te

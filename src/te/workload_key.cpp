@@ -7,9 +7,9 @@
 #include "tessera/support/error.h"
 #include "tessera/support/sha256.h"
 #include "tessera/te/tensor.h"
-#include "tessera/tuner/workload.h"
+#include "tessera/te/workload_key.h"
 
-namespace tessera::tune {
+namespace tessera::te {
 
 namespace {
 
@@ -126,4 +126,4 @@ std::string workload_key_of_text(const std::string& canonical_text) {
     return sha256_hex(canonical_text);
 }
 
-} // namespace tessera::tune
+} // namespace tessera::te
