@@ -15,6 +15,7 @@
 #include "tessera/graph/import_onnx.h"
 #include "tessera/graph/memory_plan.h"
 #include "tessera/graph/pipeline.h"
+#include "tessera/graph/tasks.h"
 #include "tessera/support/error.h"
 
 namespace tessera::cli {
@@ -78,6 +79,7 @@ void run_inspect(const InspectOptions& options, std::ostream& out) {
     }
     graph::PipelineOptions popts;
     popts.level = options.opt_level;
+    popts.layout_block = options.layout_block;
     popts.print_after = options.print_after;
     popts.disabled_passes =
         std::set<std::string>(options.disabled_passes.begin(), options.disabled_passes.end());
@@ -87,6 +89,8 @@ void run_inspect(const InspectOptions& options, std::ostream& out) {
     // Validate the pipeline options before the (possibly slow) import.
     if (popts.level < 0 || popts.level > 3)
         throw UserError() << "optimization level " << popts.level << " is not in 0..3";
+    if (popts.layout_block < 1)
+        throw UserError() << "--nchwc-block " << popts.layout_block << " must be positive";
     {
         std::vector<std::string> names = graph::pipeline_pass_names();
         auto known = [&](const std::string& n) {
@@ -117,6 +121,15 @@ void run_inspect(const InspectOptions& options, std::ostream& out) {
     graph::MemoryPlan plan = graph::plan_memory(g, groups);
     const double plan_s = since(t0);
     const std::vector<PatternCount> counts = count_groups(g, groups);
+    t0 = Clock::now();
+    std::vector<graph::Task> tasks;
+    std::string tasks_error; // why there are no tasks (an op without a tensor program)
+    try {
+        tasks = graph::extract_tasks(g, groups);
+    } catch (const UserError& e) {
+        tasks_error = e.what();
+    }
+    const double tasks_s = since(t0);
 
     if (options.json) {
         nlohmann::ordered_json j;
@@ -148,6 +161,21 @@ void run_inspect(const InspectOptions& options, std::ostream& out) {
                 {{"pattern", pc.pattern}, {"signature", pc.signature}, {"count", pc.count}});
         fused["patterns"] = pats;
         j["fused_groups"] = fused;
+        nlohmann::ordered_json tj;
+        if (!tasks_error.empty()) {
+            tj["error"] = tasks_error;
+        } else {
+            tj["unique"] = tasks.size();
+            nlohmann::ordered_json list = nlohmann::ordered_json::array();
+            for (const graph::Task& t : tasks)
+                list.push_back({{"workload_key", t.workload_key},
+                                {"pattern", t.pattern},
+                                {"flops", t.flops},
+                                {"count", t.count()},
+                                {"groups", t.groups}});
+            tj["list"] = list;
+        }
+        j["tasks"] = tj;
         j["memory"] = {{"intermediates", plan.assignments.size()},
                        {"buffers", plan.buffer_bytes.size()},
                        {"planned_bytes", plan.planned_bytes},
@@ -158,6 +186,7 @@ void run_inspect(const InspectOptions& options, std::ostream& out) {
             j["seconds"] = {{"import", import_s},
                             {"optimize", optimize_s},
                             {"fuse", fuse_s},
+                            {"tasks", tasks_s},
                             {"memory_plan", plan_s}};
         out << j.dump() << "\n";
         return;
@@ -196,6 +225,24 @@ void run_inspect(const InspectOptions& options, std::ostream& out) {
     for (const PatternCount& pc : counts)
         out << "  " << std::setw(4) << pc.count << " x " << pc.signature << "\n";
 
+    if (!tasks_error.empty()) {
+        out << "\ntasks: not available: " << tasks_error << "\n";
+    } else {
+        int64_t total_flops = 0;
+        for (const graph::Task& t : tasks)
+            total_flops += t.flops * t.count();
+        out << "\ntasks: " << tasks.size() << " unique (" << groups.size() << " groups, "
+            << std::fixed << std::setprecision(3) << static_cast<double>(total_flops) * 1e-9
+            << " GFLOP per run)\n";
+        out << "  key           count      MFLOP  pattern\n";
+        for (const graph::Task& t : tasks)
+            out << "  " << t.workload_key.substr(0, 12) << "  " << std::setw(5) << t.count()
+                << "  " << std::setw(9) << std::setprecision(3)
+                << static_cast<double>(t.flops) * 1e-6 << "  " << t.pattern << " "
+                << graph::dtype_name(g.value(t.compute.outputs[0]).dtype)
+                << graph::shape_str(g.value(t.compute.outputs[0]).shape) << "\n";
+    }
+
     out << "\nmemory plan: " << plan.assignments.size() << " intermediates in "
         << plan.buffer_bytes.size() << " buffers (" << plan.in_place_count << " in place)\n";
     out << "  planned " << human_bytes(plan.planned_bytes) << " vs naive "
@@ -209,7 +256,7 @@ void run_inspect(const InspectOptions& options, std::ostream& out) {
     if (options.time_passes) {
         out << std::fixed << std::setprecision(3) << "\ntime: import " << import_s * 1e3
             << " ms, optimize " << optimize_s * 1e3 << " ms, fuse " << fuse_s * 1e3
-            << " ms, memory plan " << plan_s * 1e3 << " ms\n";
+            << " ms, tasks " << tasks_s * 1e3 << " ms, memory plan " << plan_s * 1e3 << " ms\n";
     }
 }
 

@@ -1,11 +1,14 @@
 // `tessera inspect MODEL`: imports an ONNX model, runs the graph pipeline and reports what it
-// did: node counts per op before and after, each pass's changes, the fused groups and the
-// memory plan of the intermediates.
+// did: node counts per op before and after, each pass's changes, the fused groups, the tuning
+// tasks (one per distinct workload key) and the memory plan of the intermediates.
 #pragma once
 
+#include <cstdint>
 #include <ostream>
 #include <string>
 #include <vector>
+
+#include "tessera/graph/passes.h"
 
 namespace tessera::cli {
 
@@ -17,11 +20,14 @@ struct InspectOptions {
     bool time_passes = false;
     std::vector<std::string> disabled_passes;
     bool json = false; ///< one JSON object instead of text
+    int64_t layout_block = graph::kDefaultLayoutBlock; ///< x of NCHW[x]c at -O3
 };
 
 /// Runs the inspection and writes the report to `out` (graph printouts from print_after go
 /// there too, before the report). Throws UserError for an unreadable or unsupported model, a
-/// malformed input shape, an opt level outside 0..3 or an unknown pass name.
+/// malformed input shape, an opt level outside 0..3, a layout block < 1 or an unknown pass
+/// name. A group that has no tensor program yet does not fail the report: the task section
+/// then names the op and node instead.
 void run_inspect(const InspectOptions& options, std::ostream& out);
 
 } // namespace tessera::cli

@@ -2,6 +2,7 @@
 #include "tessera/graph/evaluate.h"
 
 #include "eval_ops.h"
+#include "layout_ops.h"
 
 namespace tessera::graph {
 
@@ -174,6 +175,15 @@ std::vector<TensorData> evaluate_node(const Node& n, const std::vector<const Ten
         break;
     case Op::Dropout:
         outs = eval_dropout(n, in, nout, where);
+        break;
+    case Op::LayoutToBlocked:
+        outs = eval_layout_to_blocked(n, in, where);
+        break;
+    case Op::LayoutFromBlocked:
+        outs = eval_layout_from_blocked(n, in, where);
+        break;
+    case Op::ConvBlocked:
+        outs = eval_conv_blocked(n, in, where);
         break;
     }
     // Kernels with optional outputs (LayerNormalization) compute them all; keep what the node

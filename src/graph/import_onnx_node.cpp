@@ -58,6 +58,10 @@ OpSpec spec_of(Op op) {
     case Op::GlobalAveragePool: return {1, 1, 1, 1, {}};
     case Op::Erf: return {9, 1, 1, 1, {}};
     case Op::Gelu: return {20, 1, 1, 1, {}};
+    // Internal ops of the layout pass, never in a model: no opset defines them.
+    case Op::LayoutToBlocked:
+    case Op::LayoutFromBlocked:
+    case Op::ConvBlocked: return {1 << 30, 1, 3, 1, {}};
     case Op::HardSwish: return {14, 1, 1, 1, {}};
     case Op::Clip: return {1, 1, 3, 1, {{"min", K::Float, 1, 11}, {"max", K::Float, 1, 11}}};
     case Op::LeakyRelu: return {1, 1, 1, 1, {{"alpha", K::Float}}};
@@ -234,6 +238,10 @@ void NodeImport::check_op() {
         throw UserError() << "unsupported op '" << np_.op_type() << "'" << domain << " in "
                           << label_ << " (opset " << opset_ << ")";
     op_ = *op;
+    // Ops only passes create (blocked layouts) have an unreachable `since`: not ONNX ops.
+    if (spec_of(op_).since > 1000)
+        throw UserError() << "unsupported op '" << np_.op_type() << "'" << domain << " in "
+                          << label_ << ": an internal tessera op, not an ONNX op";
     if (spec_of(op_).since > opset_)
         fail("op " + np_.op_type() + " does not exist before opset " +
              std::to_string(spec_of(op_).since));
@@ -513,6 +521,9 @@ void NodeImport::run() {
     case Op::Max:
     case Op::Min:
     case Op::GlobalAveragePool:
+    case Op::LayoutToBlocked:
+    case Op::LayoutFromBlocked:
+    case Op::ConvBlocked:
     case Op::MatMul:
     case Op::Range:
     case Op::Expand:

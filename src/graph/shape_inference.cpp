@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "eval_ops.h"
+#include "layout_ops.h"
 #include "op_util.h"
 #include "tessera/graph/evaluate.h"
 
@@ -487,6 +488,14 @@ TypeList NodeTypes::infer() {
     }
     case Op::Pad:
         return pad();
+    case Op::LayoutToBlocked:
+    case Op::LayoutFromBlocked:
+    case Op::ConvBlocked: {
+        std::vector<const Value*> ins;
+        for (size_t i = 0; i < n_.inputs.size(); ++i)
+            ins.push_back(has(i) ? &in(i, "input") : nullptr);
+        return blocked_layout_types(n_, ins, where_);
+    }
     }
     TESSERA_UNREACHABLE();
 }

@@ -59,4 +59,27 @@ PassResult eliminate_common_subexpressions(Graph& g);
 ///    Softmax.
 PassResult simplify_algebra(Graph& g);
 
+/// "layout": moves CPU 2-D convolutions to the blocked channel layout NCHW[x]c, x = `block`
+/// (ops.def: LayoutToBlocked, LayoutFromBlocked, ConvBlocked):
+///  - a Conv with constant f32 weights (and bias), groups 1 or depthwise (group == C, one
+///    weight channel per group), becomes ConvBlocked; its weights become the constant
+///    [K/x, C/x, R, S, x(c), x(k)] and its bias [K/x, x], computed at compile time. Channel
+///    counts that x does not divide are padded with zero channels (zero weights, zero bias),
+///    which costs at most 2x the work since convs with fewer than x input or output channels
+///    (first layers on RGB images) stay NCHW, as do other grouped convs;
+///  - Relu, LeakyRelu, Clip, Sigmoid, HardSigmoid, HardSwish, Tanh, Gelu, Neg and the
+///    binary Add, Sub, Mul, Max, Min over a 4-D f32 NCHW output stay blocked when an operand
+///    is already blocked; their other operands are same-shaped tensors (converted) or
+///    constants varying along the channel axis only (re-laid out as [1, C/x, 1, 1, x]).
+///    These ops keep the padding channels finite, which the zero weights of the next conv
+///    need; Div, Pow, Log, Sqrt, Reciprocal stay NCHW;
+///  - conversions appear only where NCHW data meets a blocked op (graph inputs, outputs and
+///    other ops such as pools or Flatten); one LayoutToBlocked per value, and
+///    LayoutToBlocked(LayoutFromBlocked(b)) / LayoutFromBlocked(LayoutToBlocked(x)) pairs
+///    cancel. Dead nodes are removed. Throws UserError when block < 1.
+PassResult convert_layout_nchwc(Graph& g, int64_t block);
+/// The block used when a pipeline does not choose one (fixed, so results are host-independent;
+/// 16 suits AVX-512 hosts).
+constexpr int64_t kDefaultLayoutBlock = 8;
+
 } // namespace tessera::graph

@@ -1,11 +1,11 @@
 // The straight-line graph optimization pipeline: a fixed order of passes (passes.h) selected
 // by an optimization level, with per-pass printing, timing and disabling for debugging.
 //
-// Order: shape-inference, constant-folding, dce, algebraic-simplification, cse, dce.
+// Order: shape-inference, constant-folding, dce, algebraic-simplification, cse, dce, layout.
 // Levels: O0 runs shape-inference only; O1 adds constant-folding and dce; O2 adds
 // algebraic-simplification and cse (one sweep); O3 repeats the O2 sequence (after the first
-// shape inference) until a sweep changes nothing, at most kMaxO3Sweeps times.
-// (Layout and fusion passes will follow dce when they exist.)
+// shape inference) until a sweep changes nothing, at most kMaxO3Sweeps times, then runs
+// layout (NCHW[x]c for CPU convolutions). Fusion (fusion.h) runs on the result.
 #pragma once
 
 #include <ostream>
@@ -29,6 +29,9 @@ struct PipelineOptions {
     std::set<std::string> disabled_passes;
     /// Where print_after and time_passes write; nullptr: std::cerr.
     std::ostream* out = nullptr;
+    /// The x of NCHW[x]c in the layout pass (-O3). A fixed default, not the host's vector
+    /// width, so that results do not depend on the machine; 16 suits AVX-512.
+    int64_t layout_block = kDefaultLayoutBlock;
 };
 
 /// The names of all pipeline passes, in pipeline order (each once).

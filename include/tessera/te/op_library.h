@@ -39,6 +39,15 @@ Tensor dense(const Tensor& x, const Tensor& w, const Tensor& bias = Tensor());
 /// Batched product: a [B, M, K] x b [B, K, N] -> [B, M, N]; either B may be 1 (broadcast).
 Tensor batch_matmul(const Tensor& a, const Tensor& b);
 
+// ---- gemm.cpp --------------------------------------------------------------------------------
+
+/// ONNX Gemm: y = alpha * op(a) op(b) + beta * c, op(t) = t^T when trans. a and b are rank 2
+/// (float); c is optional (Tensor()) and broadcasts to [M, N] ([N], [1, N], [M, 1], scalar...).
+/// Stages "gemm" (the product) and "gemm_bias" (scale and c; absent when alpha = 1 and there
+/// is no c). Throws UserError when the inner dims differ or c does not broadcast.
+Tensor gemm(const Tensor& a, const Tensor& b, const Tensor& c, double alpha = 1.0,
+            double beta = 1.0, bool trans_a = false, bool trans_b = false);
+
 // ---- conv2d.cpp ------------------------------------------------------------------------------
 
 struct Conv2dParams {
@@ -62,6 +71,22 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const Conv2dParams& p,
 /// (p.groups is ignored).
 Tensor depthwise_conv2d(const Tensor& x, const Tensor& w, const Conv2dParams& p,
                         const Tensor& bias = Tensor());
+
+// ---- nchwc.cpp -------------------------------------------------------------------------------
+// The blocked channel layout NCHW[x]c of CPU convolutions: channel c of an NCHW tensor lives at
+// [n, c / x, h, w, c % x]; channel counts are padded to a multiple of x with zeros.
+
+/// x [N, C, H, W] -> [N, ceil(C / block), H, W, block] (stage "layout_to_nchwc").
+Tensor layout_to_nchwc(const Tensor& x, int64_t block);
+/// x [N, CB, H, W, block] -> [N, channels, H, W], dropping padding channels. Throws UserError
+/// unless ceil(channels / block) == CB.
+Tensor layout_from_nchwc(const Tensor& x, int64_t channels);
+/// Blocked conv2d: x [N, CB, H, W, b], w [KB, CB, R, S, b(c), b(k)], optional bias [KB, b]
+/// -> [N, KB, OH, OW, b] (OH as in conv2d; p.groups is ignored). With `depthwise`, w is
+/// [KB, 1, R, S, 1, b] and KB == CB: output channel c reads input channel c only. Stages
+/// "conv2d_nchwc_pad" (when padded), "conv2d_nchwc", "conv2d_nchwc_bias".
+Tensor conv2d_nchwc(const Tensor& x, const Tensor& w, const Conv2dParams& p,
+                    const Tensor& bias = Tensor(), bool depthwise = false);
 
 // ---- pooling.cpp -----------------------------------------------------------------------------
 
@@ -156,6 +181,12 @@ Tensor transpose(const Tensor& x, std::vector<int64_t> perm = {});
 Tensor reshape(const Tensor& x, std::vector<int64_t> shape);
 /// Joins tensors of equal rank along `axis`; the other dims must match.
 Tensor concat(const std::vector<Tensor>& xs, int64_t axis);
+
+/// ONNX Gather (gather.cpp): y = data[..., indices[j...], ...] along `axis` (negative counts
+/// from the end); shape data[:axis] + indices.shape + data[axis+1:]. Integer indices; a
+/// negative index counts from the end of the axis. Indices outside the axis are clamped (the
+/// graph evaluator rejects them; a kernel never reads out of bounds).
+Tensor gather(const Tensor& data, const Tensor& indices, int64_t axis = 0);
 
 enum class PadMode : uint8_t {
     Constant, ///< Outside values are `value`.

@@ -35,6 +35,7 @@ enum class BaseKind { Elementwise, Injective, Reduction, OutFusable, Opaque };
 BaseKind base_kind(Op op) {
     switch (op) {
     case Op::Conv:
+    case Op::ConvBlocked:
     case Op::Gemm:
     case Op::MatMul:
         return BaseKind::OutFusable;
@@ -79,6 +80,8 @@ BaseKind base_kind(Op op) {
     case Op::Unsqueeze:
     case Op::Expand:
     case Op::Pad:
+    case Op::LayoutToBlocked:
+    case Op::LayoutFromBlocked:
         return BaseKind::Injective;
     case Op::Softmax:
     case Op::LayerNormalization:
@@ -149,6 +152,9 @@ OpPattern node_pattern(const Graph& g, NodeId id) {
 std::string fused_op_name(Op op) {
     static const std::pair<Op, const char*> kNames[] = {
         {Op::Conv, "conv2d"},
+        {Op::ConvBlocked, "conv2d_nchwc"},
+        {Op::LayoutToBlocked, "to_nchwc"},
+        {Op::LayoutFromBlocked, "from_nchwc"},
         {Op::BatchNormalization, "batch_norm"},
         {Op::LayerNormalization, "layer_norm"},
         {Op::MaxPool, "max_pool2d"},

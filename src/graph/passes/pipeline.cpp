@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <iomanip>
 #include <iostream>
 
@@ -12,26 +13,28 @@ namespace tessera::graph {
 
 namespace {
 
-using PassFn = PassResult (*)(Graph&);
+using PassFn = std::function<PassResult(Graph&)>;
 
 struct PassEntry {
     const char* name;
     PassFn fn;
 };
 
-const std::vector<PassEntry>& all_passes() {
-    static const std::vector<PassEntry> passes = {
+// The passes with their options bound.
+std::vector<PassEntry> all_passes(const PipelineOptions& options = {}) {
+    const int64_t block = options.layout_block;
+    return {
         {"shape-inference", shape_inference_pass},
         {"constant-folding", fold_constants},
         {"dce", eliminate_dead_code},
         {"algebraic-simplification", simplify_algebra},
         {"cse", eliminate_common_subexpressions},
+        {"layout", [block](Graph& g) { return convert_layout_nchwc(g, block); }},
     };
-    return passes;
 }
 
-PassFn find_pass(const std::string& name) {
-    for (const PassEntry& e : all_passes())
+PassFn find_pass(const std::string& name, const PipelineOptions& options = {}) {
+    for (const PassEntry& e : all_passes(options))
         if (name == e.name)
             return e.fn;
     return nullptr;
@@ -49,6 +52,8 @@ std::vector<std::string> pipeline_pass_names() {
 std::vector<PassResult> optimize(Graph& g, const PipelineOptions& options) {
     if (options.level < 0 || options.level > 3)
         throw UserError() << "optimization level " << options.level << " is not in 0..3";
+    if (options.layout_block < 1)
+        throw UserError() << "layout block " << options.layout_block << " must be positive";
     if (!options.print_after.empty() && options.print_after != "all" &&
         !find_pass(options.print_after))
         throw UserError() << "unknown pass '" << options.print_after << "' in print-after";
@@ -62,7 +67,7 @@ std::vector<PassResult> optimize(Graph& g, const PipelineOptions& options) {
         if (options.disabled_passes.count(name))
             return 0;
         const auto t0 = std::chrono::steady_clock::now();
-        PassResult r = find_pass(name)(g);
+        PassResult r = find_pass(name, options)(g);
         r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         if (options.time_passes)
             out << "time " << std::fixed << std::setprecision(6) << r.seconds << " s  " << name
@@ -93,6 +98,8 @@ std::vector<PassResult> optimize(Graph& g, const PipelineOptions& options) {
         if (changes == 0)
             break;
     }
+    if (options.level >= 3)
+        run("layout");
     g.verify();
     return log;
 }

@@ -1,0 +1,266 @@
+// The layout pass: CPU 2-D convolutions and the elementwise ops between them move to the
+// blocked channel layout NCHW[x]c (see passes.h for the rules and layout_ops.h for the data
+// layout).
+//
+// One sweep in topological order. Each rewritten node is replaced by its blocked twin followed
+// by a LayoutFromBlocked that redefines the original NCHW value, so every reader that is not
+// rewritten still sees NCHW data; a reader that is rewritten asks for the blocked twin instead,
+// which skips that conversion (it dies and is removed at the end). Blocked twins of values
+// with no blocked producer are made by one LayoutToBlocked per value (constants are converted
+// at compile time instead).
+#include <map>
+#include <sstream>
+
+#include "../layout_ops.h"
+#include "rewrite.h"
+
+namespace tessera::graph {
+
+using namespace detail;
+
+namespace {
+
+// Unary elementwise ops kept blocked. Padding channels hold finite values (0 after a conv);
+// these ops keep them finite, so the zero weights of padded input channels cancel them.
+// Ops that can make inf/NaN out of 0 (Log, Reciprocal, Div, Pow, Sqrt) are left in NCHW.
+bool blockable_unary(Op op) {
+    switch (op) {
+    case Op::Relu:
+    case Op::LeakyRelu:
+    case Op::Clip:
+    case Op::Sigmoid:
+    case Op::HardSigmoid:
+    case Op::HardSwish:
+    case Op::Tanh:
+    case Op::Gelu:
+    case Op::Neg:
+        return true;
+    default:
+        return false;
+    }
+}
+bool blockable_binary(Op op) {
+    return op == Op::Add || op == Op::Sub || op == Op::Mul || op == Op::Max || op == Op::Min;
+}
+
+class LayoutRewriter {
+  public:
+    LayoutRewriter(Graph& g, int64_t block) : g_(g), block_(block) {}
+
+    PassResult run() {
+        PassResult r = begin_pass("layout", g_);
+        for (NodeId id : g_.topological_order()) {
+            const Op op = g_.node(id).op;
+            if (op == Op::Conv)
+                convs_ += rewrite_conv(id);
+            else if (blockable_unary(op) || blockable_binary(op))
+                elementwise_ += rewrite_elementwise(id);
+        }
+        cancel_pairs();
+        g_.remove_dead_nodes();
+        int to = 0, from = 0;
+        for (NodeId id : g_.node_ids()) {
+            to += g_.node(id).op == Op::LayoutToBlocked;
+            from += g_.node(id).op == Op::LayoutFromBlocked;
+        }
+        r.changes = convs_ + elementwise_ + cancelled_;
+        std::ostringstream os;
+        os << convs_ << " convs and " << elementwise_ << " elementwise ops to NCHW" << block_
+           << "c, " << to << " to / " << from << " from conversions";
+        if (cancelled_)
+            os << ", " << cancelled_ << " conversion pairs cancelled";
+        return end_pass(r, g_, os.str());
+    }
+
+  private:
+    // The blocked twin of NCHW value v: known, the input of the LayoutFromBlocked defining v,
+    // a compile-time re-laid-out constant, or a new LayoutToBlocked.
+    ValueId blocked(ValueId v) {
+        auto it = twin_.find(v);
+        if (it != twin_.end())
+            return it->second;
+        ValueId b;
+        if (const Node* from = from_node(v)) {
+            b = from->input(0);
+        } else if (g_.value(v).is_constant()) {
+            const std::string name = g_.value(v).name + "_nchwc";
+            b = g_.add_constant(name, to_blocked(*g_.value(v).constant, block_));
+        } else {
+            const Value val = g_.value(v);
+            b = g_.add_value(val.name + "_nchwc", val.dtype, blocked_shape(val.shape));
+            g_.add_node(Op::LayoutToBlocked, {v}, {b}, {{"block", Attribute::of_int(block_)}});
+        }
+        twin_[v] = b;
+        return b;
+    }
+
+    // The LayoutFromBlocked node of this block size defining v, or nullptr.
+    const Node* from_node(ValueId v) const {
+        const Node* n = producer_op(g_, v, Op::LayoutFromBlocked);
+        return n && n->attr_int("block", 0) == block_ ? n : nullptr;
+    }
+    bool has_twin(ValueId v) const { return twin_.count(v) || from_node(v); }
+
+    Shape blocked_shape(const Shape& s) const {
+        return {s[0], channel_blocks(s[1], block_), s[2], s[3], block_};
+    }
+
+    // Replaces node `id` (single output y, NCHW) by `op` on blocked operands producing y's
+    // blocked twin, and redefines y as LayoutFromBlocked of it.
+    void replace_blocked(NodeId id, Op op, std::vector<ValueId> inputs, Attributes attrs) {
+        const Node n = g_.node(id);
+        const ValueId y = n.outputs[0];
+        const Value yv = g_.value(y);
+        const ValueId yb = g_.add_value(yv.name + "_nchwc", yv.dtype, blocked_shape(yv.shape));
+        g_.remove_node(id);
+        g_.add_node(op, std::move(inputs), {yb}, std::move(attrs), n.name);
+        g_.add_node(Op::LayoutFromBlocked, {yb}, {y},
+                    {{"block", Attribute::of_int(block_)},
+                     {"channels", Attribute::of_int(yv.shape[1])}});
+        twin_[y] = yb;
+    }
+
+    static bool is_f32_nchw(const Value& v) {
+        return v.typed && v.dtype == DType::F32 && v.shape.size() == 4;
+    }
+
+    // Copies, not references: adding values and nodes below may move the graph's storage.
+    int rewrite_conv(NodeId id) {
+        const Node n = g_.node(id);
+        if (n.outputs.size() != 1 || n.inputs.size() < 2)
+            return 0;
+        const Value x = g_.value(n.inputs[0]);
+        const Value w = g_.value(n.inputs[1]);
+        const ValueId bias = n.input(2);
+        if (!is_f32_nchw(x) || !is_f32_nchw(g_.value(n.outputs[0])) || !w.is_constant() ||
+            w.dtype != DType::F32 || w.shape.size() != 4)
+            return 0;
+        if (bias != kNoValue &&
+            (!g_.value(bias).is_constant() || g_.value(bias).dtype != DType::F32))
+            return 0;
+        const int64_t group = n.attr_int("group", 1), C = x.shape[1], K = w.shape[0];
+        const bool depthwise = group != 1;
+        if (depthwise && !(group == C && K == C && w.shape[1] == 1))
+            return 0; // grouped convs other than depthwise stay NCHW
+        // Fewer channels than one block (a network's first conv on RGB or grey images):
+        // padding them would multiply the conv's work by up to x / C.
+        if (C < block_ || K < block_)
+            return 0;
+        Attributes attrs;
+        for (const char* key : {"kernel_shape", "strides", "dilations", "pads"})
+            if (n.has_attr(key))
+                attrs[key] = n.attrs.at(key);
+        attrs["block"] = Attribute::of_int(block_);
+        attrs["depthwise"] = Attribute::of_int(depthwise ? 1 : 0);
+        std::vector<ValueId> ins = {blocked(n.inputs[0])};
+        ins.push_back(g_.add_constant(w.name + "_nchwc",
+                                      block_conv_weight(*w.constant, block_, depthwise)));
+        if (bias != kNoValue) {
+            const Value b = g_.value(bias);
+            ins.push_back(g_.add_constant(b.name + "_nchwc",
+                                          block_channel_vector(*b.constant, block_)));
+        }
+        replace_blocked(id, Op::ConvBlocked, std::move(ins), std::move(attrs));
+        return 1;
+    }
+
+    // A constant that varies along the channel axis only (shape [C,1,1], [1,C,1,1], ...),
+    // re-laid out to [1, CB, 1, 1, x]; or a constant of all-one dims, which broadcasts against
+    // the blocked tensor as it is. kNoValue otherwise.
+    ValueId channel_constant(ValueId v, int64_t channels) {
+        const Value c = g_.value(v);
+        if (!c.is_constant() || c.shape.size() > 4)
+            return kNoValue;
+        Shape s = c.shape;
+        s.insert(s.begin(), 4 - s.size(), 1);
+        if (s[0] != 1 || s[2] != 1 || s[3] != 1 || (s[1] != 1 && s[1] != channels))
+            return kNoValue;
+        if (s[1] == 1)
+            return v;
+        const std::string name = c.name + "_nchwc";
+        TensorData vec = c.constant->reshaped({channels});
+        TensorData blocked_vec = block_channel_vector(vec, block_);
+        const int64_t cb = blocked_vec.shape()[0];
+        return g_.add_constant(name, blocked_vec.reshaped({1, cb, 1, 1, block_}));
+    }
+
+    int rewrite_elementwise(NodeId id) {
+        const Node n = g_.node(id);
+        if (n.outputs.size() != 1 || n.inputs.empty())
+            return 0;
+        const Value out = g_.value(n.outputs[0]);
+        if (!is_f32_nchw(out))
+            return 0;
+        // Clip's bounds are scalars that stay as they are.
+        const size_t data_inputs = n.op == Op::Clip ? 1 : n.inputs.size();
+        bool any_twin = false;
+        for (size_t i = 0; i < data_inputs; ++i) {
+            const ValueId v = n.inputs[i];
+            if (v == kNoValue)
+                return 0;
+            any_twin = any_twin || has_twin(v);
+        }
+        if (!any_twin)
+            return 0; // nothing blocked reaches this node: leave it in NCHW
+        std::vector<ValueId> ins;
+        for (size_t i = 0; i < n.inputs.size(); ++i) {
+            const ValueId v = n.inputs[i];
+            if (i >= data_inputs) {
+                ins.push_back(v);
+                continue;
+            }
+            const Value& val = g_.value(v);
+            if (val.typed && val.shape == out.shape) {
+                ins.push_back(v); // converted below, once every operand is known to fit
+                continue;
+            }
+            const ValueId c = channel_constant(v, out.shape[1]);
+            if (c == kNoValue)
+                return 0;
+            ins.push_back(c);
+        }
+        for (size_t i = 0; i < data_inputs; ++i)
+            if (ins[i] == n.inputs[i] && g_.value(ins[i]).shape == out.shape)
+                ins[i] = blocked(ins[i]);
+        replace_blocked(id, n.op, std::move(ins), n.attrs);
+        return 1;
+    }
+
+    // LayoutToBlocked(LayoutFromBlocked(b)) -> b and LayoutFromBlocked(LayoutToBlocked(x)) -> x
+    // when the shapes agree (graphs built elsewhere, or a second run).
+    void cancel_pairs() {
+        for (NodeId id : g_.topological_order()) {
+            if (!g_.is_live(id))
+                continue;
+            const Node& n = g_.node(id);
+            const Op inner = n.op == Op::LayoutToBlocked     ? Op::LayoutFromBlocked
+                             : n.op == Op::LayoutFromBlocked ? Op::LayoutToBlocked
+                                                             : n.op;
+            if (inner == n.op)
+                continue;
+            const Node* p = producer_op(g_, n.input(0), inner);
+            if (!p || p->attr_int("block", 0) != n.attr_int("block", 0))
+                continue;
+            const ValueId src = p->input(0);
+            if (g_.value(src).shape != g_.value(n.outputs[0]).shape)
+                continue;
+            if (forward_output(g_, id, src))
+                ++cancelled_;
+        }
+    }
+
+    Graph& g_;
+    const int64_t block_;
+    std::map<ValueId, ValueId> twin_; // NCHW value -> its blocked twin
+    int convs_ = 0, elementwise_ = 0, cancelled_ = 0;
+};
+
+} // namespace
+
+PassResult convert_layout_nchwc(Graph& g, int64_t block) {
+    if (block < 1)
+        throw UserError() << "layout block " << block << " must be positive";
+    return LayoutRewriter(g, block).run();
+}
+
+} // namespace tessera::graph

@@ -1,0 +1,429 @@
+// Task extraction: fused group -> te::Compute (one op-library call per member node), then
+// deduplication by workload key.
+#include "tessera/graph/tasks.h"
+
+#include <array>
+#include <limits>
+#include <map>
+#include <optional>
+
+#include "op_util.h"
+#include "tessera/graph/shape_inference.h"
+#include "tessera/ir/op.h"
+#include "tessera/te/flops.h"
+#include "tessera/te/op_library.h"
+#include "tessera/te/workload_key.h"
+
+namespace tessera::graph {
+
+using detail::normalize_axes;
+
+namespace {
+
+using te::Expr;
+using te::Tensor;
+
+// Operand i of `op` only steers the output shape (or is a scalar parameter): it is read at
+// compile time and is not a Compute input.
+bool is_shape_operand(Op op, size_t i) {
+    switch (op) {
+    case Op::Reshape:
+    case Op::Expand:
+    case Op::Squeeze:
+    case Op::Unsqueeze:
+    case Op::ReduceSum:
+        return i >= 1;
+    case Op::Slice:
+    case Op::Pad:
+    case Op::Clip:
+        return i >= 1;
+    default:
+        return false;
+    }
+}
+
+class GroupBuilder {
+  public:
+    GroupBuilder(const Graph& g, const FusedGroup& group) : g_(g), group_(group) {}
+
+    GroupCompute build() {
+        GroupCompute gc;
+        std::vector<bool> data_input(g_.num_values(), false);
+        for (NodeId id : group_.nodes) {
+            const Node& n = g_.node(id);
+            for (size_t i = 0; i < n.inputs.size(); ++i)
+                if (n.inputs[i] != kNoValue && !is_shape_operand(n.op, i))
+                    data_input[n.inputs[i]] = true;
+        }
+        std::vector<Tensor> inputs;
+        for (ValueId v : group_.inputs) {
+            if (!data_input[v])
+                continue;
+            const Value& val = g_.value(v);
+            Tensor t = te::placeholder(val.shape, to_ir_type(val.dtype), val.name);
+            env_[v] = t;
+            inputs.push_back(t);
+            gc.inputs.push_back(v);
+        }
+        for (NodeId id : group_.nodes)
+            build_node(id);
+        std::vector<Tensor> outputs;
+        for (ValueId v : group_.outputs) {
+            Tensor t = tensor(v);
+            // An output that is a group input unchanged (a lone Identity) still needs a stage.
+            if (t->is_placeholder())
+                t = te::unary(t, [](Expr e) { return e; }, "copy");
+            outputs.push_back(t);
+            gc.outputs.push_back(v);
+        }
+        gc.compute = te::make_compute(std::move(inputs), std::move(outputs));
+        return gc;
+    }
+
+  private:
+    Tensor tensor(ValueId v) const {
+        auto it = env_.find(v);
+        TESSERA_CHECK(it != env_.end()) << "value '" << g_.value(v).name << "' has no tensor";
+        return it->second;
+    }
+    Tensor opt_tensor(const Node& n, size_t i) const {
+        return n.input(i) == kNoValue ? Tensor() : tensor(n.inputs[i]);
+    }
+
+    // The compile-time value of a shape operand as integers; empty when absent.
+    std::vector<int64_t> static_ints(const Node& n, size_t i, const std::string& where) const {
+        if (n.input(i) == kNoValue)
+            return {};
+        std::optional<TensorData> t = static_value(g_, n.inputs[i]);
+        if (!t)
+            throw UserError() << where << ": operand " << i << " ('" << g_.value(n.inputs[i]).name
+                              << "') is not a compile-time value";
+        return t->as_i64();
+    }
+    std::optional<double> static_scalar(const Node& n, size_t i, const std::string& where) const {
+        if (n.input(i) == kNoValue)
+            return std::nullopt;
+        std::optional<TensorData> t = static_value(g_, n.inputs[i]);
+        if (!t || t->numel() != 1)
+            throw UserError() << where << ": operand " << i << " ('" << g_.value(n.inputs[i]).name
+                              << "') is not a compile-time scalar";
+        return t->as_f64()[0];
+    }
+
+    static te::Conv2dParams conv_params(const Node& n, const std::string& where,
+                                        const std::array<int64_t, 2>& kernel) {
+        detail::Window2d win = detail::window_of(n, kernel, where);
+        te::Conv2dParams p;
+        p.stride_h = win.stride[0];
+        p.stride_w = win.stride[1];
+        p.dilation_h = win.dilation[0];
+        p.dilation_w = win.dilation[1];
+        p.pad_top = win.pads[0];
+        p.pad_left = win.pads[1];
+        p.pad_bottom = win.pads[2];
+        p.pad_right = win.pads[3];
+        p.groups = n.attr_int("group", 1);
+        return p;
+    }
+
+    Tensor pool(const Node& n, const Tensor& x, const std::string& where) const {
+        detail::Window2d win = detail::window_of(n, {0, 0}, where);
+        te::Pool2dParams p;
+        p.kernel_h = win.kernel[0];
+        p.kernel_w = win.kernel[1];
+        p.stride_h = win.stride[0];
+        p.stride_w = win.stride[1];
+        p.pad_top = win.pads[0];
+        p.pad_left = win.pads[1];
+        p.pad_bottom = win.pads[2];
+        p.pad_right = win.pads[3];
+        p.ceil_mode = win.ceil_mode;
+        if (n.op == Op::MaxPool) {
+            p.dilation_h = win.dilation[0];
+            p.dilation_w = win.dilation[1];
+            return te::max_pool2d(x, p);
+        }
+        p.count_include_pad = n.attr_int("count_include_pad", 0) != 0;
+        return te::avg_pool2d(x, p);
+    }
+
+    Tensor binary(Op op, const Tensor& a, const Tensor& b) const {
+        switch (op) {
+        case Op::Add:
+            return te::add(a, b);
+        case Op::Sub:
+            return te::subtract(a, b);
+        case Op::Mul:
+            return te::multiply(a, b);
+        case Op::Div:
+            return te::divide(a, b);
+        case Op::Max:
+            return te::maximum(a, b);
+        case Op::Min:
+            return te::minimum(a, b);
+        case Op::Pow:
+            return te::broadcast_binary(
+                a, b, [](Expr x, Expr y) { return ir::pow(x, y); }, "pow");
+        default:
+            break;
+        }
+        TESSERA_UNREACHABLE();
+    }
+
+    void build_node(NodeId id) {
+        const Node& n = g_.node(id);
+        const std::string where = describe_node(n, id);
+        for (size_t i = 1; i < n.outputs.size(); ++i)
+            if (n.outputs[i] != kNoValue && !g_.users(n.outputs[i]).empty())
+                throw UserError() << where << ": output " << i << " ('"
+                                  << g_.value(n.outputs[i]).name
+                                  << "') has no tensor-expression definition yet";
+        const Value& out = g_.value(n.outputs[0]);
+        const ir::DataType dt = to_ir_type(out.dtype);
+        auto x = [&]() { return tensor(n.inputs.at(0)); };
+        Tensor y;
+        switch (n.op) {
+        case Op::Conv: {
+            const Tensor w = tensor(n.inputs.at(1));
+            te::Conv2dParams p = conv_params(n, where, {w.shape()[2], w.shape()[3]});
+            y = te::conv2d(x(), w, p, opt_tensor(n, 2));
+            break;
+        }
+        case Op::ConvBlocked: {
+            const Tensor w = tensor(n.inputs.at(1));
+            te::Conv2dParams p = conv_params(n, where, {w.shape()[2], w.shape()[3]});
+            y = te::conv2d_nchwc(x(), w, p, opt_tensor(n, 2), n.attr_int("depthwise", 0) != 0);
+            break;
+        }
+        case Op::LayoutToBlocked:
+            y = te::layout_to_nchwc(x(), n.attr_int("block", 0));
+            break;
+        case Op::LayoutFromBlocked:
+            y = te::layout_from_nchwc(x(), n.attr_int("channels", 0));
+            break;
+        case Op::Gemm:
+            y = te::gemm(x(), tensor(n.inputs.at(1)), opt_tensor(n, 2),
+                         n.attr_float("alpha", 1.0f), n.attr_float("beta", 1.0f),
+                         n.attr_int("transA", 0) != 0, n.attr_int("transB", 0) != 0);
+            break;
+        case Op::MatMul:
+            y = te::matmul(x(), tensor(n.inputs.at(1)));
+            break;
+        case Op::Relu:
+            y = te::relu(x());
+            break;
+        case Op::Sigmoid:
+            y = te::sigmoid(x());
+            break;
+        case Op::Tanh:
+            y = te::tanh(x());
+            break;
+        case Op::Erf:
+            y = te::erf(x());
+            break;
+        case Op::Gelu:
+            y = te::gelu(x());
+            break;
+        case Op::Exp:
+            y = te::exp(x());
+            break;
+        case Op::Sqrt:
+            y = te::sqrt(x());
+            break;
+        case Op::Log:
+            y = te::unary(x(), [](Expr e) { return ir::log(e); }, "log");
+            break;
+        case Op::Neg:
+            y = te::unary(x(), [](Expr e) { return -e; }, "neg");
+            break;
+        case Op::Reciprocal:
+            y = te::unary(
+                x(), [dt](Expr e) { return ir::make_one(dt) / e; }, "reciprocal");
+            break;
+        case Op::LeakyRelu:
+            y = te::leaky_relu(x(), n.attr_float("alpha", 0.01f));
+            break;
+        case Op::HardSigmoid:
+        case Op::HardSwish: {
+            const double alpha = n.op == Op::HardSwish ? 1.0 / 6 : n.attr_float("alpha", 0.2f);
+            const double beta = n.op == Op::HardSwish ? 0.5 : n.attr_float("beta", 0.5f);
+            const bool swish = n.op == Op::HardSwish;
+            y = te::unary(
+                x(),
+                [=](Expr e) {
+                    Expr h = ir::max(ir::make_zero(dt),
+                                     ir::min(ir::make_one(dt), ir::make_const(dt, alpha) * e +
+                                                                   ir::make_const(dt, beta)));
+                    return swish ? e * h : h;
+                },
+                swish ? "hard_swish" : "hard_sigmoid");
+            break;
+        }
+        case Op::Clip: {
+            const double lo = static_scalar(n, 1, where).value_or(
+                -std::numeric_limits<double>::infinity());
+            const double hi =
+                static_scalar(n, 2, where).value_or(std::numeric_limits<double>::infinity());
+            y = te::clip(x(), lo, hi);
+            break;
+        }
+        case Op::Add:
+        case Op::Sub:
+        case Op::Mul:
+        case Op::Div:
+        case Op::Pow:
+            y = binary(n.op, x(), tensor(n.inputs.at(1)));
+            break;
+        case Op::Max:
+        case Op::Min:
+            y = x();
+            for (size_t i = 1; i < n.inputs.size(); ++i)
+                y = binary(n.op, y, tensor(n.inputs[i]));
+            if (n.inputs.size() == 1)
+                y = te::unary(y, [](Expr e) { return e; }, "copy");
+            break;
+        case Op::MaxPool:
+        case Op::AveragePool:
+            y = pool(n, x(), where);
+            break;
+        case Op::GlobalAveragePool:
+            y = te::global_avg_pool2d(x());
+            break;
+        case Op::Softmax:
+            y = te::softmax(x(), n.attr_int("axis", -1));
+            break;
+        case Op::LayerNormalization:
+            y = te::layer_norm(x(), tensor(n.inputs.at(1)), opt_tensor(n, 2),
+                               n.attr_int("axis", -1), n.attr_float("epsilon", 1e-5f));
+            break;
+        case Op::ReduceSum:
+        case Op::ReduceMean:
+        case Op::ReduceMax: {
+            std::vector<int64_t> axes =
+                n.op == Op::ReduceSum ? static_ints(n, 1, where) : n.attr_ints("axes");
+            const bool keep = n.attr_int("keepdims", 1) != 0;
+            if (axes.empty() && n.op == Op::ReduceSum && n.attr_int("noop_with_empty_axes", 0)) {
+                y = te::unary(x(), [](Expr e) { return e; }, "copy");
+                break;
+            }
+            y = n.op == Op::ReduceSum    ? te::reduce_sum(x(), axes, keep)
+                : n.op == Op::ReduceMean ? te::reduce_mean(x(), axes, keep)
+                                         : te::reduce_max(x(), axes, keep);
+            break;
+        }
+        case Op::Flatten:
+        case Op::Reshape:
+        case Op::Squeeze:
+        case Op::Unsqueeze:
+            y = te::reshape(x(), out.shape);
+            break;
+        case Op::Transpose:
+            y = te::transpose(x(), n.attr_ints("perm"));
+            break;
+        case Op::Concat: {
+            std::vector<Tensor> xs;
+            for (ValueId v : n.inputs)
+                xs.push_back(tensor(v));
+            y = te::concat(xs, n.attr_int("axis", 0));
+            break;
+        }
+        case Op::Gather:
+            y = te::gather(x(), tensor(n.inputs.at(1)), n.attr_int("axis", 0));
+            break;
+        case Op::Slice:
+            y = te::slice(x(), static_ints(n, 1, where), static_ints(n, 2, where),
+                          static_ints(n, 3, where), static_ints(n, 4, where));
+            break;
+        case Op::Pad: {
+            if (n.attr_string("mode", "constant") != "constant")
+                throw UserError() << where << ": only constant-mode Pad has a tensor expression";
+            const std::vector<int64_t> pads = static_ints(n, 1, where);
+            const size_t rank = out.shape.size();
+            std::vector<int64_t> before(pads.begin(), pads.begin() + rank);
+            std::vector<int64_t> after(pads.begin() + rank, pads.end());
+            y = te::pad(x(), before, after, static_scalar(n, 2, where).value_or(0.0));
+            break;
+        }
+        case Op::Expand: {
+            const Tensor in = x();
+            const Shape target = out.shape;
+            y = te::compute(
+                target,
+                [&](const std::vector<te::Var>& i) {
+                    std::vector<Expr> idx;
+                    const auto& s = in.shape();
+                    for (size_t d = 0; d < s.size(); ++d)
+                        idx.push_back(s[d] == 1 ? Expr(0) : Expr(i[target.size() - s.size() + d]));
+                    return in(idx);
+                },
+                "expand");
+            break;
+        }
+        case Op::Cast:
+            y = te::unary(x(), [dt](Expr e) { return ir::cast(dt, e); }, "cast");
+            break;
+        case Op::Equal:
+            y = te::broadcast_binary(
+                x(), tensor(n.inputs.at(1)), [](Expr a, Expr b) { return ir::eq(a, b); }, "equal");
+            break;
+        case Op::Less:
+            y = te::broadcast_binary(
+                x(), tensor(n.inputs.at(1)), [](Expr a, Expr b) { return a < b; }, "less");
+            break;
+        case Op::Greater:
+            y = te::broadcast_binary(
+                x(), tensor(n.inputs.at(1)), [](Expr a, Expr b) { return a > b; }, "greater");
+            break;
+        case Op::Not:
+            y = te::unary(x(), [](Expr e) { return ir::logical_not(e); }, "not");
+            break;
+        case Op::Identity:
+        case Op::Dropout:
+            y = x();
+            break;
+        default:
+            throw UserError() << where << ": op " << op_name(n.op)
+                              << " has no tensor-expression definition yet";
+        }
+        if (y.shape() != out.shape)
+            throw UserError() << where << ": tensor expression has shape "
+                              << te::shape_to_string(y.shape()) << ", the graph value '"
+                              << out.name << "' " << shape_str(out.shape);
+        env_[n.outputs[0]] = y;
+    }
+
+    const Graph& g_;
+    const FusedGroup& group_;
+    std::map<ValueId, Tensor> env_;
+};
+
+} // namespace
+
+GroupCompute group_compute(const Graph& g, const FusedGroup& group) {
+    return GroupBuilder(g, group).build();
+}
+
+std::vector<Task> extract_tasks(const Graph& g, const std::vector<FusedGroup>& groups) {
+    std::vector<Task> tasks;
+    std::map<std::string, size_t> by_key;
+    for (size_t i = 0; i < groups.size(); ++i) {
+        GroupCompute gc = group_compute(g, groups[i]);
+        const std::string key = te::workload_key(gc.compute);
+        auto it = by_key.find(key);
+        if (it != by_key.end()) {
+            tasks[it->second].groups.push_back(static_cast<int>(i));
+            continue;
+        }
+        Task t;
+        t.workload_key = key;
+        t.pattern = groups[i].pattern;
+        t.flops = te::count_flops(gc.compute);
+        t.groups = {static_cast<int>(i)};
+        t.compute = std::move(gc);
+        by_key[key] = tasks.size();
+        tasks.push_back(std::move(t));
+    }
+    return tasks;
+}
+
+} // namespace tessera::graph

@@ -1,0 +1,85 @@
+// `tessera inspect` reports the tuning tasks (text and JSON) and the layout pass at -O3. Runs
+// the built executable (skipped when it has not been built yet: test_graph does not depend on
+// it).
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kModels = TESSERA_SOURCE_DIR "/../shared/models";
+
+struct Output {
+    int code = -1;
+    std::string out; ///< stdout only
+};
+
+Output run_inspect(const std::string& args) {
+    const std::string cmd = std::string(TESSERA_BINARY) + " inspect " + args + " 2>/dev/null";
+    Output o;
+    FILE* p = popen(cmd.c_str(), "r");
+    if (!p)
+        return o;
+    std::array<char, 4096> buf;
+    size_t n;
+    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0)
+        o.out.append(buf.data(), n);
+    const int status = pclose(p);
+    o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return o;
+}
+
+class InspectTasks : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        if (!fs::exists(TESSERA_BINARY))
+            GTEST_SKIP() << "tessera executable not built: " << TESSERA_BINARY;
+        if (!fs::exists(kModels + "/conv_bn_relu/model.onnx"))
+            GTEST_SKIP() << "shared models missing";
+    }
+};
+
+TEST_F(InspectTasks, TextListsTasksAndLayout) {
+    Output o = run_inspect(kModels + "/conv_bn_relu/model.onnx -O3");
+    ASSERT_EQ(o.code, 0) << o.out;
+    EXPECT_NE(o.out.find("layout: 7 changes"), std::string::npos) << o.out;
+    EXPECT_NE(o.out.find("tasks: 5 unique (5 groups"), std::string::npos) << o.out;
+    EXPECT_NE(o.out.find("conv2d_nchwc+add+relu f32[1,2,32,32,8]"), std::string::npos) << o.out;
+    // --nchwc-block 16: the 16-channel convs use one block of 16.
+    Output o16 = run_inspect(kModels + "/conv_bn_relu/model.onnx -O3 --nchwc-block 16");
+    ASSERT_EQ(o16.code, 0) << o16.out;
+    EXPECT_NE(o16.out.find("f32[1,1,32,32,16]"), std::string::npos) << o16.out;
+    // Disabling the layout pass keeps NCHW convs.
+    Output off = run_inspect(kModels + "/conv_bn_relu/model.onnx -O3 --disable-pass layout");
+    ASSERT_EQ(off.code, 0) << off.out;
+    EXPECT_EQ(off.out.find("nchwc"), std::string::npos) << off.out;
+    EXPECT_NE(off.out.find("conv2d+add+relu f32[1,16,32,32]"), std::string::npos) << off.out;
+}
+
+TEST_F(InspectTasks, JsonTasksCoverEveryGroup) {
+    Output o = run_inspect(kModels + "/conv_bn_relu/model.onnx -O3 --json");
+    ASSERT_EQ(o.code, 0) << o.out;
+    const nlohmann::json j = nlohmann::json::parse(o.out);
+    const auto& tasks = j["tasks"];
+    ASSERT_TRUE(tasks.contains("list")) << o.out;
+    EXPECT_EQ(tasks["unique"].get<size_t>(), tasks["list"].size());
+    int groups = 0;
+    for (const auto& t : tasks["list"]) {
+        groups += t["count"].get<int>();
+        EXPECT_EQ(t["workload_key"].get<std::string>().size(), 64u);
+        EXPECT_EQ(t["groups"].size(), t["count"].get<size_t>());
+        EXPECT_GE(t["flops"].get<int64_t>(), 0);
+    }
+    EXPECT_EQ(groups, j["fused_groups"]["count"].get<int>());
+}
+
+} // namespace

@@ -1,0 +1,215 @@
+// The layout pass (NCHW -> NCHW[x]c): numerics before/after on random inputs with the reference
+// evaluator, and the structure it leaves (blocked convs, conversions only at the edges, no
+// cancelling pairs), on built graphs and on the shared ResNet-18.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "passes_util.h"
+#include "tessera/graph/import_onnx.h"
+#include "tessera/graph/pipeline.h"
+#include "tessera/support/error.h"
+
+namespace tessera::graph {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kModels = TESSERA_SOURCE_DIR "/../shared/models";
+
+Attributes conv_attrs(int64_t k, int64_t stride, int64_t pad, int64_t group = 1) {
+    return {{"kernel_shape", Attribute::of_ints({k, k})},
+            {"strides", Attribute::of_ints({stride, stride})},
+            {"dilations", Attribute::of_ints({1, 1})},
+            {"pads", Attribute::of_ints({pad, pad, pad, pad})},
+            {"group", Attribute::of_int(group)}};
+}
+
+// No LayoutToBlocked reads a LayoutFromBlocked of the same block, nor the reverse.
+void expect_no_cancelling_pairs(const Graph& g) {
+    for (NodeId id : g.node_ids()) {
+        const Node& n = g.node(id);
+        if (n.op != Op::LayoutToBlocked && n.op != Op::LayoutFromBlocked)
+            continue;
+        const NodeId p = g.value(n.inputs[0]).producer;
+        if (p == kNoNode)
+            continue;
+        const Op inner = n.op == Op::LayoutToBlocked ? Op::LayoutFromBlocked : Op::LayoutToBlocked;
+        EXPECT_FALSE(g.node(p).op == inner &&
+                     g.node(p).attr_int("block", 0) == n.attr_int("block", 0))
+            << describe_node(n, id) << " undoes its producer\n"
+            << to_string(g);
+    }
+}
+
+// Odd channel counts (13 in, 11 and 16 out) so the channel padding is exercised; a depthwise
+// conv, a per-channel bias Add and Mul, a residual Add of two convs, and a pool reading a
+// blocked value (a conversion back to NCHW in the middle of the graph).
+Graph conv_net() {
+    GraphBuilder b;
+    const ValueId x = b.input("x", {1, 13, 9, 7});
+    const ValueId a = b.op(Op::Conv, {x, b.constant_f32({11, 13, 3, 3}, 1), b.constant_f32({11}, 2)},
+                           conv_attrs(3, 1, 1));
+    const ValueId r = b.op(Op::Relu, {a});
+    const ValueId s = b.op(Op::Add, {r, b.constant_f32({11, 1, 1}, 3)});
+    const ValueId d = b.op(Op::Conv, {s, b.constant_f32({11, 1, 3, 3}, 4)}, conv_attrs(3, 1, 1, 11));
+    const ValueId m = b.op(Op::Mul, {d, b.constant_f32({1, 11, 1, 1}, 5)});
+    const ValueId e = b.op(Op::Conv, {m, b.constant_f32({16, 11, 1, 1}, 6)}, conv_attrs(1, 1, 0));
+    const ValueId f = b.op(Op::Conv, {x, b.constant_f32({16, 13, 3, 3}, 7)}, conv_attrs(3, 1, 1));
+    const ValueId o = b.op(Op::Add, {e, f});
+    const ValueId out = b.op(Op::Relu, {o});
+    const ValueId pooled = b.op(Op::GlobalAveragePool, {r});
+    return b.finish({out, pooled});
+}
+
+class LayoutBlockTest : public ::testing::TestWithParam<int64_t> {};
+
+TEST_P(LayoutBlockTest, ConvNetKeepsValuesAndStaysBlocked) {
+    const int64_t block = GetParam();
+    Graph g = conv_net();
+    PassResult r = check_pass(g, [&](Graph& gr) { return convert_layout_nchwc(gr, block); });
+    EXPECT_EQ(r.pass, "layout");
+    EXPECT_EQ(count_op(g, Op::Conv), 0) << to_string(g);
+    EXPECT_EQ(count_op(g, Op::ConvBlocked), 4);
+    // One conversion in (x feeds two convs through one LayoutToBlocked), one out per NCHW
+    // reader: the graph output and the pool.
+    EXPECT_EQ(count_op(g, Op::LayoutToBlocked), 1) << to_string(g);
+    EXPECT_EQ(count_op(g, Op::LayoutFromBlocked), 2) << to_string(g);
+    EXPECT_EQ(r.changes, 4 + 5); // 4 convs; Relu, Add, Mul, Add, Relu
+    for (NodeId id : g.node_ids()) {
+        const Node& n = g.node(id);
+        if (n.op == Op::LayoutToBlocked) {
+            EXPECT_EQ(n.inputs[0], g.inputs[0]);
+        }
+        if (n.op == Op::ConvBlocked) {
+            EXPECT_EQ(g.value(n.outputs[0]).shape.size(), 5u);
+            EXPECT_EQ(g.value(n.outputs[0]).shape[4], block);
+            EXPECT_TRUE(g.value(n.inputs[1]).is_constant()); // weights folded at compile time
+        }
+    }
+    expect_no_cancelling_pairs(g);
+    // A second run finds nothing to do.
+    EXPECT_EQ(convert_layout_nchwc(g, block).changes, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Blocks, LayoutBlockTest, ::testing::Values(1, 4, 8));
+
+TEST(LayoutPass, ConvsWithFewerChannelsThanABlockStayNchw) {
+    // Blocks of 16 would pad 13 input and 11 output channels to 16: those convs stay NCHW; the
+    // two 16-channel-output convs read 13 and 11 channels and stay too, so nothing changes.
+    Graph g = conv_net();
+    const std::string before = to_string(g);
+    PassResult r = check_pass(g, [](Graph& gr) { return convert_layout_nchwc(gr, 16); });
+    EXPECT_EQ(r.changes, 0);
+    EXPECT_EQ(to_string(g), before);
+}
+
+TEST(LayoutPass, LeavesUnblockableConvsAndOpsInNchw) {
+    GraphBuilder b;
+    const ValueId x = b.input("x", {1, 8, 7, 7});
+    const ValueId w = b.input("w", {8, 8, 3, 3}); // runtime weights: not blocked
+    const ValueId a = b.op(Op::Conv, {x, w}, conv_attrs(3, 1, 1));
+    const ValueId grouped = b.op(Op::Conv, {x, b.constant_f32({8, 4, 3, 3}, 1)}, conv_attrs(3, 1, 1, 2));
+    const ValueId c = b.op(Op::Conv, {x, b.constant_f32({8, 8, 1, 1}, 2)}, conv_attrs(1, 1, 0));
+    // Div could turn padding channels into inf: it stays NCHW.
+    const ValueId d = b.op(Op::Div, {c, b.constant_f32({1, 8, 1, 1}, 3, 1.0f, 2.0f)});
+    const ValueId sum = b.op(Op::Add, {b.op(Op::Add, {a, grouped}), d});
+    Graph g = b.finish({sum});
+    check_pass(g, [](Graph& gr) { return convert_layout_nchwc(gr, 8); });
+    EXPECT_EQ(count_op(g, Op::Conv), 2);
+    EXPECT_EQ(count_op(g, Op::ConvBlocked), 1);
+    EXPECT_EQ(count_op(g, Op::Div), 1);
+    EXPECT_EQ(g.value(first_node(g, Op::Div).inputs[0]).shape.size(), 4u);
+}
+
+TEST(LayoutPass, CancelsConversionPairs) {
+    GraphBuilder b;
+    const ValueId x = b.input("x", {1, 16, 5, 3});
+    const ValueId to = b.op(Op::LayoutToBlocked, {x}, {{"block", Attribute::of_int(8)}});
+    const ValueId back = b.op(Op::LayoutFromBlocked, {to}, {{"block", Attribute::of_int(8)},
+                                                            {"channels", Attribute::of_int(16)}});
+    const ValueId y = b.op(Op::Exp, {back}); // not a blocked op: reads NCHW
+    Graph g = b.finish({y});
+    PassResult r = check_pass(g, [](Graph& gr) { return convert_layout_nchwc(gr, 8); });
+    EXPECT_EQ(r.changes, 1);
+    EXPECT_EQ(count_op(g, Op::LayoutToBlocked), 0);
+    EXPECT_EQ(count_op(g, Op::LayoutFromBlocked), 0);
+    EXPECT_EQ(first_node(g, Op::Exp).inputs[0], x);
+}
+
+TEST(LayoutPass, ConversionOpsRoundTripWithPadding) {
+    // 13 channels in blocks of 8: 3 zero channels of padding, dropped on the way back.
+    GraphBuilder b;
+    const ValueId x = b.input("x", {2, 13, 3, 5});
+    const ValueId to = b.op(Op::LayoutToBlocked, {x}, {{"block", Attribute::of_int(8)}});
+    Graph g = b.finish({to});
+    EXPECT_EQ(g.value(to).shape, (Shape{2, 2, 3, 5, 8}));
+    const TensorData in = testing::random_tensor({2, 13, 3, 5}, 11);
+    const TensorData blocked = evaluate(g, {in})[0];
+    const float* pb = blocked.data<float>();
+    const float* pi = in.data<float>();
+    for (int64_t n = 0; n < 2; ++n)
+        for (int64_t c = 0; c < 16; ++c)
+            for (int64_t p = 0; p < 15; ++p) {
+                const float want = c < 13 ? pi[(n * 13 + c) * 15 + p] : 0.0f;
+                EXPECT_EQ(pb[((n * 2 + c / 8) * 15 + p) * 8 + c % 8], want);
+            }
+    GraphBuilder b2;
+    const ValueId xb = b2.input("xb", {2, 2, 3, 5, 8});
+    const ValueId back = b2.op(Op::LayoutFromBlocked, {xb}, {{"block", Attribute::of_int(8)},
+                                                             {"channels", Attribute::of_int(13)}});
+    Graph g2 = b2.finish({back});
+    EXPECT_EQ(evaluate(g2, {blocked})[0], in);
+}
+
+TEST(LayoutPass, RejectsBadBlocksAndShapes) {
+    Graph g = conv_net();
+    EXPECT_THROW(convert_layout_nchwc(g, 0), UserError);
+    PipelineOptions o;
+    o.level = 3;
+    o.layout_block = -2;
+    EXPECT_THROW(optimize(g, o), UserError);
+    GraphBuilder b;
+    const ValueId x = b.input("x", {1, 16, 5, 3, 8});
+    b.op(Op::LayoutFromBlocked, {x}, {{"block", Attribute::of_int(8)},
+                                      {"channels", Attribute::of_int(7)}}); // needs 1 block
+    EXPECT_THROW(infer_shapes(b.g), UserError);
+}
+
+TEST(LayoutPass, Resnet18AtO3IsBlockedWithConversionsAtTheEdges) {
+    const std::string path = kModels + "/resnet18/model.onnx";
+    if (!fs::exists(path))
+        GTEST_SKIP() << "model missing: " << path;
+    Graph g = import_onnx(path);
+    PipelineOptions o;
+    o.level = 3;
+    optimize(g, o);
+    // conv1 reads 3 channels: it stays NCHW; the 19 others are blocked.
+    EXPECT_EQ(count_op(g, Op::Conv), 1);
+    EXPECT_EQ(count_op(g, Op::ConvBlocked), 19);
+    expect_no_cancelling_pairs(g);
+    // Conversions only where NCHW data meets blocked ops: into blocked ops from the graph
+    // input or a non-blocked op, out of them into non-blocked ops.
+    auto blocked_op = [](Op op) {
+        return op == Op::ConvBlocked || op == Op::Relu || op == Op::Add;
+    };
+    for (NodeId id : g.node_ids()) {
+        const Node& n = g.node(id);
+        if (n.op == Op::LayoutToBlocked) {
+            const NodeId p = g.value(n.inputs[0]).producer;
+            EXPECT_TRUE(p == kNoNode || !blocked_op(g.node(p).op)) << describe_node(n, id);
+            for (NodeId u : g.users(n.outputs[0]))
+                EXPECT_TRUE(blocked_op(g.node(u).op)) << describe_node(g.node(u), u);
+        }
+        if (n.op == Op::LayoutFromBlocked) {
+            for (NodeId u : g.users(n.outputs[0]))
+                EXPECT_FALSE(blocked_op(g.node(u).op)) << describe_node(g.node(u), u);
+        }
+    }
+    // conv1, relu, MaxPool (NCHW) -> the blocked residual stages -> GlobalAveragePool (NCHW).
+    EXPECT_EQ(count_op(g, Op::LayoutToBlocked), 1) << to_string(g);
+    EXPECT_EQ(count_op(g, Op::LayoutFromBlocked), 1) << to_string(g);
+}
+
+} // namespace
+} // namespace tessera::graph
