@@ -1,0 +1,131 @@
+// Measuring schedules on the real machine (DESIGN.md decisions 3 and 4).
+//
+// measure() takes candidate schedules of one task and returns one MeasureResult each, in order:
+//   0. task data, once per task (by te::workload_key) and cached for the Measurer's life:
+//      seeded random dense inputs (fill_random, one Rng(seed) over the inputs in order) and
+//      the reference outputs from the default loop nest (lower::lower_default, JIT-compiled
+//      in this process), all written as raw files into the work directory; an input a
+//      candidate stores in another layout is packed once per distinct layout (layout.h);
+//   1. build (builder.h): each candidate is lowered (sched::lower_state), prepared for codegen
+//      and compiled to a shared library, several at once on build threads (one LLVM context
+//      per thread), each against a time limit;
+//   2. run (runner.h): a separate worker process (this executable, `tessera __measure-worker`)
+//      loads each library, runs it on the task's inputs, compares every output element with
+//      the reference output and only then times it: warm-up, then repeats until both
+//      min_repeats and min_repeat_secs are reached (at most max_repeats), optionally flushing
+//      the caches before each repeat. A wrong result is a WrongAnswer error, never a time. A
+//      candidate that crashes (signal), hangs (run_timeout_secs) or aborts becomes an error
+//      record with its reason; the worker is restarted and measuring goes on.
+// Built libraries are deleted once measured. Candidates run one after the other (timings are
+// never taken while another candidate runs); builds all finish before the first run, so
+// compilation never disturbs a timing.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tessera/schedule/state.h"
+#include "tessera/te/compute.h"
+#include "tessera/tuner/builder.h"
+#include "tessera/tuner/database.h"
+
+namespace tessera::tune {
+
+/// How candidates are built and run, one documented default each.
+struct MeasureOptions {
+    int build_threads = 0;          ///< Parallel compilations; 0 = physical cores available.
+    double build_timeout_secs = 60; ///< Per candidate: lowering + LLVM + link.
+    double run_timeout_secs = 20;   ///< Per candidate: load + check + all timed repeats.
+    int kernel_threads = 0;         ///< Threads the measured kernel uses; 0 = all cores.
+    int warmup = 1;                 ///< Untimed runs after the check run.
+    int min_repeats = 5;            ///< Timed repeats at least ...
+    double min_repeat_secs = 0.2;   ///< ... and until their total reaches this.
+    int max_repeats = 200;          ///< Upper bound on timed repeats.
+    bool flush_cache = false;       ///< Overwrite a buffer twice the LLC before each timed run.
+    double tolerance = 1e-3;        ///< Max |got - want| / max(1, |want|) over all elements.
+    uint64_t seed = 0;              ///< Seed of the random inputs.
+    /// The worker command line (argv[0] a path); empty = this executable (/proc/self/exe) with
+    /// the argument "__measure-worker", which only works in the `tessera` executable: other
+    /// programs (tests) pass {path of tessera, "__measure-worker"}.
+    std::vector<std::string> worker_command;
+    /// Directory for built libraries, task data and the worker's stderr log
+    /// (worker_stderr.log); created when missing. Empty = a fresh directory under $TMPDIR (or
+    /// /tmp), removed by the Measurer's destructor.
+    std::string work_dir;
+};
+
+/// The outcome of one candidate.
+struct MeasureResult {
+    MeasureError error = MeasureError::Ok;
+    std::string error_message;    ///< Why it failed (signal name, timeout, max error, ...).
+    std::vector<double> run_secs; ///< Every timed repeat, in order (Ok only).
+    double build_secs = 0;        ///< Wall time of its build (lowering, LLVM, link).
+    double max_rel_error = 0;     ///< Of the checked output (Ok and WrongAnswer).
+};
+
+class Measurer {
+  public:
+    virtual ~Measurer() = default;
+    /// Measures states (all schedules of compute c) and returns one result per state, in
+    /// order. Never throws for a failing candidate (that is its error record); throws
+    /// UserError only when measuring is impossible at all (no worker can be started, the
+    /// work directory cannot be written).
+    virtual std::vector<MeasureResult> measure(const te::Compute& c,
+                                               const std::vector<sched::State>& states) = 0;
+    /// How it measures, as a JSON object (stored as each record's measure_settings_json).
+    virtual std::string settings_json() const = 0;
+};
+
+/// One candidate at the level below schedules: how to lower it, and how each input of the
+/// compute is stored. States become candidates through candidate_from_state; tests and tools
+/// may hand-build the loop IR instead (the function must have the lower_default parameter
+/// contract: inputs then outputs, outputs dense; inputs dense or packed by their layout).
+struct MeasureCandidate {
+    LowerFn lower;
+    /// One per compute input (dense row-major when identity); empty = all identity.
+    std::vector<sched::LayoutTransform> input_layouts;
+};
+
+/// The candidate that lowers `s` with sched::lower_state and stores each input in its stage's
+/// layout.
+MeasureCandidate candidate_from_state(const sched::State& s);
+
+/// The real builder + worker-process runner. One measure call at a time (not thread-safe).
+class LocalMeasurer : public Measurer {
+  public:
+    /// Checks the options (UserError naming an option out of range) and creates the work
+    /// directory (UserError when it cannot be created). The worker starts on the first run.
+    explicit LocalMeasurer(const MeasureOptions& opts = {});
+    /// Stops the worker, waits for builds that timed out, and removes the work directory when
+    /// this Measurer created it (a given work_dir is kept, with the task data in it).
+    ~LocalMeasurer() override;
+
+    std::vector<MeasureResult> measure(const te::Compute& c,
+                                       const std::vector<sched::State>& states) override;
+    /// measure() for candidates of any origin (same contract).
+    std::vector<MeasureResult> measure_candidates(const te::Compute& c,
+                                                  const std::vector<MeasureCandidate>& candidates);
+    /// {"kernel_threads", "warmup", "min_repeats", "min_repeat_secs", "max_repeats",
+    /// "flush_cache", "tolerance", "seed"}; kernel_threads is the resolved count (never 0).
+    std::string settings_json() const override;
+
+    /// The work directory in use.
+    const std::string& work_dir() const;
+    /// Worker processes started so far (1 + restarts after failures), for tests and logs.
+    int workers_started() const;
+
+  private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+/// A LocalMeasurer.
+std::unique_ptr<Measurer> make_local_measurer(const MeasureOptions& opts = {});
+
+/// The `tessera __measure-worker` entry point: serves measurement requests on stdin/stdout
+/// until stdin closes. Returns the process exit code.
+int measure_worker_main();
+
+} // namespace tessera::tune

@@ -1,0 +1,111 @@
+// The measurement runner: built kernels are loaded, checked and timed in a separate worker
+// process, so that a kernel that crashes or hangs costs one error record, never the tuner.
+//
+// Protocol: the worker (`tessera __measure-worker`, measure_worker_main) reads one JSON object
+// per line on stdin and answers one JSON object per line on stdout. Right after starting it
+// says {"ready":true}. Requests are RunRequest::to_json, replies RunReply::to_json.
+//
+// The parent (Runner) talks to the worker over a Unix socket pair (the worker's stdin and
+// stdout), and sends with MSG_NOSIGNAL, so a worker that died never raises SIGPIPE in the
+// tuner. The worker's stderr goes to a log file; the tail written during a failed request is
+// appended to its error message. For each request the parent waits with poll() until
+// timeout_secs have passed:
+//   - a reply: returned as is;
+//   - the deadline: the worker is killed (SIGKILL), reaped, and the request is a RunTimeout;
+//   - end of file (the worker died): reaped, and the request is a RuntimeDevice error naming
+//     the signal (strsignal) or the exit code.
+// After a failed request the next one starts a fresh worker. The worker is started lazily, on
+// the first request, and kept across requests.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+#include "tessera/tuner/database.h"
+
+namespace tessera::tune {
+
+/// One kernel parameter of a request: an input read from a file, or an output of `bytes`
+/// bytes of `dtype`, optionally checked against a reference file.
+struct RunParam {
+    std::string file;      ///< Input: raw data file (the worker caches it by path, read-only).
+    int64_t bytes = 0;     ///< Output: its size in bytes.
+    std::string dtype;     ///< Output: element type ("f32", ...; ir::parse_type).
+    std::string reference; ///< Output: raw file of the expected values; empty = not checked.
+};
+
+/// What the worker does with one library.
+struct RunRequest {
+    std::string library;          ///< Path of the shared library (dlopen RTLD_NOW|RTLD_LOCAL).
+    std::string symbol;           ///< `void symbol(void** args)`.
+    std::vector<RunParam> params; ///< In argument order.
+    double tolerance = 1e-3;      ///< Max element_error (host_buffer.h) of a correct output.
+    int threads = 0;              ///< runtime::set_num_threads for the kernel (0 = all cores).
+    int warmup = 1;               ///< Untimed runs after the checked run.
+    int min_repeats = 5;          ///< Timed runs: at least this many ...
+    double min_repeat_secs = 0.2; ///< ... and until their total reaches this ...
+    int max_repeats = 200;        ///< ... but never more than this many.
+    bool flush_cache = false; ///< Overwrite a last-level-cache-sized buffer before each timed run.
+
+    std::string to_json() const;
+    /// Throws UserError when the text is not a valid request.
+    static RunRequest from_json(const std::string& line);
+};
+
+/// The worker's answer.
+struct RunReply {
+    MeasureError error = MeasureError::Ok; ///< Ok, WrongAnswer, RuntimeDevice, RunTimeout, Unknown.
+    std::string error_message;
+    std::vector<double> run_secs; ///< Every timed run (Ok only).
+    double max_rel_error = 0;     ///< Over all checked outputs (Ok and WrongAnswer).
+
+    std::string to_json() const;
+    /// Throws UserError when the text is not a valid reply.
+    static RunReply from_json(const std::string& line);
+};
+
+class Runner {
+  public:
+    /// worker_command: the program and its arguments (argv[0] is a path; not searched in PATH).
+    /// stderr_log: file the worker's stderr is appended to. Throws UserError when the command
+    /// is empty or timeout_secs is not positive.
+    Runner(std::vector<std::string> worker_command, double timeout_secs, std::string stderr_log);
+    /// Stops the worker (closes its input, kills it, reaps it).
+    ~Runner();
+    Runner(const Runner&) = delete;
+    Runner& operator=(const Runner&) = delete;
+
+    /// Runs one request on the worker (starting one if none is alive) and returns its reply,
+    /// or the RunTimeout / RuntimeDevice reply described in the file comment. Throws
+    /// UserError only when no worker can be started at all (bad command, no ready line within
+    /// 30 s).
+    RunReply run(const RunRequest& req);
+
+    /// The pid of the live worker, or -1.
+    pid_t worker_pid() const { return pid_; }
+    /// How many workers were started so far.
+    int workers_started() const { return started_; }
+
+  private:
+    void start_worker();
+    void stop_worker();
+    /// Reads one line before `deadline_ms` (CLOCK_MONOTONIC milliseconds). Returns 1 on a
+    /// line, 0 on timeout, -1 on end of file or error.
+    int read_line(std::string& line, int64_t deadline_ms);
+    /// Reaps the dead worker and describes how it ended ("killed by signal 11 (Segmentation
+    /// fault)", "exited with code 3").
+    std::string reap_dead_worker();
+    std::string stderr_tail_since(int64_t offset) const;
+
+    std::vector<std::string> command_;
+    double timeout_secs_;
+    std::string stderr_log_;
+    pid_t pid_ = -1;
+    int fd_ = -1;         ///< Parent's end of the socket pair.
+    std::string pending_; ///< Bytes read past the last line.
+    int started_ = 0;
+};
+
+} // namespace tessera::tune

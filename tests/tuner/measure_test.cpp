@@ -1,0 +1,319 @@
+// The local measurer end to end: real builds, a real worker process (the built tessera
+// executable), and candidates that crash, hang, compute wrong results or fail to build.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <future>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "tessera/ir/stmt.h"
+#include "tessera/lower/lower_default.h"
+#include "tessera/schedule/sampling.h"
+#include "tessera/schedule/schedule.h"
+#include "tessera/schedule/sketch.h"
+#include "tessera/support/error.h"
+#include "tessera/te/op_library.h"
+#include "tessera/tuner/measure.h"
+
+namespace tessera::tune {
+namespace {
+
+namespace fs = std::filesystem;
+using ir::DataType;
+using ir::Expr;
+using ir::LoweredFunc;
+using ir::Stmt;
+using te::Tensor;
+
+te::Compute matmul_compute(int64_t m, int64_t k, int64_t n) {
+    Tensor a = te::placeholder({m, k}, DataType::f32(), "A");
+    Tensor b = te::placeholder({k, n}, DataType::f32(), "B");
+    return te::make_compute({a, b}, {te::matmul(a, b)});
+}
+
+/// Small, fast settings: one kernel thread, two timed runs, a 1 s hang limit.
+MeasureOptions test_options() {
+    MeasureOptions o;
+    o.worker_command = {TESSERA_BINARY, "__measure-worker"};
+    o.build_threads = 2;
+    o.run_timeout_secs = 1;
+    o.kernel_threads = 1;
+    o.warmup = 1;
+    o.min_repeats = 2;
+    o.max_repeats = 3;
+    o.min_repeat_secs = 0;
+    o.seed = 11;
+    return o;
+}
+
+/// `n` complete schedules of c sampled from its sketches with a fixed seed.
+std::vector<sched::State> sample_states(const te::Compute& c, size_t n, uint64_t seed) {
+    const std::vector<sched::State> sketches = sched::generate_sketches(c);
+    Rng rng(seed);
+    std::vector<sched::State> states;
+    for (size_t attempt = 0; states.size() < n && attempt < 100 * n; ++attempt) {
+        try {
+            states.push_back(sched::sample_initial_state(sketches[attempt % sketches.size()], rng));
+        } catch (const ScheduleError&) {
+        }
+    }
+    EXPECT_EQ(states.size(), n);
+    return states;
+}
+
+/// The default loop nest, correct (the reference itself, but built and run as a candidate).
+MeasureCandidate default_candidate(const te::Compute& c) {
+    return {[c](const std::string& name) { return lower::lower_default(c, name); }, {}};
+}
+
+/// The default loop nest followed by `extra`, a statement over the same parameters.
+MeasureCandidate with_extra(const te::Compute& c, std::function<Stmt(const LoweredFunc&)> extra) {
+    return {[c, extra](const std::string& name) {
+                LoweredFunc f = lower::lower_default(c, name);
+                f.body = ir::Seq::make({f.body, extra(f)});
+                return f;
+            },
+            {}};
+}
+
+Expr i64(int64_t v) { return ir::IntImm::make(DataType::i64(), v); }
+Expr f32(double v) { return ir::FloatImm::make(DataType::f32(), v); }
+
+/// Writes 1.0 about 4 TiB past the output: SIGSEGV in the worker.
+MeasureCandidate segfaulting_candidate(const te::Compute& c) {
+    return with_extra(c, [](const LoweredFunc& f) {
+        return ir::Store::make(f.params.back(), f32(1), i64(int64_t(1) << 40));
+    });
+}
+
+/// A float recurrence over 2^40 iterations (no closed form): runs for far longer than 1 s.
+MeasureCandidate hanging_candidate(const te::Compute& c) {
+    return with_extra(c, [](const LoweredFunc& f) {
+        const ir::Buffer& out = f.params.back();
+        ir::Var i("i");
+        Stmt body = ir::Store::make(
+            out, ir::Add::make(ir::Mul::make(ir::Load::make(out, i64(0)), f32(1.0000001)), f32(1)),
+            i64(0));
+        return ir::For::make(i, i64(0), i64(int64_t(1) << 40), ir::ForKind::Serial, body);
+    });
+}
+
+/// Correct everywhere but at flat output index `index`, which is off by 1.
+MeasureCandidate off_by_one_at(const te::Compute& c, int64_t index) {
+    return with_extra(c, [index](const LoweredFunc& f) {
+        const ir::Buffer& out = f.params.back();
+        return ir::Store::make(out, ir::Add::make(ir::Load::make(out, i64(index)), f32(1)),
+                               i64(index));
+    });
+}
+
+bool contains(const std::string& s, const std::string& part) {
+    return s.find(part) != std::string::npos;
+}
+
+void expect_ok(const MeasureResult& r, const MeasureOptions& o) {
+    EXPECT_EQ(r.error, MeasureError::Ok) << r.error_message;
+    EXPECT_GE(r.run_secs.size(), static_cast<size_t>(o.min_repeats));
+    EXPECT_LE(r.run_secs.size(), static_cast<size_t>(o.max_repeats));
+    for (double t : r.run_secs)
+        EXPECT_GT(t, 0);
+    EXPECT_LE(r.max_rel_error, 1e-4);
+    EXPECT_GT(r.build_secs, 0);
+}
+
+TEST(Measure, SampledMatmulSchedulesAreCorrectAndTimed) {
+    const te::Compute c = matmul_compute(7, 13, 127);
+    MeasureOptions o = test_options();
+    o.kernel_threads = 2; // parallel loops run on the worker's thread pool
+    LocalMeasurer m(o);
+    const std::vector<sched::State> states = sample_states(c, 4, 5);
+    const std::vector<MeasureResult> rs = m.measure(c, states);
+    ASSERT_EQ(rs.size(), states.size());
+    for (const MeasureResult& r : rs)
+        expect_ok(r, o);
+    EXPECT_EQ(m.workers_started(), 1);
+
+    // A second batch of another task reuses the worker; built libraries are gone.
+    const te::Compute c2 = matmul_compute(1, 127, 13);
+    for (const MeasureResult& r : m.measure(c2, sample_states(c2, 2, 6)))
+        expect_ok(r, o);
+    EXPECT_EQ(m.workers_started(), 1);
+    for (const auto& e : fs::directory_iterator(m.work_dir()))
+        EXPECT_NE(e.path().extension(), ".so") << e.path();
+}
+
+TEST(Measure, PackedInputLayoutIsMeasuredOnPackedData) {
+    const te::Compute c = matmul_compute(7, 13, 127);
+    sched::State s = sched::make_initial_state(c);
+    // B[13][127] stored as panels [8][13][16] (127 is not a multiple of 16: padded).
+    sched::transform_layout(s, 1, sched::LayoutTransform{{1, 16}, {1, 0, 2}});
+    const MeasureOptions o = test_options();
+    LocalMeasurer m(o);
+    const std::vector<MeasureResult> rs = m.measure(c, {s, sched::make_initial_state(c)});
+    ASSERT_EQ(rs.size(), 2u);
+    expect_ok(rs[0], o);
+    expect_ok(rs[1], o);
+}
+
+TEST(Measure, LoweringFailuresAreInstantiationErrors) {
+    const te::Compute c = matmul_compute(7, 13, 127);
+    sched::State wide = sched::make_initial_state(c);
+    sched::vectorize(wide, 2, 1); // j has 127 iterations: wider than 64 lanes
+    LocalMeasurer m(test_options());
+    std::vector<MeasureCandidate> cands = {
+        candidate_from_state(wide),
+        {[](const std::string&) -> LoweredFunc { throw ScheduleError("no such loop"); }, {}},
+        default_candidate(c)};
+    const std::vector<MeasureResult> rs = m.measure_candidates(c, cands);
+    ASSERT_EQ(rs.size(), 3u);
+    EXPECT_EQ(rs[0].error, MeasureError::Instantiation) << rs[0].error_message;
+    EXPECT_FALSE(rs[0].error_message.empty());
+    EXPECT_EQ(rs[1].error, MeasureError::Instantiation);
+    EXPECT_EQ(rs[1].error_message, "no such loop");
+    EXPECT_EQ(rs[2].error, MeasureError::Ok) << rs[2].error_message;
+}
+
+TEST(Measure, InvalidLoopProgramIsCompileError) {
+    const te::Compute c = matmul_compute(7, 13, 127);
+    // A free variable: the verifier in prepare_for_codegen rejects it.
+    MeasureCandidate bad = with_extra(c, [](const LoweredFunc& f) {
+        return ir::Store::make(f.params.back(), f32(2), ir::Var("unbound"));
+    });
+    LocalMeasurer m(test_options());
+    const std::vector<MeasureResult> rs = m.measure_candidates(c, {bad, default_candidate(c)});
+    EXPECT_EQ(rs[0].error, MeasureError::CompileHost) << rs[0].error_message;
+    EXPECT_FALSE(rs[0].error_message.empty());
+    EXPECT_EQ(rs[1].error, MeasureError::Ok) << rs[1].error_message;
+}
+
+TEST(Measure, CrashHangAndWrongAnswerDoNotStopTheBatch) {
+    const te::Compute c = matmul_compute(7, 13, 127);
+    const MeasureOptions o = test_options();
+    LocalMeasurer m(o);
+    const std::vector<MeasureCandidate> cands = {segfaulting_candidate(c), default_candidate(c),
+                                                 hanging_candidate(c),     default_candidate(c),
+                                                 off_by_one_at(c, 5),      default_candidate(c)};
+    const std::vector<MeasureResult> rs = m.measure_candidates(c, cands);
+    ASSERT_EQ(rs.size(), cands.size());
+
+    EXPECT_EQ(rs[0].error, MeasureError::RuntimeDevice) << rs[0].error_message;
+    EXPECT_TRUE(contains(rs[0].error_message, "signal 11")) << rs[0].error_message;
+    EXPECT_TRUE(rs[0].run_secs.empty());
+    expect_ok(rs[1], o);
+
+    EXPECT_EQ(rs[2].error, MeasureError::RunTimeout) << rs[2].error_message;
+    EXPECT_TRUE(contains(rs[2].error_message, "time limit")) << rs[2].error_message;
+    expect_ok(rs[3], o);
+
+    EXPECT_EQ(rs[4].error, MeasureError::WrongAnswer) << rs[4].error_message;
+    EXPECT_GT(rs[4].max_rel_error, o.tolerance);
+    EXPECT_TRUE(contains(rs[4].error_message, "element 5")) << rs[4].error_message;
+    expect_ok(rs[5], o);
+
+    // One worker at first, one after the crash, one after the hang; a wrong answer keeps it.
+    EXPECT_EQ(m.workers_started(), 3);
+}
+
+TEST(Measure, InputsAreReadOnlyInTheWorker) {
+    // A kernel that writes into its input dies there; the next candidate still sees the
+    // original data (and is correct).
+    const te::Compute c = matmul_compute(7, 13, 127);
+    MeasureCandidate writes_input = with_extra(
+        c, [](const LoweredFunc& f) { return ir::Store::make(f.params[0], f32(5), i64(3)); });
+    LocalMeasurer m(test_options());
+    const std::vector<MeasureResult> rs =
+        m.measure_candidates(c, {writes_input, default_candidate(c)});
+    EXPECT_EQ(rs[0].error, MeasureError::RuntimeDevice) << rs[0].error_message;
+    EXPECT_EQ(rs[1].error, MeasureError::Ok) << rs[1].error_message;
+}
+
+TEST(Measure, EveryOutputElementIsCompared) {
+    // Only the last of 7 * 127 elements is wrong: a sampled check would likely miss it.
+    const te::Compute c = matmul_compute(7, 13, 127);
+    LocalMeasurer m(test_options());
+    const std::vector<MeasureResult> rs =
+        m.measure_candidates(c, {off_by_one_at(c, 7 * 127 - 1), off_by_one_at(c, 0)});
+    for (const MeasureResult& r : rs) {
+        EXPECT_EQ(r.error, MeasureError::WrongAnswer) << r.error_message;
+        EXPECT_TRUE(r.run_secs.empty());
+    }
+    EXPECT_TRUE(contains(rs[0].error_message, "element 888")) << rs[0].error_message;
+}
+
+TEST(Measure, SlowBuildTimesOutWithoutBlockingTheBatch) {
+    const te::Compute c = matmul_compute(7, 13, 127);
+    MeasureOptions o = test_options();
+    o.build_threads = 1; // the good candidate can only build once the slow one gave up its slot
+    o.build_timeout_secs = 1.5;
+    // The slow build waits until the batch is over (at most 30 s, which would mean the batch
+    // waited for it).
+    auto release = std::make_shared<std::promise<void>>();
+    std::shared_future<void> released = release->get_future().share();
+    auto waited_out = std::make_shared<std::atomic<bool>>(false);
+    MeasureCandidate slow = {[c, released, waited_out](const std::string& name) {
+                                 if (released.wait_for(std::chrono::seconds(30)) !=
+                                     std::future_status::ready)
+                                     *waited_out = true;
+                                 return lower::lower_default(c, name);
+                             },
+                             {}};
+    {
+        LocalMeasurer m(o);
+        const std::vector<MeasureResult> rs = m.measure_candidates(c, {slow, default_candidate(c)});
+        release->set_value();
+        EXPECT_EQ(rs[0].error, MeasureError::BuildTimeout) << rs[0].error_message;
+        EXPECT_GE(rs[0].build_secs, o.build_timeout_secs);
+        EXPECT_EQ(rs[1].error, MeasureError::Ok) << rs[1].error_message;
+    } // the destructor waits for the late build
+    EXPECT_FALSE(*waited_out);
+}
+
+TEST(Measure, WorkDirectoryIsRemovedWhenOwned) {
+    std::string dir;
+    {
+        LocalMeasurer m(test_options());
+        dir = m.work_dir();
+        EXPECT_TRUE(fs::is_directory(dir));
+        const te::Compute c = matmul_compute(1, 1, 1);
+        EXPECT_EQ(m.measure_candidates(c, {default_candidate(c)})[0].error, MeasureError::Ok);
+    }
+    EXPECT_FALSE(fs::exists(dir));
+}
+
+TEST(Measure, SettingsNameWhatAffectsTimes) {
+    MeasureOptions o = test_options();
+    o.kernel_threads = 0;
+    o.flush_cache = true;
+    LocalMeasurer m(o);
+    nlohmann::json j = nlohmann::json::parse(m.settings_json());
+    EXPECT_GE(j.at("kernel_threads").get<int>(), 1);
+    EXPECT_EQ(j.at("min_repeats").get<int>(), o.min_repeats);
+    EXPECT_EQ(j.at("max_repeats").get<int>(), o.max_repeats);
+    EXPECT_EQ(j.at("flush_cache").get<bool>(), true);
+    EXPECT_DOUBLE_EQ(j.at("tolerance").get<double>(), o.tolerance);
+}
+
+TEST(Measure, BadOptionsAndWorkersAreUserErrors) {
+    MeasureOptions o = test_options();
+    o.min_repeats = 0;
+    EXPECT_THROW(LocalMeasurer{o}, UserError);
+    o = test_options();
+    o.run_timeout_secs = 0;
+    EXPECT_THROW(LocalMeasurer{o}, UserError);
+
+    const te::Compute c = matmul_compute(1, 7, 1);
+    for (std::vector<std::string> cmd : {std::vector<std::string>{"/nonexistent/tessera"},
+                                         std::vector<std::string>{"/bin/true"}}) {
+        o = test_options();
+        o.worker_command = cmd;
+        LocalMeasurer m(o);
+        EXPECT_THROW(m.measure_candidates(c, {default_candidate(c)}), UserError) << cmd[0];
+    }
+}
+
+} // namespace
+} // namespace tessera::tune

@@ -1,0 +1,193 @@
+// The measurement builder: parallel lowering + LLVM compilation + linking with per-candidate
+// time limits (see builder.h for the contract and what happens to a build that times out).
+#include "tessera/tuner/builder.h"
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "tessera/lower/lower_for_codegen.h"
+#include "tessera/support/error.h"
+
+namespace tessera::tune {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+/// One candidate's build, shared between the batch loop and its thread (which may outlive
+/// the batch when the build times out). Fields are guarded by Builder::Impl::mu.
+struct Job {
+    bool done = false;      ///< The thread finished (result is set unless abandoned).
+    bool abandoned = false; ///< Timed out: the thread's result is discarded.
+    Clock::time_point start;
+    BuildResult result;
+};
+
+/// Lowers, prepares, compiles and links one candidate. Pure apart from the files it writes;
+/// never throws.
+BuildResult build_one(const LowerFn& lower, const std::string& base, const std::string& symbol,
+                      const backend::CompileOptions& compile) {
+    BuildResult r;
+    r.symbol = symbol;
+    const Clock::time_point t0 = Clock::now();
+    ir::LoweredFunc f;
+    try {
+        f = lower(symbol);
+        f.name = symbol; // whatever the lowering called it, the library exports this symbol
+    } catch (const ScheduleError& e) {
+        r.error = MeasureError::Instantiation;
+        r.error_message = e.what();
+    } catch (const std::exception& e) {
+        r.error = MeasureError::Instantiation;
+        r.error_message = std::string("lowering failed: ") + e.what();
+    }
+    if (r.error == MeasureError::Ok) {
+        const std::string obj = base + ".o", so = base + ".so";
+        try {
+            f = lower::prepare_for_codegen(std::move(f));
+            backend::emit_object_file({f}, obj, compile);
+            backend::link_shared_library({obj}, so);
+            r.library_path = so;
+            r.params = f.params;
+        } catch (const std::exception& e) {
+            r.error = MeasureError::CompileHost;
+            r.error_message = e.what();
+            std::remove(so.c_str());
+        }
+        std::remove(obj.c_str());
+    }
+    r.build_secs = seconds_since(t0);
+    return r;
+}
+
+} // namespace
+
+struct Builder::Impl {
+    BuilderOptions opts;
+    std::mutex mu;
+    std::condition_variable cv; ///< Signalled when a build finishes.
+    uint64_t next_id = 0;       ///< Numbers cand_<N> files over the Builder's life.
+    /// Threads of builds that timed out, with their jobs; joined once done (or at destruction).
+    std::vector<std::pair<std::thread, std::shared_ptr<Job>>> stragglers;
+
+    /// Joins stragglers whose build has ended. Pre: mu not held.
+    void reap_finished_stragglers() {
+        std::vector<std::thread> finished;
+        {
+            std::lock_guard<std::mutex> lk(mu);
+            for (size_t i = 0; i < stragglers.size();) {
+                if (stragglers[i].second->done) {
+                    finished.push_back(std::move(stragglers[i].first));
+                    stragglers.erase(stragglers.begin() + static_cast<std::ptrdiff_t>(i));
+                } else {
+                    ++i;
+                }
+            }
+        }
+        for (auto& t : finished)
+            t.join();
+    }
+};
+
+Builder::Builder(BuilderOptions opts) : impl_(std::make_unique<Impl>()) {
+    if (opts.threads < 1)
+        throw UserError() << "build threads must be at least 1, got " << opts.threads;
+    if (!(opts.timeout_secs > 0))
+        throw UserError() << "build timeout must be positive, got " << opts.timeout_secs;
+    if (opts.work_dir.empty())
+        throw UserError() << "the builder needs a work directory";
+    impl_->opts = std::move(opts);
+}
+
+Builder::~Builder() {
+    for (auto& s : impl_->stragglers)
+        s.first.join();
+}
+
+const char* Builder::kernel_symbol() { return "tessera_measured_kernel"; }
+
+std::vector<BuildResult> Builder::build(const std::vector<LowerFn>& candidates) {
+    impl_->reap_finished_stragglers();
+    const size_t n = candidates.size();
+    std::vector<std::shared_ptr<Job>> jobs(n);
+    std::vector<std::thread> threads(n);
+    const auto timeout = std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double>(impl_->opts.timeout_secs));
+
+    std::unique_lock<std::mutex> lk(impl_->mu);
+    size_t next = 0;
+    std::vector<size_t> running;
+    while (next < n || !running.empty()) {
+        while (next < n && running.size() < static_cast<size_t>(impl_->opts.threads)) {
+            auto job = std::make_shared<Job>();
+            job->start = Clock::now();
+            jobs[next] = job;
+            const std::string base =
+                impl_->opts.work_dir + "/cand_" + std::to_string(impl_->next_id++);
+            Impl* impl = impl_.get();
+            threads[next] = std::thread([impl, job, base, lower = candidates[next]] {
+                BuildResult r =
+                    build_one(lower, base, Builder::kernel_symbol(), impl->opts.compile);
+                std::lock_guard<std::mutex> g(impl->mu);
+                if (job->abandoned) {
+                    if (!r.library_path.empty())
+                        std::remove(r.library_path.c_str());
+                } else {
+                    job->result = std::move(r);
+                }
+                job->done = true;
+                impl->cv.notify_all();
+            });
+            running.push_back(next++);
+        }
+        // Retire finished and overdue builds; wait for the next event otherwise.
+        Clock::time_point earliest_deadline = Clock::time_point::max();
+        const Clock::time_point now = Clock::now();
+        for (size_t k = 0; k < running.size();) {
+            Job& job = *jobs[running[k]];
+            if (job.done) {
+                running.erase(running.begin() + static_cast<std::ptrdiff_t>(k));
+            } else if (now - job.start >= timeout) {
+                job.abandoned = true;
+                job.result.error = MeasureError::BuildTimeout;
+                job.result.error_message = fmt::format(
+                    "build exceeded the time limit of {:g} s (left to finish, result discarded)",
+                    impl_->opts.timeout_secs);
+                job.result.build_secs = std::chrono::duration<double>(now - job.start).count();
+                job.result.symbol = Builder::kernel_symbol();
+                running.erase(running.begin() + static_cast<std::ptrdiff_t>(k));
+            } else {
+                earliest_deadline = std::min(earliest_deadline, job.start + timeout);
+                ++k;
+            }
+        }
+        if (!running.empty() &&
+            (next == n || running.size() >= static_cast<size_t>(impl_->opts.threads)))
+            impl_->cv.wait_until(lk, earliest_deadline);
+    }
+
+    std::vector<BuildResult> results(n);
+    for (size_t i = 0; i < n; ++i) {
+        results[i] = jobs[i]->result;
+        if (jobs[i]->abandoned && !jobs[i]->done)
+            impl_->stragglers.emplace_back(std::move(threads[i]), jobs[i]);
+    }
+    lk.unlock();
+    for (auto& t : threads)
+        if (t.joinable())
+            t.join();
+    return results;
+}
+
+} // namespace tessera::tune

@@ -1,0 +1,221 @@
+// The measurement worker process (`tessera __measure-worker`): loads each requested library,
+// runs its kernel once on the given inputs, compares every output element with the reference,
+// and only then times it. Everything that can crash or hang runs here, not in the tuner.
+//
+// Robustness:
+//   - inputs and references are cached by path in read-only memory, so a kernel that writes
+//     into its inputs dies of SIGSEGV (an error record) instead of corrupting the data the
+//     following candidates are checked with;
+//   - the protocol goes to a private copy of the original stdout; fd 1 is pointed at stderr so
+//     anything a library prints cannot corrupt the replies;
+//   - a watchdog thread exits the process when its parent dies (the tuner may be killed while
+//     a kernel here hangs, and nothing else would ever stop it).
+#include "tessera/tuner/measure.h"
+
+#include <chrono>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <thread>
+#include <vector>
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "tessera/runtime/thread_pool.h"
+#include "tessera/support/error.h"
+#include "tessera/tuner/host_buffer.h"
+#include "tessera/tuner/runner.h"
+
+namespace tessera::tune {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using KernelFn = void (*)(void**);
+
+/// Read-only file contents by (path, dtype), dropped wholesale when they outgrow the budget.
+class FileCache {
+  public:
+    /// Pre: no pointer into the cache is in use (call between requests).
+    void trim() {
+        if (bytes_ > kBudgetBytes) {
+            files_.clear();
+            bytes_ = 0;
+        }
+    }
+    const HostBuffer& get(const std::string& path, ir::DataType dtype) {
+        const std::string key = to_string(dtype) + ":" + path;
+        auto it = files_.find(key);
+        if (it == files_.end()) {
+            HostBuffer b = read_raw_file(path, dtype);
+            b.make_read_only();
+            bytes_ += b.bytes();
+            it = files_.emplace(key, std::move(b)).first;
+        }
+        return it->second;
+    }
+
+  private:
+    static constexpr int64_t kBudgetBytes = int64_t(2) << 30;
+    std::map<std::string, HostBuffer> files_;
+    int64_t bytes_ = 0;
+};
+
+/// A loaded library, closed when it goes out of scope.
+struct Library {
+    void* handle = nullptr;
+    ~Library() {
+        if (handle)
+            dlclose(handle);
+    }
+};
+
+/// A last-level-cache-sized buffer overwritten before each timed run when flushing is on.
+void flush_caches() {
+    static std::vector<uint8_t> buffer = [] {
+        long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+        if (llc <= 0)
+            llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
+        // Twice the cache, in case the size reported is per slice or the policy is not LRU.
+        return std::vector<uint8_t>(static_cast<size_t>(llc > 0 ? llc : 32 << 20) * 2);
+    }();
+    static uint8_t value = 0;
+    std::memset(buffer.data(), ++value, buffer.size());
+}
+
+RunReply serve(const RunRequest& req, FileCache& cache) {
+    RunReply reply;
+    runtime::set_num_threads(req.threads);
+
+    std::vector<void*> args;
+    std::vector<HostBuffer> outputs; // reserved below: args point into them
+    struct Check {
+        size_t output;
+        const HostBuffer* reference;
+        size_t param;
+    };
+    std::vector<Check> checks;
+    size_t num_outputs = 0;
+    for (const RunParam& p : req.params)
+        num_outputs += p.file.empty() ? 1 : 0;
+    outputs.reserve(num_outputs);
+    for (size_t i = 0; i < req.params.size(); ++i) {
+        const RunParam& p = req.params[i];
+        if (!p.file.empty()) {
+            // The kernel gets a non-const pointer; the memory itself is read-only.
+            args.push_back(const_cast<void*>(cache.get(p.file, ir::DataType::u8()).data()));
+            continue;
+        }
+        const ir::DataType t = ir::parse_type(p.dtype);
+        if (p.bytes % t.bytes() != 0)
+            throw UserError() << "output " << i << ": " << p.bytes
+                              << " bytes is not a whole number of " << p.dtype;
+        outputs.emplace_back(t, p.bytes / t.bytes());
+        poison(outputs.back());
+        args.push_back(outputs.back().data());
+        if (!p.reference.empty())
+            checks.push_back({outputs.size() - 1, &cache.get(p.reference, t), i});
+    }
+
+    Library lib;
+    lib.handle = dlopen(req.library.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!lib.handle) {
+        reply.error = MeasureError::RuntimeDevice;
+        reply.error_message = std::string("cannot load the library: ") + dlerror();
+        return reply;
+    }
+    auto kernel = reinterpret_cast<KernelFn>(dlsym(lib.handle, req.symbol.c_str()));
+    if (!kernel) {
+        reply.error = MeasureError::RuntimeDevice;
+        reply.error_message = "the library has no symbol '" + req.symbol + "'";
+        return reply;
+    }
+
+    // The checked run: every element of every output against its reference.
+    kernel(args.data());
+    for (const Check& c : checks) {
+        Comparison cmp = compare_outputs(outputs[c.output], *c.reference);
+        if (!(cmp.max_error <= reply.max_rel_error)) {
+            reply.max_rel_error = cmp.max_error;
+            if (!(cmp.max_error <= req.tolerance)) {
+                reply.error = MeasureError::WrongAnswer;
+                reply.error_message = fmt::format(
+                    "parameter {} element {}: got {:.9g}, want {:.9g} (error {:.3g} > tolerance "
+                    "{:.3g})",
+                    c.param, cmp.worst_index, cmp.got, cmp.want, cmp.max_error, req.tolerance);
+            }
+        }
+    }
+    if (reply.error != MeasureError::Ok)
+        return reply;
+
+    for (int i = 0; i < req.warmup; ++i)
+        kernel(args.data());
+    double total = 0;
+    while (static_cast<int>(reply.run_secs.size()) < req.max_repeats &&
+           (static_cast<int>(reply.run_secs.size()) < req.min_repeats ||
+            total < req.min_repeat_secs)) {
+        if (req.flush_cache)
+            flush_caches();
+        const Clock::time_point t0 = Clock::now();
+        kernel(args.data());
+        const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+        reply.run_secs.push_back(secs);
+        total += secs;
+    }
+    return reply;
+}
+
+void write_all(int fd, const std::string& text) {
+    size_t off = 0;
+    while (off < text.size()) {
+        ssize_t n = write(fd, text.data() + off, text.size() - off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            _exit(3); // the tuner is gone: nobody to measure for
+        off += static_cast<size_t>(n);
+    }
+}
+
+} // namespace
+
+int measure_worker_main() {
+    const int protocol_fd = dup(1);
+    if (protocol_fd < 0 || dup2(2, 1) < 0) {
+        std::cerr << "measure worker: cannot set up its output: " << std::strerror(errno) << "\n";
+        return 2;
+    }
+    const pid_t parent = getppid();
+    std::thread([parent] {
+        for (;;) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(200));
+            if (getppid() != parent)
+                _exit(4);
+        }
+    }).detach();
+
+    write_all(protocol_fd, "{\"ready\":true}\n");
+    FileCache cache;
+    std::string line;
+    while (std::getline(std::cin, line)) {
+        if (line.empty())
+            continue;
+        cache.trim();
+        RunReply reply;
+        try {
+            reply = serve(RunRequest::from_json(line), cache);
+        } catch (const std::exception& e) {
+            reply = RunReply();
+            reply.error = MeasureError::Unknown;
+            reply.error_message = e.what();
+        }
+        write_all(protocol_fd, reply.to_json() + "\n");
+    }
+    return 0;
+}
+
+} // namespace tessera::tune
