@@ -1,0 +1,131 @@
+// Tuning one task: evolutionary search guided by a cost model, candidates measured on the
+// machine, every measurement committed to the tuning database (one transaction per measured
+// round), the cost model retrained and saved beside the records.
+//
+// Before the first round (warm start): the model saved under cost_model_name() is loaded when
+// the database has one of the same kind and feature layout; it is retrained at once when the
+// task's records outnumber what it was trained on (or none loads and there are enough records).
+//
+// One round (Ansor's search policy):
+//   1. population: the init_from_db best measured states of the task for (target,
+//      fingerprint) replayed from the database, plus fresh samples (sketches + random
+//      annotation) up to `population`;
+//   2. evolution (evolutionary_search.h): `generations` rounds in which parents are drawn by
+//      predicted score and each child is a mutation (probability mutation_probability) or a
+//      copy; every scored state competes for the pick;
+//   3. pick n = min(measure_per_round, trials left) states: floor(eps_greedy * n) random fresh
+//      samples, the rest the best predicted ones; never a schedule JSON already measured for
+//      (workload, target, fingerprint) in the database or earlier in this call (those are
+//      counted in skipped_already_measured);
+//   4. measure, commit the batch (failures as error records with their message), retrain the
+//      model on all records of the task for (target, fingerprint) and save it.
+// Rounds continue until num_trials candidates were measured in this call, time_budget_secs has
+// passed (checked before each round; a round in progress completes), or a round finds no
+// schedule left to measure. Given the seed, a fixed measurer, a fixed model and the database's
+// content, the sequence of measured schedules is deterministic.
+//
+// Training examples: every record of the task for (target, fingerprint), its features from
+// replaying its schedule JSON and lowering it (records that no longer replay are left out), its
+// label the normalized throughput best_median / median (error records: 0).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "tessera/cost_model/cost_model.h"
+#include "tessera/schedule/sampling.h"
+#include "tessera/schedule/sketch.h"
+#include "tessera/te/compute.h"
+#include "tessera/tuner/database.h"
+#include "tessera/tuner/evolutionary_search.h"
+#include "tessera/tuner/measure.h"
+
+namespace tessera::tune {
+
+/// Options of the search, one documented default each (Ansor's CPU defaults where they exist).
+struct SearchOptions {
+    int num_trials = 1000;          ///< Candidates to measure in this call (0 = no limit).
+    double time_budget_secs = 0;    ///< Wall-clock limit of this call; 0 = none.
+    int population = 2048;          ///< States per generation (database seeds + fresh samples).
+    int generations = 4;            ///< Evolution rounds between measurements.
+    double mutation_probability = 0.85; ///< Chance a child is a mutation (else a copy).
+    double eps_greedy = 0.05;       ///< Share of each measured round that is random samples.
+    int measure_per_round = 64;     ///< Candidates measured (and committed) per round.
+    int init_from_db = 64;          ///< Best measured states of the task seeded into the population.
+    int retrain_min_records = 8;    ///< Below this many Ok records the model is not (re)trained.
+    uint64_t seed = 0;              ///< Seeds sampling, mutation and selection.
+    int search_threads = 0;         ///< Threads lowering candidates for scoring (0 = host cores).
+    sched::SketchOptions sketch;    ///< Sketch rules (the CLI fills num_cores).
+    sched::SampleOptions sample;    ///< Annotation and mutation (the CLI fills host values).
+};
+
+/// Progress after each measured round (and once at the start).
+struct TuneProgress {
+    int trials_done = 0;            ///< Measured in this call.
+    int trials_total = 0;           ///< options.num_trials (0 = time-bounded).
+    int errors = 0;                 ///< Error records in this call.
+    double best_secs = 0;           ///< Best median time of the task in the database (inf: none).
+    double best_gflops = 0;         ///< flops / best_secs / 1e9.
+    double elapsed_secs = 0;        ///< Since the call started.
+    double eta_secs = 0;            ///< Estimated time to finish (0 when unknown).
+};
+
+/// The summary of a call.
+struct TuneResult {
+    std::string workload_key;
+    int trials = 0;                 ///< Measured in this call.
+    int errors = 0;
+    int skipped_already_measured = 0; ///< Candidates dropped because the database had them.
+    std::optional<TuningRecord> best; ///< Best Ok record of the task for (target, fingerprint).
+    double elapsed_secs = 0;
+    /// Best-so-far after each measured round: (trials, seconds since start, best median secs).
+    std::vector<std::tuple<int, double, double>> curve;
+    /// The model was loaded from the database or trained on earlier records before round 1.
+    bool warm_start = false;
+    /// cost::CostModel::num_trained() when round 1 began (0 = a cold model).
+    int64_t model_examples_at_start = 0;
+    int rounds = 0;                  ///< Measured rounds.
+    SearchStats search;              ///< Sampling, mutation and lowering counters of the call.
+};
+
+/// The identity of the measuring machine and target, stored in every record.
+struct TuneTarget {
+    std::string target;       ///< e.g. "llvm -mcpu=rocketlake"
+    std::string fingerprint;  ///< HardwareFingerprint hash
+    std::string isa_class;
+};
+
+/// Throws UserError naming the option and its value when an option is outside its range:
+/// num_trials < 0, time_budget_secs < 0 or not finite, both of them 0 (no end), population < 1,
+/// generations < 0, mutation_probability or eps_greedy outside [0, 1], measure_per_round < 1,
+/// init_from_db < 0, retrain_min_records < 1, search_threads < 0.
+void validate(const SearchOptions& opts);
+
+/// The name the task's model is saved under in the database:
+/// "<model.name()>/<workload_key>/<fingerprint>/<target>" (one model per task and machine,
+/// trained on that machine's records of the task only).
+std::string cost_model_name(const cost::CostModel& model, const std::string& workload_key,
+                            const TuneTarget& target);
+
+/// Tunes compute c (flops = its work, for GFLOP/s). Throws UserError on bad options (see
+/// validate), flops <= 0 or not finite, or an empty target or fingerprint. Candidates that fail
+/// are error records; the measurer's UserError (measuring impossible) propagates after the
+/// rounds committed so far.
+TuneResult tune_task(const te::Compute& c, double flops, const TuneTarget& target,
+                     TuningDatabase& db, cost::CostModel& model, Measurer& measurer,
+                     const SearchOptions& opts,
+                     const std::function<void(const TuneProgress&)>& on_progress = {});
+
+/// A measurer for tests: no compilation, a deterministic synthetic time per schedule (a
+/// function of the lowered program's features and the seed, favouring vectorized, parallel,
+/// cache-sized tiles), and configurable failures: every schedule whose JSON hash falls in
+/// `error_share` becomes an error of `error_kind`.
+std::unique_ptr<Measurer> make_simulated_measurer(uint64_t seed, double error_share = 0,
+                                                  MeasureError error_kind = MeasureError::RuntimeDevice);
+
+} // namespace tessera::tune

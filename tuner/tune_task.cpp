@@ -1,0 +1,358 @@
+// tune_task: the measured-round loop of one task (see include/tessera/tuner/tune_task.h).
+#include "tessera/tuner/tune_task.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <unordered_map>
+
+#include "tessera/schedule/lower_state.h"
+#include "tessera/schedule/schedule.h"
+#include "tessera/schedule/step.h"
+#include "tessera/support/error.h"
+#include "tessera/te/workload_key.h"
+
+namespace tessera::tune {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+/// One call of tune_task: the state that lives across its rounds.
+class TaskTuner {
+  public:
+    TaskTuner(const te::Compute& c, double flops, const TuneTarget& target, TuningDatabase& db,
+              cost::CostModel& model, Measurer& measurer, const SearchOptions& opts,
+              const std::function<void(const TuneProgress&)>& on_progress)
+        : c_(c), flops_(flops), target_(target), db_(db), model_(model), measurer_(measurer),
+          opts_(opts), on_progress_(on_progress), rng_(opts.seed), start_(Clock::now()) {}
+
+    TuneResult run() {
+        result_.workload_key = db_.add_workload(c_);
+        model_name_ = cost_model_name(model_, result_.workload_key, target_);
+        warm_start();
+        report_progress();
+
+        measured_ =
+            db_.measured_schedules(result_.workload_key, target_.target, target_.fingerprint);
+        const std::vector<sched::State> sketches = sched::generate_sketches(c_, opts_.sketch);
+        TESSERA_CHECK(!sketches.empty()) << "no sketch for workload " << result_.workload_key;
+        while (!finished()) {
+            if (!run_round(sketches))
+                break; // nothing left to measure
+        }
+        result_.best = best_record();
+        result_.elapsed_secs = elapsed();
+        result_.skipped_already_measured = int(skipped_.size());
+        return std::move(result_);
+    }
+
+  private:
+    double elapsed() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+
+    bool finished() const {
+        if (opts_.num_trials > 0 && result_.trials >= opts_.num_trials)
+            return true;
+        return opts_.time_budget_secs > 0 && elapsed() >= opts_.time_budget_secs;
+    }
+
+    std::optional<TuningRecord> best_record() const {
+        return db_.best_record(result_.workload_key, target_.target, target_.fingerprint);
+    }
+
+    /// Loads the saved model (if it fits) and brings it up to date with the records; a model
+    /// with nothing to learn from is reset, so that the call depends on the database alone.
+    void warm_start() {
+        bool loaded = false;
+        if (auto blob = db_.load_cost_model(model_name_)) {
+            try {
+                model_.load(*blob);
+                loaded = true;
+            } catch (const UserError&) {
+                // Another model kind or feature layout: retrained from the records below.
+            }
+        }
+        int num_ok = 0;
+        std::vector<cost::TrainingExample> examples = training_examples(num_ok);
+        if (num_ok >= opts_.retrain_min_records) {
+            if (!loaded || model_.num_trained() != int64_t(examples.size()))
+                train_and_save(examples);
+        } else if (!loaded) {
+            model_.train({});
+        }
+        result_.warm_start = model_.num_trained() > 0;
+        result_.model_examples_at_start = model_.num_trained();
+    }
+
+    void train_and_save(const std::vector<cost::TrainingExample>& examples) {
+        model_.train(examples);
+        db_.save_cost_model(model_name_, model_.save());
+    }
+
+    /// The features of a record's schedule: from this round's search when it scored it,
+    /// otherwise by replaying and lowering (nullptr when that fails: the record is skipped).
+    const cost::ProgramFeatures* record_features(const std::string& json) {
+        auto it = record_features_.find(json);
+        if (it != record_features_.end())
+            return it->second.get();
+        std::unique_ptr<cost::ProgramFeatures> f;
+        if (const cost::ProgramFeatures* scored = search_cache_.find(json)) {
+            f = std::make_unique<cost::ProgramFeatures>(*scored);
+        } else {
+            try {
+                const sched::State s = sched::replay(c_, sched::steps_from_json(json));
+                f = std::make_unique<cost::ProgramFeatures>(
+                    cost::extract_features(sched::lower_state(s, "record")));
+            } catch (const ScheduleError&) {
+            } catch (const UserError&) {
+                // A schedule JSON of another format version: not usable for training.
+            }
+        }
+        return record_features_.emplace(json, std::move(f)).first->second.get();
+    }
+
+    /// Every record of the task for (target, fingerprint) with usable features, in id order.
+    std::vector<cost::TrainingExample> training_examples(int& num_ok) {
+        std::vector<TuningRecord> records;
+        double best = kInf;
+        for (TuningRecord& r : db_.records_of(result_.workload_key)) {
+            if (r.target != target_.target || r.fingerprint != target_.fingerprint)
+                continue;
+            if (r.error_code == MeasureError::Ok)
+                best = std::min(best, r.median_secs);
+            records.push_back(std::move(r));
+        }
+        std::vector<cost::TrainingExample> examples;
+        num_ok = 0;
+        for (const TuningRecord& r : records) {
+            const cost::ProgramFeatures* f = record_features(r.schedule_json);
+            if (!f)
+                continue;
+            cost::TrainingExample e;
+            e.features = *f;
+            e.task = result_.workload_key;
+            if (r.error_code == MeasureError::Ok && r.median_secs > 0) {
+                e.normalized_throughput = best / r.median_secs;
+                ++num_ok;
+            }
+            examples.push_back(std::move(e));
+        }
+        return examples;
+    }
+
+    /// The best measured states of the task, replayed (records that no longer replay skipped).
+    std::vector<sched::State> database_seeds() {
+        std::vector<sched::State> seeds;
+        for (const TuningRecord& r : db_.top_k(result_.workload_key, opts_.init_from_db,
+                                               target_.target, target_.fingerprint)) {
+            try {
+                seeds.push_back(sched::replay(c_, sched::steps_from_json(r.schedule_json)));
+            } catch (const ScheduleError&) {
+            } catch (const UserError&) {
+            }
+        }
+        return seeds;
+    }
+
+    /// One measured round; false when it found nothing new to measure.
+    bool run_round(const std::vector<sched::State>& sketches) {
+        int n = opts_.measure_per_round;
+        if (opts_.num_trials > 0)
+            n = std::min(n, opts_.num_trials - result_.trials);
+        const int n_random = int(std::floor(opts_.eps_greedy * n));
+        search_cache_.clear();
+
+        std::vector<sched::State> population = database_seeds();
+        const int n_fresh = std::max(opts_.population - int(population.size()), n_random);
+        const std::vector<sched::State> fresh =
+            sample_states(sketches, n_fresh, rng_, opts_.sample, result_.search);
+        population.insert(population.end(), fresh.begin(), fresh.end());
+
+        // The pick: eps-greedy random fresh samples (that lower), then the best predicted.
+        std::vector<const sched::State*> picks;
+        std::vector<std::string> pick_json;
+        std::set<std::string> picked;
+        for (const sched::State& s : fresh) {
+            if (int(picks.size()) >= n_random)
+                break;
+            std::string json = sched::steps_to_json(s.steps);
+            if (measured_.count(json)) {
+                skipped_.insert(json);
+                continue;
+            }
+            if (picked.count(json) || !search_cache_.features(s, json, result_.search))
+                continue;
+            picked.insert(json);
+            picks.push_back(&s);
+            pick_json.push_back(std::move(json));
+        }
+
+        // The evolution (skipped when the whole round is random picks).
+        std::vector<ScoredState> best;
+        if (int(picks.size()) < n) {
+            EvolutionOptions eo;
+            eo.population = opts_.population;
+            eo.generations = opts_.generations;
+            eo.mutation_probability = opts_.mutation_probability;
+            eo.sample = opts_.sample;
+            eo.num_threads = opts_.search_threads;
+            // Ask for n: the random picks may be among the best as well.
+            best = evolve(population, n, measured_, model_, search_cache_, eo, rng_, result_.search,
+                          &skipped_);
+        }
+        for (const ScoredState& b : best) {
+            if (int(picks.size()) >= n)
+                break;
+            if (!picked.insert(b.schedule_json).second)
+                continue;
+            picks.push_back(&b.state);
+            pick_json.push_back(b.schedule_json);
+        }
+        if (picks.empty())
+            return false;
+
+        measure_and_commit(picks, pick_json);
+        ++result_.rounds;
+
+        int num_ok = 0;
+        std::vector<cost::TrainingExample> examples = training_examples(num_ok);
+        if (num_ok >= opts_.retrain_min_records)
+            train_and_save(examples);
+
+        const std::optional<TuningRecord> best_now = best_record();
+        result_.curve.emplace_back(result_.trials, elapsed(),
+                                   best_now ? best_now->median_secs : kInf);
+        report_progress();
+        return true;
+    }
+
+    void measure_and_commit(const std::vector<const sched::State*>& picks,
+                            const std::vector<std::string>& pick_json) {
+        std::vector<sched::State> states;
+        states.reserve(picks.size());
+        for (const sched::State* s : picks)
+            states.push_back(*s);
+        const std::vector<MeasureResult> results = measurer_.measure(c_, states);
+        TESSERA_CHECK(results.size() == states.size())
+            << "measurer returned " << results.size() << " results for " << states.size()
+            << " candidates";
+        const std::string settings = measurer_.settings_json();
+        std::vector<TuningRecord> records;
+        records.reserve(results.size());
+        for (size_t i = 0; i < results.size(); ++i) {
+            const MeasureResult& m = results[i];
+            TuningRecord r;
+            r.workload_key = result_.workload_key;
+            r.target = target_.target;
+            r.fingerprint = target_.fingerprint;
+            r.isa_class = target_.isa_class;
+            r.schedule_json = pick_json[i];
+            r.run_secs = m.run_secs;
+            r.error_code = m.error;
+            if (m.error != MeasureError::Ok) {
+                r.error_message = m.error_message.empty() ? to_string(m.error) : m.error_message;
+                ++result_.errors;
+            }
+            r.measure_settings_json = settings;
+            records.push_back(std::move(r));
+        }
+        db_.commit_batch(records);
+        for (const std::string& json : pick_json)
+            measured_.insert(json);
+        result_.trials += int(records.size());
+    }
+
+    void report_progress() {
+        if (!on_progress_)
+            return;
+        TuneProgress p;
+        p.trials_done = result_.trials;
+        p.trials_total = opts_.num_trials;
+        p.errors = result_.errors;
+        const std::optional<TuningRecord> best = best_record();
+        p.best_secs = best ? best->median_secs : kInf;
+        p.best_gflops = best && best->median_secs > 0 ? flops_ / best->median_secs / 1e9 : 0;
+        p.elapsed_secs = elapsed();
+        double eta = 0;
+        if (opts_.num_trials > 0 && result_.trials > 0)
+            eta = p.elapsed_secs / result_.trials * (opts_.num_trials - result_.trials);
+        if (opts_.time_budget_secs > 0) {
+            const double left = std::max(0.0, opts_.time_budget_secs - p.elapsed_secs);
+            eta = eta > 0 ? std::min(eta, left) : left;
+        }
+        p.eta_secs = eta;
+        on_progress_(p);
+    }
+
+    const te::Compute& c_;
+    double flops_;
+    const TuneTarget& target_;
+    TuningDatabase& db_;
+    cost::CostModel& model_;
+    Measurer& measurer_;
+    const SearchOptions& opts_;
+    const std::function<void(const TuneProgress&)>& on_progress_;
+    Rng rng_;
+    Clock::time_point start_;
+
+    TuneResult result_;
+    std::string model_name_;
+    std::set<std::string> measured_; ///< JSONs measured for (task, target, fingerprint).
+    std::set<std::string> skipped_;  ///< Distinct already-measured JSONs the search met.
+    FeatureCache search_cache_;      ///< Features of the current round's search.
+    /// Features of records, by schedule JSON, for retraining (lookup only, never iterated).
+    std::unordered_map<std::string, std::unique_ptr<cost::ProgramFeatures>> record_features_;
+};
+
+} // namespace
+
+void validate(const SearchOptions& opts) {
+    if (opts.num_trials < 0)
+        throw UserError() << "num_trials must be at least 0, got " << opts.num_trials;
+    if (!(opts.time_budget_secs >= 0) || !std::isfinite(opts.time_budget_secs))
+        throw UserError() << "time_budget_secs must be a finite number >= 0, got "
+                          << opts.time_budget_secs;
+    if (opts.num_trials == 0 && opts.time_budget_secs == 0)
+        throw UserError() << "num_trials 0 (no limit) needs a time_budget_secs above 0, got 0";
+    if (opts.population < 1)
+        throw UserError() << "population must be at least 1, got " << opts.population;
+    if (opts.generations < 0)
+        throw UserError() << "generations must be at least 0, got " << opts.generations;
+    if (!(opts.mutation_probability >= 0 && opts.mutation_probability <= 1))
+        throw UserError() << "mutation_probability must be in [0, 1], got "
+                          << opts.mutation_probability;
+    if (!(opts.eps_greedy >= 0 && opts.eps_greedy <= 1))
+        throw UserError() << "eps_greedy must be in [0, 1], got " << opts.eps_greedy;
+    if (opts.measure_per_round < 1)
+        throw UserError() << "measure_per_round must be at least 1, got " << opts.measure_per_round;
+    if (opts.init_from_db < 0)
+        throw UserError() << "init_from_db must be at least 0, got " << opts.init_from_db;
+    if (opts.retrain_min_records < 1)
+        throw UserError() << "retrain_min_records must be at least 1, got "
+                          << opts.retrain_min_records;
+    if (opts.search_threads < 0)
+        throw UserError() << "search_threads must be at least 0, got " << opts.search_threads;
+}
+
+std::string cost_model_name(const cost::CostModel& model, const std::string& workload_key,
+                            const TuneTarget& target) {
+    return model.name() + "/" + workload_key + "/" + target.fingerprint + "/" + target.target;
+}
+
+TuneResult tune_task(const te::Compute& c, double flops, const TuneTarget& target,
+                     TuningDatabase& db, cost::CostModel& model, Measurer& measurer,
+                     const SearchOptions& opts,
+                     const std::function<void(const TuneProgress&)>& on_progress) {
+    validate(opts);
+    if (!(flops > 0) || !std::isfinite(flops))
+        throw UserError() << "flops of the task must be a finite number above 0, got " << flops;
+    if (target.target.empty())
+        throw UserError() << "tune target is empty";
+    if (target.fingerprint.empty())
+        throw UserError() << "hardware fingerprint of target '" << target.target << "' is empty";
+    return TaskTuner(c, flops, target, db, model, measurer, opts, on_progress).run();
+}
+
+} // namespace tessera::tune
