@@ -12,6 +12,7 @@ packages=(
   libgtest-dev libgmock-dev               # tests
   libprotobuf-dev protobuf-compiler       # ONNX import
   libopenblas-dev libdnnl-dev             # peers in the benchmarks
+  gnuplot-nox                             # scripts/plot_curve.sh (tuning curves)
 )
 
 missing=()

@@ -3,19 +3,29 @@
 // Exit codes: 0 success; 1 bad input (one line "error: ..."); 2 internal error (a bug);
 // 3 a compiled operator disagreed with the reference.
 #include <iostream>
+#include <string>
+
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 
+#include "costmodel_command.h"
+#include "costmodel_features.h"
 #include "hw_command.h"
 #include "inspect_command.h"
 #include "op_list.h"
 #include "op_run.h"
 #include "op_schedule.h"
+#include "tune_command.h"
 #include "tessera/support/error.h"
+#include "tessera/tuner/measure.h"
 
 using namespace tessera;
 
 int main(int argc, char** argv) {
+    // The measurement worker the tuner starts (tuner/measure.h); not a user command.
+    if (argc == 2 && std::string(argv[1]) == "__measure-worker") return tune::measure_worker_main();
+
     CLI::App app{"tessera: an auto-tuning tensor compiler (ONNX and tensor programs to fast "
                  "CPU and GPU code)"};
     app.require_subcommand(1);
@@ -56,6 +66,11 @@ int main(int argc, char** argv) {
                     "Run this schedule (a step-list JSON file, e.g. one line of `tessera op "
                     "sample`) instead of the default loop nest; inputs in transformed layouts "
                     "are packed before the call");
+    run->add_option("--db", run_opts.db,
+                    "Run the best record of this tuning database for the op's workload on this "
+                    "machine (exact fingerprint, then the same ISA class; the default loop nest "
+                    "when it has none) and say which tier served")
+        ->excludes("--schedule");
 
     // The schedule space: sketches, sampled schedules and the loop IR they lower to.
     cli::OpScheduleOptions sched_opts;
@@ -90,8 +105,8 @@ int main(int argc, char** argv) {
     cli::InspectOptions inspect_opts;
     CLI::App* inspect = app.add_subcommand(
         "inspect", "Import an ONNX model, run the graph optimization pipeline and report node "
-                   "counts per op before and after, what each pass changed, the fused groups "
-                   "and the memory plan of the intermediates");
+                   "counts per op before and after, what each pass changed, the fused groups, "
+                   "the tuning tasks they make and the memory plan of the intermediates");
     inspect->add_option("model", inspect_opts.model, "Path of the .onnx model")->required();
     inspect->add_option("--input-shape", inspect_opts.input_shapes,
                         "Static shape of a graph input, NAME=1x3x224x224 (repeatable; needed "
@@ -99,7 +114,11 @@ int main(int argc, char** argv) {
         ->allow_extra_args(false);
     inspect->add_option("-O,--opt-level", inspect_opts.opt_level,
                         "Optimization level 0..3 (-O0 shape inference only, -O1 + folding and "
-                        "dce, -O2 + simplification and cse, -O3 repeats to a fixpoint)")
+                        "dce, -O2 + simplification and cse, -O3 repeats to a fixpoint, then "
+                        "moves convolutions to the NCHW[x]c layout)")
+        ->capture_default_str();
+    inspect->add_option("--nchwc-block", inspect_opts.layout_block,
+                        "The x of the NCHW[x]c layout at -O3 (16 suits AVX-512 hosts)")
         ->capture_default_str();
     inspect->add_option("--print-after", inspect_opts.print_after,
                         "Print the graph after this pass, or after every pass with 'all'");
@@ -107,10 +126,97 @@ int main(int argc, char** argv) {
                       "Report the wall time of each pass and of import, fusion and planning");
     inspect->add_option("--disable-pass", inspect_opts.disabled_passes,
                         "Skip this pipeline pass (repeatable): shape-inference, "
-                        "constant-folding, dce, algebraic-simplification, cse")
+                        "constant-folding, dce, algebraic-simplification, cse, layout")
         ->allow_extra_args(false);
     inspect->add_flag("--json", inspect_opts.json,
                       "Print one JSON object instead of text (graph printouts go to stderr)");
+
+    // Tuning one operator into the database.
+    cli::TuneOptions tune_opts;
+    CLI::App* tune_cmd = app.add_subcommand(
+        "tune", "Tune an operator on this machine: evolutionary search guided by a cost model, "
+                "candidates measured for real and every measurement committed to the tuning "
+                "database round by round (a rerun resumes; concurrent runs may share the "
+                "database)");
+    tune_cmd->add_option("--op", tune_opts.op, spec_help)->required();
+    CLI::Option* trials_opt =
+        tune_cmd->add_option("--trials", tune_opts.trials, "Candidates to measure in this run")
+            ->capture_default_str();
+    CLI::Option* budget_opt = tune_cmd->add_option(
+        "--time-budget", tune_opts.time_budget_secs,
+        "Tune for this many seconds instead of a number of trials (a round started in time "
+        "finishes)");
+    budget_opt->excludes(trials_opt);
+    tune_cmd->add_option("--db", tune_opts.db, "The tuning database (created with its folder)")
+        ->capture_default_str();
+    tune_cmd->add_option("--seed", tune_opts.seed,
+                         "Seeds the search, the cost model and the measured inputs")
+        ->capture_default_str();
+    tune_cmd->add_option("--threads", tune_opts.threads,
+                         "Threads of the measured kernels, also the cores the schedules assume "
+                         "(0 = one per core)")
+        ->capture_default_str();
+    tune_cmd->add_option("--population", tune_opts.population,
+                         "Schedules kept per generation of the evolutionary search")
+        ->capture_default_str();
+    tune_cmd->add_option("--generations", tune_opts.generations,
+                         "Evolution rounds between two measured rounds")
+        ->capture_default_str();
+    tune_cmd->add_option("--measure-per-round", tune_opts.measure_per_round,
+                         "Candidates measured and committed per round")
+        ->capture_default_str();
+    tune_cmd->add_option("--eps-greedy", tune_opts.eps_greedy,
+                         "Share of each round given to random samples instead of the model's "
+                         "picks, in [0, 1]")
+        ->capture_default_str();
+    tune_cmd->add_option("--model", tune_opts.model,
+                         "Cost model: xgboost, or random (a random-search baseline); saved in "
+                         "and warm-started from the database")
+        ->capture_default_str();
+    tune_cmd->add_option("--runner", tune_opts.runner,
+                         "local: build and run every candidate on this machine (checked "
+                         "against the reference); simulated: synthetic times computed from the "
+                         "schedule, no compilation (for tests and demos only: its records get "
+                         "the target 'simulated:llvm ...', which never serves `op run --db`)")
+        ->capture_default_str();
+    tune_cmd->add_option("--curve", tune_opts.curve_file,
+                         "Write the tuning curve as CSV, one row per round: "
+                         "trials,seconds,best_ms,best_gflops (plot with scripts/plot_curve.sh)");
+    tune_cmd->add_flag("--json", tune_opts.json,
+                       "Print the summary as one JSON object on stdout instead of text "
+                       "(progress stays on stderr)");
+
+    // The cost model: its accuracy on a database, the speed of its features.
+    CLI::App* costmodel = app.add_subcommand(
+        "costmodel", "Evaluate the cost model on a tuning database, or time its features");
+    costmodel->require_subcommand(1);
+    cli::CostModelEvalOptions eval_opts;
+    CLI::App* cm_eval = costmodel->add_subcommand(
+        "eval", "Train a cost model on part of a tuning database's records and report how it "
+                "ranks the held-out rest: pairwise accuracy and average peak score at 1, 5, 32");
+    cm_eval->add_option("--db", eval_opts.db, "The tuning database")->required();
+    cm_eval->add_option("--model", eval_opts.model, "xgboost, or random (the baseline)")
+        ->capture_default_str();
+    cm_eval->add_option("--holdout", eval_opts.holdout,
+                        "records: a seeded share of every task's records; tasks: whole "
+                        "workloads (needs at least 2)")
+        ->capture_default_str();
+    cm_eval->add_option("--holdout-share", eval_opts.holdout_share,
+                        "Share of records (or workloads) held out, in (0, 1)")
+        ->capture_default_str();
+    cm_eval->add_option("--seed", eval_opts.seed, "Seeds the split and the model")
+        ->capture_default_str();
+    std::string features_spec;
+    int features_samples = 1000;
+    uint64_t features_seed = 1;
+    CLI::App* cm_features = costmodel->add_subcommand(
+        "features", "Time feature extraction on sampled schedules of an operator: programs/s, "
+                    "stores/s and features/s");
+    cm_features->add_option("--op", features_spec, spec_help)->required();
+    cm_features->add_option("--samples", features_samples, "Schedules to sample and extract")
+        ->capture_default_str();
+    cm_features->add_option("--seed", features_seed, "Seed of the sampler")
+        ->capture_default_str();
 
     // CLI11 reports an unknown subcommand only as "a subcommand is required"; name it instead.
     CLI::App* level = &app;
@@ -154,6 +260,16 @@ int main(int argc, char** argv) {
             cli::print_samples(sched_opts, std::cout);
         } else if (*lower_cmd) {
             cli::print_lowered(sched_opts, std::cout);
+        } else if (*tune_cmd) {
+            if (budget_opt->count() > 0)
+                tune_opts.trials = 0; // ends by time alone
+            tune_opts.time_bounded = budget_opt->count() > 0;
+            cli::run_tune(tune_opts, std::cout, std::cerr, isatty(STDERR_FILENO) == 1);
+        } else if (*cm_eval) {
+            cli::run_costmodel_eval(eval_opts, std::cout);
+        } else if (*cm_features) {
+            return cli::run_costmodel_features(features_spec, features_samples, features_seed,
+                                               std::cout);
         } else if (*inspect) {
             cli::run_inspect(inspect_opts, std::cout);
         }

@@ -7,24 +7,31 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "op_schedule.h"
+#include "tune_command.h"
 #include "tessera/backends/llvm.h"
 #include "tessera/lower/lower_default.h"
 #include "tessera/lower/lower_for_codegen.h"
 #include "tessera/runtime/thread_pool.h"
 #include "tessera/schedule/layout.h"
 #include "tessera/schedule/lower_state.h"
+#include "tessera/schedule/schedule.h"
+#include "tessera/schedule/step.h"
 #include "tessera/support/error.h"
 #include "tessera/support/rng.h"
 #include "tessera/te/op_registry.h"
 #include "tessera/te/reference_eval.h"
+#include "tessera/te/workload_key.h"
+#include "tessera/tuner/database.h"
 
 namespace tessera::cli {
 
@@ -104,7 +111,78 @@ double percentile(std::vector<double> v, double p) {
     return v[lo] + (v[hi] - v[lo]) * (pos - lo);
 }
 
+/// The schedule `op run --db` chose: a replayed and lowered record, or none (default nest).
+struct DbSchedule {
+    DbTier tier = DbTier::Default;
+    int64_t record_id = 0;
+    std::optional<sched::State> state; ///< Empty: run the default loop nest.
+    LoweredFunc func;                  ///< state lowered, when state is set.
+    std::string note;                  ///< One line for the report: the tier and why.
+};
+
+/// Looks up the best record of inst's workload in db_path (exact machine first, then the same
+/// ISA class) and replays it; falls back to the default loop nest when there is none or it no
+/// longer replays or lowers.
+DbSchedule schedule_from_db(const te::OpInstance& inst, const std::string& db_path) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(db_path, ec))
+        throw UserError() << "--db " << db_path << ": no such file";
+    const tune::TuningDatabase db(db_path);
+    const tune::TuneTarget target = host_tune_target();
+    const std::string key = te::workload_key(inst.compute);
+
+    DbSchedule chosen;
+    std::optional<tune::TuningRecord> rec = db.best_record(key, target.target, target.fingerprint);
+    if (rec) {
+        chosen.tier = DbTier::Exact;
+    } else if ((rec = db.best_record_for_isa(key, target.target, target.isa_class))) {
+        chosen.tier = DbTier::IsaClass;
+    } else {
+        chosen.note = fmt::format(
+            "default: {} has no ok record of this workload (key {}) for target '{}' on this "
+            "machine or its ISA class ({}); running the default loop nest",
+            db_path, key.substr(0, 16), target.target, target.isa_class);
+        return chosen;
+    }
+    try {
+        sched::State s = sched::replay(inst.compute, sched::steps_from_json(rec->schedule_json));
+        chosen.func = sched::lower_state(s, "kernel");
+        chosen.state = std::move(s);
+    } catch (const std::exception& e) { // ScheduleError or UserError (another JSON version)
+        chosen.tier = DbTier::Default;
+        chosen.note = fmt::format("default: record {} of {} does not replay on this version of "
+                                  "tessera ({}); running the default loop nest",
+                                  rec->id, db_path, e.what());
+        return chosen;
+    }
+    chosen.record_id = rec->id;
+    const double tuned_gflops = inst.flops / rec->median_secs / 1e9;
+    chosen.note =
+        chosen.tier == DbTier::Exact
+            ? fmt::format("exact: best record {} measured on this machine (fingerprint {}), "
+                          "{:.4g} ms, {:.2f} GFLOP/s when tuned",
+                          rec->id, rec->fingerprint, rec->median_secs * 1e3, tuned_gflops)
+            : fmt::format("isa_class: best record {} measured on another machine of this ISA "
+                          "class (fingerprint {}, class {}), {:.4g} ms there",
+                          rec->id, rec->fingerprint, rec->isa_class, rec->median_secs * 1e3);
+    return chosen;
+}
+
 } // namespace
+
+const char* to_string(DbTier t) {
+    switch (t) {
+    case DbTier::None:
+        return "none";
+    case DbTier::Exact:
+        return "exact";
+    case DbTier::IsaClass:
+        return "isa_class";
+    case DbTier::Default:
+        return "default";
+    }
+    return "?";
+}
 
 OpRunResult run_op(const OpRunOptions& opts, std::ostream& out) {
     if (opts.repeat < 1) throw UserError() << "--repeat must be at least 1, got " << opts.repeat;
@@ -122,18 +200,38 @@ OpRunResult run_op(const OpRunOptions& opts, std::ostream& out) {
 
     LoweredFunc func;
     std::vector<sched::LayoutTransform> layouts(inst.compute.inputs.size());
-    if (opts.schedule_file.empty()) {
-        func = lower::lower_default(inst.compute, "kernel");
-    } else {
+    std::string db_note; // with --db: which tier served, and why
+    std::optional<sched::State> scheduled;
+    if (!opts.schedule_file.empty() && !opts.db.empty())
+        throw UserError() << "--schedule " << opts.schedule_file << " and --db " << opts.db
+                          << " exclude each other";
+    if (!opts.schedule_file.empty()) {
         const sched::State s = load_schedule(inst.compute, opts.schedule_file);
         try {
             func = sched::lower_state(s, "kernel");
         } catch (const ScheduleError& e) {
             throw UserError() << "schedule " << opts.schedule_file << ": " << e.what();
         }
+        r.schedule = fmt::format("{} ({} steps)", opts.schedule_file, s.steps.size());
+        scheduled = s;
+    } else if (!opts.db.empty()) {
+        DbSchedule chosen = schedule_from_db(inst, opts.db);
+        r.tier = chosen.tier;
+        r.record_id = chosen.record_id;
+        db_note = chosen.note;
+        if (chosen.state) {
+            func = chosen.func;
+            r.schedule = fmt::format("record {} of {} ({} steps)", chosen.record_id, opts.db,
+                                     chosen.state->steps.size());
+            scheduled = std::move(chosen.state);
+        }
+    }
+    if (scheduled) {
+        const sched::State& s = *scheduled;
         for (size_t i = 0; i < layouts.size(); ++i)
             layouts[i] = s.stages[s.stage_id_of(inst.compute.inputs[i])].layout;
-        r.schedule = fmt::format("{} ({} steps)", opts.schedule_file, s.steps.size());
+    } else {
+        func = lower::lower_default(inst.compute, "kernel");
     }
     auto jit = backend::JitModule::compile({lower::prepare_for_codegen(func)});
     backend::JitModule::KernelFn kernel = jit->get("kernel");
@@ -208,6 +306,8 @@ OpRunResult run_op(const OpRunOptions& opts, std::ostream& out) {
 
     out << fmt::format("op        {}\n", r.spec);
     out << fmt::format("schedule  {}\n", r.schedule);
+    if (!db_note.empty())
+        out << fmt::format("tuning    {}\n", db_note);
     out << fmt::format("threads   {}\n", r.threads);
     out << fmt::format("check     {}: max rel error {:.3g} over {} of {} output elements{} "
                        "(tolerance {:.3g})\n",
@@ -222,6 +322,10 @@ OpRunResult run_op(const OpRunOptions& opts, std::ostream& out) {
         j["op"] = r.op;
         j["spec"] = r.spec;
         j["schedule"] = r.schedule;
+        if (r.tier != DbTier::None) {
+            j["tier"] = to_string(r.tier);
+            j["record_id"] = r.record_id ? nlohmann::ordered_json(r.record_id) : nullptr;
+        }
         j["threads"] = r.threads;
         j["flops"] = r.flops;
         j["median_ms"] = r.median_ms;

@@ -18,11 +18,26 @@ struct OpRunOptions {
     bool json = false;         ///< End the output with one JSON object on its own line.
     /// A schedule JSON file (`op sample` output) to run instead of the default loop nest.
     std::string schedule_file;
+    /// A tuning database: run the best record of the op's workload for this target (see
+    /// run_op). Excludes schedule_file.
+    std::string db;
 };
+
+/// Which lookup tier chose the schedule of `op run --db`.
+enum class DbTier : uint8_t {
+    None,       ///< No --db given.
+    Exact,      ///< A record measured on this machine (same fingerprint hash).
+    IsaClass,   ///< A record of another machine of the same ISA class.
+    Default,    ///< No usable record: the default loop nest ran.
+};
+/// "none", "exact", "isa_class", "default".
+const char* to_string(DbTier t);
 
 /// What one `op run` measured.
 struct OpRunResult {
     std::string op, spec, schedule;
+    DbTier tier = DbTier::None; ///< With --db: where the schedule came from.
+    int64_t record_id = 0;      ///< With --db and a record found: its id.
     int threads = 0;
     double flops = 0;
     double median_ms = 0, min_ms = 0, max_ms = 0, spread_pct = 0;
@@ -33,8 +48,13 @@ struct OpRunResult {
 };
 
 /// Runs the operator and prints a human-readable report (and the JSON line) to out.
-/// Throws UserError on a bad spec or a bad schedule file (missing, malformed, or illegal for
-/// the operator). The result says whether the check passed.
+/// With opts.db, the schedule is the fastest Ok record of the op's workload for target
+/// "llvm -mcpu=<host cpu>" measured on this machine (exact fingerprint), else on a machine of
+/// the same ISA class; without one (or when the record no longer replays on this version) the
+/// default loop nest runs, and the report says which tier served and why.
+/// Throws UserError on a bad spec, a bad schedule file (missing, malformed, or illegal for
+/// the operator), both a schedule file and a database, or a database that is missing or not a
+/// tuning database. The result says whether the check passed.
 OpRunResult run_op(const OpRunOptions& opts, std::ostream& out);
 
 } // namespace tessera::cli

@@ -1,0 +1,42 @@
+// ProgressLine: live (\r-rewritten) or plain-line progress output.
+#include "progress_line.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace tessera::cli {
+
+void ProgressLine::update(const std::string& text) {
+    if (live_) {
+        // "\x1b[K" clears what a longer earlier text left to the right of the cursor.
+        out_ << '\r' << text << "\x1b[K";
+        open_ = true;
+    } else {
+        out_ << text << '\n';
+    }
+    out_.flush();
+}
+
+void ProgressLine::finish() {
+    if (!open_)
+        return;
+    out_ << '\n';
+    out_.flush();
+    open_ = false;
+}
+
+std::string format_duration(double secs) {
+    if (!std::isfinite(secs) || secs < 0)
+        return "?";
+    if (secs < 10)
+        return fmt::format("{:.1f}s", secs);
+    const long total = std::lround(secs);
+    if (total < 60)
+        return fmt::format("{}s", total);
+    if (total < 3600)
+        return fmt::format("{}m{:02}s", total / 60, total % 60);
+    return fmt::format("{}h{:02}m", total / 3600, total % 3600 / 60);
+}
+
+} // namespace tessera::cli
