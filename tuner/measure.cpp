@@ -2,6 +2,7 @@
 // parallel builder, and the worker-process runner, glued per candidate (see measure.h).
 #include "tessera/tuner/measure.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -64,6 +65,8 @@ void check_options(const MeasureOptions& o) {
         throw UserError() << "build_timeout_secs must be positive, got " << o.build_timeout_secs;
     if (!(o.run_timeout_secs > 0))
         throw UserError() << "run_timeout_secs must be positive, got " << o.run_timeout_secs;
+    if (!(o.slow_factor == 0 || o.slow_factor >= 1))
+        throw UserError() << "slow_factor must be 0 (off) or at least 1, got " << o.slow_factor;
     if (o.kernel_threads < 0)
         throw UserError() << "kernel_threads must be >= 0, got " << o.kernel_threads;
     if (o.warmup < 0)
@@ -98,6 +101,7 @@ struct LocalMeasurer::Impl {
     bool owns_work_dir = false;
     int kernel_threads = 1;
     std::map<std::string, TaskData> tasks; ///< By workload key.
+    std::map<std::string, double> best_secs; ///< Best median known per workload key.
     std::unique_ptr<Builder> builder;
     std::unique_ptr<Runner> runner;
 
@@ -218,6 +222,7 @@ RunRequest LocalMeasurer::Impl::make_request(const te::Compute& c, TaskData& tas
     req.min_repeat_secs = opts.min_repeat_secs;
     req.max_repeats = opts.max_repeats;
     req.flush_cache = opts.flush_cache;
+    req.slow_factor = opts.slow_factor;
     return req;
 }
 
@@ -307,7 +312,15 @@ LocalMeasurer::measure_candidates(const te::Compute& c,
             r.error_message = e.what();
         }
         if (r.error == MeasureError::Ok) {
+            const std::string key = te::workload_key(c);
+            if (m.opts.slow_factor > 0 && m.best_secs.count(key))
+                req.reference_secs = m.best_secs[key];
             RunReply reply = m.runner->run(req); // UserError: no worker at all, nothing to measure
+            if (reply.error == MeasureError::Ok && !reply.run_secs.empty()) {
+                std::vector<double> sorted = reply.run_secs;
+                std::sort(sorted.begin(), sorted.end());
+                note_best_secs(key, sorted[sorted.size() / 2]);
+            }
             r.error = reply.error;
             r.error_message = reply.error_message;
             r.run_secs = reply.run_secs;
@@ -318,11 +331,18 @@ LocalMeasurer::measure_candidates(const te::Compute& c,
     return results;
 }
 
+void LocalMeasurer::note_best_secs(const std::string& workload_key, double secs) {
+    if (!(secs > 0)) return;
+    auto [it, fresh] = impl_->best_secs.emplace(workload_key, secs);
+    if (!fresh) it->second = std::min(it->second, secs);
+}
+
 std::string LocalMeasurer::settings_json() const {
     const MeasureOptions& o = impl_->opts;
     nlohmann::ordered_json j;
     j["kernel_threads"] = impl_->kernel_threads;
     j["warmup"] = o.warmup;
+    j["slow_factor"] = o.slow_factor;
     j["min_repeats"] = o.min_repeats;
     j["min_repeat_secs"] = o.min_repeat_secs;
     j["max_repeats"] = o.max_repeats;

@@ -94,6 +94,8 @@ std::string RunRequest::to_json() const {
     j["min_repeat_secs"] = min_repeat_secs;
     j["max_repeats"] = max_repeats;
     j["flush_cache"] = flush_cache;
+    j["reference_secs"] = reference_secs;
+    j["slow_factor"] = slow_factor;
     return j.dump();
 }
 
@@ -121,6 +123,8 @@ RunRequest RunRequest::from_json(const std::string& line) {
         r.min_repeat_secs = j.at("min_repeat_secs").get<double>();
         r.max_repeats = j.at("max_repeats").get<int>();
         r.flush_cache = j.at("flush_cache").get<bool>();
+        r.reference_secs = j.value("reference_secs", 0.0);
+        r.slow_factor = j.value("slow_factor", 4.0);
         return r;
     } catch (const json::exception& e) {
         throw UserError() << "bad measurement request: " << e.what();

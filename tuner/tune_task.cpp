@@ -37,6 +37,8 @@ class TaskTuner {
 
         measured_ =
             db_.measured_schedules(result_.workload_key, target_.target, target_.fingerprint);
+        if (const std::optional<TuningRecord> best = best_record())
+            measurer_.note_best_secs(result_.workload_key, best->median_secs);
         const std::vector<sched::State> sketches = sched::generate_sketches(c_, opts_.sketch);
         TESSERA_CHECK(!sketches.empty()) << "no sketch for workload " << result_.workload_key;
         while (!finished()) {

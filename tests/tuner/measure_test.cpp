@@ -17,6 +17,7 @@
 #include "tessera/schedule/sketch.h"
 #include "tessera/support/error.h"
 #include "tessera/te/op_library.h"
+#include "tessera/te/workload_key.h"
 #include "tessera/tuner/measure.h"
 
 namespace tessera::tune {
@@ -46,6 +47,7 @@ MeasureOptions test_options() {
     o.min_repeats = 2;
     o.max_repeats = 3;
     o.min_repeat_secs = 0;
+    o.slow_factor = 0; // every candidate gets its full repeats (SlowCandidates tests the rule)
     o.seed = 11;
     return o;
 }
@@ -144,6 +146,31 @@ TEST(Measure, SampledMatmulSchedulesAreCorrectAndTimed) {
     EXPECT_EQ(m.workers_started(), 1);
     for (const auto& e : fs::directory_iterator(m.work_dir()))
         EXPECT_NE(e.path().extension(), ".so") << e.path();
+}
+
+TEST(Measure, SlowCandidatesAreTimedOnce) {
+    const te::Compute c = matmul_compute(7, 13, 127);
+    MeasureOptions o = test_options();
+    o.min_repeats = 3;
+    o.max_repeats = 3;
+    o.slow_factor = 4;
+    LocalMeasurer m(o);
+    const std::vector<sched::State> states = sample_states(c, 2, 5);
+    // Nothing known yet: full repeats.
+    for (const MeasureResult& r : m.measure(c, {states[0]}))
+        expect_ok(r, o);
+    // A best far below anything real: every candidate is "slow", one timed run each, and it
+    // is still checked (an Ok result with a small error).
+    m.note_best_secs(te::workload_key(c), 1e-12);
+    for (const MeasureResult& r : m.measure(c, states)) {
+        EXPECT_EQ(r.error, MeasureError::Ok) << r.error_message;
+        EXPECT_EQ(r.run_secs.size(), 1u);
+        EXPECT_LE(r.max_rel_error, 1e-4);
+    }
+    // Another task is unaffected by this task's best.
+    const te::Compute c2 = matmul_compute(13, 7, 1);
+    for (const MeasureResult& r : m.measure(c2, sample_states(c2, 1, 6)))
+        expect_ok(r, o);
 }
 
 TEST(Measure, PackedInputLayoutIsMeasuredOnPackedData) {

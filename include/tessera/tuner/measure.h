@@ -45,6 +45,9 @@ struct MeasureOptions {
     int max_repeats = 200;          ///< Upper bound on timed repeats.
     bool flush_cache = false;       ///< Overwrite a buffer twice the LLC before each timed run.
     double tolerance = 1e-3;        ///< Max |got - want| / max(1, |want|) over all elements.
+    /// A candidate whose checked run takes more than slow_factor x the best median time known
+    /// for its task is timed once, without warm-up (0 = always the full repeats).
+    double slow_factor = 4;
     uint64_t seed = 0;              ///< Seed of the random inputs.
     /// The worker command line (argv[0] a path); empty = this executable (/proc/self/exe) with
     /// the argument "__measure-worker", which only works in the `tessera` executable: other
@@ -76,6 +79,9 @@ class Measurer {
                                                const std::vector<sched::State>& states) = 0;
     /// How it measures, as a JSON object (stored as each record's measure_settings_json).
     virtual std::string settings_json() const = 0;
+    /// Tells the measurer the best median time known for a task (e.g. from the database when
+    /// tuning resumes), for MeasureOptions::slow_factor. Measurers that do not use it ignore it.
+    virtual void note_best_secs(const std::string& workload_key, double secs) {}
 };
 
 /// One candidate at the level below schedules: how to lower it, and how each input of the
@@ -110,6 +116,7 @@ class LocalMeasurer : public Measurer {
     /// {"kernel_threads", "warmup", "min_repeats", "min_repeat_secs", "max_repeats",
     /// "flush_cache", "tolerance", "seed"}; kernel_threads is the resolved count (never 0).
     std::string settings_json() const override;
+    void note_best_secs(const std::string& workload_key, double secs) override;
 
     /// The work directory in use.
     const std::string& work_dir() const;

@@ -48,6 +48,12 @@ struct RunRequest {
     double min_repeat_secs = 0.2; ///< ... and until their total reaches this ...
     int max_repeats = 200;        ///< ... but never more than this many.
     bool flush_cache = false; ///< Overwrite a last-level-cache-sized buffer before each timed run.
+    /// The best known time of the task (0 = none yet). A candidate whose checked run already
+    /// takes more than slow_factor x reference_secs is timed once, without warm-up: its time
+    /// only has to tell the search that it is slow, and repeating a slow kernel is where
+    /// measuring spends most of its time.
+    double reference_secs = 0;
+    double slow_factor = 4;
 
     std::string to_json() const;
     /// Throws UserError when the text is not a valid request.
