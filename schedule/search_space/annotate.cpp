@@ -11,6 +11,10 @@ namespace tessera::sched {
 
 namespace {
 
+/// The most vectors one unrolled register-tile row may hold (split_wide_vector_tile): beyond
+/// it the loop stays scalar (a 32-register file cannot hold more accumulators anyway).
+constexpr int64_t kMaxUnrolledVectors = 8;
+
 /// Replays the sketch with every Split step's lengths sampled for the extent it splits.
 State fill_tile_sizes(const State& sketch, Rng& rng, const SampleOptions& opts) {
     State s = make_initial_state(sketch.compute);
@@ -21,6 +25,11 @@ State fill_tile_sizes(const State& sketch, Rng& rng, const SampleOptions& opts) 
             if (step.iter >= 0 && step.iter < static_cast<int>(st.iters.size()))
                 step.lengths = sample_split_lengths(st.iters[step.iter].extent, step.lengths.size(),
                                                     rng, opts);
+        }
+        if (is_panel_layout_step(s, step)) {
+            const int64_t width = panel_width_for(s, step, opts);
+            for (int64_t& f : step.lengths)
+                f = f > 1 ? width : f;
         }
         try {
             apply_step(s, step);
@@ -85,6 +94,31 @@ void annotate_parallel(State& s, int sid, int offset, int64_t max_degree) {
     parallel(s, sid, to_fuse.front());
 }
 
+/// A register tile whose innermost spatial loop is a whole number of vectors wider than one
+/// (e.g. the 64 columns of a 6 x 64 sgemm tile): split it into vector-wide parts, vectorize
+/// the inner part and unroll the outer one, so that the tile stays a set of vector registers
+/// (one vector per unrolled part) instead of a scalar loop. Applies to tiled stages (the
+/// register tile) and to cache-read copies (packing loops, any whole number of vectors; the
+/// outer part unrolled only up to the same bound); nothing otherwise.
+void split_wide_vector_tile(State& s, int sid, const SampleOptions& opts) {
+    const Stage& st = s.stages[sid];
+    const int n = static_cast<int>(st.iters.size());
+    const int64_t lanes = opts.max_vectorize_lanes;
+    if (n == 0 || lanes < 2 || !(is_tiled(st) || st.origin == StageOrigin::CacheRead))
+        return;
+    const Iterator& it = st.iters[n - 1];
+    const bool copy = st.origin == StageOrigin::CacheRead;
+    if (it.kind == IterKind::Reduce || it.annotation != IterAnnotation::None ||
+        !s.attached_at(sid, n - 1).empty() || it.extent <= lanes || it.extent % lanes != 0 ||
+        (!copy && it.extent > lanes * kMaxUnrolledVectors))
+        return;
+    const bool unrolled = it.extent <= lanes * kMaxUnrolledVectors;
+    split(s, sid, n - 1, {lanes});
+    if (unrolled)
+        unroll(s, sid, n - 1);
+    vectorize(s, sid, n);
+}
+
 /// Fuses the innermost spatial loops (only one in a tiled stage, whose inner loops do not
 /// walk contiguous memory together) while the product stays within the vector width, and
 /// vectorizes a random number of them.
@@ -105,8 +139,10 @@ void annotate_vectorize(State& s, int sid, Rng& rng, const SampleOptions& opts) 
             break;
         ++fusible;
     }
-    if (fusible == 0)
+    if (fusible == 0) {
+        split_wide_vector_tile(s, sid, opts);
         return;
+    }
     const int count = static_cast<int>(rng.uniform_int(1, fusible));
     int iter = n - 1;
     if (count > 1) {
@@ -119,6 +155,8 @@ void annotate_vectorize(State& s, int sid, Rng& rng, const SampleOptions& opts) 
 }
 
 } // namespace
+
+std::vector<int64_t> default_auto_unroll_configs() { return {0, 16, 64, 512}; }
 
 State sample_initial_state(const State& sketch, Rng& rng, const SampleOptions& opts) {
     State s = fill_tile_sizes(sketch, rng, opts);

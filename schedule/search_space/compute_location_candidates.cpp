@@ -7,8 +7,10 @@ namespace tessera::sched {
 
 bool can_change_compute_location(const State& s, int stage) {
     const Stage& st = s.stage(stage);
+    // A stage given a storage layout (a channel-blocked pad) stays a whole buffer at root:
+    // inlining would drop the layout, and a per-tile region would not be blocked.
     return !st.is_input() && !s.is_output(stage) && st.location.kind != ComputeLocKind::Inlined &&
-           !is_tiled(st) && !s.needs_multi_level_tiling(stage);
+           !is_tiled(st) && !s.needs_multi_level_tiling(stage) && st.layout.is_identity();
 }
 
 std::vector<std::pair<int, int>> compute_location_candidates(const State& s, int stage) {

@@ -72,8 +72,10 @@ State mutate_tile_size(const State& s, Rng& rng, const SampleOptions& opts) {
         std::vector<Step> steps = s.steps;
         steps[k].lengths = lengths;
         // Larger tiles make larger regions of attached stages, and their vectorized loops.
-        return detail::replay_rest_limiting_vectors(
+        const State mutated = detail::replay_rest_limiting_vectors(
             pre, steps, k, std::max(opts.max_vectorize_lanes, opts.max_innermost_split_factor));
+        // Packed panels follow the register tile they feed.
+        return refresh_panel_widths(mutated, opts);
     }
     throw ScheduleError("mutate_tile_size: no new tile size found");
 }

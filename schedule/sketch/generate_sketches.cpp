@@ -39,8 +39,12 @@ SketchRules make_default_sketch_rules(const SketchOptions& opts) {
         rules.push_back(make_always_inline_rule(opts));
         rules.push_back(make_add_rfactor_rule(opts));
         rules.push_back(make_add_cache_write_rule(opts));
+        // Before the fusion rule, which ends the list for a cache-write stage.
+        rules.push_back(make_weight_blocked_tiling_rule(opts));
         rules.push_back(make_multi_level_tiling_with_fusion_rule(opts));
         rules.push_back(make_multi_level_tiling_rule(opts));
+        // On inputs, after their readers are tiled (the panel follows the reader's tile).
+        rules.push_back(make_pack_panel_rule(opts));
         rules.push_back(make_skip_stage_rule(opts));
         return rules;
     case TargetKind::Gpu:

@@ -34,9 +34,10 @@ int lanes_of(const OpScheduleOptions& opts) {
                                  : std::max(1, backend::host_info().vector_bits / 32);
 }
 
-sched::SketchOptions sketch_options(const OpScheduleOptions& opts) {
+sched::SketchOptions sketch_options(const OpScheduleOptions& opts, const te::OpInstance& inst) {
     sched::SketchOptions so;
     so.num_cores = cores_of(opts);
+    so.weight_inputs = inst.weight_inputs;
     return so;
 }
 
@@ -73,7 +74,7 @@ sched::State load_schedule(const te::Compute& c, const std::string& path) {
 void print_sketches(const OpScheduleOptions& opts, std::ostream& out) {
     te::OpInstance inst = te::make_op(opts.spec);
     const std::vector<sched::State> sketches =
-        sched::generate_sketches(inst.compute, sketch_options(opts));
+        sched::generate_sketches(inst.compute, sketch_options(opts, inst));
     out << fmt::format("{}: {} sketches\n", inst.canonical_spec, sketches.size());
     for (size_t i = 0; i < sketches.size(); ++i) {
         const sched::State& s = sketches[i];
@@ -89,7 +90,7 @@ void print_samples(const OpScheduleOptions& opts, std::ostream& out) {
         throw UserError() << "--n must be >= 0, got " << opts.n;
     te::OpInstance inst = te::make_op(opts.spec);
     const std::vector<sched::State> sketches =
-        sched::generate_sketches(inst.compute, sketch_options(opts));
+        sched::generate_sketches(inst.compute, sketch_options(opts, inst));
     const sched::SampleOptions so = sample_options(opts);
     Rng rng(opts.seed);
     // Invalid samples are rare; a bound on the attempts keeps a broken space from looping.

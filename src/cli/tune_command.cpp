@@ -74,7 +74,7 @@ void check_options(const TuneOptions& o) {
         throw UserError() << "--db must name a file, got ''";
 }
 
-tune::SearchOptions search_options(const TuneOptions& o) {
+tune::SearchOptions search_options(const TuneOptions& o, const te::OpInstance& inst) {
     const backend::HostInfo& host = backend::host_info();
     const int cores = o.threads > 0 ? o.threads : std::max(1, host.cores);
     tune::SearchOptions so;
@@ -86,6 +86,7 @@ tune::SearchOptions search_options(const TuneOptions& o) {
     so.eps_greedy = o.eps_greedy;
     so.seed = o.seed;
     so.sketch.num_cores = cores;
+    so.sketch.weight_inputs = inst.weight_inputs; // packed once, outside the timed call
     so.sample.num_cores = cores;
     so.sample.max_vectorize_lanes = std::max(1, host.vector_bits / 32);
     return so;
@@ -239,7 +240,7 @@ tune::TuneResult run_tune(const TuneOptions& opts, std::ostream& out, std::ostre
                           bool progress_is_terminal) {
     check_options(opts);
     const te::OpInstance inst = te::make_op(te::parse_op_spec(opts.op));
-    const tune::SearchOptions so = search_options(opts);
+    const tune::SearchOptions so = search_options(opts, inst);
     tune::validate(so); // the CLI's checks above name the options; this keeps them in step
     tune::TuneTarget target = host_tune_target();
     // Synthetic times must never serve a real run: simulated records get a target of their own,

@@ -107,6 +107,7 @@ class Values {
 struct Built {
     Compute compute;
     double flops;
+    std::vector<int> weight_inputs; ///< OpInstance::weight_inputs.
 };
 
 struct OpDef {
@@ -136,7 +137,7 @@ const DataType f32 = DataType::f32();
 double elems(const Tensor& t) { return static_cast<double>(num_elements(t.shape())); }
 
 Built single(const std::vector<Tensor>& inputs, const Tensor& out, double flops) {
-    return Built{make_compute(inputs, {out}), flops};
+    return Built{make_compute(inputs, {out}), flops, {}};
 }
 
 Built build_conv(const Values& v, bool depthwise) {
@@ -158,7 +159,9 @@ Built build_conv(const Values& v, bool depthwise) {
     double flops = 2.0 * n * k * os[2] * os[3] * (c / groups) * r * s;
     if (v.flag("relu"))
         y = relu(y);
-    return single(inputs, y, flops);
+    Built b = single(inputs, y, flops);
+    b.weight_inputs = {1}; // the filter
+    return b;
 }
 
 Built build_pool(const Values& v, bool avg) {
@@ -221,7 +224,9 @@ const std::vector<OpDef>& table() {
                  Tensor y = dense(x, w, bias);
                  if (v.flag("relu"))
                      y = relu(y);
-                 return single(in, y, 2.0 * v["m"] * v["n"] * v["k"]);
+                 Built b = single(in, y, 2.0 * v["m"] * v["n"] * v["k"]);
+                 b.weight_inputs = {1}; // the weight matrix
+                 return b;
              }});
         t.push_back(
             {"batch_matmul",
@@ -427,6 +432,7 @@ OpInstance make_op(const OpSpec& spec) {
     OpInstance inst;
     inst.compute = std::move(b.compute);
     inst.flops = b.flops;
+    inst.weight_inputs = std::move(b.weight_inputs);
     inst.name = op;
     inst.canonical_spec = canonical.str();
     return inst;

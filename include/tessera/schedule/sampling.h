@@ -8,7 +8,11 @@
 //      16 x cores iterations (stopping at a loop with attached stages) and run in parallel;
 //   4. unroll: a reduction stage gets pragma auto_unroll_max_step from a fixed menu;
 //   5. vectorize: the innermost spatial loop (and, in an untiled stage, more inner loops
-//      fused with it) up to the vector width is vectorized.
+//      fused with it) up to the vector width is vectorized; in a tiled stage or a cache-read
+//      copy, an innermost loop of 2 to 8 whole vectors is split by the vector width, the
+//      vector-wide part vectorized and the other unrolled (a register tile of vectors);
+//   6. panel widths: a panel layout (pack_panel, weight_blocked_tiling in sketch.h) gets the
+//      width of its reader's register tile along the blocked dimension (panel_width_for).
 // Every decision is a recorded Step, so the result replays from its step list alone. Given
 // the sketch, the options and the Rng's state, the result is deterministic.
 #pragma once
@@ -21,6 +25,9 @@
 #include "tessera/support/rng.h"
 
 namespace tessera::sched {
+
+/// The default menu of SampleOptions::auto_unroll_configs: {0, 16, 64, 512}.
+std::vector<int64_t> default_auto_unroll_configs();
 
 /// Options of annotation and mutation, one documented default each. The defaults are fixed
 /// (not read from the host) so that results do not depend on the machine; the CLI fills
@@ -37,7 +44,9 @@ struct SampleOptions {
     /// (a perfect tile); otherwise any value from 1 to that extent (imperfect tiles).
     double divisor_probability = 0.7;
     /// The values of pragma auto_unroll_max_step to pick from.
-    std::vector<int64_t> auto_unroll_configs = {0, 16, 64, 512};
+    /// (Built out of line: GCC 12 reports a false -Wdangling-pointer on an inlined
+    /// initializer-list member in some callers.)
+    std::vector<int64_t> auto_unroll_configs = default_auto_unroll_configs();
     /// Whether annotation changes compute locations of untiled stages (step 2).
     bool change_compute_location = true;
 };
@@ -61,8 +70,30 @@ std::vector<int64_t> sample_split_lengths(int64_t extent, size_t lengths_count, 
 /// Each entry is {stage, iter}. Empty when the stage has no single consumer.
 std::vector<std::pair<int, int>> compute_location_candidates(const State& s, int stage);
 
+/// Whether Step `step` (about to be applied to `s`) is a panel layout: a transform_layout of
+/// an input, or of a cache-read copy of one, with exactly one dimension split (factor > 1)
+/// whose inner part the order puts last while moving another dimension (pack_panel's
+/// [N/w][K][w], weight_blocked_tiling's [K/b][C][R][S][b]).
+bool is_panel_layout_step(const State& s, const Step& step);
+
+/// The panel width for dimension `dim` of stage `stage` (an input or a copy of one) in `s`:
+/// the extent its single reader's loops cover along the reader axis that indexes that
+/// dimension, counting only the loops inside the reader's innermost reduce loop (the register
+/// tile, which reads one panel row per reduce step; all of them without a reduce loop),
+/// clamped to
+/// [min(max(max_vectorize_lanes, 2), extent), extent]. Throws ScheduleError when the stage has
+/// no single reader that indexes the dimension with one of its axes.
+int64_t panel_width_for(const State& s, int stage, int dim, const SampleOptions& opts);
+/// The same for a step that is_panel_layout_step accepts (its split dimension).
+int64_t panel_width_for(const State& s, const Step& step, const SampleOptions& opts);
+
+/// Replays s.steps from make_initial_state(s.compute), giving every panel layout step the
+/// width panel_width_for returns at that point (used after tile sizes change, so the panels
+/// follow the register tile). Returns s itself when it has no transform_layout step.
+State refresh_panel_widths(const State& s, const SampleOptions& opts);
+
 /// Whether annotation and mutation may move `stage` (steps 2 above): a compute stage, not an
-/// output, not inlined, not tiled and not needing multi-level tiling.
+/// output, not inlined, not tiled, not needing multi-level tiling and in its default layout.
 bool can_change_compute_location(const State& s, int stage);
 
 } // namespace tessera::sched

@@ -42,6 +42,10 @@ struct SketchOptions {
     /// Spatial tile levels under which a tiled producer is computed inside its fused
     /// elementwise consumer (CPU: after the 1st or the 2nd level).
     std::vector<int> cpu_fusion_levels = {1, 2};
+    /// Indices into Compute::inputs of the weights (te::OpInstance::weight_inputs; in a model,
+    /// the initializers): only these may be stored in a blocked layout, which the measurer and
+    /// the built model prepare once outside the timed call (layout.h). Empty: no input is.
+    std::vector<int> weight_inputs;
 };
 
 /// What a rule's check says about a (state, stage) pair.
@@ -101,11 +105,29 @@ std::unique_ptr<SketchRule> make_add_cache_write_rule(const SketchOptions& opts)
 /// NeedsRfactor): the reduce loops are fused, split once, and either part is factored out
 /// (two sketches; the inner-part one moves the factored axis innermost). Apply.
 std::unique_ptr<SketchRule> make_add_rfactor_rule(const SketchOptions& opts);
+/// Panel packing of an input read by a tiled reduction along the reader's innermost spatial
+/// axis (matmul's B[k][j]): a cache_read copy (inside the call) stored by transform_layout as
+/// [J/w][K][w] (the panel dimension placed before the first dimension read by a reduce axis),
+/// w a placeholder that annotation sets to the reader's register-tile width
+/// (panel_width_for in sampling.h). Inputs with a last dimension under 32 are left alone.
+/// Apply (the unpacked variant remains).
+std::unique_ptr<SketchRule> make_pack_panel_rule(const SketchOptions& opts);
+/// Tiling around a vector of weights (conv2d's output channels, dense's output features): a
+/// cache-write stage (or a stage with a fusible elementwise consumer) that reads a weight input (SketchOptions::weight_inputs) at one
+/// dimension by a spatial axis `a` (and at the others by reduce axes or constants) is
+/// multi-level tiled with `a` innermost in every spatial level, fused into its copy-out at
+/// each CPU fusion level (the copy-out's levels ordered the same way), stored with `a` as its
+/// last dimension (a register tile of dense vectors along `a`), and the weight is blocked
+/// along that dimension, [K/b][C][R][S][b] for OIHW filters, b a placeholder that annotation
+/// sets to the register tile's extent along `a` (panel_width_for). Apply (the plain tilings
+/// remain); placed before multi_level_tiling_with_fusion.
+std::unique_ptr<SketchRule> make_weight_blocked_tiling_rule(const SketchOptions& opts);
 /// Moves to the previous stage unchanged. Always Apply (the last rule).
 std::unique_ptr<SketchRule> make_skip_stage_rule(const SketchOptions& opts);
 
 /// The rules for opts.target in order. CPU: always_inline, add_rfactor, add_cache_write,
-/// multi_level_tiling_with_fusion, multi_level_tiling, skip_stage. Throws UserError for a
+/// weight_blocked_tiling, multi_level_tiling_with_fusion, multi_level_tiling, pack_panel,
+/// skip_stage. Throws UserError for a
 /// target without rules yet (Gpu).
 SketchRules make_default_sketch_rules(const SketchOptions& opts);
 

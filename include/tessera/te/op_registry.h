@@ -55,6 +55,11 @@ OpSpec parse_op_spec(const std::string& text);
 struct OpInstance {
     Compute compute;
     double flops = 0;
+    /// Indices into compute.inputs of the weights: inputs that are constants of a model
+    /// (conv2d and depthwise_conv2d filters, dense weights), so a schedule may store them in a
+    /// packed layout prepared once, outside the timed call (sched::SketchOptions::weight_inputs).
+    /// Ascending. matmul's and batch_matmul's b are activations, not weights.
+    std::vector<int> weight_inputs;
     std::string name;
     std::string canonical_spec;
 };
