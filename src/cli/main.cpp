@@ -144,9 +144,8 @@ int main(int argc, char** argv) {
             ->capture_default_str();
     CLI::Option* budget_opt = tune_cmd->add_option(
         "--time-budget", tune_opts.time_budget_secs,
-        "Tune for this many seconds instead of a number of trials (a round started in time "
-        "finishes)");
-    budget_opt->excludes(trials_opt);
+        "Stop after this many seconds (a round started in time finishes); alone, the run ends "
+        "by time only, with --trials at whichever limit comes first");
     tune_cmd->add_option("--db", tune_opts.db, "The tuning database (created with its folder)")
         ->capture_default_str();
     tune_cmd->add_option("--seed", tune_opts.seed,
@@ -261,7 +260,7 @@ int main(int argc, char** argv) {
         } else if (*lower_cmd) {
             cli::print_lowered(sched_opts, std::cout);
         } else if (*tune_cmd) {
-            if (budget_opt->count() > 0)
+            if (budget_opt->count() > 0 && trials_opt->count() == 0)
                 tune_opts.trials = 0; // ends by time alone
             tune_opts.time_bounded = budget_opt->count() > 0;
             cli::run_tune(tune_opts, std::cout, std::cerr, isatty(STDERR_FILENO) == 1);

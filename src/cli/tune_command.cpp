@@ -51,8 +51,8 @@ void check_options(const TuneOptions& o) {
         if (!(std::isfinite(o.time_budget_secs) && o.time_budget_secs > 0))
             throw UserError() << "--time-budget must be a number of seconds above 0, got "
                               << o.time_budget_secs;
-        TESSERA_CHECK(o.trials == 0) << "a time-bounded run has no trial limit";
-    } else if (o.trials < 1) {
+    }
+    if (o.trials < (o.time_bounded ? 0 : 1)) {
         throw UserError() << "--trials must be at least 1, got " << o.trials;
     }
     if (o.threads < 0)

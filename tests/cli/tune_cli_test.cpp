@@ -338,6 +338,15 @@ TEST_F(TuneCli, KilledTunerLosesNothingCommittedAndResumes) {
     EXPECT_TRUE(duplicate_schedules(db).empty());
 }
 
+TEST_F(TuneCli, TrialsAndTimeBudgetTogetherStopAtTheFirstLimit) {
+    Output o = run_tessera(std::string(kQuickTune) + " --trials 16 --time-budget 600 --json --db " +
+                               path("t.db"),
+                           path("run"));
+    ASSERT_EQ(o.code, 0) << o.out << o.err;
+    const nlohmann::json j = nlohmann::json::parse(o.out);
+    EXPECT_EQ(j.at("trials").get<int>(), 16) << o.out;
+}
+
 TEST_F(TuneCli, BadOptionsAreOneLineErrors) {
     const std::string db = " --db " + path("t.db");
     const std::string tune = "tune --op matmul:m=13,n=7,k=127 --runner simulated" + db;
@@ -347,7 +356,7 @@ TEST_F(TuneCli, BadOptionsAreOneLineErrors) {
         {tune + " --trials -3", "--trials"},
         {tune + " --time-budget 0", "--time-budget"},
         {tune + " --time-budget -1", "--time-budget"},
-        {tune + " --trials 8 --time-budget 5", "--time-budget"},
+        {tune + " --trials 8 --time-budget -5", "--time-budget"},
         {tune + " --population 0", "--population"},
         {tune + " --generations -1", "--generations"},
         {tune + " --measure-per-round 0", "--measure-per-round"},
