@@ -54,6 +54,29 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+/// Allocates on 64-byte boundaries (a cache line, one AVX-512 vector), as tessera's runtime
+/// allocates tensors, so that no library's timing depends on where malloc happened to put a
+/// buffer. Every library in a row reads and writes the same kind of buffer.
+template <class T>
+struct CacheLineAllocator {
+    using value_type = T;
+    CacheLineAllocator() = default;
+    template <class U>
+    CacheLineAllocator(const CacheLineAllocator<U>&) {}
+    T* allocate(size_t n) {
+        const size_t bytes = (n * sizeof(T) + 63) / 64 * 64;
+        void* p = std::aligned_alloc(64, bytes == 0 ? 64 : bytes);
+        if (!p) throw std::bad_alloc();
+        return static_cast<T*>(p);
+    }
+    void deallocate(T* p, size_t) { std::free(p); }
+    template <class U>
+    bool operator==(const CacheLineAllocator<U>&) const { return true; }
+    template <class U>
+    bool operator!=(const CacheLineAllocator<U>&) const { return false; }
+};
+using Buf = std::vector<float, CacheLineAllocator<float>>;
+
 struct Options {
     int threads = 2;
     bool quick = false;
@@ -204,11 +227,11 @@ double max_rel_error(const float* a, const float* b, size_t n) {
     return worst;
 }
 
-std::vector<float> random_vector(size_t n, uint64_t seed) {
+Buf random_vector(size_t n, uint64_t seed) {
     std::vector<float> v(n);
     tessera::Rng rng(seed);
     rng.fill(v, -1.0f, 1.0f);
-    return v;
+    return Buf(v.begin(), v.end());
 }
 
 double gflops(double flops, double seconds) { return flops / seconds / 1e9; }
@@ -234,7 +257,7 @@ JitFunction jit(tessera::ir::LoweredFunc f) {
 /// lowered and compiled, with the inputs in the layouts its input stages store them.
 struct ScheduledKernel {
     JitFunction f;
-    std::vector<std::vector<float>> inputs; ///< Packed (pack_layout) ahead of the timed calls.
+    std::vector<Buf> inputs; ///< Packed (pack_layout) ahead of the timed calls.
     std::string note; ///< "file.json" plus the inputs it takes packed, e.g. "w as [2,3,3,64,32]".
 };
 
@@ -242,7 +265,7 @@ struct ScheduledKernel {
 /// here, once, outside any timing, as vendor libraries pack their weights (the note names them).
 ScheduledKernel prepare_state(const tessera::te::OpInstance& op, const tessera::sched::State& state,
                               const std::string& note,
-                              const std::vector<const std::vector<float>*>& inputs) {
+                              const std::vector<const Buf*>& inputs) {
     ScheduledKernel k;
     k.f = jit(tessera::sched::lower_state(state, "scheduled"));
     k.note = note;
@@ -254,7 +277,9 @@ ScheduledKernel prepare_state(const tessera::te::OpInstance& op, const tessera::
             k.inputs.push_back(*inputs[i]);
             continue;
         }
-        k.inputs.push_back(tessera::sched::pack_layout(st.layout, t.shape(), *inputs[i]));
+        const std::vector<float> packed_data = tessera::sched::pack_layout(
+            st.layout, t.shape(), std::vector<float>(inputs[i]->begin(), inputs[i]->end()));
+        k.inputs.emplace_back(packed_data.begin(), packed_data.end());
         std::string shape;
         for (int64_t e : tessera::sched::packed_shape(st.layout, t.shape()))
             shape += (shape.empty() ? "" : ",") + std::to_string(e);
@@ -270,7 +295,7 @@ ScheduledKernel prepare_state(const tessera::te::OpInstance& op, const tessera::
 /// in order.
 ScheduledKernel load_schedule(const std::string& dir, const std::string& file,
                               const std::string& spec,
-                              const std::vector<const std::vector<float>*>& inputs) {
+                              const std::vector<const Buf*>& inputs) {
     const std::string path = dir + "/" + file;
     std::ifstream in(path);
     if (!in)
@@ -294,7 +319,7 @@ ScheduledKernel load_schedule(const std::string& dir, const std::string& file,
 /// fingerprint, any target string) in the tuning database `db`, ready to run; nullopt when the
 /// database holds none.
 std::optional<ScheduledKernel> load_tuned(const std::string& db, const std::string& spec,
-                                          const std::vector<const std::vector<float>*>& inputs) {
+                                          const std::vector<const Buf*>& inputs) {
     if (db.empty()) return std::nullopt;
     const tessera::te::OpInstance op = tessera::te::make_op(tessera::te::parse_op_spec(spec));
     tessera::tune::TuningDatabase database(db);
@@ -315,7 +340,7 @@ constexpr double kTolerance = 1e-3;
 
 /// Largest relative error of `c` against a double-precision reference at `samples` positions
 /// drawn with a fixed seed; `ref(i)` computes element i. Independent of every peer.
-double spot_check(const std::vector<float>& c, const std::function<double(int64_t)>& ref,
+double spot_check(const Buf& c, const std::function<double(int64_t)>& ref,
                   int samples = 512) {
     tessera::Rng rng(99);
     double worst = 0;
@@ -331,8 +356,8 @@ double spot_check(const std::vector<float>& c, const std::function<double(int64_
 
 /// Fills in the verdict of a row: tessera against the peer (every element) and every result
 /// against the double-precision spot check.
-void judge(Row& row, const std::vector<float>& mine, const std::vector<float>& peer,
-           const char* peer_name, const std::vector<const std::vector<float>*>& all,
+void judge(Row& row, const Buf& mine, const Buf& peer,
+           const char* peer_name, const std::vector<const Buf*>& all,
            const std::function<double(int64_t)>& ref) {
     row.checked_against = peer_name;
     row.error = max_rel_error(mine.data(), peer.data(), peer.size());
@@ -349,8 +374,8 @@ std::vector<Row> bench_sgemm(int64_t M, int64_t N, int64_t K, const Options& opt
     row.name = "sgemm " + std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K);
     row.code = "hand IR";
     row.flops = 2.0 * M * N * K;
-    std::vector<float> a = random_vector(M * K, 1), b = random_vector(K * N, 2);
-    std::vector<float> c_tessera(M * N), c_blas(M * N), c_dnnl(M * N), c_sched(M * N);
+    Buf a = random_vector(M * K, 1), b = random_vector(K * N, 2);
+    Buf c_tessera(M * N), c_blas(M * N), c_dnnl(M * N), c_sched(M * N);
 
     // tessera: the hand-built IR.
     const tessera::bench::SgemmConfig cfg =
@@ -394,7 +419,7 @@ std::vector<Row> bench_sgemm(int64_t M, int64_t N, int64_t K, const Options& opt
 
     // tessera: the best tuned record of the database, if any.
     std::optional<ScheduledKernel> tk = load_tuned(opt.db, spec, {&a, &b});
-    std::vector<float> c_tuned(M * N);
+    Buf c_tuned(M * N);
     std::vector<void*> tuned_args;
     if (tk) {
         tuned_args = {tk->inputs[0].data(), tk->inputs[1].data(), c_tuned.data()};
@@ -472,9 +497,9 @@ std::vector<Row> bench_conv2d(const ConvShape& cs, const Options& opt, const std
     row.name = cs.name();
     row.code = "default";
     row.flops = 2.0 * n * k * oh * ow * cpf * r * s;
-    std::vector<float> x = random_vector(n * c * h * w, 3), wt = random_vector(k * cpf * r * s, 4);
-    std::vector<float> y_tessera(n * k * oh * ow), y_blas(n * k * oh * ow), y_dnnl(n * k * oh * ow);
-    std::vector<float> y_sched(n * k * oh * ow), y_tuned(n * k * oh * ow);
+    Buf x = random_vector(n * c * h * w, 3), wt = random_vector(k * cpf * r * s, 4);
+    Buf y_tessera(n * k * oh * ow), y_blas(n * k * oh * ow), y_dnnl(n * k * oh * ow);
+    Buf y_sched(n * k * oh * ow), y_tuned(n * k * oh * ow);
 
     // tessera: the default lowering of the te operator (a serial loop nest, the baseline).
     tessera::te::OpInstance op = tessera::te::make_op(tessera::te::parse_op_spec(spec));
@@ -484,7 +509,7 @@ std::vector<Row> bench_conv2d(const ConvShape& cs, const Options& opt, const std
 
     // OpenBLAS: im2col (timed, it is part of the operator) then W[k, c*r*s] * col[c*r*s, oh*ow],
     // per image. Not for depthwise (no GEMM formulation worth timing).
-    std::vector<float> col(cs.depthwise ? 0 : c * r * s * oh * ow);
+    Buf col(cs.depthwise ? 0 : c * r * s * oh * ow);
     auto blas_run = [&] {
         for (int64_t b = 0; b < n; ++b) {
             const float* xb = x.data() + b * c * h * w;
@@ -575,10 +600,10 @@ std::vector<Row> bench_conv2d(const ConvShape& cs, const Options& opt, const std
         }
         return acc;
     };
-    std::vector<const std::vector<float>*> peers = {&y_dnnl};
+    std::vector<const Buf*> peers = {&y_dnnl};
     if (!cs.depthwise) peers.push_back(&y_blas);
-    auto with = [&](const std::vector<float>* mine) {
-        std::vector<const std::vector<float>*> all = {mine};
+    auto with = [&](const Buf* mine) {
+        std::vector<const Buf*> all = {mine};
         all.insert(all.end(), peers.begin(), peers.end());
         return all;
     };
