@@ -17,6 +17,18 @@ namespace tessera::tune {
 
 namespace {
 
+/// The evolution's share of the search options.
+EvolutionOptions evolution_options(const SearchOptions& opts) {
+    EvolutionOptions eo;
+    eo.population = opts.population;
+    eo.generations = opts.generations;
+    eo.mutation_probability = opts.mutation_probability;
+    eo.sample = opts.sample;
+    eo.num_threads = opts.search_threads;
+    return eo;
+}
+
+
 using Clock = std::chrono::steady_clock;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
@@ -194,12 +206,7 @@ class TaskTuner {
         // The evolution (skipped when the whole round is random picks).
         std::vector<ScoredState> best;
         if (int(picks.size()) < n) {
-            EvolutionOptions eo;
-            eo.population = opts_.population;
-            eo.generations = opts_.generations;
-            eo.mutation_probability = opts_.mutation_probability;
-            eo.sample = opts_.sample;
-            eo.num_threads = opts_.search_threads;
+            const EvolutionOptions eo = evolution_options(opts_);
             // Ask for n: the random picks may be among the best as well.
             best = evolve(population, n, measured_, model_, search_cache_, eo, rng_, result_.search,
                           &skipped_);
@@ -318,13 +325,9 @@ void validate(const SearchOptions& opts) {
                           << opts.time_budget_secs;
     if (opts.num_trials == 0 && opts.time_budget_secs == 0)
         throw UserError() << "num_trials 0 (no limit) needs a time_budget_secs above 0, got 0";
-    if (opts.population < 1)
-        throw UserError() << "population must be at least 1, got " << opts.population;
-    if (opts.generations < 0)
-        throw UserError() << "generations must be at least 0, got " << opts.generations;
-    if (!(opts.mutation_probability >= 0 && opts.mutation_probability <= 1))
-        throw UserError() << "mutation_probability must be in [0, 1], got "
-                          << opts.mutation_probability;
+    if (opts.search_threads < 0) // before the evolution's check, which calls it num_threads
+        throw UserError() << "search_threads must be at least 0, got " << opts.search_threads;
+    validate(evolution_options(opts)); // population, generations, mutation_probability
     if (!(opts.eps_greedy >= 0 && opts.eps_greedy <= 1))
         throw UserError() << "eps_greedy must be in [0, 1], got " << opts.eps_greedy;
     if (opts.measure_per_round < 1)
@@ -334,8 +337,6 @@ void validate(const SearchOptions& opts) {
     if (opts.retrain_min_records < 1)
         throw UserError() << "retrain_min_records must be at least 1, got "
                           << opts.retrain_min_records;
-    if (opts.search_threads < 0)
-        throw UserError() << "search_threads must be at least 0, got " << opts.search_threads;
 }
 
 std::string cost_model_name(const cost::CostModel& model, const std::string& workload_key,
