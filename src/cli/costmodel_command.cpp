@@ -214,14 +214,7 @@ CostModelEvalResult run_costmodel_eval(const CostModelEvalOptions& opts, std::os
                        opts.holdout, opts.holdout_share, opts.seed, res.train_examples,
                        res.train_tasks, res.test_examples, res.test_tasks);
 
-    std::unique_ptr<cost::CostModel> model;
-    if (opts.model == "random") {
-        model = cost::make_random_model(opts.seed);
-    } else {
-        cost::XGBoostOptions xo;
-        xo.seed = opts.seed;
-        model = cost::make_xgboost_model(xo);
-    }
+    std::unique_ptr<cost::CostModel> model = cost::make_model(opts.model, opts.seed);
     const auto t0 = std::chrono::steady_clock::now();
     model->train(train);
     const double train_secs =

@@ -105,14 +105,6 @@ std::unique_ptr<tune::Measurer> make_measurer(const TuneOptions& o, const std::s
     return std::make_unique<SpecRecordingMeasurer>(std::move(inner), spec);
 }
 
-std::unique_ptr<cost::CostModel> make_model(const TuneOptions& o) {
-    if (o.model == "random")
-        return cost::make_random_model(o.seed);
-    cost::XGBoostOptions xo;
-    xo.seed = o.seed;
-    return cost::make_xgboost_model(xo);
-}
-
 /// Opens the database, creating its folder first (tune_logs/ on a first run).
 tune::TuningDatabase open_database(const std::string& path) {
     const std::filesystem::path parent = std::filesystem::path(path).parent_path();
@@ -250,7 +242,7 @@ tune::TuneResult run_tune(const TuneOptions& opts, std::ostream& out, std::ostre
 
     tune::TuningDatabase db = open_database(opts.db);
     CurveWriter curve(opts.curve_file, inst.flops);
-    std::unique_ptr<cost::CostModel> model = make_model(opts);
+    std::unique_ptr<cost::CostModel> model = cost::make_model(opts.model, opts.seed);
     std::unique_ptr<tune::Measurer> measurer = make_measurer(opts, inst.canonical_spec);
 
     ProgressLine line(progress, progress_is_terminal);

@@ -76,6 +76,10 @@ std::unique_ptr<CostModel> make_xgboost_model(const XGBoostOptions& opts = {});
 /// save()/load() keep the seed and the count.
 std::unique_ptr<CostModel> make_random_model(uint64_t seed);
 
+/// The model called `name` ("xgboost" with default options and this seed, or "random" with this
+/// seed), as the command line names them. Throws UserError naming an unknown name.
+std::unique_ptr<CostModel> make_model(const std::string& name, uint64_t seed);
+
 /// Ranking quality of predictions against measurements within each task:
 struct RankingQuality {
     /// Fraction of pairs (same task, different measured throughput) ordered the same way; a
