@@ -433,6 +433,7 @@ OpInstance make_op(const OpSpec& spec) {
     inst.compute = std::move(b.compute);
     inst.flops = b.flops;
     inst.weight_inputs = std::move(b.weight_inputs);
+    inst.compute.weight_inputs = inst.weight_inputs;
     inst.name = op;
     inst.canonical_spec = canonical.str();
     return inst;

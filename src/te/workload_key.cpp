@@ -1,4 +1,5 @@
 // The canonical Compute text: rebuild the Compute with canonical names, then print it.
+#include <algorithm>
 #include <map>
 #include <sstream>
 
@@ -78,11 +79,14 @@ std::string canonical_compute_text(const te::Compute& c) {
     std::map<const ir::TensorNode*, Tensor> renamed;
     std::map<const ir::TensorNode*, int> index;
     int next = 0;
-    for (const Tensor& in : c.inputs) {
+    for (size_t i = 0; i < c.inputs.size(); ++i) {
+        const Tensor& in = c.inputs[i];
         std::string name = "t" + std::to_string(next);
         index[in.get()] = next++;
         renamed[in.get()] = te::placeholder(in.shape(), in.dtype(), name);
-        os << "input " << name << ": " << type_and_shape(in) << "\n";
+        const bool weight = std::find(c.weight_inputs.begin(), c.weight_inputs.end(),
+                                      static_cast<int>(i)) != c.weight_inputs.end();
+        os << "input " << name << ": " << type_and_shape(in) << (weight ? " weight" : "") << "\n";
     }
     for (const Tensor& st : c.stages) {
         std::string name = "t" + std::to_string(next);

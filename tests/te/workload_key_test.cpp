@@ -64,6 +64,21 @@ TEST(WorkloadKey, DifferentShapesDtypesOrOpsGiveDifferentKeys) {
     EXPECT_NE(left, right);
 }
 
+TEST(WorkloadKey, WeightMarksArePartOfTheKey) {
+    // A matmul whose B is a constant weight may be scheduled with B packed ahead of time; the
+    // same expressions over two activations may not, so they are different tasks.
+    te::Compute plain = matmul_compute(7, 13, 127, "");
+    te::Compute weighted = matmul_compute(7, 13, 127, "");
+    weighted.weight_inputs = {1};
+    EXPECT_NE(workload_key(plain), workload_key(weighted));
+    const std::string text = canonical_compute_text(weighted);
+    EXPECT_NE(text.find("input t1: f32[13, 127] weight\n"), std::string::npos) << text;
+    EXPECT_EQ(text.find("input t0: f32[7, 13] weight"), std::string::npos) << text;
+    te::Compute other = matmul_compute(7, 13, 127, "x");
+    other.weight_inputs = {1};
+    EXPECT_EQ(workload_key(weighted), workload_key(other));
+}
+
 TEST(WorkloadKey, KeyIsTheSha256OfTheText) {
     te::Compute c = softmax_compute(1, 7);
     EXPECT_EQ(workload_key(c), workload_key_of_text(canonical_compute_text(c)));

@@ -16,6 +16,12 @@ struct Compute {
     /// is deterministic: a depth-first post-order walk from the outputs in order, visiting each
     /// tensor's inputs in first-read order.
     std::vector<Tensor> stages;
+    /// Indices into `inputs` of the weights: inputs whose data is fixed when the program is
+    /// compiled (a model's initializers, an op's filter), which a schedule may store in a packed
+    /// layout prepared once ahead of time (sched::SketchOptions::weight_inputs). Ascending.
+    /// Part of the workload key: the same expressions with other weights marked are another
+    /// task, since their schedules may differ.
+    std::vector<int> weight_inputs;
 };
 
 /// Builds a Compute and checks it is closed: every placeholder that the outputs read must be
