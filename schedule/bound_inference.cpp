@@ -166,6 +166,21 @@ class BoundInference {
         const Stage& cs = s_.stages[c];
         for (size_t k = t + 1; k < cs.iters.size(); ++k)
             varying[loops_[c].leaf_vars[k].get()] = {0, cs.iters[k].extent - 1};
+        // A shared-memory stage is computed once per GPU block for all its threads: the
+        // thread-bound loops around the attach point (up the attach chain) vary within it too.
+        if (st.scope == StageScope::Shared)
+            for (int x = c, limit = t; x >= 0;) {
+                const Stage& xs = s_.stages[x];
+                for (int k = 0; k <= limit; ++k) {
+                    const IterAnnotation a = xs.iters[k].annotation;
+                    if (a == IterAnnotation::ThreadX || a == IterAnnotation::ThreadY ||
+                        a == IterAnnotation::ThreadZ)
+                        varying[loops_[x].leaf_vars[k].get()] = {0, xs.iters[k].extent - 1};
+                }
+                const bool at = xs.location.kind == ComputeLocKind::At;
+                limit = at ? xs.location.iter : -1;
+                x = at ? xs.location.stage : -1;
+            }
         for (size_t q = 0; q < s_.stages.size(); ++q) {
             if (static_cast<int>(q) == c || !has_loops(s_.stages[q]) ||
                 !runs_inside(s_, static_cast<int>(q), c, t))

@@ -7,6 +7,10 @@
 
 #include "tessera/backends/host.h"
 #include "tessera/support/sha256.h"
+#ifdef TESSERA_HAVE_CUDA
+#include "tessera/backends/cuda.h"
+#include "tessera/backends/cuda_driver.h"
+#endif
 
 namespace tessera::tune {
 
@@ -134,7 +138,21 @@ const HardwareFingerprint& host_fingerprint() {
         std::stringstream text;
         if (in)
             text << in.rdbuf();
-        return make_fingerprint(backend::host_info(), text.str());
+        HardwareFingerprint f = make_fingerprint(backend::host_info(), text.str());
+#ifdef TESSERA_HAVE_CUDA
+        // The GPU fields: device 0 when a CUDA driver and device are present (empty otherwise,
+        // so machines without a GPU keep their fingerprint).
+        if (const backend::cuda::CudaDriver& drv = backend::cuda::CudaDriver::get(); drv.available()) {
+            const auto& d = drv.device();
+            f.gpu_name = d.name;
+            f.gpu_arch = d.arch();
+            f.gpu_memory_bytes = d.total_memory_bytes;
+            f.gpu_driver = std::to_string(d.driver_version / 1000) + "." +
+                           std::to_string(d.driver_version % 1000 / 10);
+            f.cuda_version = backend::cuda::nvrtc_version();
+        }
+#endif
+        return f;
     }();
     return fp;
 }

@@ -823,6 +823,9 @@ void CodeGen::serial_for(const Var& loop_var, llvm::Value* begin, llvm::Value* e
 }
 
 void CodeGen::visit(const For* op) {
+    TESSERA_CHECK(!is_gpu_kind(op->kind))
+        << "GPU loop " << to_string(op->kind) << " over " << op->loop_var.name()
+        << " reached the CPU backend in " << func_name_;
     TESSERA_CHECK(op->kind == ForKind::Serial || op->kind == ForKind::Parallel)
         << to_string(op->kind) << " loop over " << op->loop_var.name() << " in " << func_name_
         << " reached code generation (run prepare_for_codegen first)";
@@ -928,6 +931,9 @@ void CodeGen::visit(const Allocate* op) {
     llvm::Type* mt = memory_type(buf.dtype());
     int64_t n = buf->num_elements();
     int64_t bytes = n * buf.dtype().bytes();
+    TESSERA_CHECK(op->scope != MemoryScope::Shared && op->scope != MemoryScope::Local)
+        << "GPU " << to_string(op->scope) << " buffer " << buf.name()
+        << " reached the CPU backend in " << func_name_;
     bool heap = op->scope == MemoryScope::Heap || bytes > kMaxStackBytes;
     llvm::Value* p = nullptr;
     llvm::FunctionCallee free_fn;

@@ -107,7 +107,7 @@ class Lowerer {
             const bool local = s_.stages[sid].scope != StageScope::Global;
             body = Allocate::make(bufs_[sid], local ? scope_of(sid) : MemoryScope::Heap, body);
         }
-        if (opts_.partition_loops)
+        if (opts_.partition_loops && !opts_.gpu)
             body = partition_loops(body);
         if (opts_.simplify)
             body = simplify(body);
@@ -154,6 +154,9 @@ class Lowerer {
     }
 
     MemoryScope scope_of(int sid) const {
+        if (opts_.gpu)
+            return s_.stages[sid].scope == StageScope::Shared ? MemoryScope::Shared
+                                                               : MemoryScope::Local;
         const Buffer& b = bufs_[sid];
         const int64_t bytes = b->num_elements() * b.dtype().bytes();
         return bytes <= opts_.stack_limit_bytes ? MemoryScope::Stack : MemoryScope::Heap;
@@ -166,6 +169,15 @@ class Lowerer {
     };
 
     ForKind kind_of(const Iterator& it, bool& in_parallel) const {
+        if (opts_.gpu) {
+            const ForKind k = gpu_kind_of(it.annotation);
+            // Threads that each accumulate into the same element would race: a reduction
+            // across threads needs its own lowering (not yet there), so such states are skipped.
+            if (is_gpu_kind(k) && k != ForKind::GpuVThread && it.kind == IterKind::Reduce)
+                throw ScheduleError(Msg() << "reduce loop '" << it.name << "' bound to "
+                                          << to_string(k) << " (cross-thread reduction)");
+            return k;
+        }
         switch (it.annotation) {
         case IterAnnotation::Parallel:
             if (in_parallel)
@@ -185,6 +197,24 @@ class Lowerer {
         case IterAnnotation::ThreadY:
         case IterAnnotation::ThreadZ:
             return ForKind::Serial;
+        }
+        TESSERA_UNREACHABLE();
+    }
+
+    /// The loop kind of an annotation when lowering for a GPU.
+    static ForKind gpu_kind_of(IterAnnotation a) {
+        switch (a) {
+        case IterAnnotation::None:
+        case IterAnnotation::Parallel: return ForKind::Serial; // no host threads inside a kernel
+        case IterAnnotation::Vectorize: return ForKind::Vectorized;
+        case IterAnnotation::Unroll: return ForKind::Unrolled;
+        case IterAnnotation::BlockX: return ForKind::GpuBlockX;
+        case IterAnnotation::BlockY: return ForKind::GpuBlockY;
+        case IterAnnotation::BlockZ: return ForKind::GpuBlockZ;
+        case IterAnnotation::VThread: return ForKind::GpuVThread;
+        case IterAnnotation::ThreadX: return ForKind::GpuThreadX;
+        case IterAnnotation::ThreadY: return ForKind::GpuThreadY;
+        case IterAnnotation::ThreadZ: return ForKind::GpuThreadZ;
         }
         TESSERA_UNREACHABLE();
     }

@@ -4,6 +4,7 @@
 
 #include <utility>
 
+#include "tessera/schedule/gpu_sampling.h"
 #include "tessera/support/error.h"
 
 namespace tessera::sched {
@@ -48,8 +49,16 @@ SketchRules make_default_sketch_rules(const SketchOptions& opts) {
         rules.push_back(make_skip_stage_rule(opts));
         return rules;
     case TargetKind::Gpu:
-        throw UserError() << "no sketch rules for target '" << to_string(opts.target)
-                          << "' yet (they arrive with the CUDA backend)";
+        // Ansor's GPU order: every injective stage inlined, tiled reductions always through a
+        // local cache fused into their copy-out, shared copies of the tiled stage's inputs.
+        // No rfactor: cross-thread reductions are not lowered yet.
+        rules.push_back(make_always_inline_rule(opts));
+        rules.push_back(make_add_cache_write_rule(opts));
+        rules.push_back(make_multi_level_tiling_with_fusion_rule(opts));
+        rules.push_back(make_multi_level_tiling_rule(opts));
+        rules.push_back(make_gpu_shared_cache_read_rule(opts));
+        rules.push_back(make_skip_stage_rule(opts));
+        return rules;
     }
     TESSERA_UNREACHABLE() << "target kind " << int(opts.target);
 }

@@ -37,6 +37,8 @@ const char* to_string(MemoryScope s) {
     switch (s) {
     case MemoryScope::Heap: return "heap";
     case MemoryScope::Stack: return "stack";
+    case MemoryScope::Shared: return "shared";
+    case MemoryScope::Local: return "local";
     }
     return "?";
 }

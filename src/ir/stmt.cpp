@@ -12,8 +12,32 @@ const char* to_string(ForKind k) {
     case ForKind::Parallel: return "parallel";
     case ForKind::Vectorized: return "vectorized";
     case ForKind::Unrolled: return "unrolled";
+    case ForKind::GpuBlockX: return "blockIdx.x";
+    case ForKind::GpuBlockY: return "blockIdx.y";
+    case ForKind::GpuBlockZ: return "blockIdx.z";
+    case ForKind::GpuThreadX: return "threadIdx.x";
+    case ForKind::GpuThreadY: return "threadIdx.y";
+    case ForKind::GpuThreadZ: return "threadIdx.z";
+    case ForKind::GpuVThread: return "vthread";
     }
     return "?";
+}
+
+bool is_gpu_kind(ForKind k) {
+    switch (k) {
+    case ForKind::Serial:
+    case ForKind::Parallel:
+    case ForKind::Vectorized:
+    case ForKind::Unrolled: return false;
+    case ForKind::GpuBlockX:
+    case ForKind::GpuBlockY:
+    case ForKind::GpuBlockZ:
+    case ForKind::GpuThreadX:
+    case ForKind::GpuThreadY:
+    case ForKind::GpuThreadZ:
+    case ForKind::GpuVThread: return true;
+    }
+    return false;
 }
 
 Stmt LetStmt::make(Var var, Expr value, Stmt body) {

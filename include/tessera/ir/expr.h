@@ -43,6 +43,8 @@ public:
 enum class MemoryScope : uint8_t {
     Heap,  ///< Large temporaries: 64-byte aligned heap memory.
     Stack, ///< Small per-thread temporaries (register tiles); promoted to registers by LLVM.
+    Shared, ///< GPU only: shared by the threads of one block (__shared__). CPU backends reject it.
+    Local,  ///< GPU only: private to one thread (registers or local memory).
 };
 const char* to_string(MemoryScope s);
 

@@ -28,8 +28,23 @@ enum class ForKind : uint8_t {
     Parallel,   ///< Iterations run on the runtime thread pool in any order.
     Vectorized, ///< Becomes vector instructions (the vectorize pass removes it). Constant extent.
     Unrolled,   ///< Fully unrolled (the unroll pass removes it). Constant extent.
+    // GPU bindings (only the CUDA backend accepts them; CPU backends reject them). One kind per
+    // hardware index rather than one "bound" kind plus a tag field: the kind is already part of
+    // For's reflection, so equality, hashing and printing cover the binding with no new field.
+    // The loop variable takes the value of that hardware index; the extent must be constant and
+    // sets the launch dimension (loops of one kind inside one kernel share the index, the
+    // largest extent wins, smaller ones are guarded). min is 0.
+    GpuBlockX,
+    GpuBlockY,
+    GpuBlockZ,
+    GpuThreadX,
+    GpuThreadY,
+    GpuThreadZ,
+    GpuVThread, ///< A virtual thread: runs serially (unrolled) inside each thread.
 };
 const char* to_string(ForKind k);
+/// Whether k binds the loop to a GPU block or thread index (GpuVThread included).
+bool is_gpu_kind(ForKind k);
 
 /// for (loop_var = min; loop_var < min + extent; ++loop_var) body. min and extent are Int(64)
 /// scalars evaluated once before the loop; extent <= 0 runs no iteration.

@@ -18,8 +18,9 @@
 // - Inlined stages are substituted into their readers.
 // - A reduction stores the identity before its outermost reduce loop (so a register tile is
 //   initialized inside its attach loop), then accumulates.
-// - Annotations become ForKind Parallel / Vectorized / Unrolled (GPU bindings: Serial); the
-//   auto_unroll_max_step pragma unrolls inner loops with a small total trip count.
+// - Annotations become ForKind Parallel / Vectorized / Unrolled (GPU bindings: Serial, or the
+//   GPU For kinds with LowerOptions::gpu); the auto_unroll_max_step pragma unrolls inner loops
+//   with a small total trip count.
 // The result passes ir::verify and lower::prepare_for_codegen.
 #pragma once
 
@@ -38,6 +39,12 @@ struct LowerOptions {
     bool partition_loops = true;
     /// Simplify the result (constant folding, bounds-based guard removal).
     bool simplify = true;
+    /// Lower for a GPU (the CUDA backend): BlockX..ThreadZ and VThread annotations become the
+    /// GPU For kinds (Parallel becomes Serial); cache_read "shared" stages get
+    /// MemoryScope::Shared and other attached or "local" stages MemoryScope::Local; root
+    /// temporaries stay Heap (device memory). Loops are not partitioned: a thread-bound loop
+    /// is one hardware index, so its imperfect tail stays a guard. Off: CPU lowering, unchanged.
+    bool gpu = false;
 };
 
 /// The loop IR of s. Parameters as lower::lower_default: s.compute.inputs in order, then

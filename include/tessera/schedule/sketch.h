@@ -28,7 +28,7 @@ const char* to_string(TargetKind k);
 
 /// Options of sketch generation, one documented default each.
 struct SketchOptions {
-    TargetKind target = TargetKind::Cpu; ///< The rule list (only Cpu has rules so far).
+    TargetKind target = TargetKind::Cpu; ///< The rule list (CPU or GPU).
     /// Cores of the target: a stage whose spatial size is at most 16 x cores (and at most its
     /// reduce size) gets rfactor sketches; an untiled reduction gets them when its reduce size
     /// is above the core count. A fixed default keeps sketches independent of the host; the CLI
@@ -127,8 +127,8 @@ std::unique_ptr<SketchRule> make_skip_stage_rule(const SketchOptions& opts);
 
 /// The rules for opts.target in order. CPU: always_inline, add_rfactor, add_cache_write,
 /// weight_blocked_tiling, multi_level_tiling_with_fusion, multi_level_tiling, pack_panel,
-/// skip_stage. Throws UserError for a
-/// target without rules yet (Gpu).
+/// skip_stage. Gpu: always_inline, add_cache_write, multi_level_tiling_with_fusion,
+/// multi_level_tiling, gpu_shared_cache_read, skip_stage.
 SketchRules make_default_sketch_rules(const SketchOptions& opts);
 
 /// The sketches of c with the default rules for opts.target.

@@ -1,0 +1,50 @@
+// GPU sketches and their annotation (Ansor's GPU rules): the sketch rule that copies a tiled
+// reduction's inputs into shared memory, and the sampling that turns a GPU sketch into a
+// complete schedule with blockIdx / vthread / threadIdx bindings, cooperative fetching of the
+// shared copies and an unroll pragma, within cheap device limits.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tessera/schedule/sketch.h"
+#include "tessera/schedule/state.h"
+#include "tessera/support/rng.h"
+
+namespace tessera::sched {
+
+/// An input (or any Global stage) whose single reader is a reduction tiled with the GPU
+/// structure gets a cache_read "shared" copy computed at the reader's outer reduce tile loop
+/// (gpu_reduce_tile_iter). Apply (the variant without the copy remains).
+std::unique_ptr<SketchRule> make_gpu_shared_cache_read_rule(const SketchOptions& opts);
+
+/// The iterator of `stage` after which its first reduce tile level ends, when the stage is a
+/// reduction multi-level tiled by `structure` (e.g. "SSSRRSRS": the last loop of R0); -1
+/// otherwise.
+int gpu_reduce_tile_iter(const State& s, int stage, const std::string& structure);
+
+/// Device limits the GPU annotation respects (defaults: sm_90). Fixed, not read from a device,
+/// so that sampling is deterministic on every machine.
+struct GpuSampleOptions {
+    int64_t max_threads_per_block = 1024;
+    int64_t max_vthread = 8;                   ///< Product of the vthread extents.
+    int64_t max_shared_bytes = 48 * 1024;      ///< All shared copies of one block.
+    int64_t max_local_bytes = 1024;            ///< One thread's register tile.
+    /// Threads per block of an untiled stage are drawn from these (capped by its size).
+    std::vector<int64_t> elementwise_threads = {32, 64, 128, 256, 512, 1024};
+    std::vector<int64_t> auto_unroll_configs = {0, 16, 64, 512};
+    int max_tries = 64; ///< Samples drawn before giving up on a sketch.
+};
+
+/// A complete GPU schedule from a GPU sketch (generate_sketches with TargetKind::Gpu):
+/// sampled split lengths; every tiled root stage's first three spatial tile levels fused and
+/// bound to blockIdx.x, vthread and threadIdx.x; every untiled root stage fused, split by a
+/// sampled thread count and bound to blockIdx.x / threadIdx.x; shared copies fused, split by
+/// their block's thread count and bound to threadIdx.x; tiled reductions get an
+/// auto_unroll_max_step. Samples again (up to max_tries) while the threads per block, vthreads,
+/// shared or register-tile bytes exceed the limits. Throws ScheduleError when no sample fits.
+State sample_initial_gpu_state(const State& sketch, Rng& rng, const GpuSampleOptions& opts = {});
+
+} // namespace tessera::sched
