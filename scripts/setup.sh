@@ -8,6 +8,7 @@ packages=(
   llvm-19-dev lld-19 libzstd-dev          # LLVM backend: JIT, object emission, shared-library link
   libxgboost-dev                          # cost model
   libsqlite3-dev                          # tuning database
+  libpq-dev postgresql                    # shared server tuning database, and its tests
   libfmt-dev libcli11-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev               # tests
   libprotobuf-dev protobuf-compiler       # ONNX import

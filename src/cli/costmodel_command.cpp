@@ -185,7 +185,7 @@ int count_tasks(const std::vector<cost::TrainingExample>& v) {
 CostModelEvalResult run_costmodel_eval(const CostModelEvalOptions& opts, std::ostream& out) {
     check_options(opts);
     std::error_code ec;
-    if (!std::filesystem::is_regular_file(opts.db, ec))
+    if (!tune::is_server_database(opts.db) && !std::filesystem::is_regular_file(opts.db, ec))
         throw UserError() << "--db " << opts.db << ": no such file";
     const tune::TuningDatabase db(opts.db);
 

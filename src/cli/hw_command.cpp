@@ -21,12 +21,21 @@ void print_hw(bool json, std::ostream& out) {
         j["triple"] = h.triple;
         j["cpu"] = h.cpu_name;
         j["model_name"] = h.cpu_model_name;
+        j["vendor"] = fp.cpu_vendor;
+        j["family"] = fp.cpu_family;
+        j["model"] = fp.cpu_model;
+        j["stepping"] = fp.cpu_stepping;
         j["cores"] = h.cores;
         j["vector_bits"] = h.vector_bits;
         j["l1d_bytes"] = h.l1d_bytes;
         j["l2_bytes"] = h.l2_bytes;
         j["l3_bytes"] = h.l3_bytes;
         j["features"] = h.features;
+        j["gpu_name"] = fp.gpu_name;
+        j["gpu_arch"] = fp.gpu_arch;
+        j["gpu_memory_bytes"] = fp.gpu_memory_bytes;
+        j["gpu_driver"] = fp.gpu_driver;
+        j["cuda_version"] = fp.cuda_version;
         j["fingerprint"] = fp.hash();
         j["fingerprint_text"] = fp.canonical_text();
         j["isa_class"] = fp.isa_class();
@@ -35,15 +44,29 @@ void print_hw(bool json, std::ostream& out) {
     }
     out << fmt::format("triple       {}\n", h.triple);
     out << fmt::format("cpu          {} ({})\n", h.cpu_name, h.cpu_model_name);
+    out << fmt::format("vendor       {} (family {}, model {}, stepping {})\n",
+                       fp.cpu_vendor.empty() ? "unknown" : fp.cpu_vendor, fp.cpu_family,
+                       fp.cpu_model, fp.cpu_stepping);
     out << fmt::format("cores        {}\n", h.cores);
     out << fmt::format("vector bits  {}\n", h.vector_bits);
     out << fmt::format("caches       L1d {}, L2 {}, L3 {}\n", kib(h.l1d_bytes), kib(h.l2_bytes),
                        kib(h.l3_bytes));
     out << "features    ";
-    for (const auto& f : h.features) out << " " << f;
+    for (const auto& f : h.features)
+        out << " " << f;
     out << "\n";
     out << fmt::format("fingerprint  {} (tuning records are looked up by it)\n", fp.hash());
     out << fmt::format("isa class    {}\n", fp.isa_class());
+    out << fmt::format("gpu          {}\n", fp.gpu_name.empty()
+                                                ? "none (GPU detection comes with the CUDA backend)"
+                                                : fp.gpu_name + " " + fp.gpu_arch);
+    out << "fingerprint text (hashed):\n";
+    std::string text = fp.canonical_text();
+    for (size_t pos = 0; pos < text.size();) {
+        size_t end = text.find('\n', pos);
+        out << "  " << text.substr(pos, end - pos) << "\n";
+        pos = end + 1; // canonical_text ends every line in '\n'
+    }
 }
 
 } // namespace tessera::cli

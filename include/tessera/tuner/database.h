@@ -1,19 +1,38 @@
-// The tuning database: every measurement ever taken, in one SQLite file (DESIGN.md decision 6).
+// The tuning database: every measurement ever taken (DESIGN.md decision 6), in one SQLite file
+// or, for teams whose tuning outgrows one machine, in a shared PostgreSQL server database.
 //
-// Tables (schema version 1):
+// The path decides the engine: "postgresql://..." or "postgres://..." (a libpq connection URI,
+// e.g. postgresql://tuner@db.example:5432/tessera) opens a PostgreSQL database, anything else
+// an SQLite file (":memory:" a private in-memory one, for tests). Both hold the same tables
+// and answer every method below identically.
+//
+// Tables (schema version 2):
 //   schema_version(version)                        one row: the schema this file was written in
 //   workloads(id, key UNIQUE, compute_text)        key = workload_key(compute_text)
 //   records(id, workload_id, target, fingerprint, isa_class, schedule_json, run_secs_json,
 //           median_secs, error_code, error_message, measure_settings_json, tessera_version,
-//           schema_version, created_at)
+//           schema_version, created_at, identity)
 //   cost_models(id, name, blob, created_at)
+// (PostgreSQL: BIGSERIAL ids, DOUBLE PRECISION times, BYTEA blobs, TEXT elsewhere.)
 //
-// The file is in WAL mode with a busy timeout, so several tuners on one machine can commit into
-// one file; each commit_batch is ONE transaction, so a killed tuner loses nothing it committed
-// and never leaves half a batch. ":memory:" opens a private in-memory database (for tests).
+// Schema history (a database of an older version is migrated on open, in one transaction):
+//   1  the first schema (SQLite only: PostgreSQL databases start at version 2).
+//   2  records.identity (record_identity(): what makes importing and merging idempotent) with
+//      an index on it, and the ISA-class lookup index keyed by (workload, isa_class) since that
+//      tier no longer compares the -mcpu of the target (see target_family()).
+//
+// Concurrency. SQLite: the file is in WAL mode with a busy timeout, so several tuners on one
+// machine can commit into one file. PostgreSQL: tuners on many machines commit into one
+// database; every write transaction takes one database-wide advisory lock, so writers queue,
+// ids increase in commit order and import's identity check never races another writer.
+// Either way each commit_batch is ONE transaction, so a killed tuner loses nothing it committed
+// and never leaves half a batch.
 //
 // Ordering is deterministic everywhere: by median time, ties broken by record id (insertion
 // order). Error records (error_code != Ok) are kept but never count as best or in top-k.
+//
+// The storage engine stays behind this class (tuner/database_engine.h; no SQLite or libpq type
+// in this header), so callers never know which engine serves them.
 //
 // One TuningDatabase object must not be used from two threads at once; open one per thread.
 #pragma once
@@ -27,9 +46,9 @@
 
 #include "tessera/te/compute.h"
 
-struct sqlite3;
-
 namespace tessera::tune {
+
+class DatabaseEngine;
 
 /// The tessera version stored in each record (the CMake project version, e.g. "0.1.0").
 const char* tessera_version();
@@ -48,6 +67,22 @@ enum class MeasureError : int {
 };
 /// "ok", "instantiation", "compile_host", ... (snake case of the enumerator).
 const char* to_string(MeasureError e);
+/// The MeasureError whose to_string() is `name`, if any.
+std::optional<MeasureError> parse_measure_error(const std::string& name);
+
+/// The target without its -mcpu=... option, other words joined by single spaces:
+/// "llvm -mcpu=skylake-avx512" -> "llvm". Two targets of one family generate the same code on
+/// machines of one ISA class (the ISA features, not the CPU's name, decide codegen), so the
+/// ISA-class lookup tier compares families; the exact tier compares whole target strings.
+std::string target_family(const std::string& target);
+
+/// Whether `path` names a server database ("postgresql://..." or "postgres://...") rather than
+/// a file: callers that check a file exists, or create its folder, skip that for a server.
+bool is_server_database(const std::string& path);
+
+/// `path` as output may show it: a server URL without its password (the userinfo's ":secret"
+/// and any password= parameter dropped), e.g. "postgresql://tuner@db:5432/t"; a file path as is.
+std::string database_display_name(const std::string& path);
 
 /// One measurement of one schedule of one workload on one machine.
 struct TuningRecord {
@@ -68,15 +103,32 @@ struct TuningRecord {
     std::string created_at; ///< ISO 8601 UTC, filled by commit_batch when empty.
 };
 
+/// What makes two records the same measurement (for idempotent import and merge): the SHA-256
+/// (hex) of workload key, target, fingerprint, schedule JSON, created_at and the run times.
+/// Ids, versions and messages are left out: the same measurement keeps its identity in every
+/// file it is copied to.
+std::string record_identity(const TuningRecord& r);
+
+/// What import_records and merge_from did.
+struct ImportCounts {
+    int64_t workloads_added = 0; ///< Workloads new to this database (merge_from only).
+    int64_t records_added = 0;   ///< Records new to this database.
+    int64_t duplicates = 0;      ///< Records already present (same record_identity), skipped.
+};
+
 class TuningDatabase {
   public:
-    /// The schema this tessera writes. Older files would be migrated on open (none exist yet).
-    static constexpr int kSchemaVersion = 1;
+    /// The schema this tessera writes. Older files are migrated to it on open (file comment).
+    static constexpr int kSchemaVersion = 2;
 
-    /// Opens or creates the database at `path` (":memory:" for a private in-memory one).
+    /// Opens or creates the database at `path` (":memory:" for a private in-memory one, a
+    /// postgresql:// URL for a server database, whose tables are created on first open); a
+    /// database of an older schema version is migrated to kSchemaVersion in one transaction.
     /// Throws UserError naming the path when the file cannot be opened or created, is not an
     /// SQLite file or not a tessera tuning database, is truncated or corrupted, or has a
-    /// schema version newer than kSchemaVersion (naming both versions).
+    /// schema version newer than kSchemaVersion (naming both versions). For a server: UserError
+    /// naming host and port (never the password) and the server's reason when it cannot be
+    /// reached, refuses the credentials or has no such database; nothing is written then.
     explicit TuningDatabase(const std::string& path);
     ~TuningDatabase();
     TuningDatabase(TuningDatabase&&) noexcept;
@@ -87,7 +139,8 @@ class TuningDatabase {
     const std::string& path() const { return path_; }
     /// The schema version stored in the file.
     int schema_version() const;
-    /// SQLite's journal mode: "wal" for files, "memory" for ":memory:".
+    /// SQLite's journal mode: "wal" for files, "memory" for ":memory:"; "server" for
+    /// PostgreSQL.
     std::string journal_mode() const;
 
     /// Adds a workload; idempotent. Returns its key. On a key already present, checks that the
@@ -115,8 +168,9 @@ class TuningDatabase {
     std::optional<TuningRecord> best_record(const std::string& workload_key,
                                             const std::string& target,
                                             const std::string& fingerprint) const;
-    /// The fastest Ok record for `target` on any machine of this ISA class (the second lookup
-    /// tier: a different machine of the same kind).
+    /// The fastest Ok record measured on any machine of this ISA class for a target of the same
+    /// target_family() as `target` (the second lookup tier: a different machine of the same
+    /// kind, whose -mcpu name may differ).
     std::optional<TuningRecord> best_record_for_isa(const std::string& workload_key,
                                                     const std::string& target,
                                                     const std::string& isa_class) const;
@@ -138,17 +192,31 @@ class TuningDatabase {
     /// Number of records (all workloads, errors included).
     int64_t num_records() const;
 
+    /// Adds records copied from elsewhere (an export file, another database) in ONE
+    /// transaction, keeping their created_at, tessera_version and schema_version (empty or 0
+    /// ones are filled as commit_batch does); ids are assigned here. A record whose
+    /// record_identity() is already stored (or earlier in `records`) is skipped and counted as
+    /// a duplicate, so importing the same file twice adds nothing. Validation and errors as
+    /// commit_batch (all or nothing); the workloads must have been added first.
+    ImportCounts import_records(const std::vector<TuningRecord>& records);
+    /// Copies every workload and record of `other` into this database (import_records rules).
+    ImportCounts merge_from(const TuningDatabase& other);
+    /// Keeps, per (workload, target, fingerprint), the `keep_best` fastest Ok records (ties by
+    /// id) and deletes the other Ok records, and every error record unless `keep_errors`; one
+    /// transaction. Returns the number of records deleted. UserError if keep_best < 0.
+    int64_t prune(int keep_best, bool keep_errors);
+    /// The storage engine's own consistency check: "ok", or its findings one per line
+    /// (PostgreSQL: checks of the tessera tables, since the server keeps its own files sound).
+    std::string integrity_check() const;
+
     /// Stores a cost-model blob under `name` (a new row; older ones are kept).
     void save_cost_model(const std::string& name, const std::vector<uint8_t>& blob);
     /// The most recently saved blob under `name`, if any.
     std::optional<std::vector<uint8_t>> load_cost_model(const std::string& name) const;
 
   private:
-    void open_and_check();
-    std::optional<TuningRecord> best_where(const std::string& key, const std::string& target,
-                                           const char* column, const std::string& value) const;
     std::string path_;
-    sqlite3* db_ = nullptr;
+    std::unique_ptr<DatabaseEngine> engine_; // SQLite or PostgreSQL (tuner/database_engine.h)
 };
 
 } // namespace tessera::tune

@@ -1,0 +1,55 @@
+// `tessera hw`: the text form shows the CPU identity, the hashed fingerprint text and the short
+// hash, and agrees with the JSON form and with the library's host_fingerprint().
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "tessera/tuner/fingerprint.h"
+
+namespace {
+
+std::string run_stdout(const std::string& args) {
+    std::string cmd = std::string(TESSERA_BINARY) + " " + args + " 2>/dev/null";
+    FILE* p = ::popen(cmd.c_str(), "r");
+    EXPECT_NE(p, nullptr);
+    std::string out;
+    char buf[4096];
+    size_t n;
+    while (p && (n = fread(buf, 1, sizeof(buf), p)) > 0)
+        out.append(buf, n);
+    EXPECT_EQ(p ? ::pclose(p) : -1, 0) << args;
+    return out;
+}
+
+TEST(HwCli, ShowsIdentityFingerprintTextAndHash) {
+    const tessera::tune::HardwareFingerprint& fp = tessera::tune::host_fingerprint();
+    std::string text = run_stdout("hw");
+    EXPECT_NE(text.find("fingerprint  " + fp.hash()), std::string::npos) << text;
+    EXPECT_NE(text.find("vendor       "), std::string::npos) << text;
+    EXPECT_NE(text.find("family " + std::to_string(fp.cpu_family) + ", model " +
+                        std::to_string(fp.cpu_model) + ", stepping " +
+                        std::to_string(fp.cpu_stepping)),
+              std::string::npos)
+        << text;
+    // Every line of the canonical text is shown (indented), so a user can see what is hashed.
+    std::string canon = fp.canonical_text();
+    for (size_t pos = 0; pos < canon.size();) {
+        size_t end = canon.find('\n', pos);
+        EXPECT_NE(text.find("  " + canon.substr(pos, end - pos) + "\n"), std::string::npos)
+            << canon.substr(pos, end - pos);
+        pos = end + 1;
+    }
+
+    nlohmann::json j = nlohmann::json::parse(run_stdout("hw --json"));
+    EXPECT_EQ(j["fingerprint"], fp.hash());
+    EXPECT_EQ(j["fingerprint_text"], canon);
+    EXPECT_EQ(j["vendor"], fp.cpu_vendor);
+    EXPECT_EQ(j["stepping"], fp.cpu_stepping);
+    EXPECT_EQ(j["isa_class"], fp.isa_class());
+    EXPECT_EQ(j["gpu_arch"], fp.gpu_arch);
+}
+
+} // namespace
