@@ -13,6 +13,7 @@
 #include "tessera/tuner/measure.h"
 
 #include <chrono>
+#include <csignal>
 #include <cstring>
 #include <iostream>
 #include <map>
@@ -189,6 +190,9 @@ void write_all(int fd, const std::string& text) {
 } // namespace
 
 int measure_worker_main() {
+    // A terminal's Ctrl-C reaches the whole process group: the tuner finishes its round and then
+    // closes our stdin; the candidate being timed must not die of it (a false error record).
+    std::signal(SIGINT, SIG_IGN);
     const int protocol_fd = dup(1);
     if (protocol_fd < 0 || dup2(2, 1) < 0) {
         std::cerr << "measure worker: cannot set up its output: " << std::strerror(errno) << "\n";

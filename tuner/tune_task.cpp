@@ -32,7 +32,9 @@ EvolutionOptions evolution_options(const SearchOptions& opts) {
 using Clock = std::chrono::steady_clock;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-/// One call of tune_task: the state that lives across its rounds.
+/// One task's tuning: the state that lives across its rounds (one tune_task call, or one
+/// TaskTuningSession driven round by round). Keeps copies of the compute, target, options and
+/// callback; the database, model and measurer are the caller's.
 class TaskTuner {
   public:
     TaskTuner(const te::Compute& c, double flops, const TuneTarget& target, TuningDatabase& db,
@@ -41,7 +43,8 @@ class TaskTuner {
         : c_(c), flops_(flops), target_(target), db_(db), model_(model), measurer_(measurer),
           opts_(opts), on_progress_(on_progress), rng_(opts.seed), start_(Clock::now()) {}
 
-    TuneResult run() {
+    /// Before the first round: adds the workload, warm-starts the model, reports the start.
+    void begin() {
         result_.workload_key = db_.add_workload(c_);
         model_name_ = cost_model_name(model_, result_.workload_key, target_);
         warm_start();
@@ -51,22 +54,45 @@ class TaskTuner {
             db_.measured_schedules(result_.workload_key, target_.target, target_.fingerprint);
         if (const std::optional<TuningRecord> best = best_record())
             measurer_.note_best_secs(result_.workload_key, best->median_secs);
-        const std::vector<sched::State> sketches = sched::generate_sketches(c_, opts_.sketch);
-        TESSERA_CHECK(!sketches.empty()) << "no sketch for workload " << result_.workload_key;
+        sketches_ = sched::generate_sketches(c_, opts_.sketch);
+        TESSERA_CHECK(!sketches_.empty()) << "no sketch for workload " << result_.workload_key;
+    }
+
+    TuneResult run() {
+        begin();
         while (!finished()) {
-            if (!run_round(sketches))
+            if (!run_round(opts_.measure_per_round))
                 break; // nothing left to measure
         }
-        result_.best = best_record();
-        result_.elapsed_secs = elapsed();
-        result_.skipped_already_measured = int(skipped_.size());
-        return std::move(result_);
+        return summary();
+    }
+
+    /// The result so far, with the best record, elapsed time and skip count brought up to date.
+    TuneResult summary() const {
+        TuneResult r = result_;
+        r.best = best_record();
+        r.elapsed_secs = elapsed();
+        r.skipped_already_measured = int(skipped_.size());
+        return r;
+    }
+
+    /// One measured round of at most max_candidates (and opts.measure_per_round, and the
+    /// trials left of opts.num_trials) candidates; false when it found nothing new to measure.
+    bool run_round(int max_candidates) {
+        int n = std::min(opts_.measure_per_round, max_candidates);
+        if (opts_.num_trials > 0)
+            n = std::min(n, opts_.num_trials - result_.trials);
+        if (n < 1)
+            return false;
+        return run_round_of(n);
     }
 
   private:
     double elapsed() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
 
     bool finished() const {
+        if (opts_.cancel && opts_.cancel->load())
+            return true;
         if (opts_.num_trials > 0 && result_.trials >= opts_.num_trials)
             return true;
         return opts_.time_budget_secs > 0 && elapsed() >= opts_.time_budget_secs;
@@ -170,11 +196,9 @@ class TaskTuner {
         return seeds;
     }
 
-    /// One measured round; false when it found nothing new to measure.
-    bool run_round(const std::vector<sched::State>& sketches) {
-        int n = opts_.measure_per_round;
-        if (opts_.num_trials > 0)
-            n = std::min(n, opts_.num_trials - result_.trials);
+    /// One measured round of n >= 1 candidates; false when it found nothing new to measure.
+    bool run_round_of(int n) {
+        const std::vector<sched::State>& sketches = sketches_;
         const int n_random = int(std::floor(opts_.eps_greedy * n));
         search_cache_.clear();
 
@@ -295,16 +319,17 @@ class TaskTuner {
         on_progress_(p);
     }
 
-    const te::Compute& c_;
+    const te::Compute c_;
     double flops_;
-    const TuneTarget& target_;
+    const TuneTarget target_;
     TuningDatabase& db_;
     cost::CostModel& model_;
     Measurer& measurer_;
-    const SearchOptions& opts_;
-    const std::function<void(const TuneProgress&)>& on_progress_;
+    const SearchOptions opts_;
+    const std::function<void(const TuneProgress&)> on_progress_;
     Rng rng_;
     Clock::time_point start_;
+    std::vector<sched::State> sketches_; ///< Of the task, made once by begin().
 
     TuneResult result_;
     std::string model_name_;
@@ -344,10 +369,10 @@ std::string cost_model_name(const cost::CostModel& model, const std::string& wor
     return model.name() + "/" + workload_key + "/" + target.fingerprint + "/" + target.target;
 }
 
-TuneResult tune_task(const te::Compute& c, double flops, const TuneTarget& target,
-                     TuningDatabase& db, cost::CostModel& model, Measurer& measurer,
-                     const SearchOptions& opts,
-                     const std::function<void(const TuneProgress&)>& on_progress) {
+namespace {
+
+/// tune_task's checks of everything but the compute (shared with TaskTuningSession).
+void validate_call(double flops, const TuneTarget& target, const SearchOptions& opts) {
     validate(opts);
     if (!(flops > 0) || !std::isfinite(flops))
         throw UserError() << "flops of the task must be a finite number above 0, got " << flops;
@@ -355,7 +380,40 @@ TuneResult tune_task(const te::Compute& c, double flops, const TuneTarget& targe
         throw UserError() << "tune target is empty";
     if (target.fingerprint.empty())
         throw UserError() << "hardware fingerprint of target '" << target.target << "' is empty";
+}
+
+} // namespace
+
+TuneResult tune_task(const te::Compute& c, double flops, const TuneTarget& target,
+                     TuningDatabase& db, cost::CostModel& model, Measurer& measurer,
+                     const SearchOptions& opts,
+                     const std::function<void(const TuneProgress&)>& on_progress) {
+    validate_call(flops, target, opts);
     return TaskTuner(c, flops, target, db, model, measurer, opts, on_progress).run();
 }
+
+struct TaskTuningSession::Impl {
+    template <class... Args> explicit Impl(Args&&... args) : tuner(std::forward<Args>(args)...) {}
+    TaskTuner tuner;
+};
+
+TaskTuningSession::TaskTuningSession(const te::Compute& c, double flops, const TuneTarget& target,
+                                     TuningDatabase& db, cost::CostModel& model, Measurer& measurer,
+                                     const SearchOptions& opts,
+                                     const std::function<void(const TuneProgress&)>& on_progress) {
+    validate_call(flops, target, opts);
+    impl_ = std::make_unique<Impl>(c, flops, target, db, model, measurer, opts, on_progress);
+    impl_->tuner.begin();
+}
+
+TaskTuningSession::~TaskTuningSession() = default;
+TaskTuningSession::TaskTuningSession(TaskTuningSession&&) noexcept = default;
+TaskTuningSession& TaskTuningSession::operator=(TaskTuningSession&&) noexcept = default;
+
+bool TaskTuningSession::run_round(int max_candidates) {
+    return impl_->tuner.run_round(max_candidates);
+}
+
+TuneResult TaskTuningSession::result() const { return impl_->tuner.summary(); }
 
 } // namespace tessera::tune

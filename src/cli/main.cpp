@@ -9,13 +9,17 @@
 
 #include <CLI/CLI.hpp>
 
+#include "bench_command.h"
+#include "build_command.h"
 #include "costmodel_command.h"
 #include "costmodel_features.h"
+#include "db_command.h"
 #include "hw_command.h"
 #include "inspect_command.h"
 #include "op_list.h"
 #include "op_run.h"
 #include "op_schedule.h"
+#include "run_command.h"
 #include "tune_command.h"
 #include "tessera/support/error.h"
 #include "tessera/tuner/measure.h"
@@ -64,13 +68,17 @@ int main(int argc, char** argv) {
                   "End the output with one JSON object (op, gflops, median_ms, max_rel_err, ...)");
     run->add_option("--schedule", run_opts.schedule_file,
                     "Run this schedule (a step-list JSON file, e.g. one line of `tessera op "
-                    "sample`) instead of the default loop nest; inputs in transformed layouts "
+                    "sample`) instead of the default schedule; inputs in transformed layouts "
                     "are packed before the call");
     run->add_option("--db", run_opts.db,
                     "Run the best record of this tuning database for the op's workload on this "
-                    "machine (exact fingerprint, then the same ISA class; the default loop nest "
+                    "machine (exact fingerprint, then the same ISA class; the default schedule "
                     "when it has none) and say which tier served")
         ->excludes("--schedule");
+    run->add_flag("--naive", run_opts.naive,
+                  "Run the naive loop nest instead of the default schedule (for comparisons)")
+        ->excludes("--schedule")
+        ->excludes("--db");
 
     // The schedule space: sketches, sampled schedules and the loop IR they lower to.
     cli::OpScheduleOptions sched_opts;
@@ -100,6 +108,16 @@ int main(int argc, char** argv) {
                           "loop nest");
 
     CLI::App* list = op->add_subcommand("list", "List the built-in operators and their keys");
+
+    // Whole-model compilation into one shared library.
+    cli::BuildCommandOptions build_opts;
+    CLI::App* build_cmd = cli::add_build_command(app, build_opts);
+
+    // Running and timing a built model library.
+    cli::RunModelOptions run_model_opts;
+    CLI::App* run_model_cmd = cli::add_run_command(app, run_model_opts);
+    cli::BenchOptions bench_opts;
+    CLI::App* bench_cmd = cli::add_bench_command(app, bench_opts);
 
     // Graph-level inspection of an ONNX model.
     cli::InspectOptions inspect_opts;
@@ -134,13 +152,23 @@ int main(int argc, char** argv) {
     // Tuning one operator into the database.
     cli::TuneOptions tune_opts;
     CLI::App* tune_cmd = app.add_subcommand(
-        "tune", "Tune an operator on this machine: evolutionary search guided by a cost model, "
-                "candidates measured for real and every measurement committed to the tuning "
-                "database round by round (a rerun resumes; concurrent runs may share the "
-                "database)");
-    tune_cmd->add_option("--op", tune_opts.op, spec_help)->required();
+        "tune", "Tune a model's tasks (MODEL) or one operator (--op) on this machine: "
+                "evolutionary search guided by a cost model, candidates measured for real and "
+                "every measurement committed to the tuning database round by round (a rerun "
+                "resumes; concurrent runs may share the database). A model's rounds go to the "
+                "tasks that lower the estimated end-to-end latency most (gradient task "
+                "scheduler). Ctrl-C finishes the current round, prints the summary and exits "
+                "with 130; a second Ctrl-C exits at once (committed rounds are kept)");
+    tune_cmd->add_option("model", tune_opts.model_path,
+                         "ONNX model whose tasks to tune (as `build` extracts them); exactly one "
+                         "of MODEL and --op");
+    tune_cmd->add_option("--op", tune_opts.op, spec_help);
+    tune_cmd->add_option("-O,--opt-level", tune_opts.opt_level,
+                         "Graph optimization level 0..3 of MODEL (use the level you build with)")
+        ->capture_default_str();
     CLI::Option* trials_opt =
-        tune_cmd->add_option("--trials", tune_opts.trials, "Candidates to measure in this run")
+        tune_cmd->add_option("--trials", tune_opts.trials,
+                             "Candidates to measure in this run (a model: all tasks together)")
             ->capture_default_str();
     CLI::Option* budget_opt = tune_cmd->add_option(
         "--time-budget", tune_opts.time_budget_secs,
@@ -180,7 +208,8 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     tune_cmd->add_option("--curve", tune_opts.curve_file,
                          "Write the tuning curve as CSV, one row per round: "
-                         "trials,seconds,best_ms,best_gflops (plot with scripts/plot_curve.sh)");
+                         "trials,seconds,best_ms,best_gflops (plot with scripts/plot_curve.sh); "
+                         "for a model round,trials,seconds,estimated_ms (end-to-end estimate)");
     tune_cmd->add_flag("--json", tune_opts.json,
                        "Print the summary as one JSON object on stdout instead of text "
                        "(progress stays on stderr)");
@@ -216,6 +245,9 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     cm_features->add_option("--seed", features_seed, "Seed of the sampler")
         ->capture_default_str();
+
+    // Sharing and maintaining tuning databases.
+    cli::DbCommand db_cmd(app);
 
     // CLI11 reports an unknown subcommand only as "a subcommand is required"; name it instead.
     CLI::App* level = &app;
@@ -263,12 +295,21 @@ int main(int argc, char** argv) {
             if (budget_opt->count() > 0 && trials_opt->count() == 0)
                 tune_opts.trials = 0; // ends by time alone
             tune_opts.time_bounded = budget_opt->count() > 0;
-            cli::run_tune(tune_opts, std::cout, std::cerr, isatty(STDERR_FILENO) == 1);
+            return cli::run_tune_command(tune_opts, std::cout, std::cerr,
+                                         isatty(STDERR_FILENO) == 1);
         } else if (*cm_eval) {
             cli::run_costmodel_eval(eval_opts, std::cout);
         } else if (*cm_features) {
             return cli::run_costmodel_features(features_spec, features_samples, features_seed,
                                                std::cout);
+        } else if (db_cmd.chosen()) {
+            return db_cmd.run(std::cout, std::cerr);
+        } else if (*build_cmd) {
+            return cli::run_build(build_opts, std::cout, std::cerr);
+        } else if (*run_model_cmd) {
+            cli::run_model(run_model_opts, std::cout);
+        } else if (*bench_cmd) {
+            cli::bench_model(bench_opts, std::cout);
         } else if (*inspect) {
             cli::run_inspect(inspect_opts, std::cout);
         }

@@ -1,5 +1,6 @@
-// `tessera op run`: the default loop nest of an operator (or a schedule replayed from a file)
-// through the LLVM JIT, checked against the tensor-expression reference and timed.
+// `tessera op run`: an operator's default schedule (or a tuning record's with --db, a file's
+// with --schedule, the naive loop nest with --naive) through the LLVM JIT, checked against the
+// tensor-expression reference and timed.
 #include "op_run.h"
 
 #include <algorithm>
@@ -22,6 +23,8 @@
 #include "tessera/lower/lower_default.h"
 #include "tessera/lower/lower_for_codegen.h"
 #include "tessera/runtime/thread_pool.h"
+#include "tessera/backends/host.h"
+#include "tessera/schedule/default_schedule.h"
 #include "tessera/schedule/layout.h"
 #include "tessera/schedule/lower_state.h"
 #include "tessera/schedule/schedule.h"
@@ -32,6 +35,7 @@
 #include "tessera/te/reference_eval.h"
 #include "tessera/te/workload_key.h"
 #include "tessera/tuner/database.h"
+#include "tessera/tuner/lookup.h"
 
 namespace tessera::cli {
 
@@ -111,61 +115,75 @@ double percentile(std::vector<double> v, double p) {
     return v[lo] + (v[hi] - v[lo]) * (pos - lo);
 }
 
-/// The schedule `op run --db` chose: a replayed and lowered record, or none (default nest).
+/// The schedule `op run --db` chose: a replayed record, or none (the default schedule runs).
 struct DbSchedule {
     DbTier tier = DbTier::Default;
     int64_t record_id = 0;
-    std::optional<sched::State> state; ///< Empty: run the default loop nest.
+    std::optional<sched::State> state; ///< Empty: run the default schedule.
     LoweredFunc func;                  ///< state lowered, when state is set.
     std::string note;                  ///< One line for the report: the tier and why.
 };
 
-/// Looks up the best record of inst's workload in db_path (exact machine first, then the same
-/// ISA class) and replays it; falls back to the default loop nest when there is none or it no
+/// Looks up the best record of inst's workload in db_path (tune::lookup_best: exact machine
+/// first, then the same ISA class) and replays it; none when there is no record or it no
 /// longer replays or lowers.
 DbSchedule schedule_from_db(const te::OpInstance& inst, const std::string& db_path) {
     std::error_code ec;
-    if (!std::filesystem::is_regular_file(db_path, ec))
+    if (!tune::is_server_database(db_path) && !std::filesystem::is_regular_file(db_path, ec))
         throw UserError() << "--db " << db_path << ": no such file";
     const tune::TuningDatabase db(db_path);
     const tune::TuneTarget target = host_tune_target();
     const std::string key = te::workload_key(inst.compute);
 
     DbSchedule chosen;
-    std::optional<tune::TuningRecord> rec = db.best_record(key, target.target, target.fingerprint);
-    if (rec) {
-        chosen.tier = DbTier::Exact;
-    } else if ((rec = db.best_record_for_isa(key, target.target, target.isa_class))) {
-        chosen.tier = DbTier::IsaClass;
-    } else {
+    const tune::LookupResult found =
+        tune::lookup_best(db, key, {target.target, target.fingerprint, target.isa_class});
+    const std::string foreign =
+        found.foreign_records > 0
+            ? fmt::format(" ({} records of other targets or ISA classes passed over)",
+                          found.foreign_records)
+            : std::string();
+    if (found.tier == tune::LookupTier::None || !found.record) {
         chosen.note = fmt::format(
             "default: {} has no ok record of this workload (key {}) for target '{}' on this "
-            "machine or its ISA class ({}); running the default loop nest",
-            db_path, key.substr(0, 16), target.target, target.isa_class);
+            "machine or its ISA class ({}){}; running the default schedule",
+            db_path, key.substr(0, 16), target.target, target.isa_class, foreign);
         return chosen;
     }
+    const tune::TuningRecord& rec = *found.record;
+    chosen.tier = found.tier == tune::LookupTier::Exact ? DbTier::Exact : DbTier::IsaClass;
     try {
-        sched::State s = sched::replay(inst.compute, sched::steps_from_json(rec->schedule_json));
+        sched::State s = sched::replay(inst.compute, sched::steps_from_json(rec.schedule_json));
         chosen.func = sched::lower_state(s, "kernel");
         chosen.state = std::move(s);
     } catch (const std::exception& e) { // ScheduleError or UserError (another JSON version)
         chosen.tier = DbTier::Default;
         chosen.note = fmt::format("default: record {} of {} does not replay on this version of "
-                                  "tessera ({}); running the default loop nest",
-                                  rec->id, db_path, e.what());
+                                  "tessera ({}); running the default schedule",
+                                  rec.id, db_path, e.what());
         return chosen;
     }
-    chosen.record_id = rec->id;
-    const double tuned_gflops = inst.flops / rec->median_secs / 1e9;
+    chosen.record_id = rec.id;
+    const double tuned_gflops = inst.flops / rec.median_secs / 1e9;
     chosen.note =
         chosen.tier == DbTier::Exact
             ? fmt::format("exact: best record {} measured on this machine (fingerprint {}), "
-                          "{:.4g} ms, {:.2f} GFLOP/s when tuned",
-                          rec->id, rec->fingerprint, rec->median_secs * 1e3, tuned_gflops)
+                          "{:.4g} ms, {:.2f} GFLOP/s when tuned{}",
+                          rec.id, rec.fingerprint, rec.median_secs * 1e3, tuned_gflops, foreign)
             : fmt::format("isa_class: best record {} measured on another machine of this ISA "
-                          "class (fingerprint {}, class {}), {:.4g} ms there",
-                          rec->id, rec->fingerprint, rec->isa_class, rec->median_secs * 1e3);
+                          "class (fingerprint {}, class {}), {:.4g} ms there{}",
+                          rec.id, rec.fingerprint, rec.isa_class, rec.median_secs * 1e3, foreign);
     return chosen;
+}
+
+/// The rule-based default schedule of inst for this host (its cores and vector width).
+sched::State host_default_schedule(const te::OpInstance& inst) {
+    const backend::HostInfo& host = backend::host_info();
+    sched::DefaultScheduleOptions o;
+    o.num_cores = std::max(1, host.cores);
+    o.vector_lanes = std::max(1, host.vector_bits / 32);
+    o.weight_inputs = inst.weight_inputs;
+    return sched::default_schedule(inst.compute, o);
 }
 
 } // namespace
@@ -194,7 +212,7 @@ OpRunResult run_op(const OpRunOptions& opts, std::ostream& out) {
     OpRunResult r;
     r.op = inst.name;
     r.spec = inst.canonical_spec;
-    r.schedule = "default loop nest";
+    r.schedule = "naive loop nest";
     r.threads = runtime::num_threads();
     r.flops = inst.flops;
 
@@ -205,6 +223,8 @@ OpRunResult run_op(const OpRunOptions& opts, std::ostream& out) {
     if (!opts.schedule_file.empty() && !opts.db.empty())
         throw UserError() << "--schedule " << opts.schedule_file << " and --db " << opts.db
                           << " exclude each other";
+    if (opts.naive && (!opts.schedule_file.empty() || !opts.db.empty()))
+        throw UserError() << "--naive excludes --schedule and --db";
     if (!opts.schedule_file.empty()) {
         const sched::State s = load_schedule(inst.compute, opts.schedule_file);
         try {
@@ -226,8 +246,14 @@ OpRunResult run_op(const OpRunOptions& opts, std::ostream& out) {
             scheduled = std::move(chosen.state);
         }
     }
+    if (!scheduled && !opts.naive) {
+        scheduled = host_default_schedule(inst);
+        r.schedule = fmt::format("default schedule ({} steps)", scheduled->steps.size());
+    }
     if (scheduled) {
         const sched::State& s = *scheduled;
+        if (!func.body.defined())
+            func = sched::lower_state(s, "kernel");
         for (size_t i = 0; i < layouts.size(); ++i)
             layouts[i] = s.stages[s.stage_id_of(inst.compute.inputs[i])].layout;
     } else {

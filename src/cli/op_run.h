@@ -16,11 +16,14 @@ struct OpRunOptions {
     double tolerance = 1e-4;   ///< Largest accepted |got - ref| / max(|ref|, 1).
     int64_t check_budget = 50'000'000; ///< Reference operations spent on checking.
     bool json = false;         ///< End the output with one JSON object on its own line.
-    /// A schedule JSON file (`op sample` output) to run instead of the default loop nest.
+    /// A schedule JSON file (`op sample` output) to run instead of the default schedule.
     std::string schedule_file;
     /// A tuning database: run the best record of the op's workload for this target (see
     /// run_op). Excludes schedule_file.
     std::string db;
+    /// Run the naive loop nest (lower_default) instead of the default schedule, for
+    /// comparisons and tests. Excludes schedule_file and db.
+    bool naive = false;
 };
 
 /// Which lookup tier chose the schedule of `op run --db`.
@@ -28,7 +31,7 @@ enum class DbTier : uint8_t {
     None,       ///< No --db given.
     Exact,      ///< A record measured on this machine (same fingerprint hash).
     IsaClass,   ///< A record of another machine of the same ISA class.
-    Default,    ///< No usable record: the default loop nest ran.
+    Default,    ///< No usable record: the default schedule ran.
 };
 /// "none", "exact", "isa_class", "default".
 const char* to_string(DbTier t);
@@ -50,11 +53,13 @@ struct OpRunResult {
 /// Runs the operator and prints a human-readable report (and the JSON line) to out.
 /// With opts.db, the schedule is the fastest Ok record of the op's workload for target
 /// "llvm -mcpu=<host cpu>" measured on this machine (exact fingerprint), else on a machine of
-/// the same ISA class; without one (or when the record no longer replays on this version) the
-/// default loop nest runs, and the report says which tier served and why.
+/// the same ISA class (tune::lookup_best); without one (or when the record no longer replays on
+/// this version) the rule-based default schedule (sched::default_schedule) runs, and the
+/// report says which tier served and why. Without a schedule file or a database the default
+/// schedule runs too; opts.naive runs the naive loop nest (lower_default) instead.
 /// Throws UserError on a bad spec, a bad schedule file (missing, malformed, or illegal for
-/// the operator), both a schedule file and a database, or a database that is missing or not a
-/// tuning database. The result says whether the check passed.
+/// the operator), more than one of schedule file, database and naive, or a database that is
+/// missing or not a tuning database. The result says whether the check passed.
 OpRunResult run_op(const OpRunOptions& opts, std::ostream& out);
 
 } // namespace tessera::cli

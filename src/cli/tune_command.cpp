@@ -1,5 +1,6 @@
-// `tessera tune`: options checked here (naming the CLI option), the search in tune::tune_task,
-// a live progress line, the per-round curve file and the final summary.
+// `tessera tune`: options checked here (naming the CLI option), the search in tune::tune_task
+// (--op; a model's tasks: tune_model.cpp), a live progress line, the per-round curve file, the
+// final summary, and Ctrl-C that ends a run cleanly between rounds.
 #include "tune_command.h"
 
 #include <cmath>
@@ -10,6 +11,8 @@
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <signal.h>
+#include <unistd.h>
 
 #include "progress_line.h"
 #include "tessera/backends/host.h"
@@ -19,6 +22,7 @@
 #include "tessera/tuner/database.h"
 #include "tessera/tuner/fingerprint.h"
 #include "tessera/tuner/measure.h"
+#include "tune_model.h"
 
 namespace tessera::cli {
 
@@ -46,7 +50,42 @@ class SpecRecordingMeasurer : public tune::Measurer {
     std::string spec_;
 };
 
-void check_options(const TuneOptions& o) {
+/// Set by the SIGINT handler while run_tune_command runs.
+std::atomic<bool> g_interrupted{false};
+
+extern "C" void on_sigint(int) {
+    if (g_interrupted.exchange(true))
+        _exit(kInterruptedExitCode); // the second Ctrl-C: at once (committed rounds are safe)
+    const char msg[] =
+        "\ninterrupted: finishing the current round (Ctrl-C again to quit at once)\n";
+    ssize_t ignored = write(STDERR_FILENO, msg, sizeof msg - 1);
+    (void)ignored;
+}
+
+/// Installs on_sigint for its lifetime (SA_RESTART: blocking reads go on), then restores the
+/// previous disposition.
+class SigintCancel {
+  public:
+    SigintCancel() {
+        g_interrupted.store(false);
+        struct sigaction sa {};
+        sa.sa_handler = on_sigint;
+        sigemptyset(&sa.sa_mask);
+        sa.sa_flags = SA_RESTART;
+        sigaction(SIGINT, &sa, &previous_);
+    }
+    ~SigintCancel() { sigaction(SIGINT, &previous_, nullptr); }
+    SigintCancel(const SigintCancel&) = delete;
+    SigintCancel& operator=(const SigintCancel&) = delete;
+    const std::atomic<bool>* flag() const { return &g_interrupted; }
+
+  private:
+    struct sigaction previous_ {};
+};
+
+} // namespace
+
+void check_tune_options(const TuneOptions& o) {
     if (o.time_bounded) {
         if (!(std::isfinite(o.time_budget_secs) && o.time_budget_secs > 0))
             throw UserError() << "--time-budget must be a number of seconds above 0, got "
@@ -72,9 +111,12 @@ void check_options(const TuneOptions& o) {
         throw UserError() << "--runner must be local or simulated, got '" << o.runner << "'";
     if (o.db.empty())
         throw UserError() << "--db must name a file, got ''";
+    if (o.opt_level < 0 || o.opt_level > 3)
+        throw UserError() << "-O must be 0..3, got " << o.opt_level;
 }
 
-tune::SearchOptions search_options(const TuneOptions& o, const te::OpInstance& inst) {
+tune::SearchOptions tune_search_options(const TuneOptions& o,
+                                        const std::vector<int>& weight_inputs) {
     const backend::HostInfo& host = backend::host_info();
     const int cores = o.threads > 0 ? o.threads : std::max(1, host.cores);
     tune::SearchOptions so;
@@ -86,29 +128,33 @@ tune::SearchOptions search_options(const TuneOptions& o, const te::OpInstance& i
     so.eps_greedy = o.eps_greedy;
     so.seed = o.seed;
     so.sketch.num_cores = cores;
-    so.sketch.weight_inputs = inst.weight_inputs; // packed once, outside the timed call
+    so.sketch.weight_inputs = weight_inputs; // packed once, outside the timed call
     so.sample.num_cores = cores;
     so.sample.max_vectorize_lanes = std::max(1, host.vector_bits / 32);
     return so;
 }
 
-std::unique_ptr<tune::Measurer> make_measurer(const TuneOptions& o, const std::string& spec) {
-    std::unique_ptr<tune::Measurer> inner;
-    if (o.runner == "simulated") {
-        inner = tune::make_simulated_measurer(o.seed);
-    } else {
-        tune::MeasureOptions mo;
-        mo.kernel_threads = o.threads;
-        mo.seed = o.seed;
-        inner = tune::make_local_measurer(mo);
-    }
-    return std::make_unique<SpecRecordingMeasurer>(std::move(inner), spec);
+std::unique_ptr<tune::Measurer> make_tune_measurer(const TuneOptions& o) {
+    if (o.runner == "simulated")
+        return tune::make_simulated_measurer(o.seed);
+    tune::MeasureOptions mo;
+    mo.kernel_threads = o.threads;
+    mo.seed = o.seed;
+    return tune::make_local_measurer(mo);
 }
 
-/// Opens the database, creating its folder first (tune_logs/ on a first run).
-tune::TuningDatabase open_database(const std::string& path) {
+tune::TuneTarget tune_target_of(const TuneOptions& o) {
+    tune::TuneTarget target = host_tune_target();
+    // Synthetic times must never serve a real run: simulated records get a target of their own,
+    // which `op run --db` and builds never look up.
+    if (o.runner == "simulated")
+        target.target = kSimulatedTargetPrefix + target.target;
+    return target;
+}
+
+tune::TuningDatabase open_tune_database(const std::string& path) {
     const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-    if (!parent.empty()) {
+    if (!parent.empty() && !tune::is_server_database(path)) {
         std::error_code ec;
         std::filesystem::create_directories(parent, ec);
         if (ec)
@@ -121,6 +167,8 @@ tune::TuningDatabase open_database(const std::string& path) {
 std::string ms_text(double secs) {
     return std::isfinite(secs) ? fmt::format("{:.4g} ms", secs * 1e3) : std::string("-");
 }
+
+namespace {
 
 std::string progress_text(const std::string& spec, const tune::TuneProgress& p) {
     std::string trials = p.trials_total > 0
@@ -212,8 +260,8 @@ void print_summary(const TuneOptions& o, const te::OpInstance& inst, const tune:
                            r.best->id);
     else
         out << "best      none: no candidate measured ok on this machine yet\n";
-    out << fmt::format("database  {} ({} records; target '{}', fingerprint {})\n", o.db,
-                       db_records, t.target, t.fingerprint);
+    out << fmt::format("database  {} ({} records; target '{}', fingerprint {})\n",
+                       tune::database_display_name(o.db), db_records, t.target, t.fingerprint);
     out << fmt::format("elapsed   {}\n", format_duration(r.elapsed_secs));
 }
 
@@ -229,21 +277,19 @@ tune::TuneTarget host_tune_target() {
 }
 
 tune::TuneResult run_tune(const TuneOptions& opts, std::ostream& out, std::ostream& progress,
-                          bool progress_is_terminal) {
-    check_options(opts);
+                          bool progress_is_terminal, const std::atomic<bool>* cancel) {
+    check_tune_options(opts);
     const te::OpInstance inst = te::make_op(te::parse_op_spec(opts.op));
-    const tune::SearchOptions so = search_options(opts, inst);
+    tune::SearchOptions so = tune_search_options(opts, inst.weight_inputs);
+    so.cancel = cancel;
     tune::validate(so); // the CLI's checks above name the options; this keeps them in step
-    tune::TuneTarget target = host_tune_target();
-    // Synthetic times must never serve a real run: simulated records get a target of their own,
-    // which `op run --db` and builds never look up.
-    if (opts.runner == "simulated")
-        target.target = kSimulatedTargetPrefix + target.target;
+    const tune::TuneTarget target = tune_target_of(opts);
 
-    tune::TuningDatabase db = open_database(opts.db);
+    tune::TuningDatabase db = open_tune_database(opts.db);
     CurveWriter curve(opts.curve_file, inst.flops);
     std::unique_ptr<cost::CostModel> model = cost::make_model(opts.model, opts.seed);
-    std::unique_ptr<tune::Measurer> measurer = make_measurer(opts, inst.canonical_spec);
+    std::unique_ptr<tune::Measurer> measurer =
+        std::make_unique<SpecRecordingMeasurer>(make_tune_measurer(opts), inst.canonical_spec);
 
     ProgressLine line(progress, progress_is_terminal);
     bool started = false;
@@ -258,6 +304,19 @@ tune::TuneResult run_tune(const TuneOptions& opts, std::ostream& out, std::ostre
     line.finish();
     print_summary(opts, inst, target, r, db.num_records(), out);
     return r;
+}
+
+int run_tune_command(const TuneOptions& opts, std::ostream& out, std::ostream& progress,
+                     bool progress_is_terminal) {
+    if (opts.model_path.empty() == opts.op.empty())
+        throw UserError() << "tune needs exactly one of MODEL (an .onnx path) and --op SPEC, got "
+                          << (opts.op.empty() ? "neither" : "both");
+    const SigintCancel sigint;
+    if (opts.model_path.empty())
+        run_tune(opts, out, progress, progress_is_terminal, sigint.flag());
+    else
+        run_tune_model(opts, out, progress, progress_is_terminal, sigint.flag());
+    return sigint.flag()->load() ? kInterruptedExitCode : 0;
 }
 
 } // namespace tessera::cli

@@ -1,10 +1,16 @@
-// `tessera tune`: tune one built-in operator on this machine into the tuning database.
+// `tessera tune`: tune one built-in operator (--op) or every task of an ONNX model (MODEL, see
+// tune_model.h) on this machine into the tuning database.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <ostream>
 #include <string>
+#include <vector>
 
+#include "tessera/tuner/database.h"
+#include "tessera/tuner/measure.h"
 #include "tessera/tuner/tune_task.h"
 
 namespace tessera::cli {
@@ -12,7 +18,10 @@ namespace tessera::cli {
 /// Every option of `tessera tune`, with its default.
 struct TuneOptions {
     std::string op;                        ///< NAME:key=value,... (see `tessera op list`).
-    /// Candidates to measure in this run; 0 = no limit (then time_budget_secs must be > 0).
+    std::string model_path;                ///< An ONNX model (exactly one of op, model_path).
+    int opt_level = 3;                     ///< Graph pipeline level for a model (as `build`).
+    /// Candidates to measure in this run (all tasks of a model together); 0 = no limit (then
+    /// time_budget_secs must be > 0).
     int trials = 1000;
     double time_budget_secs = 0;           ///< Wall-clock limit of the run; 0 = none.
     /// --time-budget was given: the run ends by time alone (trials must then be 0) and the
@@ -28,7 +37,8 @@ struct TuneOptions {
     std::string model = "xgboost";         ///< "xgboost" or "random".
     /// "local" (real) or "simulated" (synthetic times, under kSimulatedTargetPrefix's target).
     std::string runner = "local";
-    std::string curve_file;                ///< CSV of the best-so-far per round; empty = none.
+    /// CSV of the best-so-far (a model: the estimated end-to-end latency) per round; empty = none.
+    std::string curve_file;
     bool json = false;                     ///< Summary as one JSON object instead of text.
 };
 
@@ -45,13 +55,41 @@ constexpr const char* kSimulatedTargetPrefix = "simulated:";
 /// the host's fingerprint hash and ISA class. `op run --db` looks records up with the same.
 tune::TuneTarget host_tune_target();
 
+/// The exit code of a run stopped by Ctrl-C (128 + SIGINT), after the summary was printed.
+constexpr int kInterruptedExitCode = 130;
+
+/// `tessera tune`: checks that exactly one of opts.model_path and opts.op is given (UserError
+/// naming both otherwise), then tunes with run_tune or run_tune_model while a SIGINT handler is
+/// installed: the first Ctrl-C lets the round in progress finish and commit, then the summary
+/// prints and kInterruptedExitCode is returned; a second Ctrl-C exits at once with that code
+/// (what was committed stays: one transaction per round). Returns 0 otherwise.
+int run_tune_command(const TuneOptions& opts, std::ostream& out, std::ostream& progress,
+                     bool progress_is_terminal);
+
+/// Throws UserError naming the option and value for an option out of range (both modes).
+void check_tune_options(const TuneOptions& opts);
+/// The search options of opts (host cores and vector width; weight_inputs of the sketches
+/// given by the caller, per task).
+tune::SearchOptions tune_search_options(const TuneOptions& opts,
+                                        const std::vector<int>& weight_inputs);
+/// The measurer opts.runner names (local or simulated), seeded with opts.seed.
+std::unique_ptr<tune::Measurer> make_tune_measurer(const TuneOptions& opts);
+/// host_tune_target(), under kSimulatedTargetPrefix for --runner simulated.
+tune::TuneTarget tune_target_of(const TuneOptions& opts);
+/// Opens the database, creating its folder first (tune_logs/ on a first run); UserError naming
+/// --db and the path when that fails.
+tune::TuningDatabase open_tune_database(const std::string& path);
+/// "1.234 ms", or "-" for +infinity.
+std::string ms_text(double secs);
+
 /// Tunes opts.op into opts.db. Progress goes to `progress` (rewritten in place when
 /// `progress_is_terminal`, one line per round otherwise); the summary (text, or one JSON line
 /// with opts.json) goes to `out`. Every record of a measured round is committed before the next
 /// round starts, so an interrupted run keeps what it measured and a rerun resumes.
 /// Throws UserError naming the option and value on a bad option, a bad spec, a database that
 /// cannot be opened or a curve file that cannot be written.
+/// `cancel` (may be null) stops the run before the next round once set.
 tune::TuneResult run_tune(const TuneOptions& opts, std::ostream& out, std::ostream& progress,
-                          bool progress_is_terminal);
+                          bool progress_is_terminal, const std::atomic<bool>* cancel = nullptr);
 
 } // namespace tessera::cli

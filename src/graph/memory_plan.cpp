@@ -50,7 +50,10 @@ MemoryPlan plan_memory(const Graph& g, const std::vector<FusedGroup>& groups) {
                 buffer_free[b] = 1;
         // Inputs dying at this step, candidates for in-place reuse.
         dying_here.clear();
-        if (groups[s].kind == OpPattern::Elementwise)
+        // Only a group with one output: each element of an input is read just before the same
+        // element of the output overwrites it. A second output's loop nest would still read the
+        // input after the first output overwrote it.
+        if (groups[s].kind == OpPattern::Elementwise && groups[s].outputs.size() == 1)
             for (ValueId v : groups[s].inputs)
                 if (index_of[v] >= 0 && plan.assignments[index_of[v]].last_use == s)
                     dying_here.push_back(index_of[v]);

@@ -2,6 +2,7 @@
 // deduplication by workload key.
 #include "tessera/graph/tasks.h"
 
+#include <algorithm>
 #include <array>
 #include <limits>
 #include <map>
@@ -12,6 +13,7 @@
 #include "tessera/ir/op.h"
 #include "tessera/te/flops.h"
 #include "tessera/te/op_library.h"
+#include "tessera/te/ops_extra.h"
 #include "tessera/te/workload_key.h"
 
 namespace tessera::graph {
@@ -24,7 +26,8 @@ using te::Expr;
 using te::Tensor;
 
 // Operand i of `op` only steers the output shape (or is a scalar parameter): it is read at
-// compile time and is not a Compute input.
+// compile time and is not a Compute input. Shape reads only its input's static shape, and
+// ConstantOfShape and Range make their whole output from compile-time values.
 bool is_shape_operand(Op op, size_t i) {
     switch (op) {
     case Op::Reshape:
@@ -32,14 +35,42 @@ bool is_shape_operand(Op op, size_t i) {
     case Op::Squeeze:
     case Op::Unsqueeze:
     case Op::ReduceSum:
-        return i >= 1;
+    case Op::Split:
     case Op::Slice:
     case Op::Pad:
     case Op::Clip:
+    case Op::Dropout: // ratio and training_mode: inference ignores them
         return i >= 1;
+    case Op::Shape:
+    case Op::ConstantOfShape:
+    case Op::Range:
+        return true;
     default:
         return false;
     }
+}
+
+// The elements of d as immediates of scalar type t (integers exactly, not through double).
+std::vector<Expr> immediates(ir::DataType t, const TensorData& d) {
+    std::vector<Expr> out;
+    if (t.is_float()) {
+        for (double v : d.as_f64())
+            out.push_back(ir::make_const(t, v));
+    } else {
+        for (int64_t v : d.as_i64())
+            out.push_back(ir::make_const(t, v));
+    }
+    return out;
+}
+
+te::PadMode pad_mode(const std::string& mode, const std::string& where) {
+    if (mode == "constant")
+        return te::PadMode::Constant;
+    if (mode == "edge")
+        return te::PadMode::Edge;
+    if (mode == "reflect")
+        return te::PadMode::Reflect;
+    throw UserError() << where << ": unsupported pad mode '" << mode << "'";
 }
 
 class GroupBuilder {
@@ -65,8 +96,18 @@ class GroupBuilder {
             inputs.push_back(t);
             gc.inputs.push_back(v);
         }
-        for (NodeId id : group_.nodes)
-            build_node(id);
+        for (NodeId id : group_.nodes) {
+            // The op library's errors name the op and operands only: say which node.
+            const std::string where = describe_node(g_.node(id), id);
+            try {
+                build_node(id, where);
+            } catch (const UserError& e) {
+                const std::string msg = e.what();
+                if (msg.rfind(where, 0) == 0)
+                    throw;
+                throw UserError() << where << ": " << msg;
+            }
+        }
         std::vector<Tensor> outputs;
         for (ValueId v : group_.outputs) {
             Tensor t = tensor(v);
@@ -77,6 +118,9 @@ class GroupBuilder {
             gc.outputs.push_back(v);
         }
         gc.compute = te::make_compute(std::move(inputs), std::move(outputs));
+        for (size_t i = 0; i < gc.inputs.size(); ++i)
+            if (g_.value(gc.inputs[i]).is_constant())
+                gc.compute.weight_inputs.push_back(static_cast<int>(i));
         return gc;
     }
 
@@ -108,6 +152,17 @@ class GroupBuilder {
             throw UserError() << where << ": operand " << i << " ('" << g_.value(n.inputs[i]).name
                               << "') is not a compile-time scalar";
         return t->as_f64()[0];
+    }
+
+    // A compile-time scalar operand as an immediate of type t (integers exactly).
+    Expr static_immediate(const Node& n, size_t i, ir::DataType t, const std::string& where) const {
+        std::optional<TensorData> d =
+            n.input(i) == kNoValue ? std::nullopt : static_value(g_, n.inputs[i]);
+        if (!d || d->numel() != 1)
+            throw UserError() << where << ": operand " << i << " ('"
+                              << (n.input(i) == kNoValue ? "" : g_.value(n.inputs[i]).name)
+                              << "') is not a compile-time scalar";
+        return immediates(t, *d).at(0);
     }
 
     static te::Conv2dParams conv_params(const Node& n, const std::string& where,
@@ -161,27 +216,33 @@ class GroupBuilder {
             return te::maximum(a, b);
         case Op::Min:
             return te::minimum(a, b);
-        case Op::Pow:
-            return te::broadcast_binary(
-                a, b, [](Expr x, Expr y) { return ir::pow(x, y); }, "pow");
         default:
             break;
         }
         TESSERA_UNREACHABLE();
     }
 
-    void build_node(NodeId id) {
+    // True when output value v of a node is read by another node or is a graph output.
+    bool needed(ValueId v) const {
+        if (v == kNoValue)
+            return false;
+        if (!g_.users(v).empty())
+            return true;
+        for (ValueId o : g_.outputs)
+            if (o == v)
+                return true;
+        return false;
+    }
+
+    void build_node(NodeId id, const std::string& where) {
         const Node& n = g_.node(id);
-        const std::string where = describe_node(n, id);
-        for (size_t i = 1; i < n.outputs.size(); ++i)
-            if (n.outputs[i] != kNoValue && !g_.users(n.outputs[i]).empty())
-                throw UserError() << where << ": output " << i << " ('"
-                                  << g_.value(n.outputs[i]).name
-                                  << "') has no tensor-expression definition yet";
         const Value& out = g_.value(n.outputs[0]);
         const ir::DataType dt = to_ir_type(out.dtype);
         auto x = [&]() { return tensor(n.inputs.at(0)); };
-        Tensor y;
+        // One tensor per node output; most ops define only the first, multi-output ops (Split,
+        // LayerNormalization's statistics, Dropout's mask) fill the others.
+        std::vector<Tensor> ys(n.outputs.size());
+        Tensor& y = ys[0];
         switch (n.op) {
         case Op::Conv: {
             const Tensor w = tensor(n.inputs.at(1));
@@ -270,9 +331,13 @@ class GroupBuilder {
         case Op::Add:
         case Op::Sub:
         case Op::Mul:
-        case Op::Div:
-        case Op::Pow:
             y = binary(n.op, x(), tensor(n.inputs.at(1)));
+            break;
+        case Op::Div: // integers round toward zero, as the graph evaluator and ONNX do
+            y = te::truncating_divide(x(), tensor(n.inputs.at(1)));
+            break;
+        case Op::Pow: // the exponent may have another dtype
+            y = te::power(x(), tensor(n.inputs.at(1)));
             break;
         case Op::Max:
         case Op::Min:
@@ -292,9 +357,31 @@ class GroupBuilder {
         case Op::Softmax:
             y = te::softmax(x(), n.attr_int("axis", -1));
             break;
-        case Op::LayerNormalization:
-            y = te::layer_norm(x(), tensor(n.inputs.at(1)), opt_tensor(n, 2),
-                               n.attr_int("axis", -1), n.attr_float("epsilon", 1e-5f));
+        case Op::LayerNormalization: {
+            const int64_t axis = n.attr_int("axis", -1);
+            const double eps = n.attr_float("epsilon", 1e-5f);
+            // The statistics only when read: without them the Compute (and its key) is the
+            // plain layer_norm of every transformer block.
+            bool stats = false;
+            for (size_t i = 1; i < n.outputs.size(); ++i)
+                stats = stats || needed(n.outputs[i]);
+            if (!stats) {
+                y = te::layer_norm(x(), tensor(n.inputs.at(1)), opt_tensor(n, 2), axis, eps);
+                break;
+            }
+            te::LayerNormOutputs lo = te::layer_norm_with_stats(x(), tensor(n.inputs.at(1)),
+                                                                opt_tensor(n, 2), axis, eps);
+            y = lo.y;
+            if (ys.size() > 1)
+                ys[1] = lo.mean;
+            if (ys.size() > 2)
+                ys[2] = lo.inv_std_dev;
+            break;
+        }
+        case Op::BatchNormalization:
+            y = te::batch_norm_inference(x(), tensor(n.inputs.at(1)), tensor(n.inputs.at(2)),
+                                         tensor(n.inputs.at(3)), tensor(n.inputs.at(4)),
+                                         n.attr_float("epsilon", 1e-5f));
             break;
         case Op::ReduceSum:
         case Op::ReduceMean:
@@ -335,15 +422,54 @@ class GroupBuilder {
                           static_ints(n, 3, where), static_ints(n, 4, where));
             break;
         case Op::Pad: {
-            if (n.attr_string("mode", "constant") != "constant")
-                throw UserError() << where << ": only constant-mode Pad has a tensor expression";
+            const te::PadMode mode = pad_mode(n.attr_string("mode", "constant"), where);
             const std::vector<int64_t> pads = static_ints(n, 1, where);
             const size_t rank = out.shape.size();
             std::vector<int64_t> before(pads.begin(), pads.begin() + rank);
             std::vector<int64_t> after(pads.begin() + rank, pads.end());
-            y = te::pad(x(), before, after, static_scalar(n, 2, where).value_or(0.0));
+            y = te::pad(x(), before, after, static_scalar(n, 2, where).value_or(0.0), mode);
             break;
         }
+        case Op::Split: {
+            const Value& in = g_.value(n.inputs.at(0));
+            const int64_t rank = static_cast<int64_t>(in.shape.size());
+            const int64_t axis = detail::normalize_axis(n.attr_int("axis", 0), rank, where);
+            const bool has_split = n.input(1) != kNoValue;
+            const std::vector<int64_t> sizes =
+                detail::split_sizes(in.shape, axis, static_ints(n, 1, where), has_split,
+                                    n.outputs.size(), where);
+            const std::vector<Tensor> parts = te::split(x(), sizes, axis);
+            std::copy(parts.begin(), parts.end(), ys.begin());
+            break;
+        }
+        case Op::Where:
+            y = te::where(x(), tensor(n.inputs.at(1)), tensor(n.inputs.at(2)));
+            break;
+        case Op::Shape: {
+            const Shape& in = g_.value(n.inputs.at(0)).shape;
+            const auto [start, end] = detail::shape_range(n, static_cast<int64_t>(in.size()));
+            std::vector<Expr> dims;
+            for (int64_t d = start; d < end; ++d)
+                dims.push_back(ir::make_const(dt, in[d]));
+            y = te::constant_table(out.shape, dims);
+            break;
+        }
+        case Op::Constant: {
+            const TensorData* v = n.attr_tensor("value");
+            if (!v)
+                throw UserError() << where << ": attribute 'value' is missing";
+            y = te::constant_table(out.shape, immediates(dt, *v));
+            break;
+        }
+        case Op::ConstantOfShape: {
+            const TensorData* v = n.attr_tensor("value");
+            y = te::full(out.shape, v ? immediates(dt, *v).at(0) : ir::make_zero(dt));
+            break;
+        }
+        case Op::Range: // the limit only sets the output's extent
+            y = te::arange(static_immediate(n, 0, dt, where), static_immediate(n, 2, dt, where),
+                           out.shape.at(0));
+            break;
         case Op::Expand: {
             const Tensor in = x();
             const Shape target = out.shape;
@@ -378,18 +504,31 @@ class GroupBuilder {
             y = te::unary(x(), [](Expr e) { return ir::logical_not(e); }, "not");
             break;
         case Op::Identity:
-        case Op::Dropout:
             y = x();
             break;
-        default:
-            throw UserError() << where << ": op " << op_name(n.op)
-                              << " has no tensor-expression definition yet";
+        case Op::Dropout: // inference: the data unchanged, the mask all true
+            y = x();
+            if (ys.size() > 1 && n.outputs[1] != kNoValue)
+                ys[1] = te::full(g_.value(n.outputs[1]).shape,
+                                 ir::make_one(ir::DataType::boolean()));
+            break;
         }
-        if (y.shape() != out.shape)
-            throw UserError() << where << ": tensor expression has shape "
-                              << te::shape_to_string(y.shape()) << ", the graph value '"
-                              << out.name << "' " << shape_str(out.shape);
-        env_[n.outputs[0]] = y;
+        for (size_t i = 0; i < n.outputs.size(); ++i) {
+            if (n.outputs[i] == kNoValue)
+                continue;
+            const Value& v = g_.value(n.outputs[i]);
+            if (!ys[i].defined() && !needed(n.outputs[i]))
+                continue;
+            if (!ys[i].defined())
+                throw UserError() << where << ": output " << i << " ('" << v.name
+                                  << "') has no tensor expression";
+            if (ys[i].shape() != v.shape || ys[i].dtype() != to_ir_type(v.dtype))
+                throw UserError() << where << ": tensor expression of output " << i << " is "
+                                  << ys[i].dtype() << te::shape_to_string(ys[i].shape())
+                                  << ", the graph value '" << v.name << "' "
+                                  << dtype_name(v.dtype) << shape_str(v.shape);
+            env_[n.outputs[i]] = ys[i];
+        }
     }
 
     const Graph& g_;

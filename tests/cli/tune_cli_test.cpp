@@ -226,7 +226,7 @@ TEST_F(TuneCli, JsonSummaryParses) {
     EXPECT_EQ(best[0].target, j["target"]);
     EXPECT_EQ(best[0].fingerprint, j["fingerprint"]);
 
-    // So `op run --db` finds no record of the host target and runs the default loop nest.
+    // So `op run --db` finds no record of the host target and runs the default schedule.
     const Output r = run_tessera(std::string("op run ") + kSpec + " --repeat 1 --json --db " + db,
                                  path("oprun"));
     ASSERT_EQ(r.code, 0) << r.out << r.err;
@@ -428,14 +428,14 @@ TEST_F(TuneCli, OpRunRunsTheBestRecordOfARealTune) {
     const size_t steps = nlohmann::json::parse(best[0].schedule_json)["steps"].size();
     EXPECT_NE(r.out.find("(" + std::to_string(steps) + " steps)"), std::string::npos) << r.out;
 
-    // Another workload has no record: the default loop nest runs, and the report says so.
+    // Another workload has no record: the default schedule runs, and the report says so.
     Output other = run_tessera("op run matmul:m=7,n=13,k=127 --repeat 1 --json --db " + db,
                                path("other"));
     ASSERT_EQ(other.code, 0) << other.out << other.err;
     const nlohmann::json jo = nlohmann::json::parse(lines_of(other.out).back());
     EXPECT_EQ(jo["tier"], "default");
     EXPECT_TRUE(jo["record_id"].is_null());
-    EXPECT_EQ(jo["schedule"], "default loop nest");
+    EXPECT_EQ(jo["schedule"].get<std::string>().rfind("default schedule (", 0), 0u) << other.out;
     EXPECT_NE(other.out.find("no ok record of this workload"), std::string::npos) << other.out;
 }
 

@@ -6,7 +6,8 @@
 // the other in the given order. At each step the buffers of values whose last use was an
 // earlier step are released; each output of the step then takes
 //  - in place, the buffer of an input that dies at this step, when the group is purely
-//    elementwise (kind Elementwise) and the buffer is at least as large; otherwise
+//    elementwise (kind Elementwise) with a single output, and the buffer is at least as
+//    large; otherwise
 //  - the smallest free buffer at least as large (best fit); otherwise
 //  - the largest free buffer, grown to the value's size; otherwise
 //  - a new buffer.

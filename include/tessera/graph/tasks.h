@@ -4,19 +4,25 @@
 // A group's Compute has one placeholder per group input that a member reads as data (graph
 // inputs, outputs of earlier groups and constants alike: weights stay data, so two groups that
 // differ only in their weights share a key), in group-input order, with the value's shape and
-// dtype. Operands that only steer shapes (Reshape's shape, Slice's starts/ends/axes/steps,
-// Pad's pads, Squeeze/Unsqueeze/ReduceSum axes, Clip's bounds, Expand's shape) must be
+// dtype. The inputs that are graph constants are marked as weights (Compute::weight_inputs, part
+// of the key), so schedules may pack them ahead of time. Operands that only steer shapes
+// (Reshape's shape, Slice's starts/ends/axes/steps, Pad's pads, Squeeze/Unsqueeze/ReduceSum
+// axes, Split's sizes, Clip's bounds, Expand's shape, Range's operands) must be
 // compile-time values and are baked into the expressions instead. Its outputs are the group's
 // outputs, in order.
 //
-// Covered ops: Conv (groups 1, depthwise, or any grouping conv2d takes), ConvBlocked,
-// LayoutToBlocked, LayoutFromBlocked, Gemm, MatMul, the unary and binary elementwise ops
-// (numpy broadcasting), Clip, LeakyRelu, HardSigmoid, HardSwish, Gelu, MaxPool, AveragePool,
-// GlobalAveragePool, Softmax, LayerNormalization (output Y only), ReduceSum/Mean/Max,
-// Flatten, Reshape, Squeeze, Unsqueeze, Transpose, Concat, Slice, Gather, Pad (constant mode),
-// Expand, Cast, Equal, Less, Greater, Not, Identity, Dropout (Y only). Other ops (Where,
-// BatchNormalization, Split, Shape, Range, ConstantOfShape, non-constant Pad modes; none is
-// left in the shared models after -O2) are a UserError naming the op and the node.
+// Every op of ops.def has a definition (tests/graph/op_compute_test.cpp checks each against the
+// graph evaluator): the anchors (Conv, ConvBlocked, Gemm, MatMul), the elementwise ops with numpy
+// broadcasting (integer Div rounds toward zero, Pow's exponent may have another dtype, Where,
+// Cast between any dtypes, comparisons producing bool, an unfolded BatchNormalization), pools,
+// reductions, Softmax, LayerNormalization (Mean and InvStdDev as outputs too, when read), the
+// data movement ops (Pad in constant, edge and reflect mode, Gather with negative indices,
+// Split with one output per part) and the tensors made from compile-time values (Shape, Range,
+// ConstantOfShape, small Constant nodes; their operands are compile-time values like the shape
+// operands above). Dropout is Y = data with an all-true mask. A UserError names the op and node
+// when an operand that must be static is not, a Pad mode is unknown, or a Constant node is too
+// large to bake into an expression (te::kMaxTableElements; the importer makes initializers of
+// constants instead).
 #pragma once
 
 #include <cstdint>
@@ -38,8 +44,9 @@ struct GroupCompute {
 };
 
 /// Builds the Compute of `group` (a group of fuse_ops(g); g shape-inferred). Throws UserError
-/// naming the op and node when a member has no tensor-expression definition yet, or when a
-/// shape operand is not a compile-time value.
+/// naming the node when a shape operand is not a compile-time value, an attribute is one the
+/// definition does not take (a Pad mode), a Constant node is too large, or an op library
+/// builder rejects the operands.
 GroupCompute group_compute(const Graph& g, const FusedGroup& group);
 
 /// One tuning task: the groups whose Computes share a workload key.

@@ -20,15 +20,17 @@
 //   4. measure, commit the batch (failures as error records with their message), retrain the
 //      model on all records of the task for (target, fingerprint) and save it.
 // Rounds continue until num_trials candidates were measured in this call, time_budget_secs has
-// passed (checked before each round; a round in progress completes), or a round finds no
-// schedule left to measure. Given the seed, a fixed measurer, a fixed model and the database's
-// content, the sequence of measured schedules is deterministic.
+// passed or the cancel flag reads true (both checked before each round; a round in progress
+// completes and is committed), or a round finds no schedule left to measure. Given the seed, a
+// fixed measurer, a fixed model and the database's content, the sequence of measured schedules is
+// deterministic.
 //
 // Training examples: every record of the task for (target, fingerprint), its features from
 // replaying its schedule JSON and lowering it (records that no longer replay are left out), its
 // label the normalized throughput best_median / median (error records: 0).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -62,6 +64,10 @@ struct SearchOptions {
     int search_threads = 0;         ///< Threads lowering candidates for scoring (0 = host cores).
     sched::SketchOptions sketch;    ///< Sketch rules (the CLI fills num_cores).
     sched::SampleOptions sample;    ///< Annotation and mutation (the CLI fills host values).
+    /// Read before each round: once true, no further round starts (the one in progress
+    /// completes and is committed), e.g. set by a SIGINT handler. nullptr = never. Not owned;
+    /// must outlive the call.
+    const std::atomic<bool>* cancel = nullptr;
 };
 
 /// Progress after each measured round (and once at the start).
@@ -120,6 +126,37 @@ TuneResult tune_task(const te::Compute& c, double flops, const TuneTarget& targe
                      TuningDatabase& db, cost::CostModel& model, Measurer& measurer,
                      const SearchOptions& opts,
                      const std::function<void(const TuneProgress&)>& on_progress = {});
+
+/// tune_task taken apart round by round, for a driver that interleaves several tasks (the task
+/// scheduler, task_scheduler.h). The constructor does what tune_task does before its first
+/// round (adds the workload, warm-starts the model from the database, reports the start); each
+/// run_round is one of tune_task's rounds. Given the seed, the measurer, the model and the
+/// database's content, the same sequence of run_round calls measures the same schedules.
+/// The database, model and measurer must outlive the session (the rest is copied).
+class TaskTuningSession {
+  public:
+    /// Throws UserError as tune_task does (bad options, flops, target or fingerprint).
+    TaskTuningSession(const te::Compute& c, double flops, const TuneTarget& target,
+                      TuningDatabase& db, cost::CostModel& model, Measurer& measurer,
+                      const SearchOptions& opts,
+                      const std::function<void(const TuneProgress&)>& on_progress = {});
+    ~TaskTuningSession();
+    TaskTuningSession(TaskTuningSession&&) noexcept;
+    TaskTuningSession& operator=(TaskTuningSession&&) noexcept;
+
+    /// Measures and commits one round of at most min(max_candidates, opts.measure_per_round)
+    /// candidates (and never beyond opts.num_trials in total when that is above 0); the model
+    /// is retrained as in tune_task. Returns false, committing nothing, when no candidate is
+    /// left to measure or max_candidates < 1. opts.time_budget_secs and opts.cancel are not
+    /// read: the driver decides when to stop. The measurer's UserError propagates.
+    bool run_round(int max_candidates);
+    /// The summary so far (best record, elapsed time and skip count up to date).
+    TuneResult result() const;
+
+  private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
 
 /// A measurer for tests: no compilation, a deterministic synthetic time per schedule (a
 /// function of the lowered program's features and the seed, favouring vectorized, parallel,

@@ -1,0 +1,193 @@
+// The data object of a model library (plan, weights, kernel table as LLVM globals) and the
+// link step that joins it with the kernels and the runtime archive (model_object.h).
+#include "tessera/backends/model_object.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <llvm/ADT/ArrayRef.h>
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/DerivedTypes.h>
+#include <llvm/IR/Function.h>
+#include <llvm/IR/GlobalVariable.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/Module.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+
+#include "codegen_llvm.h"
+#include "tessera/support/error.h"
+
+extern char** environ;
+
+namespace tessera::backend {
+
+namespace {
+
+/// A constant global byte array `name` holding `bytes`, aligned to `align`, externally visible.
+void add_byte_array(llvm::Module& m, const std::string& name, llvm::ArrayRef<uint8_t> bytes,
+                    unsigned align) {
+    llvm::LLVMContext& ctx = m.getContext();
+    llvm::Constant* init = llvm::ConstantDataArray::get(ctx, bytes);
+    auto* g = new llvm::GlobalVariable(m, init->getType(), /*isConstant=*/true,
+                                       llvm::GlobalValue::ExternalLinkage, init, name);
+    g->setAlignment(llvm::Align(align));
+}
+
+/// Runs argv (argv[0] searched in PATH) with stdout and stderr into `log`; returns the exit
+/// status, or -1 when it could not be started or was killed.
+int run_logged(const std::vector<std::string>& argv, const std::string& log) {
+    std::vector<char*> args;
+    for (const auto& a : argv)
+        args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    posix_spawn_file_actions_adddup2(&actions, 1, 2);
+    pid_t pid;
+    const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    if (rc != 0)
+        return -1;
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR)
+            return -1;
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string slurp(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+/// A new empty temporary file named after `stem`; returns its path.
+std::string make_temp_file(const std::string& stem) {
+    const char* dir = std::getenv("TMPDIR");
+    std::string pattern = std::string(dir && *dir ? dir : "/tmp") + "/" + stem + "_XXXXXX";
+    std::vector<char> buf(pattern.begin(), pattern.end());
+    buf.push_back('\0');
+    const int fd = mkstemp(buf.data());
+    if (fd < 0)
+        throw UserError() << "cannot create a temporary file in " << (dir && *dir ? dir : "/tmp")
+                          << ": " << std::strerror(errno);
+    close(fd);
+    return std::string(buf.data());
+}
+
+} // namespace
+
+void emit_model_data_object(const ModelDataObject& data, const std::string& path,
+                            const CompileOptions& opts) {
+    const detail::TargetSpec spec = detail::target_spec(opts);
+    std::unique_ptr<llvm::TargetMachine> tm = detail::create_target_machine(spec);
+    llvm::LLVMContext ctx;
+    llvm::Module m("tessera_model_data", ctx);
+    m.setTargetTriple(spec.triple);
+    m.setDataLayout(tm->createDataLayout());
+
+    const auto* plan = reinterpret_cast<const uint8_t*>(data.plan_bytes.data());
+    add_byte_array(m, "tessera_model_plan", llvm::ArrayRef<uint8_t>(plan, data.plan_bytes.size()),
+                   8);
+    llvm::Type* i64 = llvm::Type::getInt64Ty(ctx);
+    auto* size = new llvm::GlobalVariable(
+        m, i64, true, llvm::GlobalValue::ExternalLinkage,
+        llvm::ConstantInt::get(i64, static_cast<uint64_t>(data.plan_bytes.size())),
+        "tessera_model_plan_size");
+    size->setAlignment(llvm::Align(8));
+    // 64-byte alignment: every weight starts at a 64-byte multiple of the array, so kernels
+    // may use aligned vector loads on them.
+    add_byte_array(m, "tessera_model_weights", data.weights, 64);
+
+    // The kernel table: pointers to `void fn(void**)`, declared here and defined by the
+    // kernels' object.
+    llvm::PointerType* ptr = llvm::PointerType::getUnqual(ctx);
+    llvm::FunctionType* fn_type =
+        llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), {ptr}, /*isVarArg=*/false);
+    std::vector<llvm::Constant*> entries;
+    std::set<std::string> seen;
+    for (const std::string& name : data.kernel_symbols) {
+        TESSERA_CHECK(!name.empty() && seen.insert(name).second)
+            << "kernel symbol '" << name << "' is empty or repeated";
+        entries.push_back(
+            llvm::Function::Create(fn_type, llvm::GlobalValue::ExternalLinkage, name, m));
+    }
+    llvm::ArrayType* table_type = llvm::ArrayType::get(ptr, entries.size());
+    auto* table = new llvm::GlobalVariable(m, table_type, true, llvm::GlobalValue::ExternalLinkage,
+                                           llvm::ConstantArray::get(table_type, entries),
+                                           "tessera_model_kernels");
+    table->setAlignment(llvm::Align(8));
+
+    std::error_code ec;
+    llvm::raw_fd_ostream out(path, ec);
+    if (ec)
+        throw UserError() << "cannot write object file '" << path << "': " << ec.message();
+    llvm::legacy::PassManager pm;
+    TESSERA_CHECK(!tm->addPassesToEmitFile(pm, out, nullptr, llvm::CodeGenFileType::ObjectFile))
+        << "the target cannot emit object files";
+    pm.run(m);
+    out.close();
+    if (out.has_error())
+        throw UserError() << "cannot write object file '" << path << "': " << out.error().message();
+}
+
+void link_model_library(const std::vector<std::string>& objects, const std::string& runtime_archive,
+                        const std::string& so_path) {
+    if (objects.empty())
+        throw UserError() << "no object files to link into '" << so_path << "'";
+    if (access(runtime_archive.c_str(), R_OK) != 0)
+        throw UserError() << "the runtime archive '" << runtime_archive
+                          << "' is missing (rebuild tessera): " << std::strerror(errno);
+
+    // Only the C API and the plan symbols leave the library; everything else (the runtime's
+    // thread pool, allocator, the kernels) is local to it.
+    const std::string version_script = make_temp_file("tessera_model_ver");
+    {
+        std::ofstream vs(version_script);
+        vs << "{\n  global: tessera_model_*;\n  local: *;\n};\n";
+    }
+    // Link to a temporary name beside the output and rename: a failed link never leaves a
+    // truncated library under the requested name.
+    const std::string tmp_so = so_path + ".tmp" + std::to_string(getpid());
+    std::vector<std::string> argv = {"c++", "-shared", "-o", tmp_so};
+    argv.insert(argv.end(), objects.begin(), objects.end());
+    argv.insert(argv.end(),
+                {"-Wl,--whole-archive", runtime_archive, "-Wl,--no-whole-archive",
+                 "-Wl,--version-script=" + version_script, "-Wl,-Bsymbolic", "-Wl,--no-undefined",
+                 "-Wl,-z,noexecstack", "-lstdc++", "-lm", "-lpthread"});
+    const std::string log = make_temp_file("tessera_model_link");
+    const int rc = run_logged(argv, log);
+    std::string output = slurp(log);
+    std::remove(log.c_str());
+    std::remove(version_script.c_str());
+    if (rc != 0) {
+        std::remove(tmp_so.c_str());
+        while (!output.empty() && output.back() == '\n')
+            output.pop_back();
+        throw UserError() << "linking '" << so_path << "' with c++ failed"
+                          << (rc < 0 ? " to start" : " (exit " + std::to_string(rc) + ")")
+                          << (output.empty() ? "" : ": ") << output;
+    }
+    if (std::rename(tmp_so.c_str(), so_path.c_str()) != 0) {
+        const int err = errno;
+        std::remove(tmp_so.c_str());
+        throw UserError() << "cannot write '" << so_path << "': " << std::strerror(err);
+    }
+}
+
+} // namespace tessera::backend

@@ -1,0 +1,146 @@
+// Whole-model compilation (`tessera build`): an ONNX model to one shared library holding its
+// kernels, weights, memory plan and call sequence, with the C API of runtime/tessera_model.h.
+//
+//   import -> optimize (-O) -> fuse_ops -> extract_tasks
+//   -> per task: the best tuning record for this machine (exact fingerprint, then ISA class;
+//      tuner/lookup.h) replayed on the task's Compute, else the rule-based default schedule
+//      (schedule/default_schedule.h), lowered once and shared by every group of the task
+//   -> per group: one kernel call whose parameters are plan tensors (graph inputs and outputs
+//      are the caller's buffers, constants are weights packed in the layout the task's schedule
+//      reads, intermediates live in one arena at the offsets of graph::plan_memory)
+//   -> kernels' objects + data object + runtime archive -> model.so (backends/model_object.h)
+//
+// Two phases, so that a driver can report the coverage (and refuse a --strict build) before
+// spending time in code generation: prepare_model_build chooses and lowers every schedule;
+// write_model_library generates code and links.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tessera/graph/fusion.h"
+#include "tessera/graph/graph.h"
+#include "tessera/graph/tasks.h"
+#include "tessera/ir/stmt.h"
+#include "tessera/runtime/model_plan.h"
+#include "tessera/schedule/state.h"
+#include "tessera/tuner/lookup.h"
+
+namespace tessera::compile {
+
+/// Options of a model build.
+struct BuildOptions {
+    std::string model_path; ///< The .onnx file.
+    /// The tuning database to take schedules from; empty: none (every task gets its default
+    /// schedule). The file must exist; the build writes nothing to it.
+    std::string db_path;
+    /// The machine and target records are looked up for (the CLI passes host_tune_target()).
+    /// Required when db_path is set.
+    tune::LookupKey lookup;
+    int opt_level = 3; ///< Graph pipeline level 0..3 (graph/pipeline.h).
+    /// Static shapes for graph inputs with symbolic dims (graph::ImportOptions::input_shapes).
+    std::map<std::string, graph::Shape> input_shapes;
+    /// Cores the default schedules assume; 0: this host's physical cores.
+    int num_cores = 0;
+    /// Threads generating code (each compiles a share of the kernels into its own object);
+    /// 0: one per hardware thread.
+    int jobs = 0;
+};
+
+/// Where a task's schedule came from.
+enum class ScheduleSource : uint8_t {
+    Exact,    ///< A record measured on this machine.
+    IsaClass, ///< A record measured on another machine of this ISA class.
+    Default,  ///< No usable record: the default schedule (see TaskCoverage::note for why).
+};
+
+/// "exact", "isa_class", "default".
+const char* to_string(ScheduleSource s);
+
+/// One row of the coverage table: a task, where its schedule came from and its estimated
+/// share of a model run.
+struct TaskCoverage {
+    int task = 0;
+    std::string pattern;
+    std::string workload_key;
+    int count = 0;     ///< Groups (kernel calls) of this task per model run.
+    int64_t flops = 0; ///< Of one call.
+    ScheduleSource source = ScheduleSource::Default;
+    int64_t record_id =
+        0; ///< The record served (Exact/IsaClass), or the one that failed to replay.
+    /// Default rows only: why no record served, e.g. "no record" or "record #12 does not
+    /// replay: ...". Empty for served rows.
+    std::string note;
+    /// Ok records of the workload that belong to other machines or targets (lookup.h).
+    int64_t foreign_records = 0;
+    /// The record's median time of one call, seconds; 0 for Default rows.
+    double tuned_secs = 0;
+    /// Estimated seconds of all `count` calls of one model run: tuned_secs * count, or for a
+    /// Default row an estimate (see `estimated`). 0 when nothing can be estimated.
+    double total_secs = 0;
+    /// True when total_secs is an estimate for a Default row: its FLOPs at the FLOP rate the
+    /// served rows of this build reach together (no row was measured with the default
+    /// schedule, so this is a rough guide, printed with "~").
+    bool estimated = false;
+    /// total_secs over the sum of every row's total_secs, in [0, 1]. When no row has a time
+    /// (nothing tuned), the share of FLOPs instead (share_is_flops).
+    double share = 0;
+    bool share_is_flops = false;
+};
+
+/// A model with every task's schedule chosen and lowered: the output of the first phase.
+struct ModelBuild {
+    std::string model_name; ///< The model file's stem, or its folder's name when the stem is "model".
+    std::string db_path;    ///< The database consulted (empty: none).
+    graph::Graph graph;     ///< Optimized.
+    std::vector<graph::FusedGroup> groups;
+    std::vector<graph::Task> tasks;
+    std::vector<sched::State> states;     ///< Per task: the chosen schedule.
+    std::vector<ir::LoweredFunc> kernels; ///< Per task: the state lowered (not yet prepared).
+    std::vector<TaskCoverage> coverage;   ///< Per task, in task order.
+    double prepare_secs = 0;              ///< Wall time of prepare_model_build.
+
+    /// Rows served by `s`.
+    int tasks_served_by(ScheduleSource s) const;
+};
+
+/// What write_model_library produced.
+struct LibrarySummary {
+    std::string so_path;
+    int64_t weight_bytes = 0; ///< Of the packed weights, padding included.
+    int64_t arena_bytes = 0;  ///< Intermediate memory of one instance.
+    int num_kernels = 0;
+    int num_calls = 0;
+    double codegen_secs = 0; ///< Lowering passes, LLVM code generation and linking.
+};
+
+/// Phase 1: imports opts.model_path, optimizes, fuses, extracts tasks and chooses, replays and
+/// lowers each task's schedule. A record that no longer replays or lowers (ScheduleError or
+/// UserError), or that stores a non-weight input in a packed layout, falls back to the
+/// default schedule and says so in its row. Throws UserError for an unreadable model, a
+/// missing database file or an unusable option (naming the value), and as import_onnx,
+/// optimize and extract_tasks do.
+ModelBuild prepare_model_build(const BuildOptions& opts);
+
+/// The runtime plan of a prepared build, with the weights it references (each at its
+/// PlanTensor::offset, packed as the schedules read them). Kernel i of the plan is task i's
+/// function, named kernel_symbol(i). Post: runtime::validate_plan(plan) passes.
+runtime::ModelPlan make_model_plan(const ModelBuild& build, std::vector<uint8_t>& weights);
+
+/// The C symbol of task i's kernel inside a model library.
+std::string kernel_symbol(int task);
+
+/// Throws UserError naming so_path unless it can be written: its folder exists and is
+/// writable, and it is not a folder itself. write_model_library checks it too; drivers call it
+/// first to fail before any work.
+void check_output_writable(const std::string& so_path);
+
+/// Phase 2: writes the shared library `so_path` (replacing it). Kernels compile in opts.jobs
+/// threads. Throws UserError naming the path when the output cannot be written or linking
+/// fails.
+LibrarySummary write_model_library(const ModelBuild& build, const std::string& so_path,
+                                   const BuildOptions& opts);
+
+} // namespace tessera::compile

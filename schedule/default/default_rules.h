@@ -1,0 +1,32 @@
+// Internal pieces of the rule-based default schedule (default_schedule.h): the fixed tile
+// sizes of a sketch and the fixed parallel / unroll / vectorize annotation.
+#pragma once
+
+#include <cstdint>
+
+#include "tessera/schedule/default_schedule.h"
+#include "tessera/schedule/state.h"
+
+namespace tessera::sched::detail {
+
+/// The sketch's steps replayed from make_initial_state(sketch.compute) with fixed split
+/// lengths instead of its placeholders: in a multi-level tiled stage the innermost spatial
+/// level is a register tile of whole vectors along the sketch's innermost axis (the vector
+/// axis) by a few rows of the innermost other axis of extent > 1 (the width axis), every
+/// other spatial level 1, except a block axis that gives more vectors when the vector axis
+/// is shorter than two (an NCHW[x]c convolution's channel blocks), and a cache tile of rows in
+/// the second level; small reduce loops (kernel windows) lie whole inside the tile's reduce
+/// level, long ones without a window are cut into chunks of 256 there. Panel layouts get their reader's tile width. Throws ScheduleError when a
+/// step is illegal with these lengths.
+State fill_fixed_tile_sizes(const State& sketch, const DefaultScheduleOptions& opts);
+
+/// Adds the fixed annotation to a filled state (no compute location changes): the outer
+/// spatial loops of each root stage with at least 4096 loop iterations fused and parallel up
+/// to 16 x num_cores iterations, pragma
+/// auto_unroll_max_step (512 on tiled stages, 16 on other reductions), the register tile's
+/// vector axis split into vector-wide parts (vectorized, the outer part unrolled), and the
+/// innermost contiguous loop of untiled stages split by the vector width and vectorized.
+/// Throws ScheduleError when a step is illegal.
+void annotate_fixed(State& s, const DefaultScheduleOptions& opts);
+
+} // namespace tessera::sched::detail

@@ -1,0 +1,155 @@
+// annotate_fixed: the parallel, unroll and vectorize decisions of the default schedule, the
+// same structure annotation sampling gives (sampling.h) with every choice fixed.
+#include <algorithm>
+
+#include "default_rules.h"
+#include "tessera/schedule/schedule.h"
+#include "tessera/schedule/sketch.h"
+
+namespace tessera::sched::detail {
+
+namespace {
+
+/// The most vectors of one unrolled register-tile row (beyond it the tile would not fit in
+/// the register file; the loop then stays one vector loop).
+constexpr int64_t kMaxUnrolledVectors = 8;
+/// auto_unroll_max_step of a register tile (its reduce window and rows unrolled whole) and of
+/// other reductions (short inner loops only).
+constexpr int64_t kTileUnrollSteps = 512;
+constexpr int64_t kReductionUnrollSteps = 16;
+/// Stages with fewer loop iterations than this (spatial x reduce) stay serial: waking the
+/// thread pool costs more than they do.
+constexpr int64_t kMinParallelWork = 4096;
+
+bool is_free(const State& s, int sid, int k) {
+    const Iterator& it = s.stages[sid].iters[static_cast<size_t>(k)];
+    return it.kind == IterKind::Spatial && it.annotation == IterAnnotation::None &&
+           s.attached_at(sid, k).empty();
+}
+
+/// Fuses the outer spatial loops of `sid` from `offset` until the product exceeds
+/// max_degree or a loop has attached stages, and runs the result in parallel. When that gives
+/// no parallelism (all extents 1), the stages attached at the stopping loop and the loops
+/// inside it are tried instead, so that a parallel loop is never nested in another.
+void parallelize(State& s, int sid, int offset, int64_t max_degree) {
+    const int n = static_cast<int>(s.stages[sid].iters.size());
+    std::vector<int> to_fuse;
+    int64_t degree = 1;
+    int k = offset;
+    for (; k < n; ++k) {
+        const Iterator& it = s.stages[sid].iters[static_cast<size_t>(k)];
+        if (it.kind == IterKind::Reduce || it.annotation != IterAnnotation::None)
+            break;
+        to_fuse.push_back(k);
+        degree *= it.extent;
+        if (degree > max_degree || !s.attached_at(sid, k).empty())
+            break;
+    }
+    if (degree == 1) {
+        if (k < n) {
+            const std::vector<int> attached = s.attached_at(sid, k);
+            if (!attached.empty()) {
+                for (int a : attached)
+                    parallelize(s, a, 0, max_degree);
+                parallelize(s, sid, k + 1, max_degree);
+            }
+        }
+        return;
+    }
+    if (to_fuse.size() > 1)
+        fuse(s, sid, to_fuse);
+    parallel(s, sid, to_fuse.front());
+}
+
+/// A tiled stage: its innermost loop (the register tile's vector axis) becomes vectors; a
+/// whole number of vectors wider than one is split into vector-wide parts, the outer part
+/// unrolled, so that each part stays one register.
+void vectorize_tile(State& s, int sid, int64_t lanes) {
+    const int n = static_cast<int>(s.stages[sid].iters.size());
+    if (n == 0 || !is_free(s, sid, n - 1))
+        return;
+    const int64_t e = s.stages[sid].iters[static_cast<size_t>(n - 1)].extent;
+    if (e < 2)
+        return;
+    if (e > lanes && e % lanes == 0 && e <= lanes * kMaxUnrolledVectors) {
+        split(s, sid, n - 1, {lanes});
+        unroll(s, sid, n - 1);
+        vectorize(s, sid, n);
+    } else if (e <= lanes) {
+        vectorize(s, sid, n - 1);
+    }
+}
+
+/// An untiled stage: a long innermost spatial loop is split by the vector width (its guarded
+/// remainder included) and the inner part vectorized; short innermost loops are fused up to
+/// the vector width and vectorized together.
+void vectorize_untiled(State& s, int sid, int64_t lanes) {
+    const int n = static_cast<int>(s.stages[sid].iters.size());
+    if (n == 0 || !is_free(s, sid, n - 1))
+        return;
+    const int64_t e = s.stages[sid].iters[static_cast<size_t>(n - 1)].extent;
+    if (e > lanes) {
+        split(s, sid, n - 1, {lanes});
+        vectorize(s, sid, n);
+        return;
+    }
+    int64_t prod = 1;
+    int count = 0;
+    while (count < n && is_free(s, sid, n - 1 - count) &&
+           prod * s.stages[sid].iters[static_cast<size_t>(n - 1 - count)].extent <= lanes) {
+        prod *= s.stages[sid].iters[static_cast<size_t>(n - 1 - count)].extent;
+        ++count;
+    }
+    if (count == 0 || prod < 2)
+        return;
+    int iter = n - 1;
+    if (count > 1) {
+        std::vector<int> ids;
+        for (int k = n - count; k < n; ++k)
+            ids.push_back(k);
+        iter = fuse(s, sid, ids);
+    }
+    vectorize(s, sid, iter);
+}
+
+/// About how many innermost iterations a root stage's nest runs: its spatial size times the
+/// longest reduction among it and the stages computed inside it (a fused register tile).
+int64_t loop_work(const State& s, int sid) {
+    int64_t reduce = s.reduce_size(sid);
+    for (int a : s.attached_stages(sid))
+        reduce = std::max(reduce, s.reduce_size(a));
+    return s.spatial_size(sid) * reduce;
+}
+
+} // namespace
+
+void annotate_fixed(State& s, const DefaultScheduleOptions& opts) {
+    const int64_t lanes = std::max<int64_t>(1, opts.vector_lanes);
+    if (lanes > 1)
+        for (int sid = 0; sid < static_cast<int>(s.stages.size()); ++sid) {
+            const Stage& st = s.stages[sid];
+            if (st.is_input() || st.location.kind == ComputeLocKind::Inlined)
+                continue;
+            if (is_tiled(st) || st.origin == StageOrigin::CacheRead)
+                vectorize_tile(s, sid, lanes);
+            else
+                vectorize_untiled(s, sid, lanes);
+        }
+
+    const int64_t max_degree = int64_t{16} * std::max(1, opts.num_cores);
+    for (int sid = 0; sid < static_cast<int>(s.stages.size()); ++sid)
+        if (!s.stages[sid].is_input() && s.stages[sid].location.kind == ComputeLocKind::Root &&
+            loop_work(s, sid) >= kMinParallelWork)
+            parallelize(s, sid, 0, max_degree);
+
+    for (int sid = 0; sid < static_cast<int>(s.stages.size()); ++sid) {
+        const Stage& st = s.stages[sid];
+        if (st.is_input() || st.location.kind == ComputeLocKind::Inlined || st.iters.empty() ||
+            !st.has_reduce())
+            continue;
+        pragma(s, sid, 0, "auto_unroll_max_step",
+               is_tiled(st) ? kTileUnrollSteps : kReductionUnrollSteps);
+    }
+}
+
+} // namespace tessera::sched::detail

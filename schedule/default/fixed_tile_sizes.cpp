@@ -1,0 +1,284 @@
+// fill_fixed_tile_sizes: the split lengths of the default schedule. A multi-level tiled stage
+// gets one register tile (its innermost spatial level) of whole vectors along the vector axis
+// by a few rows of the width axis (and by a few channel blocks when the vector axis is short);
+// a cache tile repeats it over rows in the second level (reusing each weight; a long
+// reduction without a window is cut into chunks inside it); every other level stays 1, so
+// that the cache tile is computed whole, with its full reduction, inside one iteration of the
+// parallel outer loops.
+#include <algorithm>
+#include <map>
+#include <string>
+
+#include "../internal/body_util.h"
+#include "default_rules.h"
+#include "tessera/schedule/sampling.h"
+#include "tessera/schedule/schedule.h"
+#include "tessera/schedule/sketch.h"
+
+namespace tessera::sched::detail {
+
+namespace {
+
+/// Reduce loops up to this extent (kernel windows) lie whole inside the register tile's
+/// reduce level; longer ones (channels, the K of a GEMM) stay in the outer reduce level.
+constexpr int64_t kMaxInnerReduce = 7;
+/// The most rows of the width axis in one register tile.
+constexpr int64_t kMaxTileRows = 8;
+/// The most elements of a convolution's cache tile (register tile x rows of the row axis):
+/// 8 KiB of f32, well inside L1 and under the lowering's stack limit for local buffers.
+constexpr int64_t kMaxCacheTileElements = 2048;
+/// Reductions at least this long without a window are cut into chunks of kReduceChunk.
+constexpr int64_t kMinChunkedReduce = 128;
+constexpr int64_t kReduceChunk = 256;
+
+/// The root axis (index into the stage's nodes: spatial axes, then reduce axes) that
+/// iterator node `node` was split from, or -1 when it comes from a fuse.
+int root_axis(const Stage& st, int node) {
+    const int n_roots = static_cast<int>(st.axes.size() + st.reduce_axes().size());
+    while (node >= n_roots) {
+        bool found = false;
+        for (const IterRelation& r : st.relations) {
+            if (std::find(r.outputs.begin(), r.outputs.end(), node) == r.outputs.end())
+                continue;
+            if (r.kind != IterRelation::Kind::Split)
+                return -1;
+            node = r.inputs.front();
+            found = true;
+            break;
+        }
+        if (!found)
+            return -1;
+    }
+    return node;
+}
+
+/// The register tile of one tiled stage: its extent along each spatial axis it covers.
+struct RegisterTile {
+    int vector_axis = -1;
+    int64_t vector_extent = 1;
+    int width_axis = -1;
+    int64_t width_extent = 1;
+    int block_axis = -1;
+    int64_t block_extent = 1;
+    /// A convolution window's cache tile: the register tile repeated over this many rows of
+    /// the row axis (its second-innermost spatial level), so that each weight loaded from L2
+    /// serves the outputs of several rows.
+    int row_axis = -1;
+    int64_t row_extent = 1;
+    /// The reduce level inside the cache tile for reductions longer than kMaxInnerReduce
+    /// (0: they stay whole in the outer reduce level).
+    int64_t reduce_chunk = 0;
+};
+
+/// For each read in the body of `st`, which of its spatial axes the read's indices use.
+std::vector<std::vector<bool>> axes_used_by_reads(const Stage& st) {
+    std::vector<std::vector<bool>> uses;
+    if (!st.body.defined())
+        return uses;
+    const size_t n_axes = std::min(st.axes.size(), st.tensor.shape().size());
+    for_each_read(inline_lets(st.body), [&](const ir::TensorRead* r) {
+        std::vector<bool> u(n_axes, false);
+        for (size_t a = 0; a < n_axes; ++a)
+            for (const ir::Expr& index : r->indices)
+                u[a] = u[a] || uses_any(index, {st.axes[a].get()});
+        uses.push_back(std::move(u));
+    });
+    return uses;
+}
+
+/// A spatial axis (other than the vector and width axes, extent > 1) that every read using
+/// the width axis leaves out while some other read uses it: tiling it reuses each value the
+/// width axis' reads load (the input of a blocked conv) across more accumulators, as the
+/// output-channel blocks of an NCHW[x]c convolution do. -1 when there is none.
+int block_axis(const Stage& st, int vector_axis, int width_axis) {
+    if (width_axis < 0)
+        return -1;
+    const std::vector<std::vector<bool>> uses = axes_used_by_reads(st);
+    const int n_axes = static_cast<int>(std::min(st.axes.size(), st.tensor.shape().size()));
+    for (int a = n_axes - 1; a >= 0; --a) {
+        if (a == vector_axis || a == width_axis || st.tensor.shape()[static_cast<size_t>(a)] <= 1)
+            continue;
+        bool shared_with_width = false, used = false;
+        for (const std::vector<bool>& u : uses) {
+            shared_with_width = shared_with_width || (u[static_cast<size_t>(width_axis)] &&
+                                                      u[static_cast<size_t>(a)]);
+            used = used || u[static_cast<size_t>(a)];
+        }
+        if (used && !shared_with_width)
+            return a;
+    }
+    return -1;
+}
+
+/// Rows of a tile over an axis of extent e, at most max_rows: a divisor close to max_rows
+/// when there is one, otherwise balanced imperfect tiles.
+int64_t tile_rows(int64_t e, int64_t max_rows) {
+    if (e <= max_rows)
+        return e;
+    for (int64_t d = max_rows; d * 2 > max_rows; --d)
+        if (e % d == 0)
+            return d;
+    const int64_t n = (e + max_rows - 1) / max_rows;
+    return (e + n - 1) / n;
+}
+
+/// The cache tile: the register tile repeated over rows of a row axis in the tile's second
+/// spatial level (a local buffer of at most kMaxCacheTileElements, while the parallel loops
+/// keep at least 4 x num_cores iterations), so that each weight loaded from L2 serves several
+/// register tiles.
+///   - A stage with a convolution window (a reduce axis of extent 2 to kMaxInnerReduce, whole
+///     inside the tile's reduce level, so each load and store of the accumulators serves a
+///     window of FMAs): rows of the innermost remaining spatial axis that some read (the
+///     weight) leaves out; only such an axis gains reuse.
+///   - A long reduction without a window (matmul, dense, 1x1 conv): rows of the width axis
+///     itself, with the reduction cut into chunks of kReduceChunk inside the cache tile, so the
+///     weight's chunk stays in cache while the rows are computed.
+void add_cache_tile(const Stage& st, const DefaultScheduleOptions& opts, RegisterTile& t) {
+    if (t.width_axis < 0)
+        return;
+    bool window = false;
+    int64_t longest_reduce = 1;
+    for (const ir::IterVar& r : st.reduce_axes()) {
+        window = window || (r.extent > 1 && r.extent <= kMaxInnerReduce);
+        longest_reduce = std::max(longest_reduce, r.extent);
+    }
+    const std::vector<int64_t>& shape = st.tensor.shape();
+    const int n_axes = static_cast<int>(std::min(st.axes.size(), shape.size()));
+    if (window) {
+        const std::vector<std::vector<bool>> uses = axes_used_by_reads(st);
+        for (int a = n_axes - 1; a >= 0 && t.row_axis < 0; --a) {
+            if (a == t.vector_axis || a == t.width_axis || a == t.block_axis ||
+                shape[static_cast<size_t>(a)] <= 1)
+                continue;
+            bool left_out = false;
+            for (const std::vector<bool>& u : uses)
+                left_out = left_out || !u[static_cast<size_t>(a)];
+            if (left_out)
+                t.row_axis = a;
+        }
+    } else if (longest_reduce >= kMinChunkedReduce) {
+        t.row_axis = t.width_axis;
+        t.reduce_chunk = kReduceChunk;
+    }
+    if (t.row_axis < 0)
+        return;
+    auto tiles = [](int64_t extent, int64_t e) { return (extent + e - 1) / e; };
+    auto register_extent = [&](int a) {
+        return a == t.vector_axis  ? t.vector_extent
+               : a == t.width_axis ? t.width_extent
+               : a == t.block_axis ? t.block_extent
+                                   : int64_t{1};
+    };
+    int64_t outer = 1; // parallel iterations without the row axis
+    for (int a = 0; a < n_axes; ++a)
+        if (a != t.row_axis)
+            outer *= tiles(shape[static_cast<size_t>(a)], register_extent(a));
+    // The row axis in units of its register-tile extent.
+    const int64_t units = tiles(shape[static_cast<size_t>(t.row_axis)], register_extent(t.row_axis));
+    const int64_t tile = t.vector_extent * t.width_extent * t.block_extent;
+    const int64_t min_parallel = int64_t{4} * std::max(1, opts.num_cores);
+    int64_t rows = std::min(units, std::max<int64_t>(1, kMaxCacheTileElements / tile));
+    while (rows > 1 && outer * tiles(units, rows) < min_parallel)
+        --rows;
+    t.row_extent = tile_rows(units, rows);
+}
+
+/// The register tile of a stage of the sketch: the vector axis is the axis of its innermost
+/// spatial loop (the sketch rules put the weight's axis or the contiguous axis there), the
+/// width axis the innermost other spatial axis of extent > 1.
+RegisterTile register_tile(const Stage& st, const DefaultScheduleOptions& opts) {
+    RegisterTile t;
+    for (auto it = st.iters.rbegin(); it != st.iters.rend(); ++it)
+        if (it->kind == IterKind::Spatial) {
+            t.vector_axis = root_axis(st, it->node);
+            break;
+        }
+    const int n_axes = static_cast<int>(std::min(st.axes.size(), st.tensor.shape().size()));
+    if (t.vector_axis < 0 || t.vector_axis >= n_axes)
+        return RegisterTile{};
+    for (int a = n_axes - 1; a >= 0; --a)
+        if (a != t.vector_axis && st.tensor.shape()[static_cast<size_t>(a)] > 1) {
+            t.width_axis = a;
+            break;
+        }
+    const int64_t lanes = std::max<int64_t>(1, opts.vector_lanes);
+    // Whole-tensor extents: an attached stage's loops cover only the region it is computed for.
+    const std::vector<int64_t>& shape = st.tensor.shape();
+    const int64_t ev = shape[static_cast<size_t>(t.vector_axis)];
+    const int64_t ew = t.width_axis >= 0 ? shape[static_cast<size_t>(t.width_axis)] : 1;
+    // Two vectors by several rows keeps both FMA ports busy; with fewer than 4 rows (a batch
+    // of 1) more vectors per row hide the FMA latency instead.
+    const int64_t want_vectors = ew >= 4 ? 2 : 4;
+    const int64_t vectors = std::min(want_vectors, ev / lanes);
+    t.vector_extent = vectors >= 1 ? vectors * lanes : ev;
+    // A vector axis shorter than the vectors wanted (an NCHW[x]c block): more vectors from
+    // the block axis instead.
+    int64_t per_row = std::max<int64_t>(1, vectors);
+    if (per_row < want_vectors) {
+        t.block_axis = block_axis(st, t.vector_axis, t.width_axis);
+        if (t.block_axis >= 0) {
+            t.block_extent =
+                tile_rows(shape[static_cast<size_t>(t.block_axis)], want_vectors / per_row);
+            per_row *= t.block_extent;
+        }
+    }
+    // Accumulators, one loaded weight vector each and a broadcast must fit the register file.
+    const int64_t registers = lanes >= 16 ? 32 : 16;
+    const int64_t acc = per_row;
+    const int64_t max_rows = std::clamp<int64_t>((registers - acc - 1) / acc, 1, kMaxTileRows);
+    t.width_extent = t.width_axis >= 0 ? tile_rows(ew, max_rows) : 1;
+    add_cache_tile(st, opts, t);
+    return t;
+}
+
+} // namespace
+
+State fill_fixed_tile_sizes(const State& sketch, const DefaultScheduleOptions& opts) {
+    std::map<std::string, RegisterTile> tiles;
+    for (const Stage& st : sketch.stages)
+        if (!st.is_input() && is_tiled(st))
+            tiles[st.tensor.name()] = register_tile(st, opts);
+
+    SampleOptions sample;
+    sample.num_cores = opts.num_cores;
+    sample.max_vectorize_lanes = opts.vector_lanes;
+
+    State s = make_initial_state(sketch.compute);
+    for (size_t i = 0; i < sketch.steps.size(); ++i) {
+        Step step = sketch.steps[i];
+        if (step.kind == StepKind::Split && !step.lengths.empty()) {
+            const Stage& st = s.stage(step.stage, "split stage");
+            if (step.iter < 0 || step.iter >= static_cast<int>(st.iters.size()))
+                throw ScheduleError("sketch split of a missing iterator");
+            const Iterator& it = st.iters[static_cast<size_t>(step.iter)];
+            const int axis = root_axis(st, it.node);
+            const auto tile = tiles.find(st.tensor.name());
+            std::fill(step.lengths.begin(), step.lengths.end(), 1);
+            if (it.kind == IterKind::Reduce) {
+                if (it.extent <= kMaxInnerReduce)
+                    step.lengths.back() = it.extent;
+                else if (tile != tiles.end() && tile->second.reduce_chunk > 0)
+                    step.lengths.back() = std::min(it.extent, tile->second.reduce_chunk);
+            } else if (tile != tiles.end() && axis >= 0) {
+                const RegisterTile& t = tile->second;
+                if (axis == t.vector_axis)
+                    step.lengths.back() = t.vector_extent;
+                else if (axis == t.width_axis)
+                    step.lengths.back() = t.width_extent;
+                else if (axis == t.block_axis)
+                    step.lengths.back() = t.block_extent;
+                if (axis == t.row_axis && step.lengths.size() >= 2)
+                    step.lengths[step.lengths.size() - 2] = t.row_extent;
+            }
+        }
+        if (is_panel_layout_step(s, step)) {
+            const int64_t width = panel_width_for(s, step, sample);
+            for (int64_t& f : step.lengths)
+                f = f > 1 ? width : f;
+        }
+        apply_step(s, step);
+    }
+    return s;
+}
+
+} // namespace tessera::sched::detail

@@ -1,0 +1,218 @@
+// `tessera bench`: warm up, time runs one by one, report the distribution.
+#include "bench_command.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "model_library.h"
+#include "tessera/support/error.h"
+#include "tessera/support/rng.h"
+
+namespace tessera::cli {
+
+namespace {
+
+/// A buffer of random values of t's dtype. f16 gets the bits of values in [-1, 1).
+std::vector<unsigned char> random_input(const ModelTensorInfo& t, Rng& rng) {
+    const int64_t bytes = dense_bytes(t);
+    const int64_t elem = model_dtype_bytes(t.dtype);
+    if (elem == 0)
+        throw UserError() << "input '" << t.name << "' has an unknown "
+                          << model_dtype_name(t.dtype);
+    std::vector<unsigned char> buf(static_cast<size_t>(bytes));
+    const int64_t n = bytes / elem;
+    for (int64_t i = 0; i < n; ++i) {
+        unsigned char* p = buf.data() + i * elem;
+        switch (t.dtype) {
+        case TESSERA_F32: {
+            const float v = rng.uniform_float(-1.0f, 1.0f);
+            std::memcpy(p, &v, 4);
+            break;
+        }
+        case TESSERA_F64: {
+            const double v = rng.uniform01() * 2.0 - 1.0;
+            std::memcpy(p, &v, 8);
+            break;
+        }
+        case TESSERA_F16: {
+            // sign, exponent 14 (0.5..1) and 10 random mantissa bits: |v| in [0.5, 1).
+            const uint16_t v = static_cast<uint16_t>((rng.uniform_int(0, 1) << 15) | (14 << 10) |
+                                                     rng.uniform_int(0, 1023));
+            std::memcpy(p, &v, 2);
+            break;
+        }
+        case TESSERA_I32: {
+            const int32_t v = static_cast<int32_t>(rng.uniform_int(0, 1));
+            std::memcpy(p, &v, 4);
+            break;
+        }
+        case TESSERA_I64: {
+            const int64_t v = rng.uniform_int(0, 1);
+            std::memcpy(p, &v, 8);
+            break;
+        }
+        default: // bool, i8, u8: one byte
+            *p = static_cast<unsigned char>(rng.uniform_int(0, 1));
+            break;
+        }
+    }
+    return buf;
+}
+
+/// Resident memory now (/proc/self/statm), 0 when unreadable.
+int64_t current_rss_bytes() {
+    std::ifstream statm("/proc/self/statm");
+    int64_t total_pages = 0, resident_pages = 0;
+    if (!(statm >> total_pages >> resident_pages))
+        return 0;
+    return resident_pages * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
+}
+
+int64_t peak_rss_bytes() {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    return static_cast<int64_t>(u.ru_maxrss) * 1024; // Linux reports kilobytes
+}
+
+void print_text(const BenchResult& r, std::ostream& out) {
+    auto mib = [](int64_t b) { return static_cast<double>(b) / (1024.0 * 1024.0); };
+    char line[256];
+    out << "model   " << r.model_name << " ("
+        << (r.threads > 0 ? std::to_string(r.threads) : std::string("default")) << " threads, "
+        << r.runs << " runs)\n";
+    std::snprintf(line, sizeof line,
+                  "median  %.4f ms\np10     %.4f ms\np90     %.4f ms\n"
+                  "spread  %.3f (p90/p10)\n",
+                  r.median_ms, r.p10_ms, r.p90_ms, r.spread);
+    out << line;
+    std::snprintf(line, sizeof line, "peak RSS %.1f MiB (the model's share: %.1f MiB)\n",
+                  mib(r.peak_rss_bytes), mib(r.model_rss_bytes));
+    out << line;
+    if (r.arena_bytes >= 0) {
+        std::snprintf(line, sizeof line, "arena   %.3f MiB (%lld bytes)\n", mib(r.arena_bytes),
+                      static_cast<long long>(r.arena_bytes));
+        out << line;
+    } else {
+        out << "arena   (not reported by this model library)\n";
+    }
+}
+
+} // namespace
+
+double quantile(const std::vector<double>& sorted, double q) {
+    const double pos = q * static_cast<double>(sorted.size() - 1);
+    const size_t lo = static_cast<size_t>(pos);
+    const size_t hi = std::min(lo + 1, sorted.size() - 1);
+    return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
+}
+
+BenchResult bench_model(const BenchOptions& opts, std::ostream& out) {
+    if (opts.warmup < 0)
+        throw UserError() << "--warmup " << opts.warmup << " is negative";
+    if (opts.repeat < 0)
+        throw UserError() << "--repeat " << opts.repeat << " is negative";
+    if (opts.repeat == 0 && !(opts.min_secs > 0))
+        throw UserError() << "--min-secs " << opts.min_secs << " must be positive";
+    const int64_t rss_before_load = current_rss_bytes();
+    ModelLibrary lib(opts.model);
+    ModelInstance model(lib);
+    model.set_num_threads(opts.threads);
+
+    Rng rng(opts.seed);
+    std::vector<std::vector<unsigned char>> inputs;
+    for (const ModelTensorInfo& t : model.inputs())
+        inputs.push_back(random_input(t, rng));
+    std::vector<std::vector<unsigned char>> outputs;
+    for (const ModelTensorInfo& t : model.outputs())
+        outputs.emplace_back(static_cast<size_t>(dense_bytes(t)));
+    std::vector<const void*> in_ptrs;
+    for (const auto& b : inputs)
+        in_ptrs.push_back(b.data());
+    std::vector<void*> out_ptrs;
+    for (auto& b : outputs)
+        out_ptrs.push_back(b.data());
+
+    for (int i = 0; i < opts.warmup; ++i)
+        model.run(in_ptrs.data(), out_ptrs.data());
+
+    using Clock = std::chrono::steady_clock;
+    std::vector<double> times_ms;
+    const Clock::time_point start = Clock::now();
+    constexpr int kMinRunsByTime = 5;
+    for (;;) {
+        if (opts.repeat > 0 && static_cast<int>(times_ms.size()) >= opts.repeat)
+            break;
+        if (opts.repeat == 0 && static_cast<int>(times_ms.size()) >= kMinRunsByTime &&
+            std::chrono::duration<double>(Clock::now() - start).count() >= opts.min_secs)
+            break;
+        const Clock::time_point t0 = Clock::now();
+        model.run(in_ptrs.data(), out_ptrs.data());
+        times_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    }
+    std::sort(times_ms.begin(), times_ms.end());
+
+    BenchResult r;
+    r.model_name = model.name();
+    r.threads = opts.threads > 0 ? opts.threads : 0;
+    r.runs = static_cast<int>(times_ms.size());
+    r.median_ms = quantile(times_ms, 0.5);
+    r.p10_ms = quantile(times_ms, 0.1);
+    r.p90_ms = quantile(times_ms, 0.9);
+    r.spread = r.p10_ms > 0 ? r.p90_ms / r.p10_ms : 1.0;
+    r.peak_rss_bytes = peak_rss_bytes();
+    r.model_rss_bytes = std::max<int64_t>(0, r.peak_rss_bytes - rss_before_load);
+    r.arena_bytes = model.arena_bytes();
+
+    if (opts.json) {
+        nlohmann::ordered_json j;
+        j["model"] = r.model_name;
+        j["path"] = opts.model;
+        j["threads"] = r.threads;
+        j["warmup"] = opts.warmup;
+        j["runs"] = r.runs;
+        j["median_ms"] = r.median_ms;
+        j["p10_ms"] = r.p10_ms;
+        j["p90_ms"] = r.p90_ms;
+        j["spread"] = r.spread;
+        j["peak_rss_bytes"] = r.peak_rss_bytes;
+        j["model_rss_bytes"] = r.model_rss_bytes;
+        if (r.arena_bytes >= 0)
+            j["arena_bytes"] = r.arena_bytes;
+        else
+            j["arena_bytes"] = nullptr;
+        out << j.dump() << "\n";
+    } else {
+        print_text(r, out);
+    }
+    return r;
+}
+
+CLI::App* add_bench_command(CLI::App& app, BenchOptions& opts) {
+    CLI::App* cmd = app.add_subcommand(
+        "bench", "Time a model library built by `tessera build` on seeded random inputs: "
+                 "median, p10, p90 and spread of the run time, peak memory, arena size");
+    cmd->add_option("model", opts.model, "Path of the model library (.so)")->required();
+    cmd->add_option("--threads", opts.threads, "Threads of the model (0 = one per core)")
+        ->capture_default_str();
+    cmd->add_option("--warmup", opts.warmup, "Untimed runs before timing")->capture_default_str();
+    CLI::Option* repeat =
+        cmd->add_option("--repeat", opts.repeat, "Timed runs (instead of --min-secs)");
+    cmd->add_option("--min-secs", opts.min_secs,
+                    "Time runs for at least this many seconds (and at least 5 runs)")
+        ->capture_default_str()
+        ->excludes(repeat);
+    cmd->add_option("--seed", opts.seed, "Seed of the random inputs")->capture_default_str();
+    cmd->add_flag("--json", opts.json, "Print one JSON object instead of text");
+    return cmd;
+}
+
+} // namespace tessera::cli

@@ -1,0 +1,182 @@
+// Loading a built model library and driving its C API.
+#include "model_library.h"
+
+#include <filesystem>
+
+#include <dlfcn.h>
+
+#include "tessera/support/error.h"
+
+namespace tessera::cli {
+
+std::string model_dtype_name(int dtype) {
+    switch (dtype) {
+    case TESSERA_F32:
+        return "f32";
+    case TESSERA_F64:
+        return "f64";
+    case TESSERA_I32:
+        return "i32";
+    case TESSERA_I64:
+        return "i64";
+    case TESSERA_BOOL:
+        return "bool";
+    case TESSERA_F16:
+        return "f16";
+    case TESSERA_I8:
+        return "i8";
+    case TESSERA_U8:
+        return "u8";
+    default:
+        return "dtype " + std::to_string(dtype);
+    }
+}
+
+int64_t model_dtype_bytes(int dtype) {
+    switch (dtype) {
+    case TESSERA_F32:
+    case TESSERA_I32:
+        return 4;
+    case TESSERA_F64:
+    case TESSERA_I64:
+        return 8;
+    case TESSERA_F16:
+        return 2;
+    case TESSERA_BOOL:
+    case TESSERA_I8:
+    case TESSERA_U8:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+std::string describe(const ModelTensorInfo& t) {
+    std::string s = model_dtype_name(t.dtype) + "[";
+    for (size_t i = 0; i < t.shape.size(); ++i)
+        s += (i ? "," : "") + std::to_string(t.shape[i]);
+    return s + "]";
+}
+
+int64_t dense_bytes(const ModelTensorInfo& t) {
+    int64_t n = model_dtype_bytes(t.dtype);
+    for (int64_t d : t.shape)
+        n *= d;
+    return n;
+}
+
+namespace {
+
+template <typename Fn>
+void lookup(void* handle, const std::string& path, const char* name, Fn& fn, bool required = true) {
+    dlerror();
+    void* sym = dlsym(handle, name);
+    if (!sym && required)
+        throw UserError() << "'" << path << "' is not a tessera model library: it lacks " << name;
+    fn = reinterpret_cast<Fn>(sym);
+}
+
+ModelTensorInfo copy_info(const TesseraTensorInfo& in) {
+    ModelTensorInfo t;
+    t.name = in.name ? in.name : "";
+    t.dtype = in.dtype;
+    if (in.rank > 0 && in.shape)
+        t.shape.assign(in.shape, in.shape + in.rank);
+    return t;
+}
+
+} // namespace
+
+ModelLibrary::ModelLibrary(const std::string& path) : path_(path) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec))
+        throw UserError() << "model library '" << path << "' does not exist";
+    // A name without '/' would be searched for in the library path instead of opened here.
+    const std::string open_path = path.find('/') == std::string::npos ? "./" + path : path;
+    handle_ = dlopen(open_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle_) {
+        const char* why = dlerror();
+        throw UserError() << "cannot load model library '" << path
+                          << "': " << (why ? why : "unknown dlopen error");
+    }
+    try {
+        lookup(handle_, path_, "tessera_model_abi_version", api_.abi_version);
+        const int abi = api_.abi_version();
+        if (abi != TESSERA_MODEL_ABI_VERSION)
+            throw UserError() << "model library '" << path << "' has model ABI version " << abi
+                              << ", this tessera expects " << TESSERA_MODEL_ABI_VERSION
+                              << " (rebuild the model with this tessera)";
+        lookup(handle_, path_, "tessera_model_create", api_.create);
+        lookup(handle_, path_, "tessera_model_free", api_.free);
+        lookup(handle_, path_, "tessera_model_name", api_.name);
+        lookup(handle_, path_, "tessera_model_num_inputs", api_.num_inputs);
+        lookup(handle_, path_, "tessera_model_num_outputs", api_.num_outputs);
+        lookup(handle_, path_, "tessera_model_input_info", api_.input_info);
+        lookup(handle_, path_, "tessera_model_output_info", api_.output_info);
+        lookup(handle_, path_, "tessera_model_set_num_threads", api_.set_num_threads);
+        lookup(handle_, path_, "tessera_model_run", api_.run);
+        lookup(handle_, path_, "tessera_model_last_error", api_.last_error);
+        lookup(handle_, path_, "tessera_model_arena_bytes", api_.arena_bytes, false);
+    } catch (...) {
+        dlclose(handle_);
+        throw;
+    }
+}
+
+ModelLibrary::~ModelLibrary() {
+    if (handle_)
+        dlclose(handle_);
+}
+
+ModelInstance::ModelInstance(const ModelLibrary& lib) : lib_(lib) {
+    const ModelLibrary::Api& api = lib_.api();
+    if (api.create(&model_) != 0) {
+        model_ = nullptr;
+        fail_create("cannot create the model");
+    }
+    const int n_in = api.num_inputs(model_), n_out = api.num_outputs(model_);
+    for (int i = 0; i < n_in; ++i) {
+        TesseraTensorInfo info{};
+        if (api.input_info(model_, i, &info) != 0)
+            fail_create("cannot describe input " + std::to_string(i));
+        inputs_.push_back(copy_info(info));
+    }
+    for (int i = 0; i < n_out; ++i) {
+        TesseraTensorInfo info{};
+        if (api.output_info(model_, i, &info) != 0)
+            fail_create("cannot describe output " + std::to_string(i));
+        outputs_.push_back(copy_info(info));
+    }
+}
+
+ModelInstance::~ModelInstance() {
+    if (model_)
+        lib_.api().free(model_);
+}
+
+void ModelInstance::fail_create(const std::string& what) {
+    if (model_)
+        lib_.api().free(model_);
+    throw UserError() << "model '" << lib_.path() << "': " << what << ": "
+                      << lib_.api().last_error();
+}
+
+std::string ModelInstance::name() const { return lib_.api().name(model_); }
+
+int64_t ModelInstance::arena_bytes() const {
+    return lib_.api().arena_bytes ? lib_.api().arena_bytes(model_) : -1;
+}
+
+void ModelInstance::set_num_threads(int n) {
+    if (lib_.api().set_num_threads(model_, n) != 0)
+        throw UserError() << "model '" << lib_.path() << "': cannot set " << n
+                          << " threads: " << lib_.api().last_error();
+}
+
+void ModelInstance::run(const void* const* inputs, void* const* outputs) {
+    if (lib_.api().run(model_, inputs, outputs) != 0)
+        throw UserError() << "model '" << lib_.path()
+                          << "' failed to run: " << lib_.api().last_error();
+}
+
+} // namespace tessera::cli

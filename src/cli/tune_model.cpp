@@ -1,0 +1,208 @@
+// `tessera tune MODEL`: the model's tasks, the scheduler's progress line, curve and summary.
+#include "tune_model.h"
+
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <memory>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "progress_line.h"
+#include "tessera/cost_model/cost_model.h"
+#include "tessera/graph/fusion.h"
+#include "tessera/graph/import_onnx.h"
+#include "tessera/graph/pipeline.h"
+#include "tessera/graph/tasks.h"
+#include "tessera/support/error.h"
+#include "tessera/tuner/database.h"
+
+namespace tessera::cli {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+/// The work of a task for throughputs: its flops, or one operation per output element when it
+/// only moves data.
+double task_work(const graph::Task& t) {
+    if (t.flops > 0)
+        return double(t.flops);
+    double elements = 0;
+    for (const te::Tensor& out : t.compute.compute.outputs)
+        elements += double(te::num_elements(out.shape()));
+    return std::max(1.0, elements);
+}
+
+/// The first op of a fused pattern ("conv2d_nchwc+add+relu" -> "conv2d_nchwc").
+std::string anchor_op(const std::string& pattern) { return pattern.substr(0, pattern.find('+')); }
+
+std::string progress_text(const std::vector<tune::TaskToTune>& tasks,
+                          const tune::TasksProgress& p) {
+    const std::string trials = p.trials_total > 0
+                                   ? fmt::format("{}/{} trials", p.trials_done, p.trials_total)
+                                   : fmt::format("{} trials", p.trials_done);
+    const std::string eta = p.eta_secs > 0 ? "  eta " + format_duration(p.eta_secs) : "";
+    std::string what = "start";
+    if (p.task >= 0)
+        what = fmt::format("round {} {} task {}/{} {}", p.round_done ? p.round : p.round + 1,
+                           p.round_done ? "tuned" : "tuning", p.task + 1, tasks.size(),
+                           tasks[size_t(p.task)].name);
+    return fmt::format("tune {}  {}  e2e {}  elapsed {}{}", what, trials, ms_text(p.estimated_secs),
+                       format_duration(p.elapsed_secs), eta);
+}
+
+/// The --curve file of a model: one row per committed round, flushed as it goes.
+class ModelCurveWriter {
+  public:
+    explicit ModelCurveWriter(const std::string& path) {
+        if (path.empty())
+            return;
+        file_.open(path, std::ios::trunc);
+        if (!file_)
+            throw UserError() << "--curve " << path << ": cannot write the file";
+        file_ << "round,trials,seconds,estimated_ms\n" << std::flush;
+    }
+    /// estimated_secs is +infinity while no task measured Ok: the field stays empty.
+    void row(int round, int trials, double secs, double estimated_secs) {
+        if (!file_.is_open())
+            return;
+        if (std::isfinite(estimated_secs))
+            file_ << fmt::format("{},{},{:.3f},{:.6g}\n", round, trials, secs,
+                                 estimated_secs * 1e3);
+        else
+            file_ << fmt::format("{},{},{:.3f},\n", round, trials, secs);
+        file_.flush();
+    }
+
+  private:
+    std::ofstream file_;
+};
+
+nlohmann::ordered_json ms_or_null(double secs) {
+    return std::isfinite(secs) ? nlohmann::ordered_json(secs * 1e3) : nlohmann::ordered_json();
+}
+
+void print_summary(const TuneOptions& o, const std::vector<tune::TaskToTune>& tasks,
+                   const tune::TuneTarget& t, const tune::TasksResult& r, int64_t db_records,
+                   std::ostream& out) {
+    int errors = 0;
+    for (const tune::TuneResult& tr : r.tasks)
+        errors += tr.errors;
+    auto best_secs = [&](size_t i) {
+        return r.tasks[i].best ? r.tasks[i].best->median_secs : kInf;
+    };
+    if (o.json) {
+        nlohmann::ordered_json j;
+        j["model"] = o.model_path;
+        j["opt_level"] = o.opt_level;
+        j["target"] = t.target;
+        j["fingerprint"] = t.fingerprint;
+        j["db"] = o.db;
+        j["runner"] = o.runner;
+        j["cost_model"] = o.model;
+        j["seed"] = o.seed;
+        j["trials"] = r.trials;
+        j["rounds"] = r.round_tasks.size();
+        j["errors"] = errors;
+        j["interrupted"] = r.cancelled;
+        j["estimated_ms_before"] = ms_or_null(r.estimated_secs_before);
+        j["estimated_ms_after"] = ms_or_null(r.estimated_secs_after);
+        j["db_records"] = db_records;
+        j["elapsed_secs"] = r.elapsed_secs;
+        nlohmann::ordered_json list = nlohmann::ordered_json::array();
+        for (size_t i = 0; i < tasks.size(); ++i) {
+            const tune::TuneResult& tr = r.tasks[i];
+            list.push_back({{"key", tr.workload_key.substr(0, 12)},
+                            {"workload_key", tr.workload_key},
+                            {"pattern", tasks[i].name},
+                            {"count", tasks[i].count},
+                            {"flops", tasks[i].flops},
+                            {"trials", tr.trials},
+                            {"rounds", tr.rounds},
+                            {"errors", tr.errors},
+                            {"best_ms", ms_or_null(best_secs(i))},
+                            {"search_secs", tr.search.lower_secs + tr.search.predict_secs}});
+        }
+        j["tasks"] = list;
+        nlohmann::ordered_json curve = nlohmann::ordered_json::array();
+        for (const auto& [trials, secs, estimate] : r.curve)
+            curve.push_back(
+                {{"trials", trials}, {"seconds", secs}, {"estimated_ms", ms_or_null(estimate)}});
+        j["curve"] = curve;
+        out << j.dump() << "\n";
+        return;
+    }
+    out << fmt::format("tuned     {} (-O{}): {} tasks, {} trials in {} rounds, {} errors{}\n",
+                       o.model_path, o.opt_level, tasks.size(), r.trials, r.round_tasks.size(),
+                       errors, r.cancelled ? "; interrupted" : "");
+    out << fmt::format("estimate  {} before -> {} after (end-to-end: sum of count x best)\n",
+                       ms_text(r.estimated_secs_before), ms_text(r.estimated_secs_after));
+    out << "     #  key           count  trials     best ms  pattern\n";
+    for (size_t i = 0; i < tasks.size(); ++i) {
+        const double b = best_secs(i);
+        out << fmt::format("  {:4}  {:12}  {:5}  {:6}  {:>10}  {}\n", i,
+                           r.tasks[i].workload_key.substr(0, 12), tasks[i].count, r.tasks[i].trials,
+                           std::isfinite(b) ? fmt::format("{:.4g}", b * 1e3) : "-", tasks[i].name);
+    }
+    out << fmt::format("database  {} ({} records; target '{}', fingerprint {})\n",
+                       tune::database_display_name(o.db), db_records, t.target, t.fingerprint);
+    out << fmt::format("elapsed   {}\n", format_duration(r.elapsed_secs));
+}
+
+} // namespace
+
+std::vector<tune::TaskToTune> model_tasks(const std::string& model_path, int opt_level) {
+    if (opt_level < 0 || opt_level > 3)
+        throw UserError() << "-O must be 0..3, got " << opt_level;
+    graph::Graph g = graph::import_onnx(model_path);
+    graph::PipelineOptions popts;
+    popts.level = opt_level;
+    graph::optimize(g, popts);
+    const std::vector<graph::FusedGroup> groups = graph::fuse_ops(g);
+    std::vector<tune::TaskToTune> tasks;
+    for (const graph::Task& t : graph::extract_tasks(g, groups)) {
+        tune::TaskToTune tt;
+        tt.compute = t.compute.compute;
+        tt.flops = task_work(t);
+        tt.count = t.count();
+        tt.name = t.pattern;
+        tt.similarity_tag = tune::similarity_tag(anchor_op(t.pattern), tt.flops);
+        tasks.push_back(std::move(tt));
+    }
+    if (tasks.empty())
+        throw UserError() << "model " << model_path << " has no task to tune";
+    return tasks;
+}
+
+tune::TasksResult run_tune_model(const TuneOptions& opts, std::ostream& out, std::ostream& progress,
+                                 bool progress_is_terminal, const std::atomic<bool>* cancel) {
+    check_tune_options(opts);
+    tune::SearchOptions so = tune_search_options(opts, {}); // per task: its Compute's weights
+    so.cancel = cancel;
+    tune::validate(so);
+    const tune::TuneTarget target = tune_target_of(opts);
+    const std::vector<tune::TaskToTune> tasks = model_tasks(opts.model_path, opts.opt_level);
+
+    tune::TuningDatabase db = open_tune_database(opts.db);
+    ModelCurveWriter curve(opts.curve_file);
+    std::unique_ptr<tune::Measurer> measurer = make_tune_measurer(opts);
+    auto make_model = [&] { return cost::make_model(opts.model, opts.seed); };
+
+    ProgressLine line(progress, progress_is_terminal);
+    auto on_progress = [&](const tune::TasksProgress& p) {
+        if (p.round_done)
+            curve.row(p.round, p.trials_done, p.elapsed_secs, p.estimated_secs);
+        // A log gets one line per round; a terminal also shows which task is being tuned.
+        if (p.round_done || p.task < 0 || progress_is_terminal)
+            line.update(progress_text(tasks, p));
+    };
+    const tune::TasksResult r =
+        tune::tune_tasks(tasks, target, db, make_model, *measurer, so, {}, on_progress);
+    line.finish();
+    print_summary(opts, tasks, target, r, db.num_records(), out);
+    return r;
+}
+
+} // namespace tessera::cli

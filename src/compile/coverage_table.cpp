@@ -1,0 +1,133 @@
+// The coverage table of a model build (coverage_table.h).
+#include "tessera/compile/coverage_table.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "tessera/tuner/database.h"
+
+namespace tessera::compile {
+
+namespace {
+
+/// "1.234 ms", "56.7 us".
+std::string time_text(double secs) {
+    if (secs >= 1e-3)
+        return fmt::format("{:.3f} ms", secs * 1e3);
+    return fmt::format("{:.1f} us", secs * 1e6);
+}
+
+/// The schedule column: schedule_source_text without the details after ": " of a note (those
+/// follow the table), so that rows stay aligned.
+std::string short_source_text(const TaskCoverage& row) {
+    const size_t colon = row.note.find(": ");
+    if (row.source != ScheduleSource::Default || colon == std::string::npos)
+        return schedule_source_text(row);
+    return "default (" + row.note.substr(0, colon) + ", see below)";
+}
+
+bool nothing_timed(const ModelBuild& b) {
+    return std::all_of(b.coverage.begin(), b.coverage.end(),
+                       [](const TaskCoverage& r) { return r.total_secs <= 0; });
+}
+
+} // namespace
+
+std::string schedule_source_text(const TaskCoverage& row) {
+    switch (row.source) {
+    case ScheduleSource::Exact:
+    case ScheduleSource::IsaClass:
+        return fmt::format("{} #{}", to_string(row.source), row.record_id);
+    case ScheduleSource::Default:
+        return row.note.empty() ? "default" : "default (" + row.note + ")";
+    }
+    return "?";
+}
+
+void print_coverage_table(std::ostream& os, const ModelBuild& b) {
+    const bool untimed = nothing_timed(b);
+    size_t pattern_w = 7, source_w = 8;
+    for (const TaskCoverage& r : b.coverage) {
+        pattern_w = std::max(pattern_w, r.pattern.size());
+        source_w = std::max(source_w, short_source_text(r).size());
+    }
+    os << fmt::format("{:>4}  {:<{}}  {:>5}  {:<{}}  {:>12}  {:>6}\n", "task", "pattern", pattern_w,
+                      "calls", "schedule", source_w, "time x calls", untimed ? "flops%" : "share");
+    for (const TaskCoverage& r : b.coverage) {
+        const std::string t = untimed ? "?" : (r.estimated ? "~" : "") + time_text(r.total_secs);
+        os << fmt::format("{:>4}  {:<{}}  {:>5}  {:<{}}  {:>12}  {:>5.1f}%\n", r.task, r.pattern,
+                          pattern_w, r.count, short_source_text(r), source_w, t, r.share * 100);
+    }
+    for (const TaskCoverage& r : b.coverage)
+        if (short_source_text(r) != schedule_source_text(r))
+            os << fmt::format("  task {}: {}\n", r.task, r.note);
+    const int exact = b.tasks_served_by(ScheduleSource::Exact);
+    const int isa = b.tasks_served_by(ScheduleSource::IsaClass);
+    const int def = b.tasks_served_by(ScheduleSource::Default);
+    os << fmt::format("tasks: {} (exact {}, isa_class {}, default {})", b.coverage.size(), exact,
+                      isa, def);
+    if (b.db_path.empty())
+        os << "; no tuning database: every task uses its default schedule";
+    else
+        os << "; database " << tune::database_display_name(b.db_path);
+    os << "\n";
+    if (untimed) {
+        os << "estimated run time: ? (no task has a record; share = share of the model's "
+              "FLOPs)\n";
+    } else {
+        double total = 0, tuned = 0;
+        for (const TaskCoverage& r : b.coverage) {
+            total += r.total_secs;
+            if (!r.estimated)
+                tuned += r.total_secs;
+        }
+        os << "estimated run time: " << (def > 0 ? "~" : "") << time_text(total);
+        if (def > 0)
+            os << fmt::format(" ({} from records; default tasks '~' estimated at the FLOP rate "
+                              "of the tuned ones)",
+                              time_text(tuned));
+        os << "\n";
+    }
+}
+
+std::string coverage_json(const ModelBuild& b, const LibrarySummary* library) {
+    nlohmann::ordered_json j;
+    j["model"] = b.model_name;
+    j["database"] = b.db_path;
+    nlohmann::ordered_json tasks = nlohmann::ordered_json::array();
+    for (const TaskCoverage& r : b.coverage) {
+        nlohmann::ordered_json t;
+        t["task"] = r.task;
+        t["pattern"] = r.pattern;
+        t["workload_key"] = r.workload_key;
+        t["count"] = r.count;
+        t["flops"] = r.flops;
+        t["source"] = to_string(r.source);
+        t["record_id"] = r.record_id;
+        t["note"] = r.note;
+        t["tuned_secs"] = r.tuned_secs;
+        t["total_secs"] = r.total_secs;
+        t["estimated"] = r.estimated;
+        t["share"] = r.share;
+        t["share_is_flops"] = r.share_is_flops;
+        tasks.push_back(std::move(t));
+    }
+    j["tasks"] = std::move(tasks);
+    j["tiers"] = {{"exact", b.tasks_served_by(ScheduleSource::Exact)},
+                  {"isa_class", b.tasks_served_by(ScheduleSource::IsaClass)},
+                  {"default", b.tasks_served_by(ScheduleSource::Default)}};
+    j["prepare_secs"] = b.prepare_secs;
+    if (library) {
+        j["output"] = library->so_path;
+        j["weight_bytes"] = library->weight_bytes;
+        j["arena_bytes"] = library->arena_bytes;
+        j["kernels"] = library->num_kernels;
+        j["calls"] = library->num_calls;
+        j["codegen_secs"] = library->codegen_secs;
+    }
+    return j.dump();
+}
+
+} // namespace tessera::compile

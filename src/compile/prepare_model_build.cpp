@@ -1,0 +1,209 @@
+// Phase 1 of a model build: graph, tasks, and one chosen and lowered schedule per task
+// (model_compiler.h).
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "tessera/backends/host.h"
+#include "tessera/compile/model_compiler.h"
+#include "tessera/graph/import_onnx.h"
+#include "tessera/graph/pipeline.h"
+#include "tessera/schedule/default_schedule.h"
+#include "tessera/schedule/lower_state.h"
+#include "tessera/schedule/schedule.h"
+#include "tessera/support/error.h"
+#include "tessera/tuner/database.h"
+
+namespace tessera::compile {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// Throws ScheduleError when s stores an input that is not a weight in a packed layout: only
+/// weights are packed when the model is built; activations arrive dense at run time.
+void check_packed_inputs_are_weights(const sched::State& s) {
+    for (size_t i = 0; i < s.compute.inputs.size(); ++i) {
+        const int sid = s.stage_id_of(s.compute.inputs[i]);
+        if (sid < 0 || s.stages[static_cast<size_t>(sid)].layout.is_identity())
+            continue;
+        const auto& w = s.compute.weight_inputs;
+        if (std::find(w.begin(), w.end(), static_cast<int>(i)) == w.end())
+            throw ScheduleError(fmt::format("input {} ('{}') is not a weight but is stored in a "
+                                            "packed layout",
+                                            i, s.compute.inputs[i]->name));
+    }
+}
+
+/// The schedule a record describes, replayed on c and lowered as `symbol`. Throws
+/// ScheduleError or UserError (an unreadable schedule JSON) when it does not replay or lower.
+std::pair<sched::State, ir::LoweredFunc>
+replay_record(const te::Compute& c, const tune::TuningRecord& rec, const std::string& symbol) {
+    sched::State s = sched::replay(c, sched::steps_from_json(rec.schedule_json));
+    check_packed_inputs_are_weights(s);
+    ir::LoweredFunc f = sched::lower_state(s, symbol);
+    return {std::move(s), std::move(f)};
+}
+
+/// Fills the time estimates and shares of the rows (see TaskCoverage).
+void estimate_shares(std::vector<TaskCoverage>& rows) {
+    double tuned_flops = 0, tuned_secs = 0;
+    for (TaskCoverage& r : rows) {
+        if (r.source == ScheduleSource::Default)
+            continue;
+        r.total_secs = r.tuned_secs * r.count;
+        tuned_flops += static_cast<double>(r.flops) * r.count;
+        tuned_secs += r.total_secs;
+    }
+    const double rate = tuned_secs > 0 ? tuned_flops / tuned_secs : 0;
+    double total = 0, total_flops = 0;
+    for (TaskCoverage& r : rows) {
+        if (r.source == ScheduleSource::Default && rate > 0) {
+            r.total_secs = static_cast<double>(r.flops) * r.count / rate;
+            r.estimated = true;
+        }
+        total += r.total_secs;
+        total_flops += static_cast<double>(r.flops) * r.count;
+    }
+    for (TaskCoverage& r : rows) {
+        if (total > 0) {
+            r.share = r.total_secs / total;
+        } else {
+            r.share_is_flops = true;
+            r.share = total_flops > 0 ? static_cast<double>(r.flops) * r.count / total_flops : 0;
+        }
+    }
+}
+
+} // namespace
+
+const char* to_string(ScheduleSource s) {
+    switch (s) {
+    case ScheduleSource::Exact:
+        return "exact";
+    case ScheduleSource::IsaClass:
+        return "isa_class";
+    case ScheduleSource::Default:
+        return "default";
+    }
+    return "?";
+}
+
+int ModelBuild::tasks_served_by(ScheduleSource s) const {
+    return static_cast<int>(std::count_if(coverage.begin(), coverage.end(),
+                                          [s](const TaskCoverage& r) { return r.source == s; }));
+}
+
+std::string kernel_symbol(int task) { return "tessera_kernel_" + std::to_string(task); }
+
+ModelBuild prepare_model_build(const BuildOptions& opts) {
+    const Clock::time_point t0 = Clock::now();
+    if (opts.opt_level < 0 || opts.opt_level > 3)
+        throw UserError() << "optimization level must be 0..3, got " << opts.opt_level;
+    if (opts.num_cores < 0)
+        throw UserError() << "cores must be >= 0, got " << opts.num_cores;
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(opts.model_path, ec))
+        throw UserError() << "model '" << opts.model_path << "': no such file";
+
+    std::optional<tune::TuningDatabase> db;
+    if (!opts.db_path.empty()) {
+        if (!tune::is_server_database(opts.db_path) &&
+            !std::filesystem::is_regular_file(opts.db_path, ec))
+            throw UserError() << "database '" << opts.db_path << "': no such file";
+        if (opts.lookup.target.empty() || opts.lookup.fingerprint.empty())
+            throw UserError() << "a database lookup needs a target and a fingerprint (got "
+                              << "target '" << opts.lookup.target << "')";
+        db.emplace(opts.db_path);
+    }
+
+    ModelBuild b;
+    // The file's stem, or its folder's name for the usual "<name>/model.onnx" layout.
+    const std::filesystem::path model_path = std::filesystem::absolute(opts.model_path);
+    b.model_name = model_path.stem().string();
+    if (b.model_name == "model" && model_path.parent_path().has_filename())
+        b.model_name = model_path.parent_path().filename().string();
+    b.db_path = opts.db_path;
+    graph::ImportOptions io;
+    io.input_shapes = opts.input_shapes;
+    b.graph = graph::import_onnx(opts.model_path, io);
+    graph::PipelineOptions po;
+    po.level = opts.opt_level;
+    std::ostringstream pass_log; // optimize prints only on request; keep stray output away
+    po.out = &pass_log;
+    graph::optimize(b.graph, po);
+    b.groups = graph::fuse_ops(b.graph);
+    b.tasks = graph::extract_tasks(b.graph, b.groups);
+
+    const backend::HostInfo& host = backend::host_info();
+    sched::DefaultScheduleOptions dso;
+    dso.num_cores = opts.num_cores > 0 ? opts.num_cores : std::max(1, host.cores);
+    dso.vector_lanes = std::max(4, host.vector_bits / 32);
+
+    for (size_t i = 0; i < b.tasks.size(); ++i) {
+        const graph::Task& task = b.tasks[i];
+        const te::Compute& c = task.compute.compute;
+        const std::string symbol = kernel_symbol(static_cast<int>(i));
+        TaskCoverage row;
+        row.task = static_cast<int>(i);
+        row.pattern = task.pattern;
+        row.workload_key = task.workload_key;
+        row.count = task.count();
+        row.flops = task.flops;
+
+        std::optional<sched::State> state;
+        ir::LoweredFunc func;
+        if (db) {
+            const tune::LookupResult lr = tune::lookup_best(*db, task.workload_key, opts.lookup);
+            row.foreign_records = lr.foreign_records;
+            if (lr.tier != tune::LookupTier::None) {
+                const tune::TuningRecord& rec = *lr.record;
+                row.record_id = rec.id;
+                try {
+                    auto [s, f] = replay_record(c, rec, symbol);
+                    state = std::move(s);
+                    func = std::move(f);
+                    row.source = lr.tier == tune::LookupTier::Exact ? ScheduleSource::Exact
+                                                                    : ScheduleSource::IsaClass;
+                    row.tuned_secs = rec.median_secs;
+                } catch (const ScheduleError& e) {
+                    row.note = fmt::format("record #{} does not replay: {}", rec.id, e.what());
+                } catch (const UserError& e) {
+                    row.note = fmt::format("record #{} does not replay: {}", rec.id, e.what());
+                }
+            } else {
+                row.note = lr.foreign_records > 0
+                               ? fmt::format("no record for this machine ({} of other machines "
+                                             "or targets)",
+                                             lr.foreign_records)
+                               : "no record";
+            }
+        } else {
+            row.note = "no database";
+        }
+        if (!state) {
+            dso.weight_inputs = c.weight_inputs;
+            sched::State s = sched::default_schedule(c, dso);
+            try {
+                check_packed_inputs_are_weights(s);
+                func = sched::lower_state(s, symbol);
+            } catch (const ScheduleError& e) {
+                TESSERA_CHECK(false) << "the default schedule of task " << i << " (" << task.pattern
+                                     << ") does not lower: " << e.what();
+            }
+            state = std::move(s);
+        }
+        b.states.push_back(std::move(*state));
+        b.kernels.push_back(std::move(func));
+        b.coverage.push_back(std::move(row));
+    }
+    estimate_shares(b.coverage);
+    b.prepare_secs = std::chrono::duration<double>(Clock::now() - t0).count();
+    return b;
+}
+
+} // namespace tessera::compile

@@ -1,0 +1,139 @@
+// Phase 2 of a model build: code generation of every kernel, the data object and the link
+// into one shared library (model_compiler.h).
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <thread>
+
+#include <unistd.h>
+
+#include "tessera/backends/llvm.h"
+#include "tessera/backends/model_object.h"
+#include "tessera/compile/model_compiler.h"
+#include "tessera/lower/lower_for_codegen.h"
+#include "tessera/support/error.h"
+
+#ifndef TESSERA_RUNTIME_ARCHIVE
+#error "TESSERA_RUNTIME_ARCHIVE (the path of libtessera_runtime.a) must be defined by CMake"
+#endif
+
+namespace tessera::compile {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// A private temporary directory, removed with everything in it when this goes away.
+class TempDir {
+  public:
+    TempDir() {
+        const char* tmp = std::getenv("TMPDIR");
+        std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/tessera_build_XXXXXX";
+        std::vector<char> buf(pattern.begin(), pattern.end());
+        buf.push_back('\0');
+        if (!mkdtemp(buf.data()))
+            throw UserError() << "cannot create a temporary directory like '" << pattern
+                              << "': " << std::strerror(errno);
+        path_ = buf.data();
+    }
+    ~TempDir() {
+        std::error_code ec;
+        std::filesystem::remove_all(path_, ec);
+    }
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+    const std::string& path() const { return path_; }
+
+  private:
+    std::string path_;
+};
+
+/// Compiles every kernel into its own object file, `jobs` at a time; returns their paths in
+/// kernel order. A shared queue (rather than fixed shares) keeps the threads busy when one
+/// kernel takes far longer than the others, as a heavily unrolled tuned kernel can.
+std::vector<std::string> compile_all_kernels(const std::vector<ir::LoweredFunc>& kernels, int jobs,
+                                             const std::string& dir) {
+    const size_t n = kernels.size();
+    std::vector<std::string> objects(n);
+    std::vector<std::exception_ptr> errors(n);
+    std::atomic<size_t> next{0};
+    auto worker = [&] {
+        for (size_t k; (k = next.fetch_add(1)) < n;) {
+            objects[k] = dir + "/kernel_" + std::to_string(k) + ".o";
+            try {
+                backend::emit_object_file({lower::prepare_for_codegen(kernels[k])}, objects[k]);
+            } catch (...) {
+                errors[k] = std::current_exception();
+            }
+        }
+    };
+    std::vector<std::thread> threads;
+    const size_t workers = std::min(n, static_cast<size_t>(std::max(1, jobs)));
+    for (size_t t = 0; t < workers; ++t)
+        threads.emplace_back(worker);
+    for (auto& t : threads)
+        t.join();
+    for (const auto& e : errors)
+        if (e)
+            std::rethrow_exception(e);
+    return objects;
+}
+
+} // namespace
+
+void check_output_writable(const std::string& so_path) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (so_path.empty())
+        throw UserError() << "the output path is empty";
+    if (fs::is_directory(so_path, ec))
+        throw UserError() << "cannot write '" << so_path << "': it is a directory";
+    fs::path dir = fs::path(so_path).parent_path();
+    if (dir.empty())
+        dir = ".";
+    if (!fs::is_directory(dir, ec))
+        throw UserError() << "cannot write '" << so_path << "': no directory " << dir.string();
+    if (access(dir.c_str(), W_OK) != 0)
+        throw UserError() << "cannot write '" << so_path << "': " << std::strerror(errno);
+}
+
+LibrarySummary write_model_library(const ModelBuild& build, const std::string& so_path,
+                                   const BuildOptions& opts) {
+    const Clock::time_point t0 = Clock::now();
+    if (opts.jobs < 0)
+        throw UserError() << "jobs must be >= 0, got " << opts.jobs;
+    check_output_writable(so_path);
+
+    std::vector<uint8_t> weights;
+    const runtime::ModelPlan plan = make_model_plan(build, weights);
+    TempDir tmp;
+    const int jobs = opts.jobs > 0
+                         ? opts.jobs
+                         : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    std::vector<std::string> objects = compile_all_kernels(build.kernels, jobs, tmp.path());
+
+    backend::ModelDataObject data;
+    data.plan_bytes = runtime::serialize_plan(plan);
+    data.weights = std::move(weights);
+    data.kernel_symbols = plan.kernels;
+    const std::string data_obj = tmp.path() + "/model_data.o";
+    backend::emit_model_data_object(data, data_obj);
+    objects.push_back(data_obj);
+    backend::link_model_library(objects, TESSERA_RUNTIME_ARCHIVE, so_path);
+
+    LibrarySummary s;
+    s.so_path = so_path;
+    s.weight_bytes = plan.weight_bytes;
+    s.arena_bytes = plan.arena_bytes;
+    s.num_kernels = static_cast<int>(plan.kernels.size());
+    s.num_calls = static_cast<int>(plan.calls.size());
+    s.codegen_secs = std::chrono::duration<double>(Clock::now() - t0).count();
+    return s;
+}
+
+} // namespace tessera::compile

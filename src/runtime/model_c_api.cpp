@@ -1,0 +1,175 @@
+// The C API of a built model (tessera_model.h) over ModelExecutor.
+//
+// The four symbols the generated part of a model library defines (model_plan.h) are declared
+// weak here: the runtime archive is also linked into the tessera executable and the test
+// binaries, which define none of them; there they resolve to null and tessera_model_create
+// reports that the program is not a model library instead of failing to link.
+//
+// No exception crosses the C boundary: every entry point catches everything and stores the
+// message in the calling thread's last-error string.
+#include "tessera/runtime/tessera_model.h"
+
+#include <exception>
+#include <memory>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "tessera/runtime/model_executor.h"
+#include "tessera/runtime/model_plan.h"
+
+extern "C" {
+#pragma weak tessera_model_plan
+#pragma weak tessera_model_plan_size
+#pragma weak tessera_model_weights
+#pragma weak tessera_model_kernels
+}
+
+using tessera::runtime::ModelExecutor;
+using tessera::runtime::PlanTensor;
+
+struct TesseraModel {
+    std::unique_ptr<ModelExecutor> executor;
+    /// Info of the inputs and outputs; names and shapes point into the executor's plan.
+    std::vector<TesseraTensorInfo> inputs, outputs;
+};
+
+namespace {
+
+thread_local std::string last_error;
+
+void set_error(std::string msg) { last_error = std::move(msg); }
+
+/// Runs f, returning 0, or -1 with the error stored. A success leaves the last failure's
+/// message in place (the header promises the last failure, as errno keeps the last error).
+template <typename F> int guarded(const char* fn, F&& f) {
+    try {
+        f();
+        return 0;
+    } catch (const std::bad_alloc&) {
+        set_error(std::string(fn) + ": out of memory");
+    } catch (const std::exception& e) {
+        set_error(e.what());
+    } catch (...) {
+        set_error(std::string(fn) + ": unknown error");
+    }
+    return -1;
+}
+
+TesseraTensorInfo info_of(const PlanTensor& t) {
+    TesseraTensorInfo info;
+    info.name = t.name.c_str();
+    info.dtype = static_cast<int>(t.dtype);
+    info.rank = static_cast<int>(t.shape.size());
+    info.shape = t.shape.data();
+    return info;
+}
+
+/// tessera_model_input_info / tessera_model_output_info (`fn`) over the list of `what`s.
+int fill_info(const char* fn, const char* what, const TesseraModel* model,
+              const std::vector<TesseraTensorInfo>& list, int index, TesseraTensorInfo* info) {
+    return guarded(fn, [&] {
+        if (!model)
+            throw std::runtime_error(std::string(fn) + ": the model is null");
+        if (!info)
+            throw std::runtime_error(std::string(fn) + ": the info pointer is null");
+        if (index < 0 || static_cast<size_t>(index) >= list.size())
+            throw std::runtime_error(std::string("model ") + what + " index " +
+                                     std::to_string(index) + " is out of range [0, " +
+                                     std::to_string(list.size()) + ")");
+        *info = list[static_cast<size_t>(index)];
+    });
+}
+
+} // namespace
+
+extern "C" {
+
+int tessera_model_abi_version(void) { return TESSERA_MODEL_ABI_VERSION; }
+
+int tessera_model_create(TesseraModel** out) {
+    return guarded("tessera_model_create", [&] {
+        if (!out)
+            throw std::runtime_error("tessera_model_create: the out pointer is null");
+        *out = nullptr;
+        // Weak symbols: null where no model library defines them.
+        const unsigned char* plan_bytes = tessera_model_plan;
+        const uint64_t* plan_size = &tessera_model_plan_size;
+        if (!plan_bytes || !plan_size)
+            throw std::runtime_error("this program holds no tessera model (the symbol "
+                                     "tessera_model_plan is absent; build one with `tessera "
+                                     "build`)");
+        tessera::runtime::ModelPlan plan =
+            tessera::runtime::parse_plan(plan_bytes, static_cast<size_t>(*plan_size));
+        const TesseraKernelFn* fns = tessera_model_kernels;
+        if (!fns && !plan.kernels.empty())
+            throw std::runtime_error("model '" + plan.model_name +
+                                     "' has no tessera_model_kernels table");
+        std::vector<TesseraKernelFn> kernels(fns, fns + plan.kernels.size());
+        const unsigned char* weights = tessera_model_weights;
+        auto model = std::make_unique<TesseraModel>();
+        model->executor =
+            std::make_unique<ModelExecutor>(std::move(plan), std::move(kernels), weights);
+        const tessera::runtime::ModelPlan& p = model->executor->plan();
+        for (size_t i = 0; i < p.inputs.size(); ++i)
+            model->inputs.push_back(info_of(model->executor->input(i)));
+        for (size_t i = 0; i < p.outputs.size(); ++i)
+            model->outputs.push_back(info_of(model->executor->output(i)));
+        *out = model.release();
+    });
+}
+
+void tessera_model_free(TesseraModel* model) { delete model; }
+
+const char* tessera_model_name(const TesseraModel* model) {
+    return model ? model->executor->plan().model_name.c_str() : "";
+}
+
+int tessera_model_num_inputs(const TesseraModel* model) {
+    if (!model)
+        set_error("tessera_model_num_inputs: the model is null");
+    return model ? static_cast<int>(model->inputs.size()) : -1;
+}
+
+int tessera_model_num_outputs(const TesseraModel* model) {
+    if (!model)
+        set_error("tessera_model_num_outputs: the model is null");
+    return model ? static_cast<int>(model->outputs.size()) : -1;
+}
+
+int tessera_model_input_info(const TesseraModel* model, int index, TesseraTensorInfo* info) {
+    static const std::vector<TesseraTensorInfo> none;
+    return fill_info("tessera_model_input_info", "input", model, model ? model->inputs : none,
+                     index, info);
+}
+
+int tessera_model_output_info(const TesseraModel* model, int index, TesseraTensorInfo* info) {
+    static const std::vector<TesseraTensorInfo> none;
+    return fill_info("tessera_model_output_info", "output", model, model ? model->outputs : none,
+                     index, info);
+}
+
+int64_t tessera_model_arena_bytes(const TesseraModel* model) {
+    return model ? model->executor->arena_bytes() : -1;
+}
+
+int tessera_model_set_num_threads(TesseraModel* model, int n) {
+    return guarded("tessera_model_set_num_threads", [&] {
+        if (!model)
+            throw std::runtime_error("tessera_model_set_num_threads: the model is null");
+        model->executor->set_num_threads(n);
+    });
+}
+
+int tessera_model_run(TesseraModel* model, const void* const* inputs, void* const* outputs) {
+    return guarded("tessera_model_run", [&] {
+        if (!model)
+            throw std::runtime_error("tessera_model_run: the model is null");
+        model->executor->run(inputs, outputs);
+    });
+}
+
+const char* tessera_model_last_error(void) { return last_error.c_str(); }
+
+} // extern "C"

@@ -1,0 +1,105 @@
+// Models whose outputs are not all computed by a kernel: a graph input, a constant and a value
+// listed twice as outputs become copy calls; built from small ModelProtos with odd sizes and
+// checked against the graph's reference evaluator.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "graph/graph_test_util.h"
+#include "model_library_loader.h"
+#include "tessera/compile/model_compiler.h"
+#include "tessera/graph/evaluate.h"
+#include "tessera/graph/import_onnx.h"
+
+namespace tessera {
+namespace {
+
+using graph::DType;
+using testing::ModelBuilder;
+using testing::random_tensor;
+
+/// Writes m to `dir`/name.onnx, builds it untuned; returns the library path and the plan.
+std::string build(const ModelBuilder& m, const testing::ScratchDir& dir, const std::string& name,
+                  runtime::ModelPlan* plan) {
+    const std::string onnx = dir.file(name + ".onnx");
+    { std::ofstream(onnx, std::ios::binary) << m.bytes(); }
+    compile::BuildOptions opts;
+    opts.model_path = onnx;
+    const compile::ModelBuild b = compile::prepare_model_build(opts);
+    std::vector<uint8_t> weights;
+    *plan = compile::make_model_plan(b, weights);
+    const std::string so = dir.file(name + ".so");
+    compile::write_model_library(b, so, opts);
+    return so;
+}
+
+int count_copies(const runtime::ModelPlan& plan) {
+    int n = 0;
+    for (const runtime::PlanCall& c : plan.calls)
+        n += c.kernel < 0;
+    return n;
+}
+
+TEST(PlanCopies, InputConstantAndRepeatedOutputsAreCopied) {
+    testing::ScratchDir dir("tessera_compile_copies");
+    const graph::TensorData w = random_tensor({13, 5}, 1), c = random_tensor({7, 5}, 2);
+    ModelBuilder m(13);
+    m.input("x", DType::F32, {7, 13}).initializer("w", w).initializer("c", c);
+    m.node("MatMul", {"x", "w"}, {"h"});
+    m.node("Relu", {"h"}, {"y"});
+    m.node("Identity", {"y"}, {"y2"});
+    m.output("y", DType::F32, {7, 5}).output("x", DType::F32, {7, 13});
+    m.output("c", DType::F32, {7, 5}).output("y2", DType::F32, {7, 5});
+    m.output("y", DType::F32, {7, 5}); // the same value twice
+
+    runtime::ModelPlan plan;
+    const std::string so = build(m, dir, "copies", &plan);
+    // x, c and the second y are copies (y2 may be its own kernel or a copy of y).
+    EXPECT_GE(count_copies(plan), 3);
+
+    const graph::TensorData x = random_tensor({7, 13}, 3);
+    testing::LoadedModel lib(so);
+    const auto got = lib.run({x});
+    const auto want = graph::evaluate(graph::import_onnx(dir.file("copies.onnx")), {x});
+    EXPECT_TRUE(testing::outputs_match(got, want));
+    ASSERT_EQ(got.size(), 5u);
+    EXPECT_EQ(got[1], x);
+    EXPECT_EQ(got[2], c);
+    EXPECT_EQ(got[3], got[0]);
+    EXPECT_EQ(got[4], got[0]);
+}
+
+TEST(PlanCopies, ElementwiseChainsOverOddShapesReuseTheArena) {
+    // Enough elementwise steps that the memory plan reuses buffers (some in place).
+    testing::ScratchDir dir("tessera_compile_chain");
+    const graph::TensorData w = random_tensor({127, 13}, 4), b = random_tensor({13}, 5);
+    ModelBuilder m(13);
+    m.input("x", DType::F32, {1, 127}).initializer("w", w).initializer("b", b);
+    m.node("MatMul", {"x", "w"}, {"h0"});
+    m.node("Softmax", {"h0"}, {"h1"}).i("axis", -1);
+    m.node("Add", {"h1", "b"}, {"h2"});
+    m.node("Softmax", {"h2"}, {"h3"}).i("axis", -1);
+    m.node("Tanh", {"h3"}, {"h4"});
+    m.node("Softmax", {"h4"}, {"h5"}).i("axis", -1);
+    m.node("Sigmoid", {"h5"}, {"h6"});
+    m.node("Softmax", {"h6"}, {"y"}).i("axis", -1);
+    m.output("y", DType::F32, {1, 13});
+
+    runtime::ModelPlan plan;
+    const std::string so = build(m, dir, "chain", &plan);
+    int arena = 0;
+    for (const runtime::PlanTensor& t : plan.tensors)
+        arena += t.storage == runtime::TensorStorage::Arena;
+    EXPECT_GE(arena, 3);
+    EXPECT_LT(plan.arena_bytes, arena * 64); // buffers are shared, not one 64-byte slot per value
+
+    for (uint64_t seed : {6, 7}) {
+        const graph::TensorData x = random_tensor({1, 127}, seed);
+        testing::LoadedModel lib(so);
+        const auto want = graph::evaluate(graph::import_onnx(dir.file("chain.onnx")), {x});
+        EXPECT_TRUE(testing::outputs_match(lib.run({x}), want)) << "seed " << seed;
+    }
+}
+
+} // namespace
+} // namespace tessera

@@ -1,0 +1,789 @@
+// Every graph operator has a tensor expression that builds and computes what the graph reference
+// evaluator computes. Per operator (ops.def, all of them: the importer's ops plus the internal
+// ones the passes make), a small graph with odd shapes (1, 7, 13) and seeded random non-zero data
+// is shape-inferred and fused without any pass (as at -O0, so nothing is folded away); each
+// fused group's Compute is lowered twice (the default loop nest, and sched::default_schedule with
+// its packed weights, as `tessera build` does without a tuning record), JIT-compiled for this
+// host and run on the group's input values, and its outputs are compared with the graph
+// evaluator's values: integer and bool outputs exactly, floats within rtol 1e-5 (plus atol 1e-6
+// for values near zero after cancellation).
+//
+// Integer and bool tensors run end to end: int64 index arithmetic (truncating Div included),
+// comparisons producing bool, Where selecting floats by a bool mask, Cast between f32, i64 and
+// bool, Gather of token ids with negative indices, Range, Shape and ConstantOfShape. Last, a
+// small ONNX model of such ops goes through the whole build (compile/model_compiler.h) at -O0
+// and -O2 and its library runs through the C API.
+#include <gtest/gtest.h>
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <set>
+
+#include "common/jit_executor.h"
+#include "passes_util.h"
+#include "tessera/compile/model_compiler.h"
+#include "tessera/graph/fusion.h"
+#include "tessera/graph/import_onnx.h"
+#include "tessera/graph/tasks.h"
+#include "tessera/lower/lower_default.h"
+#include "tessera/schedule/default_schedule.h"
+#include "tessera/schedule/layout.h"
+#include "tessera/schedule/lower_state.h"
+#include "tessera/support/error.h"
+#include "tessera/support/rng.h"
+#include "tessera/te/ops_extra.h"
+#include "tessera/te/workload_key.h"
+
+namespace tessera::graph {
+namespace {
+
+using testing::random_ints;
+using testing::random_tensor;
+
+// ---- data ------------------------------------------------------------------------------------
+
+/// f32 uniform in [lo, hi) from `seed`.
+TensorData floats(const Shape& s, uint64_t seed, float lo = -1.0f, float hi = 1.0f) {
+    return random_tensor(s, seed, lo, hi);
+}
+/// f32 values of magnitude in [0.25, 1.25) with random signs: never near zero.
+TensorData nonzero_floats(const Shape& s, uint64_t seed) {
+    TensorData t = random_tensor(s, seed, 0.25f, 1.25f);
+    Rng rng(seed + 17);
+    float* p = t.data<float>();
+    for (int64_t i = 0; i < t.numel(); ++i)
+        if (rng.uniform_int(0, 1))
+            p[i] = -p[i];
+    return t;
+}
+TensorData bools(const Shape& s, uint64_t seed) {
+    return random_ints(s, seed, 0, 1).cast(DType::Bool);
+}
+TensorData ints(const Shape& s, uint64_t seed, int64_t lo, int64_t hi) {
+    return random_ints(s, seed, lo, hi);
+}
+
+// ---- the check -------------------------------------------------------------------------------
+
+/// A graph under test with data for its inputs.
+struct Case {
+    GraphBuilder b;
+    std::vector<TensorData> feeds;
+    /// Absolute tolerance added to rtol 1e-5 for floats (sums that cancel, transcendental
+    /// functions of the backend's math library against libm).
+    double atol = 1e-6;
+
+    ValueId input(const TensorData& t) {
+        const ValueId v = b.input("in" + std::to_string(feeds.size()), t.shape(), t.dtype());
+        feeds.push_back(t);
+        return v;
+    }
+    ValueId constant(const TensorData& t) { return b.constant(t); }
+    ValueId op(Op op, std::vector<ValueId> ins, Attributes attrs = {}) {
+        return b.op(op, std::move(ins), std::move(attrs));
+    }
+    /// A node with `n` outputs.
+    std::vector<ValueId> op_n(Op op, std::vector<ValueId> ins, size_t n, Attributes attrs = {}) {
+        std::vector<ValueId> outs;
+        for (size_t i = 0; i < n; ++i)
+            outs.push_back(b.g.add_value("m" + std::to_string(b.g.num_values())));
+        b.g.add_node(op, std::move(ins), outs, std::move(attrs), op_name(op));
+        return outs;
+    }
+};
+
+/// Every value of g evaluated node by node with the reference evaluator.
+std::vector<std::shared_ptr<const TensorData>> evaluate_values(const Graph& g,
+                                                               const std::vector<TensorData>& in) {
+    std::vector<std::shared_ptr<const TensorData>> vals(g.num_values());
+    for (size_t i = 0; i < in.size(); ++i)
+        vals[g.inputs[i]] = std::make_shared<const TensorData>(in[i]);
+    for (size_t v = 0; v < g.num_values(); ++v)
+        if (g.value(static_cast<ValueId>(v)).is_constant())
+            vals[v] = g.value(static_cast<ValueId>(v)).constant;
+    for (NodeId id : g.topological_order()) {
+        const Node& n = g.node(id);
+        std::vector<const TensorData*> ins;
+        for (ValueId v : n.inputs)
+            ins.push_back(v == kNoValue ? nullptr : vals[v].get());
+        std::vector<TensorData> outs = evaluate_node(n, ins, id);
+        for (size_t i = 0; i < outs.size() && i < n.outputs.size(); ++i)
+            if (n.outputs[i] != kNoValue)
+                vals[n.outputs[i]] = std::make_shared<const TensorData>(std::move(outs[i]));
+    }
+    return vals;
+}
+
+/// How a group's Compute becomes loop IR.
+enum class Lowering {
+    Default,         ///< lower::lower_default: the naive loop nest
+    DefaultSchedule, ///< sched::default_schedule (weights packed as it asks), as `build` does
+};
+
+/// Runs the group's Compute lowered as `how` through the JIT on the evaluator's values of its
+/// inputs and compares its outputs with the evaluator's values.
+void check_group(const Graph& g, const GroupCompute& gc,
+                 const std::vector<std::shared_ptr<const TensorData>>& vals, Lowering how,
+                 double atol, const std::string& name) {
+    ir::LoweredFunc f;
+    // Inputs the schedule stores in a packed layout get packed copies of their data.
+    std::vector<std::vector<uint8_t>> packed(gc.inputs.size());
+    if (how == Lowering::Default) {
+        f = lower::lower_default(gc.compute, name);
+    } else {
+        sched::DefaultScheduleOptions opts;
+        opts.weight_inputs = gc.compute.weight_inputs;
+        const sched::State st = sched::default_schedule(gc.compute, opts);
+        f = sched::lower_state(st, name);
+        for (size_t i = 0; i < gc.inputs.size(); ++i) {
+            const sched::Stage& in = st.stages.at(st.stage_id_of(gc.compute.inputs[i]));
+            if (in.layout.is_identity())
+                continue;
+            const TensorData& d = *vals[gc.inputs[i]];
+            const size_t es = dtype_size(d.dtype());
+            packed[i].resize(te::num_elements(sched::packed_shape(in.layout, d.shape())) * es);
+            sched::pack_layout(in.layout, d.shape(), es, d.raw(), packed[i].data());
+        }
+    }
+    std::vector<void*> args;
+    for (size_t i = 0; i < gc.inputs.size(); ++i)
+        args.push_back(packed[i].empty() ? const_cast<uint8_t*>(vals[gc.inputs[i]]->raw())
+                                         : static_cast<void*>(packed[i].data()));
+    std::vector<TensorData> outs;
+    for (ValueId v : gc.outputs) {
+        TensorData t(g.value(v).dtype, g.value(v).shape);
+        // A sentinel in every byte: an element never written shows up (NaN, -1, or 255 for a
+        // bool).
+        std::memset(t.raw(), 0xff, t.nbytes());
+        outs.push_back(std::move(t));
+    }
+    for (TensorData& t : outs)
+        args.push_back(t.raw());
+    testing::jit_executor()(f, args);
+    for (size_t o = 0; o < outs.size(); ++o) {
+        const Value& v = g.value(gc.outputs[o]);
+        testing::Closeness cl = testing::compare(outs[o], *vals[gc.outputs[o]], 1e-5, atol);
+        EXPECT_TRUE(cl.ok) << "output '" << v.name << "' " << dtype_name(v.dtype)
+                           << shape_str(v.shape) << ": " << cl.message;
+    }
+}
+
+/// Runs each fused group of the finished case through both lowerings and the JIT and compares
+/// its outputs with the evaluator's values. Returns the ops that the groups covered.
+std::set<Op> check_case(Case& c, std::vector<ValueId> outputs) {
+    const Graph g = c.b.finish(std::move(outputs));
+    // The whole graph evaluates (types agree with shape inference) ...
+    evaluate(g, c.feeds);
+    // ... and so does every value, for the groups' inputs and outputs.
+    const auto vals = evaluate_values(g, c.feeds);
+    std::set<Op> covered;
+    const std::vector<FusedGroup> groups = fuse_ops(g);
+    for (size_t gi = 0; gi < groups.size(); ++gi) {
+        const FusedGroup& group = groups[gi];
+        SCOPED_TRACE("group " + std::to_string(gi) + " " + group.pattern);
+        for (NodeId id : group.nodes)
+            covered.insert(g.node(id).op);
+        GroupCompute gc;
+        try {
+            gc = group_compute(g, group);
+        } catch (const std::exception& e) {
+            ADD_FAILURE() << "no Compute: " << e.what();
+            continue;
+        }
+        EXPECT_EQ(te::workload_key(gc.compute).size(), 64u);
+        const std::string name = "op_compute_" + std::to_string(gi);
+        for (Lowering how : {Lowering::Default, Lowering::DefaultSchedule}) {
+            const char* what = how == Lowering::Default ? "lower_default" : "default_schedule";
+            SCOPED_TRACE(what);
+            try {
+                check_group(g, gc, vals, how, c.atol, name);
+            } catch (const std::exception& e) {
+                ADD_FAILURE() << what << " failed: " << e.what();
+            }
+        }
+    }
+    return covered;
+}
+
+Attributes attr(const std::string& k, Attribute a) { return {{k, std::move(a)}}; }
+Attribute I(int64_t v) { return Attribute::of_int(v); }
+Attribute F(float v) { return Attribute::of_float(v); }
+Attribute Is(std::vector<int64_t> v) { return Attribute::of_ints(std::move(v)); }
+Attribute S(std::string v) { return Attribute::of_string(std::move(v)); }
+TensorData i64s(std::vector<int64_t> v) { return testing::i64s(std::move(v)); }
+
+// ---- the table: one graph per operator -------------------------------------------------------
+
+struct OpCase {
+    std::string name;
+    /// The ops the case must cover (the operator under test, at least).
+    std::vector<Op> ops;
+    /// Builds the graph into c and returns its outputs.
+    std::function<std::vector<ValueId>(Case& c)> build;
+};
+void PrintTo(const OpCase& c, std::ostream* os) { *os << c.name; }
+
+// Unary float ops on [1, 7, 13]: y = op(x) with x drawn from `lo`..`hi`.
+OpCase unary_case(std::string name, Op op, float lo = -1.0f, float hi = 1.0f, Attributes a = {}) {
+    return {name, {op}, [=](Case& c) -> std::vector<ValueId> {
+                return {c.op(op, {c.input(floats({1, 7, 13}, 11, lo, hi))}, a)};
+            }};
+}
+
+std::vector<OpCase> op_cases() {
+    std::vector<OpCase> cs;
+    // -- anchors
+    cs.push_back({"Conv", {Op::Conv}, [](Case& c) -> std::vector<ValueId> {
+                      const ValueId x = c.input(floats({1, 3, 7, 13}, 1));
+                      const ValueId w = c.constant(floats({5, 3, 3, 3}, 2));
+                      const ValueId b = c.constant(floats({5}, 3));
+                      return {c.op(Op::Conv, {x, w, b},
+                                   {{"kernel_shape", Is({3, 3})},
+                                    {"strides", Is({2, 1})},
+                                    {"dilations", Is({1, 1})},
+                                    {"pads", Is({1, 0, 1, 2})},
+                                    {"group", I(1)}})};
+                  }});
+    cs.push_back({"ConvDepthwise", {Op::Conv}, [](Case& c) -> std::vector<ValueId> {
+                      const ValueId x = c.input(floats({1, 7, 13, 7}, 1));
+                      const ValueId w = c.constant(floats({7, 1, 3, 3}, 2));
+                      return {c.op(Op::Conv, {x, w},
+                                   {{"kernel_shape", Is({3, 3})},
+                                    {"strides", Is({1, 1})},
+                                    {"dilations", Is({1, 1})},
+                                    {"pads", Is({1, 1, 1, 1})},
+                                    {"group", I(7)}})};
+                  }});
+    cs.push_back(
+        {"BlockedLayoutConv",
+         {Op::LayoutToBlocked, Op::ConvBlocked, Op::LayoutFromBlocked},
+         [](Case& c) -> std::vector<ValueId> {
+             // 7 channels in blocks of 4 (one padding channel), 5 output channels.
+             const ValueId x = c.input(floats({1, 7, 7, 13}, 1));
+             const ValueId xb = c.op(Op::LayoutToBlocked, {x}, attr("block", I(4)));
+             TensorData w = floats({2, 2, 3, 3, 4, 4}, 2);
+             const ValueId y =
+                 c.op(Op::ConvBlocked, {xb, c.constant(w), c.constant(floats({2, 4}, 3))},
+                      {{"kernel_shape", Is({3, 3})},
+                       {"strides", Is({1, 2})},
+                       {"dilations", Is({1, 1})},
+                       {"pads", Is({1, 1, 1, 1})},
+                       {"block", I(4)},
+                       {"depthwise", I(0)}});
+             return {c.op(Op::LayoutFromBlocked, {y}, {{"block", I(4)}, {"channels", I(5)}})};
+         }});
+    cs.push_back(
+        {"Gemm", {Op::Gemm}, [](Case& c) -> std::vector<ValueId> {
+             const ValueId a = c.input(floats({7, 13}, 1));
+             const ValueId b = c.constant(floats({5, 13}, 2));
+             const ValueId bias = c.constant(floats({5}, 3));
+             return {
+                 c.op(Op::Gemm, {a, b, bias},
+                      {{"alpha", F(0.5f)}, {"beta", F(2.0f)}, {"transA", I(0)}, {"transB", I(1)}})};
+         }});
+    cs.push_back({"MatMul", {Op::MatMul}, [](Case& c) -> std::vector<ValueId> {
+                      return {c.op(Op::MatMul,
+                                   {c.input(floats({2, 7, 13}, 1)), c.input(floats({13, 1}, 2))})};
+                  }});
+    cs.push_back(
+        {"BatchNormalization", {Op::BatchNormalization}, [](Case& c) -> std::vector<ValueId> {
+             const ValueId x = c.input(floats({1, 7, 13, 1}, 1));
+             return {c.op(Op::BatchNormalization,
+                          {x, c.constant(floats({7}, 2)), c.constant(floats({7}, 3)),
+                           c.constant(floats({7}, 4)), c.constant(floats({7}, 5, 0.5f, 2.0f))},
+                          attr("epsilon", F(1e-3f)))};
+         }});
+    // -- unary
+    cs.push_back(unary_case("Relu", Op::Relu));
+    cs.push_back(unary_case("Sigmoid", Op::Sigmoid, -4, 4));
+    cs.push_back(unary_case("Tanh", Op::Tanh, -3, 3));
+    cs.push_back(unary_case("Erf", Op::Erf, -2, 2));
+    cs.push_back(unary_case("Gelu", Op::Gelu, -3, 3));
+    cs.push_back(unary_case("Sqrt", Op::Sqrt, 0.1f, 4));
+    cs.push_back(unary_case("Exp", Op::Exp, -3, 3));
+    cs.push_back(unary_case("Log", Op::Log, 0.1f, 4));
+    cs.push_back(unary_case("Neg", Op::Neg));
+    cs.push_back(unary_case("Reciprocal", Op::Reciprocal, 0.25f, 4));
+    cs.push_back(unary_case("LeakyRelu", Op::LeakyRelu, -1, 1, attr("alpha", F(0.125f))));
+    cs.push_back(unary_case("HardSigmoid", Op::HardSigmoid, -6, 6,
+                            {{"alpha", F(0.25f)}, {"beta", F(0.375f)}}));
+    cs.push_back(unary_case("HardSwish", Op::HardSwish, -6, 6));
+    cs.push_back(unary_case("Softmax", Op::Softmax, -3, 3, attr("axis", I(1))));
+    cs.push_back(unary_case("Identity", Op::Identity));
+    cs.push_back({"Clip", {Op::Clip}, [](Case& c) -> std::vector<ValueId> {
+                      return {c.op(Op::Clip, {c.input(floats({7, 13}, 1)), c.b.scalar(-0.5f),
+                                              c.b.scalar(0.25f)})};
+                  }});
+    cs.push_back({"NotOfLess", {Op::Not, Op::Less}, [](Case& c) -> std::vector<ValueId> {
+                      // Not of a runtime bool input, and of a comparison.
+                      const ValueId m = c.input(bools({7, 13}, 1));
+                      const ValueId l =
+                          c.op(Op::Less, {c.input(floats({7, 13}, 2)), c.input(floats({13}, 3))});
+                      return {c.op(Op::Not, {m}), c.op(Op::Not, {l})};
+                  }});
+    // -- binary, float and integer
+    for (Op op : {Op::Add, Op::Sub, Op::Mul, Op::Div}) {
+        const std::string name = std::string(op_name(op));
+        cs.push_back({name, {op}, [op](Case& c) -> std::vector<ValueId> {
+                          return {c.op(op, {c.input(nonzero_floats({7, 13}, 1)),
+                                            c.input(nonzero_floats({13}, 2))})};
+                      }});
+        cs.push_back({name + "I64", {op}, [op](Case& c) -> std::vector<ValueId> {
+                          // Divisors never 0; operands of both signs, so that truncating and
+                          // floor division differ.
+                          TensorData b = ints({7, 1}, 2, 1, 9);
+                          int64_t* pb = b.data<int64_t>();
+                          for (int64_t i = 0; i < b.numel(); i += 2)
+                              pb[i] = -pb[i];
+                          return {c.op(op, {c.input(ints({7, 13}, 1, -50, 50)), c.input(b)})};
+                      }});
+    }
+    cs.push_back({"Pow", {Op::Pow}, [](Case& c) -> std::vector<ValueId> {
+                      return {c.op(Op::Pow, {c.input(floats({7, 13}, 1, 0.25f, 2.0f)),
+                                             c.input(floats({13}, 2, -2.0f, 2.0f))})};
+                  }});
+    cs.push_back({"PowIntExponent", {Op::Pow}, [](Case& c) -> std::vector<ValueId> {
+                      return {c.op(Op::Pow, {c.input(nonzero_floats({7, 13}, 1)),
+                                             c.input(ints({1}, 2, 3, 3))})};
+                  }});
+    cs.push_back({"PowI64", {Op::Pow}, [](Case& c) -> std::vector<ValueId> {
+                      return {c.op(Op::Pow, {c.input(ints({7, 13}, 1, -5, 5)),
+                                             c.input(ints({13}, 2, 0, 4))})};
+                  }});
+    cs.push_back({"MaxMin", {Op::Max, Op::Min}, [](Case& c) -> std::vector<ValueId> {
+                      const ValueId a = c.input(floats({7, 13}, 1));
+                      const ValueId b = c.input(floats({1, 13}, 2));
+                      const ValueId d = c.input(floats({7, 1}, 3));
+                      return {c.op(Op::Max, {a, b, d}), c.op(Op::Min, {a, b}),
+                              c.op(Op::Max, {c.input(ints({7, 13}, 4, -9, 9)),
+                                             c.input(ints({13}, 5, -9, 9))})};
+                  }});
+    cs.push_back(
+        {"Compare", {Op::Equal, Op::Less, Op::Greater}, [](Case& c) -> std::vector<ValueId> {
+             const ValueId a = c.input(ints({7, 13}, 1, 0, 3));
+             const ValueId b = c.input(ints({13}, 2, 0, 3));
+             const ValueId x = c.input(floats({1, 13}, 3));
+             const ValueId m = c.input(bools({7, 13}, 4));
+             return {c.op(Op::Equal, {a, b}), c.op(Op::Less, {a, b}),
+                     c.op(Op::Greater, {x, c.b.scalar(0.0f)}),
+                     c.op(Op::Equal, {m, c.input(bools({13}, 5))})};
+         }});
+    cs.push_back(
+        {"Where", {Op::Where}, [](Case& c) -> std::vector<ValueId> {
+             // Floats selected by a runtime bool mask, with all three broadcasting.
+             const ValueId m = c.input(bools({7, 1}, 1));
+             return {c.op(Op::Where, {m, c.input(floats({7, 13}, 2)), c.input(floats({13}, 3))}),
+                     c.op(Op::Where, {c.input(bools({13}, 4)), c.input(ints({7, 1}, 5, -9, 9)),
+                                      c.constant(i64s({-1}))})};
+         }});
+    cs.push_back({"Cast", {Op::Cast}, [](Case& c) -> std::vector<ValueId> {
+                      TensorData x = floats({7, 13}, 1, -4.0f, 4.0f);
+                      x.data<float>()[0] = 0.0f; // a zero, to see false from f32 -> bool
+                      const ValueId f = c.input(x);
+                      const ValueId i = c.input(ints({7, 13}, 2, -2, 2));
+                      const ValueId m = c.input(bools({13}, 3));
+                      auto cast = [&](ValueId v, const char* to) {
+                          return c.op(Op::Cast, {v}, attr("to", S(to)));
+                      };
+                      return {cast(f, "i64"), cast(f, "bool"), cast(i, "f32"), cast(i, "bool"),
+                              cast(m, "f32"), cast(m, "i64"),  cast(i, "i32"), cast(f, "f32")};
+                  }});
+    // -- pooling and reductions
+    cs.push_back({"Pools",
+                  {Op::MaxPool, Op::AveragePool, Op::GlobalAveragePool},
+                  [](Case& c) -> std::vector<ValueId> {
+                      const ValueId x = c.input(floats({1, 7, 13, 7}, 1));
+                      const Attributes w = {{"kernel_shape", Is({3, 3})},
+                                            {"strides", Is({2, 2})},
+                                            {"pads", Is({1, 1, 1, 1})},
+                                            {"ceil_mode", I(1)}};
+                      Attributes mp = w, ap = w;
+                      mp["dilations"] = Is({1, 1});
+                      ap["count_include_pad"] = I(0);
+                      return {c.op(Op::MaxPool, {x}, mp), c.op(Op::AveragePool, {x}, ap),
+                              c.op(Op::GlobalAveragePool, {x})};
+                  }});
+    cs.push_back(
+        {"Reduce",
+         {Op::ReduceMean, Op::ReduceSum, Op::ReduceMax},
+         [](Case& c) -> std::vector<ValueId> {
+             const ValueId x = c.input(floats({7, 13, 1}, 1));
+             return {c.op(Op::ReduceMean, {x}, {{"axes", Is({1})}, {"keepdims", I(1)}}),
+                     c.op(Op::ReduceSum, {x, c.constant(i64s({0, -1}))}, {{"keepdims", I(0)}}),
+                     c.op(Op::ReduceMax, {x}, {{"axes", Is({0})}, {"keepdims", I(0)}}),
+                     c.op(Op::ReduceSum, {c.input(ints({7, 13}, 2, -9, 9)), c.constant(i64s({1}))},
+                          {{"keepdims", I(1)}})};
+         }});
+    cs.push_back(
+        {"LayerNormalization", {Op::LayerNormalization}, [](Case& c) -> std::vector<ValueId> {
+             const ValueId x = c.input(floats({1, 7, 13}, 1));
+             return {c.op(Op::LayerNormalization,
+                          {x, c.constant(floats({13}, 2)), c.constant(floats({13}, 3))},
+                          {{"axis", I(2)}, {"epsilon", F(1e-5f)}})};
+         }});
+    cs.push_back(
+        {"LayerNormalizationStats", {Op::LayerNormalization}, [](Case& c) -> std::vector<ValueId> {
+             const ValueId x = c.input(floats({7, 13, 1}, 1));
+             return c.op_n(Op::LayerNormalization, {x, c.constant(floats({13, 1}, 2))}, 3,
+                           {{"axis", I(1)}, {"epsilon", F(1e-5f)}});
+         }});
+    // -- data movement
+    cs.push_back(
+        {"ShapeOps",
+         {Op::Flatten, Op::Reshape, Op::Transpose, Op::Squeeze, Op::Unsqueeze},
+         [](Case& c) -> std::vector<ValueId> {
+             const ValueId x = c.input(floats({1, 7, 13}, 1));
+             const ValueId t = c.op(Op::Transpose, {x}, attr("perm", Is({2, 0, 1})));
+             return {
+                 c.op(Op::Flatten, {x}, attr("axis", I(2))),
+                 c.op(Op::Reshape, {t, c.constant(i64s({7, -1}))}, attr("allowzero", I(0))),
+                 c.op(Op::Squeeze, {x, c.constant(i64s({0}))}),
+                 c.op(Op::Unsqueeze, {c.input(ints({7, 13}, 2, -9, 9)), c.constant(i64s({0, 3}))})};
+         }});
+    cs.push_back(
+        {"ConcatSlice", {Op::Concat, Op::Slice}, [](Case& c) -> std::vector<ValueId> {
+             const ValueId a = c.input(floats({7, 13}, 1));
+             const ValueId b = c.input(floats({1, 13}, 2));
+             const ValueId cat = c.op(Op::Concat, {a, b, a}, attr("axis", I(0)));
+             return {cat, c.op(Op::Slice, {a, c.constant(i64s({-2, 1})), c.constant(i64s({0, 12})),
+                                           c.constant(i64s({1, 0})), c.constant(i64s({-3, 1}))})};
+         }});
+    cs.push_back({"Split", {Op::Split}, [](Case& c) -> std::vector<ValueId> {
+                      const ValueId x = c.input(floats({7, 13}, 1));
+                      std::vector<ValueId> outs = c.op_n(
+                          Op::Split, {x, c.constant(i64s({1, 7, 5}))}, 3, attr("axis", I(1)));
+                      // Equal parts of an integer tensor, without the sizes operand.
+                      for (ValueId v : c.op_n(Op::Split, {c.input(ints({7, 26}, 2, -9, 9))}, 2,
+                                              attr("axis", I(-1))))
+                          outs.push_back(v);
+                      return outs;
+                  }});
+    cs.push_back({"Gather", {Op::Gather}, [](Case& c) -> std::vector<ValueId> {
+                      // Token ids into an embedding table, negative ids counting from the end.
+                      const ValueId table = c.constant(floats({13, 7}, 1));
+                      const ValueId ids = c.input(ints({1, 7}, 2, -13, 12));
+                      const ValueId x = c.input(ints({7, 13}, 3, -9, 9));
+                      return {
+                          c.op(Op::Gather, {table, ids}, attr("axis", I(0))),
+                          c.op(Op::Gather, {x, c.constant(i64s({-1, 0, 5}))}, attr("axis", I(1)))};
+                  }});
+    cs.push_back(
+        {"Expand", {Op::Expand}, [](Case& c) -> std::vector<ValueId> {
+             return {
+                 c.op(Op::Expand, {c.input(floats({7, 1}, 1)), c.constant(i64s({1, 7, 13}))}),
+                 c.op(Op::Expand, {c.input(ints({1, 13}, 2, -9, 9)), c.constant(i64s({7, 1}))})};
+         }});
+    for (const char* mode : {"constant", "edge", "reflect"}) {
+        cs.push_back(
+            {std::string("Pad_") + mode, {Op::Pad}, [mode](Case& c) -> std::vector<ValueId> {
+                 const Attributes a = attr("mode", S(mode));
+                 return {c.op(Op::Pad,
+                              {c.input(floats({7, 13}, 1)), c.constant(i64s({1, 2, 3, 0})),
+                               c.b.scalar(0.5f)},
+                              a),
+                         c.op(Op::Pad,
+                              {c.input(ints({7, 13}, 2, -9, 9)), c.constant(i64s({0, 1, 2, 3})),
+                               c.constant(TensorData::scalar<int64_t>(-7))},
+                              a)};
+             }});
+    }
+    cs.push_back({"Dropout", {Op::Dropout}, [](Case& c) -> std::vector<ValueId> {
+                      return c.op_n(Op::Dropout, {c.input(floats({7, 13}, 1))}, 2);
+                  }});
+    // -- tensors from compile-time values
+    cs.push_back({"Shape", {Op::Shape}, [](Case& c) -> std::vector<ValueId> {
+                      const ValueId x = c.input(floats({1, 7, 13}, 1));
+                      return {c.op(Op::Shape, {x}), c.op(Op::Shape, {x}, attr("start", I(-2)))};
+                  }});
+    cs.push_back(
+        {"Constant", {Op::Constant}, [](Case& c) -> std::vector<ValueId> {
+             return {
+                 c.op(Op::Constant, {}, {{"value", Attribute::of_tensor(floats({7, 13}, 1))}}),
+                 c.op(Op::Constant, {}, {{"value", Attribute::of_tensor(ints({13}, 2, -99, 99))}})};
+         }});
+    cs.push_back({"ConstantOfShape", {Op::ConstantOfShape}, [](Case& c) -> std::vector<ValueId> {
+                      const ValueId shape = c.constant(i64s({7, 13}));
+                      return {c.op(Op::ConstantOfShape, {shape},
+                                   {{"value", Attribute::of_tensor(i64s({-3}))}}),
+                              c.op(Op::ConstantOfShape, {shape},
+                                   {{"value", Attribute::of_tensor(
+                                                  TensorData::from_vector<float>({1}, {2.5f}))}}),
+                              c.op(Op::ConstantOfShape, {c.constant(i64s({13}))})};
+                  }});
+    cs.push_back(
+        {"Range", {Op::Range}, [](Case& c) -> std::vector<ValueId> {
+             auto i = [&](int64_t v) { return c.constant(TensorData::scalar<int64_t>(v)); };
+             auto f = [&](float v) { return c.b.scalar(v); };
+             return {c.op(Op::Range, {i(-3), i(10), i(1)}), c.op(Op::Range, {i(13), i(-1), i(-2)}),
+                     c.op(Op::Range, {f(0.25f), f(-1.5f), f(-0.125f)})};
+         }});
+    // -- an attention mask as exported transformers compute it: int64 position arithmetic,
+    //    comparisons, casts and a select, all in one program
+    cs.push_back({"AttentionMask",
+                  {Op::Range, Op::Unsqueeze, Op::Sub, Op::Div, Op::Less, Op::Where, Op::Cast,
+                   Op::Mul, Op::Add, Op::Equal, Op::Not},
+                  [](Case& c) -> std::vector<ValueId> {
+                      auto i = [&](int64_t v) {
+                          return c.constant(TensorData::scalar<int64_t>(v));
+                      };
+                      const ValueId pos = c.op(Op::Range, {i(0), i(13), i(1)});
+                      const ValueId row = c.op(Op::Unsqueeze, {pos, c.constant(i64s({1}))});
+                      // (q - k) / 2 < 0 marks keys at least two positions ahead of the query;
+                      // truncating division keeps -1 / 2 at 0 (floor division would not)
+                      const ValueId diff = c.op(Op::Sub, {row, pos});
+                      const ValueId half = c.op(Op::Div, {diff, i(2)});
+                      const ValueId future = c.op(Op::Less, {half, i(0)});
+                      // padding mask from the runtime attention_mask input (1 keep, 0 pad)
+                      const ValueId am = c.input(ints({1, 13}, 1, 0, 1));
+                      const ValueId pad = c.op(Op::Equal, {am, i(0)});
+                      const ValueId keep = c.op(Op::Not, {pad});
+                      const ValueId keepf = c.op(Op::Cast, {keep}, attr("to", S("f32")));
+                      const ValueId scores = c.input(floats({1, 13, 13}, 2));
+                      const ValueId scaled = c.op(Op::Mul, {scores, keepf});
+                      const ValueId masked = c.op(Op::Where, {future, c.b.scalar(-1e4f), scaled});
+                      return {c.op(Op::Add, {masked, c.b.scalar(0.5f)})};
+                  }});
+    return cs;
+}
+
+class OpComputeTest : public ::testing::TestWithParam<OpCase> {};
+
+TEST_P(OpComputeTest, BuiltKernelMatchesGraphEvaluator) {
+    const OpCase& oc = GetParam();
+    Case c;
+    std::vector<ValueId> outs = oc.build(c);
+    const std::set<Op> covered = check_case(c, std::move(outs));
+    for (Op op : oc.ops)
+        EXPECT_TRUE(covered.count(op)) << op_name(op) << " is in no group";
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, OpComputeTest, ::testing::ValuesIn(op_cases()),
+                         [](const ::testing::TestParamInfo<OpCase>& info) {
+                             return std::string(info.param.name);
+                         });
+
+// The table covers every operator of ops.def.
+TEST(OpCompute, TableCoversEveryGraphOp) {
+    std::set<Op> listed;
+    for (const OpCase& c : op_cases())
+        listed.insert(c.ops.begin(), c.ops.end());
+#define TESSERA_GRAPH_OP(name) EXPECT_TRUE(listed.count(Op::name)) << #name " has no case";
+#include "tessera/graph/ops.def"
+#undef TESSERA_GRAPH_OP
+}
+
+// What has no tensor expression is a UserError naming the node and the offending value.
+TEST(OpCompute, ErrorsNameTheNode) {
+    auto message = [](Case& c, std::vector<ValueId> outs) -> std::string {
+        const Graph g = c.b.finish(std::move(outs));
+        try {
+            extract_tasks(g, fuse_ops(g));
+        } catch (const UserError& e) {
+            return e.what();
+        }
+        return "no error";
+    };
+    {
+        // Clip's bounds are baked into the expression: a runtime bound has none.
+        Case c;
+        const ValueId lo = c.input(TensorData::scalar<float>(-0.5f));
+        const ValueId y = c.op(Op::Clip, {c.input(floats({7, 13}, 1)), lo});
+        const std::string msg = message(c, {y});
+        EXPECT_NE(msg.find("node 'Clip' (Clip)"), std::string::npos) << msg;
+        EXPECT_NE(msg.find("'in0'"), std::string::npos) << msg;
+        EXPECT_NE(msg.find("not a compile-time scalar"), std::string::npos) << msg;
+    }
+    {
+        // Too large to bake into an expression (the importer makes initializers instead).
+        Case c;
+        const ValueId k =
+            c.op(Op::Constant, {}, {{"value", Attribute::of_tensor(floats({41, 29}, 1))}});
+        const std::string msg = message(c, {k});
+        EXPECT_NE(msg.find("node 'Constant' (Constant)"), std::string::npos) << msg;
+        EXPECT_NE(msg.find("1189 elements"), std::string::npos) << msg;
+    }
+}
+
+// The builders of ops_extra.h reject bad operands with a UserError naming the op and value.
+TEST(OpCompute, BuildersRejectBadOperands) {
+    auto message = [](const std::function<void()>& f) -> std::string {
+        try {
+            f();
+        } catch (const UserError& e) {
+            return e.what();
+        }
+        return "no error";
+    };
+    const te::Tensor x = te::placeholder({7, 13}, ir::DataType::f32(), "x");
+    const te::Tensor m = te::placeholder({13}, ir::DataType::f32(), "m");
+    const te::Tensor c = te::placeholder({7, 1}, ir::DataType::boolean(), "c");
+    const te::Tensor k = te::placeholder({7, 13}, ir::DataType::i64(), "k");
+    EXPECT_NE(message([&] { te::split(x, {5, 7}, 1); }).find("sum to 12"), std::string::npos);
+    EXPECT_NE(message([&] { te::split(x, {7, 0, 6}, 1); }).find("size 0"), std::string::npos);
+    EXPECT_NE(message([&] { te::where(m, x, x); }).find("'m' must be bool"), std::string::npos);
+    EXPECT_NE(message([&] { te::where(c, x, k); }).find("different dtypes"), std::string::npos);
+    const te::Tensor p = te::placeholder({7}, ir::DataType::f32(), "p");
+    EXPECT_NE(message([&] {
+                  te::batch_norm_inference(x, m, m, m, p, 1e-5);
+              }).find("'p' must have shape [13]"),
+              std::string::npos);
+    EXPECT_NE(message([&] {
+                  te::arange(ir::Expr(int64_t(0)), ir::Expr(int64_t(1)), 0);
+              }).find("must not be empty"),
+              std::string::npos);
+    EXPECT_NE(message([&] {
+                  te::constant_table({2, 2}, {ir::Expr(int64_t(1))});
+              }).find("1 values"),
+              std::string::npos);
+    EXPECT_NE(message([&] { te::power(c, x); }).find("'c' must be numeric"), std::string::npos);
+    // The integer result of pow truncates toward zero; the exponent may be another dtype.
+    EXPECT_EQ(te::power(k, x).dtype(), ir::DataType::i64());
+    EXPECT_EQ(te::truncating_divide(k, k).dtype(), ir::DataType::i64());
+}
+
+// ---- whole builds ----------------------------------------------------------------------------
+
+/// The C API of a model library, looked up with dlsym.
+struct ModelLibrary {
+    void* handle = nullptr;
+    int (*create)(void**) = nullptr;
+    void (*free_model)(void*) = nullptr;
+    int (*run)(void*, const void* const*, void* const*) = nullptr;
+    const char* (*last_error)() = nullptr;
+
+    explicit ModelLibrary(const std::string& path) {
+        handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+        if (!handle)
+            return;
+        create = reinterpret_cast<int (*)(void**)>(dlsym(handle, "tessera_model_create"));
+        free_model = reinterpret_cast<void (*)(void*)>(dlsym(handle, "tessera_model_free"));
+        run = reinterpret_cast<int (*)(void*, const void* const*, void* const*)>(
+            dlsym(handle, "tessera_model_run"));
+        last_error = reinterpret_cast<const char* (*)()>(dlsym(handle, "tessera_model_last_error"));
+    }
+    ~ModelLibrary() {
+        if (handle)
+            dlclose(handle);
+    }
+    bool ok() const { return handle && create && free_model && run && last_error; }
+};
+
+/// A transformer-style front end as an ONNX model: token ids through an embedding Gather
+/// (negative ids included), LayerNormalization with its Mean output, Split, the attention mask
+/// from int64 position arithmetic (Shape, Gather, Range, Unsqueeze, Sub, truncating Div,
+/// Greater), a padding mask (Equal, Cast), Where, Softmax and a reflect Pad.
+std::string attention_front_end_model() {
+    using testing::ModelBuilder;
+    ModelBuilder mb(17);
+    mb.input("input_ids", DType::I64, {1, 7})
+        .input("attention_mask", DType::I64, {1, 7})
+        .input("scores", DType::F32, {1, 7, 7});
+    mb.initializer("emb", floats({13, 5}, 1))
+        .initializer("ln_scale", floats({5}, 2))
+        .initializer("ln_bias", floats({5}, 3))
+        .initializer("zero", TensorData::scalar<int64_t>(0))
+        .initializer("one", TensorData::scalar<int64_t>(1))
+        .initializer("two", TensorData::scalar<int64_t>(2))
+        .initializer("axes1", i64s({1}))
+        .initializer("split", i64s({2, 3}))
+        .initializer("pads", i64s({0, 0, 1, 0, 0, 2}))
+        .initializer("neg", TensorData::scalar<float>(-1e4f));
+    mb.node("Gather", {"emb", "input_ids"}, {"embedded"}).i("axis", 0);
+    mb.node("LayerNormalization", {"embedded", "ln_scale", "ln_bias"}, {"ln", "ln_mean"})
+        .i("axis", -1);
+    mb.node("Split", {"ln", "split"}, {"part_a", "part_b"}).i("axis", 2);
+    mb.node("Shape", {"input_ids"}, {"ids_shape"});
+    mb.node("Gather", {"ids_shape", "one"}, {"len"}).i("axis", 0);
+    mb.node("Range", {"zero", "len", "one"}, {"pos"});
+    mb.node("Unsqueeze", {"pos", "axes1"}, {"pos_col"});
+    mb.node("Sub", {"pos", "pos_col"}, {"diff"});
+    mb.node("Div", {"diff", "two"}, {"half"});
+    mb.node("Greater", {"half", "zero"}, {"future"});
+    mb.node("Equal", {"attention_mask", "zero"}, {"pad"});
+    mb.node("Cast", {"pad"}, {"pad_f"}).i("to", 1 /* FLOAT */);
+    mb.node("Mul", {"pad_f", "neg"}, {"pad_bias"});
+    mb.node("Add", {"scores", "pad_bias"}, {"biased"});
+    mb.node("Where", {"future", "neg", "biased"}, {"masked"});
+    mb.node("Softmax", {"masked"}, {"probs"}).i("axis", -1);
+    mb.node("Pad", {"probs", "pads"}, {"padded"}).s("mode", "reflect");
+    mb.output("part_a")
+        .output("part_b")
+        .output("ln_mean")
+        .output("half", DType::I64)
+        .output("padded");
+    return mb.bytes();
+}
+
+class OpComputeBuild : public ::testing::TestWithParam<int> {};
+
+// The whole path of `tessera build` (import, -O level, tasks, default schedules, code, link)
+// on a model of integer, bool and multi-output ops; the library's outputs match the graph
+// evaluator on the imported graph. -O0 keeps Shape, Range and the mask arithmetic as kernels;
+// -O2 folds them.
+TEST_P(OpComputeBuild, LibraryMatchesEvaluator) {
+    namespace fs = std::filesystem;
+    const fs::path dir =
+        fs::temp_directory_path() /
+        ("tessera_op_compute_" + std::to_string(getpid()) + "_O" + std::to_string(GetParam()));
+    fs::create_directories(dir);
+    const std::string model = (dir / "front_end.onnx").string();
+    std::ofstream(model, std::ios::binary) << attention_front_end_model();
+
+    compile::BuildOptions opts;
+    opts.model_path = model;
+    opts.opt_level = GetParam();
+    opts.num_cores = 2;
+    opts.jobs = 1;
+    const compile::ModelBuild build = compile::prepare_model_build(opts);
+    const std::map<std::string, int> ops = op_histogram(build.graph);
+    for (const char* op : {"Gather", "LayerNormalization", "Split", "Where", "Softmax", "Pad"})
+        EXPECT_TRUE(ops.count(op)) << op << " is not in the built graph";
+    if (GetParam() == 0) {
+        for (const char* op : {"Shape", "Range", "Div", "Greater", "Equal", "Cast"})
+            EXPECT_TRUE(ops.count(op)) << op << " was folded at -O0";
+    }
+    const std::string so = (dir / "front_end.so").string();
+    compile::write_model_library(build, so, opts);
+
+    const Graph g = import_onnx(model);
+    std::vector<TensorData> feeds = {ints({1, 7}, 4, -13, 12), ints({1, 7}, 5, 0, 1),
+                                     floats({1, 7, 7}, 6, -3.0f, 3.0f)};
+    const std::vector<TensorData> want = evaluate(g, feeds);
+
+    ModelLibrary lib(so);
+    ASSERT_TRUE(lib.ok()) << dlerror();
+    void* m = nullptr;
+    ASSERT_EQ(lib.create(&m), 0) << lib.last_error();
+    std::vector<const void*> ins;
+    for (const TensorData& t : feeds)
+        ins.push_back(t.raw());
+    std::vector<TensorData> got;
+    std::vector<void*> outs;
+    for (const TensorData& w : want) {
+        got.emplace_back(w.dtype(), w.shape());
+        std::memset(got.back().raw(), 0xff, got.back().nbytes());
+    }
+    for (TensorData& t : got)
+        outs.push_back(t.raw());
+    EXPECT_EQ(lib.run(m, ins.data(), outs.data()), 0) << lib.last_error();
+    lib.free_model(m);
+    for (size_t i = 0; i < want.size(); ++i) {
+        testing::Closeness cl = testing::compare(got[i], want[i], 1e-5, 1e-6);
+        EXPECT_TRUE(cl.ok) << "output " << i << ": " << cl.message;
+    }
+    fs::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(OptLevels, OpComputeBuild, ::testing::Values(0, 2),
+                         [](const ::testing::TestParamInfo<int>& info) {
+                             return "O" + std::to_string(info.param);
+                         });
+
+} // namespace
+} // namespace tessera::graph
