@@ -5,8 +5,10 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <unordered_map>
 
+#include "tessera/schedule/default_schedule.h"
 #include "tessera/schedule/lower_state.h"
 #include "tessera/schedule/schedule.h"
 #include "tessera/schedule/step.h"
@@ -56,6 +58,17 @@ class TaskTuner {
             measurer_.note_best_secs(result_.workload_key, best->median_secs);
         sketches_ = sched::generate_sketches(c_, opts_.sketch);
         TESSERA_CHECK(!sketches_.empty()) << "no sketch for workload " << result_.workload_key;
+        if (opts_.seed_default_schedule) {
+            sched::DefaultScheduleOptions d;
+            d.target = opts_.sketch.target;
+            d.num_cores = opts_.sample.num_cores;
+            d.vector_lanes = opts_.sample.max_vectorize_lanes;
+            d.weight_inputs = opts_.sketch.weight_inputs;
+            try {
+                default_state_ = sched::default_schedule(c_, d);
+            } catch (const ScheduleError&) { // a Compute the rules do not cover: search alone
+            }
+        }
     }
 
     TuneResult run() {
@@ -203,6 +216,8 @@ class TaskTuner {
         search_cache_.clear();
 
         std::vector<sched::State> population = database_seeds();
+        if (default_state_)
+            population.push_back(*default_state_);
         const int n_fresh = std::max(opts_.population - int(population.size()), n_random);
         const std::vector<sched::State> fresh =
             sample_states(sketches, n_fresh, rng_, opts_.sample, result_.search);
@@ -212,6 +227,14 @@ class TaskTuner {
         std::vector<const sched::State*> picks;
         std::vector<std::string> pick_json;
         std::set<std::string> picked;
+        if (default_state_) { // measured once: the search's floor
+            std::string json = sched::steps_to_json(default_state_->steps);
+            if (!measured_.count(json) && search_cache_.features(*default_state_, json, result_.search)) {
+                picked.insert(json);
+                picks.push_back(&*default_state_);
+                pick_json.push_back(std::move(json));
+            }
+        }
         for (const sched::State& s : fresh) {
             if (int(picks.size()) >= n_random)
                 break;
@@ -330,6 +353,8 @@ class TaskTuner {
     Rng rng_;
     Clock::time_point start_;
     std::vector<sched::State> sketches_; ///< Of the task, made once by begin().
+    /// The default schedule (SearchOptions::seed_default_schedule), when one was made.
+    std::optional<sched::State> default_state_;
 
     TuneResult result_;
     std::string model_name_;

@@ -64,6 +64,11 @@ struct SearchOptions {
     int search_threads = 0;         ///< Threads lowering candidates for scoring (0 = host cores).
     sched::SketchOptions sketch;    ///< Sketch rules (the CLI fills num_cores).
     sched::SampleOptions sample;    ///< Annotation and mutation (the CLI fills host values).
+    /// The rule-based default schedule (sched::default_schedule, for sample.num_cores and
+    /// sample.max_vectorize_lanes) joins every round's population, so evolution also mutates
+    /// it, and the first round measures it when the database does not have it yet: the search
+    /// starts from what an untuned build already runs and never ends below it.
+    bool seed_default_schedule = true;
     /// Read before each round: once true, no further round starts (the one in progress
     /// completes and is committed), e.g. set by a SIGINT handler. nullptr = never. Not owned;
     /// must outlive the call.
