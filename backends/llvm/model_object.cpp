@@ -10,9 +10,6 @@
 #include <set>
 #include <sstream>
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <llvm/ADT/ArrayRef.h>
@@ -27,9 +24,9 @@
 #include <llvm/Target/TargetMachine.h>
 
 #include "codegen_llvm.h"
+#include "run_tool.h"
 #include "tessera/support/error.h"
 
-extern char** environ;
 
 namespace tessera::backend {
 
@@ -45,36 +42,7 @@ void add_byte_array(llvm::Module& m, const std::string& name, llvm::ArrayRef<uin
     g->setAlignment(llvm::Align(align));
 }
 
-/// Runs argv (argv[0] searched in PATH) with stdout and stderr into `log`; returns the exit
-/// status, or -1 when it could not be started or was killed.
-int run_logged(const std::vector<std::string>& argv, const std::string& log) {
-    std::vector<char*> args;
-    for (const auto& a : argv)
-        args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    pid_t pid;
-    const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    if (rc != 0)
-        return -1;
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0) {
-        if (errno != EINTR)
-            return -1;
-    }
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
 
-std::string slurp(const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
 
 /// A new empty temporary file named after `stem`; returns its path.
 std::string make_temp_file(const std::string& stem) {
@@ -171,8 +139,8 @@ void link_model_library(const std::vector<std::string>& objects, const std::stri
                  "-Wl,--version-script=" + version_script, "-Wl,-Bsymbolic", "-Wl,--no-undefined",
                  "-Wl,-z,noexecstack", "-lstdc++", "-lm", "-lpthread"});
     const std::string log = make_temp_file("tessera_model_link");
-    const int rc = run_logged(argv, log);
-    std::string output = slurp(log);
+    const int rc = run_tool_logged(argv, log);
+    std::string output = read_text_file(log);
     std::remove(log.c_str());
     std::remove(version_script.c_str());
     if (rc != 0) {

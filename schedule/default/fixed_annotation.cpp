@@ -2,6 +2,7 @@
 // same structure annotation sampling gives (sampling.h) with every choice fixed.
 #include <algorithm>
 
+#include "../internal/parallel_outer.h"
 #include "default_rules.h"
 #include "tessera/schedule/schedule.h"
 #include "tessera/schedule/sketch.h"
@@ -27,39 +28,6 @@ bool is_free(const State& s, int sid, int k) {
            s.attached_at(sid, k).empty();
 }
 
-/// Fuses the outer spatial loops of `sid` from `offset` until the product exceeds
-/// max_degree or a loop has attached stages, and runs the result in parallel. When that gives
-/// no parallelism (all extents 1), the stages attached at the stopping loop and the loops
-/// inside it are tried instead, so that a parallel loop is never nested in another.
-void parallelize(State& s, int sid, int offset, int64_t max_degree) {
-    const int n = static_cast<int>(s.stages[sid].iters.size());
-    std::vector<int> to_fuse;
-    int64_t degree = 1;
-    int k = offset;
-    for (; k < n; ++k) {
-        const Iterator& it = s.stages[sid].iters[static_cast<size_t>(k)];
-        if (it.kind == IterKind::Reduce || it.annotation != IterAnnotation::None)
-            break;
-        to_fuse.push_back(k);
-        degree *= it.extent;
-        if (degree > max_degree || !s.attached_at(sid, k).empty())
-            break;
-    }
-    if (degree == 1) {
-        if (k < n) {
-            const std::vector<int> attached = s.attached_at(sid, k);
-            if (!attached.empty()) {
-                for (int a : attached)
-                    parallelize(s, a, 0, max_degree);
-                parallelize(s, sid, k + 1, max_degree);
-            }
-        }
-        return;
-    }
-    if (to_fuse.size() > 1)
-        fuse(s, sid, to_fuse);
-    parallel(s, sid, to_fuse.front());
-}
 
 /// A tiled stage: its innermost loop (the register tile's vector axis) becomes vectors; a
 /// whole number of vectors wider than one is split into vector-wide parts, the outer part
@@ -140,7 +108,7 @@ void annotate_fixed(State& s, const DefaultScheduleOptions& opts) {
     for (int sid = 0; sid < static_cast<int>(s.stages.size()); ++sid)
         if (!s.stages[sid].is_input() && s.stages[sid].location.kind == ComputeLocKind::Root &&
             loop_work(s, sid) >= kMinParallelWork)
-            parallelize(s, sid, 0, max_degree);
+            parallelize_outer_loops(s, sid, 0, max_degree);
 
     for (int sid = 0; sid < static_cast<int>(s.stages.size()); ++sid) {
         const Stage& st = s.stages[sid];

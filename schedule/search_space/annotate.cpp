@@ -2,6 +2,7 @@
 // InitChangeComputeLocation, InitParallel, InitUnroll, InitVectorization) over a sketch.
 #include <algorithm>
 
+#include "../internal/parallel_outer.h"
 #include "search_space_util.h"
 #include "tessera/schedule/sampling.h"
 #include "tessera/schedule/schedule.h"
@@ -60,39 +61,6 @@ void change_compute_locations(State& s, Rng& rng) {
     }
 }
 
-/// Fuses the outer spatial loops of `sid` from `offset` until the product exceeds
-/// max_degree or a loop has attached stages, and runs the result in parallel. When that
-/// gives no parallelism (all extents 1), the stages attached at the stopping loop and the
-/// loops inside it are tried instead, so that the parallel loop is never nested in another.
-void annotate_parallel(State& s, int sid, int offset, int64_t max_degree) {
-    const int n = static_cast<int>(s.stages[sid].iters.size());
-    std::vector<int> to_fuse;
-    int64_t degree = 1;
-    int k = offset;
-    for (; k < n; ++k) {
-        const Iterator& it = s.stages[sid].iters[k];
-        if (it.kind == IterKind::Reduce || it.annotation != IterAnnotation::None)
-            break;
-        to_fuse.push_back(k);
-        degree *= it.extent;
-        if (degree > max_degree || !s.attached_at(sid, k).empty())
-            break;
-    }
-    if (degree == 1) {
-        if (k < n) {
-            const std::vector<int> attached = s.attached_at(sid, k);
-            if (!attached.empty()) {
-                for (int a : attached)
-                    annotate_parallel(s, a, 0, max_degree);
-                annotate_parallel(s, sid, k + 1, max_degree);
-            }
-        }
-        return;
-    }
-    if (to_fuse.size() > 1)
-        fuse(s, sid, to_fuse);
-    parallel(s, sid, to_fuse.front());
-}
 
 /// A register tile whose innermost spatial loop is a whole number of vectors wider than one
 /// (e.g. the 64 columns of a 6 x 64 sgemm tile): split it into vector-wide parts, vectorize
@@ -166,7 +134,7 @@ State sample_initial_state(const State& sketch, Rng& rng, const SampleOptions& o
     const int64_t max_degree = int64_t{16} * std::max(1, opts.num_cores);
     for (int sid = 0; sid < static_cast<int>(s.stages.size()); ++sid)
         if (!s.stages[sid].is_input() && s.stages[sid].location.kind == ComputeLocKind::Root)
-            annotate_parallel(s, sid, 0, max_degree);
+            parallelize_outer_loops(s, sid, 0, max_degree);
 
     for (int sid = 0; sid < static_cast<int>(s.stages.size()); ++sid) {
         const Stage& st = s.stages[sid];
