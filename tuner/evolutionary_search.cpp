@@ -9,6 +9,7 @@
 #include <optional>
 #include <thread>
 
+#include "tessera/schedule/gpu_sampling.h"
 #include "tessera/schedule/lower_state.h"
 #include "tessera/schedule/step.h"
 #include "tessera/support/error.h"
@@ -255,7 +256,8 @@ void validate(const EvolutionOptions& opts) {
 }
 
 std::vector<sched::State> sample_states(const std::vector<sched::State>& sketches, int n, Rng& rng,
-                                        const sched::SampleOptions& opts, SearchStats& stats) {
+                                        const sched::SampleOptions& opts, SearchStats& stats,
+                                        sched::TargetKind target) {
     TESSERA_CHECK(!sketches.empty()) << "sample_states needs at least one sketch";
     std::vector<sched::State> out;
     if (n <= 0)
@@ -266,7 +268,9 @@ std::vector<sched::State> sample_states(const std::vector<sched::State>& sketche
     for (int64_t attempt = 0; int(out.size()) < n && attempt < max_attempts; ++attempt) {
         const sched::State& sketch = sketches[rng.uniform_int(0, int64_t(sketches.size()) - 1)];
         try {
-            out.push_back(sched::sample_initial_state(sketch, rng, opts));
+            out.push_back(target == sched::TargetKind::Gpu
+                              ? sched::sample_initial_gpu_state(sketch, rng)
+                              : sched::sample_initial_state(sketch, rng, opts));
             ++stats.sampled;
         } catch (const ScheduleError&) {
             ++stats.sample_failures;

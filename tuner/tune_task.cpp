@@ -24,7 +24,9 @@ EvolutionOptions evolution_options(const SearchOptions& opts) {
     EvolutionOptions eo;
     eo.population = opts.population;
     eo.generations = opts.generations;
-    eo.mutation_probability = opts.mutation_probability;
+    // The mutation rules know CPU annotations only: a GPU search selects among samples.
+    eo.mutation_probability =
+        opts.sketch.target == sched::TargetKind::Gpu ? 0 : opts.mutation_probability;
     eo.sample = opts.sample;
     eo.num_threads = opts.search_threads;
     return eo;
@@ -58,7 +60,8 @@ class TaskTuner {
             measurer_.note_best_secs(result_.workload_key, best->median_secs);
         sketches_ = sched::generate_sketches(c_, opts_.sketch);
         TESSERA_CHECK(!sketches_.empty()) << "no sketch for workload " << result_.workload_key;
-        if (opts_.seed_default_schedule) {
+        // The rule-based default schedule exists for CPUs only.
+        if (opts_.seed_default_schedule && opts_.sketch.target == sched::TargetKind::Cpu) {
             sched::DefaultScheduleOptions d;
             d.target = opts_.sketch.target;
             d.num_cores = opts_.sample.num_cores;
@@ -220,7 +223,7 @@ class TaskTuner {
             population.push_back(*default_state_);
         const int n_fresh = std::max(opts_.population - int(population.size()), n_random);
         const std::vector<sched::State> fresh =
-            sample_states(sketches, n_fresh, rng_, opts_.sample, result_.search);
+            sample_states(sketches, n_fresh, rng_, opts_.sample, result_.search, opts_.sketch.target);
         population.insert(population.end(), fresh.begin(), fresh.end());
 
         // The pick: eps-greedy random fresh samples (that lower), then the best predicted.

@@ -79,6 +79,11 @@ int main(int argc, char** argv) {
                   "Run the naive loop nest instead of the default schedule (for comparisons)")
         ->excludes("--schedule")
         ->excludes("--db");
+    run->add_option("--target", run_opts.target,
+                    "llvm: this CPU; cuda: CUDA device 0 (NVRTC, CUDA events; --db looks up "
+                    "'cuda -arch=sm_XX' records, and without --schedule or --db a seeded sample "
+                    "of the GPU sketches runs)")
+        ->capture_default_str();
 
     // The schedule space: sketches, sampled schedules and the loop IR they lower to.
     cli::OpScheduleOptions sched_opts;
@@ -206,6 +211,11 @@ int main(int argc, char** argv) {
                          "schedule, no compilation (for tests and demos only: its records get "
                          "the target 'simulated:llvm ...', which never serves `op run --db`)")
         ->capture_default_str();
+    tune_cmd->add_option("--target", tune_opts.target,
+                         "llvm: this CPU; cuda: CUDA device 0, with --op only (GPU sketches, "
+                         "candidates compiled by NVRTC, checked and timed on the device; records "
+                         "get the target 'cuda -arch=sm_XX')")
+        ->capture_default_str();
     tune_cmd->add_option("--curve", tune_opts.curve_file,
                          "Write the tuning curve as CSV, one row per round: "
                          "trials,seconds,best_ms,best_gflops (plot with scripts/plot_curve.sh); "
@@ -213,6 +223,14 @@ int main(int argc, char** argv) {
     tune_cmd->add_flag("--json", tune_opts.json,
                        "Print the summary as one JSON object on stdout instead of text "
                        "(progress stays on stderr)");
+    tune_cmd->add_option("--shard", tune_opts.shard,
+                         "I/N: tune only share I (0 <= I < N) of MODEL's tasks, so N machines "
+                         "(a Slurm array, a Kubernetes indexed Job) tune one model into one "
+                         "database together (docs/CLUSTER.md). Tasks are sorted by flops x count "
+                         "and dealt in snake order; the deal depends only on the model, -O and "
+                         "the tessera version, so it is the same on every machine and the N "
+                         "shares cover every task once. --trials and --time-budget are per shard")
+        ->excludes("--op");
 
     // The cost model: its accuracy on a database, the speed of its features.
     CLI::App* costmodel = app.add_subcommand(

@@ -1,6 +1,6 @@
 // `tessera op run`: an operator's default schedule (or a tuning record's with --db, a file's
-// with --schedule, the naive loop nest with --naive) through the LLVM JIT, checked against the
-// tensor-expression reference and timed.
+// with --schedule, the naive loop nest with --naive) through the LLVM JIT, or on the CUDA device
+// with --target cuda, checked against the tensor-expression reference and timed.
 #include "op_run.h"
 
 #include <algorithm>
@@ -36,6 +36,11 @@
 #include "tessera/te/workload_key.h"
 #include "tessera/tuner/database.h"
 #include "tessera/tuner/lookup.h"
+#ifdef TESSERA_HAVE_CUDA
+#include "tessera/backends/cuda.h"
+#include "tessera/backends/cuda_driver.h"
+#include "tessera/schedule/gpu_sampling.h"
+#endif
 
 namespace tessera::cli {
 
@@ -127,12 +132,14 @@ struct DbSchedule {
 /// Looks up the best record of inst's workload in db_path (tune::lookup_best: exact machine
 /// first, then the same ISA class) and replays it; none when there is no record or it no
 /// longer replays or lowers.
-DbSchedule schedule_from_db(const te::OpInstance& inst, const std::string& db_path) {
+DbSchedule schedule_from_db(const te::OpInstance& inst, const std::string& db_path,
+                            const tune::TuneTarget& target, const sched::LowerOptions& lower_opts) {
+    // What runs without a record: on a GPU there is no rule-based default schedule yet.
+    const char* fallback = lower_opts.gpu ? "a sampled GPU schedule" : "the default schedule";
     std::error_code ec;
     if (!tune::is_server_database(db_path) && !std::filesystem::is_regular_file(db_path, ec))
         throw UserError() << "--db " << db_path << ": no such file";
     const tune::TuningDatabase db(db_path);
-    const tune::TuneTarget target = host_tune_target();
     const std::string key = te::workload_key(inst.compute);
 
     DbSchedule chosen;
@@ -146,21 +153,21 @@ DbSchedule schedule_from_db(const te::OpInstance& inst, const std::string& db_pa
     if (found.tier == tune::LookupTier::None || !found.record) {
         chosen.note = fmt::format(
             "default: {} has no ok record of this workload (key {}) for target '{}' on this "
-            "machine or its ISA class ({}){}; running the default schedule",
-            db_path, key.substr(0, 16), target.target, target.isa_class, foreign);
+            "machine or its ISA class ({}){}; running {}",
+            db_path, key.substr(0, 16), target.target, target.isa_class, foreign, fallback);
         return chosen;
     }
     const tune::TuningRecord& rec = *found.record;
     chosen.tier = found.tier == tune::LookupTier::Exact ? DbTier::Exact : DbTier::IsaClass;
     try {
         sched::State s = sched::replay(inst.compute, sched::steps_from_json(rec.schedule_json));
-        chosen.func = sched::lower_state(s, "kernel");
+        chosen.func = sched::lower_state(s, "kernel", lower_opts);
         chosen.state = std::move(s);
     } catch (const std::exception& e) { // ScheduleError or UserError (another JSON version)
         chosen.tier = DbTier::Default;
         chosen.note = fmt::format("default: record {} of {} does not replay on this version of "
-                                  "tessera ({}); running the default schedule",
-                                  rec.id, db_path, e.what());
+                                  "tessera ({}); running {}",
+                                  rec.id, db_path, e.what(), fallback);
         return chosen;
     }
     chosen.record_id = rec.id;
@@ -186,6 +193,118 @@ sched::State host_default_schedule(const te::OpInstance& inst) {
     return sched::default_schedule(inst.compute, o);
 }
 
+/// Runs the chosen function on the parameter buffers (inputs, then outputs) and times it.
+class KernelRunner {
+  public:
+    virtual ~KernelRunner() = default;
+    /// One run: the outputs in `buffers` hold the result afterwards.
+    virtual void run(std::vector<HostBuffer>& buffers) = 0;
+    /// The time of one run in milliseconds, on the data of the last run().
+    virtual double time_ms(std::vector<HostBuffer>& buffers) = 0;
+    /// What runs it, for the report ("" for the CPU: the threads line says it).
+    virtual std::string device() const { return {}; }
+};
+
+/// The CPU through the LLVM JIT; timed with the steady clock around the call.
+class JitRunner : public KernelRunner {
+  public:
+    explicit JitRunner(const LoweredFunc& f)
+        : jit_(backend::JitModule::compile({lower::prepare_for_codegen(f)})),
+          kernel_(jit_->get(f.name)) {}
+    void run(std::vector<HostBuffer>& buffers) override { kernel_(args(buffers).data()); }
+    double time_ms(std::vector<HostBuffer>& buffers) override {
+        std::vector<void*> a = args(buffers);
+        auto t0 = std::chrono::steady_clock::now();
+        kernel_(a.data());
+        auto t1 = std::chrono::steady_clock::now();
+        return std::chrono::duration<double, std::milli>(t1 - t0).count();
+    }
+
+  private:
+    static std::vector<void*> args(std::vector<HostBuffer>& buffers) {
+        std::vector<void*> a;
+        for (HostBuffer& b : buffers) a.push_back(b.data.get());
+        return a;
+    }
+    std::unique_ptr<backend::JitModule> jit_;
+    backend::JitModule::KernelFn kernel_;
+};
+
+#ifdef TESSERA_HAVE_CUDA
+/// CUDA device 0: CUDA C from the GPU-lowered function, a cubin from NVRTC for the device's
+/// architecture; each run copies every parameter in and the outputs back; timed with CUDA
+/// events (one untimed run before each timed one, inside DeviceFunction::time_ms).
+class CudaRunner : public KernelRunner {
+  public:
+    CudaRunner(const LoweredFunc& f, size_t num_inputs) : num_inputs_(num_inputs) {
+        namespace cuda = backend::cuda;
+        const cuda::DeviceInfo& d = cuda::CudaDriver::get().device();
+        cuda::DeviceLimits limits;
+        limits.max_threads_per_block = d.max_threads_per_block;
+        limits.max_shared_bytes = d.max_shared_per_block;
+        cuda::CudaSource src;
+        try {
+            src = cuda::codegen_cuda(f, limits);
+        } catch (const ScheduleError& e) {
+            throw UserError() << "--target cuda: the schedule does not fit the device: " << e.what();
+        }
+        cuda::NvrtcOptions o;
+        o.arch = d.arch();
+        o.want_ptx = false;
+        fn_ = std::make_unique<cuda::DeviceFunction>(src, cuda::nvrtc_compile(src.code, f.name, o).cubin);
+        device_ = fmt::format("{} ({}), {} kernel{}", d.name, d.arch(), src.kernels.size(),
+                              src.kernels.size() == 1 ? "" : "s");
+    }
+    void run(std::vector<HostBuffer>& buffers) override {
+        for (size_t i = 0; i < buffers.size(); ++i) fn_->copy_in(i, buffers[i].data.get());
+        fn_->run();
+        for (size_t i = num_inputs_; i < buffers.size(); ++i) fn_->copy_out(i, buffers[i].data.get());
+    }
+    double time_ms(std::vector<HostBuffer>&) override { return fn_->time_ms(1); }
+    std::string device() const override { return device_; }
+
+  private:
+    size_t num_inputs_;
+    std::unique_ptr<backend::cuda::DeviceFunction> fn_;
+    std::string device_;
+};
+
+/// A seeded sample of inst's GPU sketches that lowers for the GPU and passes the CUDA codegen's
+/// checks (no rule-based GPU default schedule exists yet). Throws UserError when none of 64
+/// samples does.
+sched::State sampled_gpu_schedule(const te::OpInstance& inst, uint64_t seed) {
+    sched::SketchOptions so;
+    so.target = sched::TargetKind::Gpu;
+    const std::vector<sched::State> sketches = sched::generate_sketches(inst.compute, so);
+    Rng rng(seed);
+    std::string last_error = "no GPU sketch";
+    for (int attempt = 0; attempt < 64 && !sketches.empty(); ++attempt) {
+        const sched::State& sketch =
+            sketches[static_cast<size_t>(rng.uniform_int(0, int64_t(sketches.size()) - 1))];
+        try {
+            sched::State s = sched::sample_initial_gpu_state(sketch, rng);
+            sched::LowerOptions lo;
+            lo.gpu = true;
+            // The codegen's device limit checks too (a barrier in a divergent branch, ...).
+            backend::cuda::codegen_cuda(sched::lower_state(s, "kernel", lo));
+            return s;
+        } catch (const ScheduleError& e) {
+            last_error = e.what();
+        }
+    }
+    throw UserError() << "--target cuda: no sampled GPU schedule of " << inst.canonical_spec
+                      << " lowers (last: " << last_error << "); pass one with --schedule";
+}
+#endif
+
+std::unique_ptr<KernelRunner> make_runner(bool gpu, const LoweredFunc& f, size_t num_inputs) {
+#ifdef TESSERA_HAVE_CUDA
+    if (gpu) return std::make_unique<CudaRunner>(f, num_inputs);
+#endif
+    TESSERA_CHECK(!gpu) << "--target cuda without the CUDA backend";
+    return std::make_unique<JitRunner>(f);
+}
+
 } // namespace
 
 const char* to_string(DbTier t) {
@@ -205,6 +324,13 @@ const char* to_string(DbTier t) {
 OpRunResult run_op(const OpRunOptions& opts, std::ostream& out) {
     if (opts.repeat < 1) throw UserError() << "--repeat must be at least 1, got " << opts.repeat;
     if (opts.threads < 0) throw UserError() << "--threads must be >= 0, got " << opts.threads;
+    check_target_name(opts.target);
+    const bool gpu = opts.target == "cuda";
+    // The device, before anything is compiled: one line naming why there is none.
+    const std::optional<tune::TuneTarget> cuda_target =
+        gpu ? std::optional<tune::TuneTarget>(cuda_tune_target()) : std::nullopt;
+    sched::LowerOptions lower_opts;
+    lower_opts.gpu = gpu;
 
     te::OpInstance inst = te::make_op(te::parse_op_spec(opts.spec));
     runtime::set_num_threads(opts.threads);
@@ -228,14 +354,14 @@ OpRunResult run_op(const OpRunOptions& opts, std::ostream& out) {
     if (!opts.schedule_file.empty()) {
         const sched::State s = load_schedule(inst.compute, opts.schedule_file);
         try {
-            func = sched::lower_state(s, "kernel");
+            func = sched::lower_state(s, "kernel", lower_opts);
         } catch (const ScheduleError& e) {
             throw UserError() << "schedule " << opts.schedule_file << ": " << e.what();
         }
         r.schedule = fmt::format("{} ({} steps)", opts.schedule_file, s.steps.size());
         scheduled = s;
     } else if (!opts.db.empty()) {
-        DbSchedule chosen = schedule_from_db(inst, opts.db);
+        DbSchedule chosen = schedule_from_db(inst, opts.db, gpu ? *cuda_target : host_tune_target(), lower_opts);
         r.tier = chosen.tier;
         r.record_id = chosen.record_id;
         db_note = chosen.note;
@@ -246,21 +372,28 @@ OpRunResult run_op(const OpRunOptions& opts, std::ostream& out) {
             scheduled = std::move(chosen.state);
         }
     }
-    if (!scheduled && !opts.naive) {
+    if (!scheduled && !opts.naive && !gpu) {
         scheduled = host_default_schedule(inst);
         r.schedule = fmt::format("default schedule ({} steps)", scheduled->steps.size());
     }
+#ifdef TESSERA_HAVE_CUDA
+    if (!scheduled && !opts.naive && gpu) {
+        scheduled = sampled_gpu_schedule(inst, opts.seed);
+        r.schedule = fmt::format("sampled GPU schedule (seed {}, {} steps; no rule-based GPU "
+                                 "default yet)", opts.seed, scheduled->steps.size());
+    }
+#endif
     if (scheduled) {
         const sched::State& s = *scheduled;
         if (!func.body.defined())
-            func = sched::lower_state(s, "kernel");
+            func = sched::lower_state(s, "kernel", lower_opts);
         for (size_t i = 0; i < layouts.size(); ++i)
             layouts[i] = s.stages[s.stage_id_of(inst.compute.inputs[i])].layout;
     } else {
         func = lower::lower_default(inst.compute, "kernel");
     }
-    auto jit = backend::JitModule::compile({lower::prepare_for_codegen(func)});
-    backend::JitModule::KernelFn kernel = jit->get("kernel");
+    const std::unique_ptr<KernelRunner> runner = make_runner(gpu, func, inst.compute.inputs.size());
+    r.device = runner->device();
 
     // Parameters are the compute's inputs, then its outputs (lower_default's and
     // lower_state's contract). Inputs are filled in their dense row-major shape (what the
@@ -270,7 +403,6 @@ OpRunResult run_op(const OpRunOptions& opts, std::ostream& out) {
     for (const auto& t : inst.compute.inputs) dense_inputs.emplace_back(t);
     std::vector<HostBuffer> buffers;
     for (const auto& p : func.params) buffers.emplace_back(p);
-    std::vector<void*> args;
     Rng rng(opts.seed);
     for (size_t i = 0; i < buffers.size(); ++i) {
         if (i >= num_inputs) {
@@ -285,9 +417,7 @@ OpRunResult run_op(const OpRunOptions& opts, std::ostream& out) {
                                    dense_inputs[i].data.get(), buffers[i].data.get());
         }
     }
-    for (auto& b : buffers) args.push_back(b.data.get());
-
-    kernel(args.data()); // also the warm-up run
+    runner->run(buffers); // also the warm-up run
 
     // Check every output element when the reference is cheap, a seeded sample otherwise.
     te::ReferenceEvaluator ref;
@@ -318,12 +448,8 @@ OpRunResult run_op(const OpRunOptions& opts, std::ostream& out) {
     r.passed = r.max_rel_err <= opts.tolerance;
 
     std::vector<double> ms;
-    for (int i = 0; i < opts.repeat; ++i) {
-        auto t0 = std::chrono::steady_clock::now();
-        kernel(args.data());
-        auto t1 = std::chrono::steady_clock::now();
-        ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-    }
+    for (int i = 0; i < opts.repeat; ++i)
+        ms.push_back(runner->time_ms(buffers));
     r.median_ms = percentile(ms, 0.5);
     r.min_ms = *std::min_element(ms.begin(), ms.end());
     r.max_ms = *std::max_element(ms.begin(), ms.end());
@@ -334,7 +460,10 @@ OpRunResult run_op(const OpRunOptions& opts, std::ostream& out) {
     out << fmt::format("schedule  {}\n", r.schedule);
     if (!db_note.empty())
         out << fmt::format("tuning    {}\n", db_note);
-    out << fmt::format("threads   {}\n", r.threads);
+    if (r.device.empty())
+        out << fmt::format("threads   {}\n", r.threads);
+    else
+        out << fmt::format("device    {}\n", r.device);
     out << fmt::format("check     {}: max rel error {:.3g} over {} of {} output elements{} "
                        "(tolerance {:.3g})\n",
                        r.passed ? "ok" : "FAILED", r.max_rel_err, r.checked, r.total,
@@ -352,6 +481,9 @@ OpRunResult run_op(const OpRunOptions& opts, std::ostream& out) {
             j["tier"] = to_string(r.tier);
             j["record_id"] = r.record_id ? nlohmann::ordered_json(r.record_id) : nullptr;
         }
+        j["target"] = opts.target;
+        if (!r.device.empty())
+            j["device"] = r.device;
         j["threads"] = r.threads;
         j["flops"] = r.flops;
         j["median_ms"] = r.median_ms;

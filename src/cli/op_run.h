@@ -24,6 +24,9 @@ struct OpRunOptions {
     /// Run the naive loop nest (lower_default) instead of the default schedule, for
     /// comparisons and tests. Excludes schedule_file and db.
     bool naive = false;
+    /// "llvm": this CPU through the LLVM JIT. "cuda": CUDA device 0 (the schedule lowered for
+    /// the GPU, CUDA C compiled by NVRTC, timed with CUDA events).
+    std::string target = "llvm";
 };
 
 /// Which lookup tier chose the schedule of `op run --db`.
@@ -42,6 +45,7 @@ struct OpRunResult {
     DbTier tier = DbTier::None; ///< With --db: where the schedule came from.
     int64_t record_id = 0;      ///< With --db and a record found: its id.
     int threads = 0;
+    std::string device;         ///< --target cuda: the GPU ("NVIDIA H200 (sm_90)").
     double flops = 0;
     double median_ms = 0, min_ms = 0, max_ms = 0, spread_pct = 0;
     double gflops = 0;
@@ -57,6 +61,10 @@ struct OpRunResult {
 /// this version) the rule-based default schedule (sched::default_schedule) runs, and the
 /// report says which tier served and why. Without a schedule file or a database the default
 /// schedule runs too; opts.naive runs the naive loop nest (lower_default) instead.
+/// With opts.target "cuda" the kernel runs on CUDA device 0: records are looked up for target
+/// "cuda -arch=sm_XX" (cuda_tune_target), a schedule file must hold a GPU schedule (bindings),
+/// and without either the schedule is a seeded sample of the GPU sketches (there is no
+/// rule-based GPU default schedule yet); UserError "--target cuda: <reason>" without a device.
 /// Throws UserError on a bad spec, a bad schedule file (missing, malformed, or illegal for
 /// the operator), more than one of schedule file, database and naive, or a database that is
 /// missing or not a tuning database. The result says whether the check passed.

@@ -23,6 +23,10 @@
 #include "tessera/tuner/fingerprint.h"
 #include "tessera/tuner/measure.h"
 #include "tune_model.h"
+#ifdef TESSERA_HAVE_CUDA
+#include "tessera/backends/cuda_driver.h"
+#include "tessera/tuner/cuda_measure.h"
+#endif
 
 namespace tessera::cli {
 
@@ -43,6 +47,9 @@ class SpecRecordingMeasurer : public tune::Measurer {
         TESSERA_CHECK(j.is_object()) << "measurer settings are not a JSON object: " << j.dump();
         j[kOpSpecSettingsKey] = spec_;
         return j.dump();
+    }
+    void note_best_secs(const std::string& workload_key, double secs) override {
+        inner_->note_best_secs(workload_key, secs);
     }
 
   private:
@@ -113,6 +120,30 @@ void check_tune_options(const TuneOptions& o) {
         throw UserError() << "--db must name a file, got ''";
     if (o.opt_level < 0 || o.opt_level > 3)
         throw UserError() << "-O must be 0..3, got " << o.opt_level;
+    check_target_name(o.target);
+    if (o.target == "cuda" && !o.model_path.empty())
+        throw UserError() << "--target cuda tunes one operator (--op); a model's tasks are "
+                             "tuned for llvm only so far";
+}
+
+void check_target_name(const std::string& target) {
+    if (target != "llvm" && target != "cuda")
+        throw UserError() << "--target must be llvm or cuda, got '" << target << "'";
+}
+
+tune::TuneTarget cuda_tune_target() {
+#ifdef TESSERA_HAVE_CUDA
+    const backend::cuda::CudaDriver& d = backend::cuda::CudaDriver::get();
+    if (!d.available())
+        throw UserError() << "--target cuda: " << d.unavailable_reason();
+    tune::TuneTarget t;
+    t.target = tune::cuda_target_string();
+    t.fingerprint = tune::host_fingerprint().hash();
+    t.isa_class = "cuda;" + d.device().arch();
+    return t;
+#else
+    throw UserError() << "--target cuda: this tessera was built without the CUDA toolkit";
+#endif
 }
 
 tune::SearchOptions tune_search_options(const TuneOptions& o,
@@ -131,12 +162,29 @@ tune::SearchOptions tune_search_options(const TuneOptions& o,
     so.sketch.weight_inputs = weight_inputs; // packed once, outside the timed call
     so.sample.num_cores = cores;
     so.sample.max_vectorize_lanes = std::max(1, host.vector_bits / 32);
+    if (o.target == "cuda") {
+        so.sketch.target = sched::TargetKind::Gpu;
+        // The rule-based default schedule is a CPU schedule, and the mutations know CPU
+        // annotations only: a GPU search samples and selects by the model's score.
+        so.seed_default_schedule = false;
+        so.mutation_probability = 0;
+    }
     return so;
 }
 
 std::unique_ptr<tune::Measurer> make_tune_measurer(const TuneOptions& o) {
     if (o.runner == "simulated")
         return tune::make_simulated_measurer(o.seed);
+    if (o.target == "cuda") {
+#ifdef TESSERA_HAVE_CUDA
+        cuda_tune_target(); // the one-line reason when there is no device
+        tune::CudaMeasureOptions mo;
+        mo.seed = o.seed;
+        return tune::make_cuda_measurer(mo);
+#else
+        cuda_tune_target(); // throws: built without the toolkit
+#endif
+    }
     tune::MeasureOptions mo;
     mo.kernel_threads = o.threads;
     mo.seed = o.seed;
@@ -144,7 +192,21 @@ std::unique_ptr<tune::Measurer> make_tune_measurer(const TuneOptions& o) {
 }
 
 tune::TuneTarget tune_target_of(const TuneOptions& o) {
-    tune::TuneTarget target = host_tune_target();
+    tune::TuneTarget target;
+    if (o.target != "cuda") {
+        target = host_tune_target();
+    } else if (o.runner != "simulated") {
+        target = cuda_tune_target();
+    } else {
+        // Synthetic times need no device; name the architecture the GPU sampling assumes.
+        try {
+            target = cuda_tune_target();
+        } catch (const UserError&) {
+            target.target = "cuda -arch=sm_90";
+            target.fingerprint = tune::host_fingerprint().hash();
+            target.isa_class = "cuda;sm_90";
+        }
+    }
     // Synthetic times must never serve a real run: simulated records get a target of their own,
     // which `op run --db` and builds never look up.
     if (o.runner == "simulated")

@@ -37,9 +37,13 @@ struct TuneOptions {
     std::string model = "xgboost";         ///< "xgboost" or "random".
     /// "local" (real) or "simulated" (synthetic times, under kSimulatedTargetPrefix's target).
     std::string runner = "local";
+    /// "llvm" (this CPU) or "cuda" (CUDA device 0: GPU sketches, the CUDA measurer; --op only).
+    std::string target = "llvm";
     /// CSV of the best-so-far (a model: the estimated end-to-end latency) per round; empty = none.
     std::string curve_file;
     bool json = false;                     ///< Summary as one JSON object instead of text.
+    /// "I/N": tune only share I of N of a model's tasks (tune_model.h); empty = every task.
+    std::string shard;
 };
 
 /// The key under which `tessera tune` adds the operator's canonical spec to every record's
@@ -55,6 +59,16 @@ constexpr const char* kSimulatedTargetPrefix = "simulated:";
 /// the host's fingerprint hash and ISA class. `op run --db` looks records up with the same.
 tune::TuneTarget host_tune_target();
 
+/// The records of `--target cuda`: target "cuda -arch=sm_XX" of CUDA device 0, the host's
+/// fingerprint (whose GPU fields name the device) and the ISA class "cuda;sm_XX" (GPUs of one
+/// architecture run each other's schedules with the same code). Throws UserError "--target
+/// cuda: <the driver's reason>" without a usable device, or "--target cuda: this tessera was
+/// built without the CUDA toolkit".
+tune::TuneTarget cuda_tune_target();
+
+/// Throws UserError unless `target` is "llvm" or "cuda" (naming the value).
+void check_target_name(const std::string& target);
+
 /// The exit code of a run stopped by Ctrl-C (128 + SIGINT), after the summary was printed.
 constexpr int kInterruptedExitCode = 130;
 
@@ -69,12 +83,17 @@ int run_tune_command(const TuneOptions& opts, std::ostream& out, std::ostream& p
 /// Throws UserError naming the option and value for an option out of range (both modes).
 void check_tune_options(const TuneOptions& opts);
 /// The search options of opts (host cores and vector width; weight_inputs of the sketches
-/// given by the caller, per task).
+/// given by the caller, per task). For --target cuda: GPU sketches, no CPU default schedule in
+/// the population, and no mutation (the mutation rules know CPU annotations only, so
+/// evolution selects among sampled GPU schedules by the model's score).
 tune::SearchOptions tune_search_options(const TuneOptions& opts,
                                         const std::vector<int>& weight_inputs);
-/// The measurer opts.runner names (local or simulated), seeded with opts.seed.
+/// The measurer opts.runner names (local or simulated), seeded with opts.seed; for --target cuda
+/// the local runner is the CUDA measurer (tuner/cuda_measure.h).
 std::unique_ptr<tune::Measurer> make_tune_measurer(const TuneOptions& opts);
-/// host_tune_target(), under kSimulatedTargetPrefix for --runner simulated.
+/// host_tune_target() (cuda_tune_target() for --target cuda), under kSimulatedTargetPrefix for
+/// --runner simulated. A simulated cuda run needs no device: without one its target is
+/// "simulated:cuda -arch=sm_90", the architecture the GPU sampling limits assume.
 tune::TuneTarget tune_target_of(const TuneOptions& opts);
 /// Opens the database, creating its folder first (tune_logs/ on a first run); UserError naming
 /// --db and the path when that fails.

@@ -1,6 +1,8 @@
 // `tessera tune MODEL`: the model's tasks, the scheduler's progress line, curve and summary.
 #include "tune_model.h"
 
+#include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -38,7 +40,7 @@ double task_work(const graph::Task& t) {
 /// The first op of a fused pattern ("conv2d_nchwc+add+relu" -> "conv2d_nchwc").
 std::string anchor_op(const std::string& pattern) { return pattern.substr(0, pattern.find('+')); }
 
-std::string progress_text(const std::vector<tune::TaskToTune>& tasks,
+std::string progress_text(const std::vector<tune::TaskToTune>& tasks, const std::string& shard,
                           const tune::TasksProgress& p) {
     const std::string trials = p.trials_total > 0
                                    ? fmt::format("{}/{} trials", p.trials_done, p.trials_total)
@@ -49,8 +51,10 @@ std::string progress_text(const std::vector<tune::TaskToTune>& tasks,
         what = fmt::format("round {} {} task {}/{} {}", p.round_done ? p.round : p.round + 1,
                            p.round_done ? "tuned" : "tuning", p.task + 1, tasks.size(),
                            tasks[size_t(p.task)].name);
-    return fmt::format("tune {}  {}  e2e {}  elapsed {}{}", what, trials, ms_text(p.estimated_secs),
-                       format_duration(p.elapsed_secs), eta);
+    // A cluster's logs mix shards: a sharded run says which share it is on every line.
+    return fmt::format("tune {}{}  {}  e2e {}  elapsed {}{}",
+                       shard.empty() ? "" : "shard " + shard + " ", what, trials,
+                       ms_text(p.estimated_secs), format_duration(p.elapsed_secs), eta);
 }
 
 /// The --curve file of a model: one row per committed round, flushed as it goes.
@@ -84,9 +88,16 @@ nlohmann::ordered_json ms_or_null(double secs) {
     return std::isfinite(secs) ? nlohmann::ordered_json(secs * 1e3) : nlohmann::ordered_json();
 }
 
+/// What a run tuned: the shard and, per tuned task, its index in the model's task list.
+struct ShardTasks {
+    TaskShard shard;
+    size_t model_tasks = 0;    ///< Tasks of the whole model.
+    std::vector<size_t> index; ///< Per tuned task: its index among the model's tasks.
+};
+
 void print_summary(const TuneOptions& o, const std::vector<tune::TaskToTune>& tasks,
-                   const tune::TuneTarget& t, const tune::TasksResult& r, int64_t db_records,
-                   std::ostream& out) {
+                   const ShardTasks& st, const tune::TuneTarget& t, const tune::TasksResult& r,
+                   int64_t db_records, std::ostream& out) {
     int errors = 0;
     for (const tune::TuneResult& tr : r.tasks)
         errors += tr.errors;
@@ -97,6 +108,8 @@ void print_summary(const TuneOptions& o, const std::vector<tune::TaskToTune>& ta
         nlohmann::ordered_json j;
         j["model"] = o.model_path;
         j["opt_level"] = o.opt_level;
+        j["shard"] = task_shard_text(st.shard);
+        j["model_tasks"] = st.model_tasks;
         j["target"] = t.target;
         j["fingerprint"] = t.fingerprint;
         j["db"] = o.db;
@@ -114,7 +127,8 @@ void print_summary(const TuneOptions& o, const std::vector<tune::TaskToTune>& ta
         nlohmann::ordered_json list = nlohmann::ordered_json::array();
         for (size_t i = 0; i < tasks.size(); ++i) {
             const tune::TuneResult& tr = r.tasks[i];
-            list.push_back({{"key", tr.workload_key.substr(0, 12)},
+            list.push_back({{"index", st.index[i]},
+                            {"key", tr.workload_key.substr(0, 12)},
                             {"workload_key", tr.workload_key},
                             {"pattern", tasks[i].name},
                             {"count", tasks[i].count},
@@ -134,15 +148,26 @@ void print_summary(const TuneOptions& o, const std::vector<tune::TaskToTune>& ta
         out << j.dump() << "\n";
         return;
     }
-    out << fmt::format("tuned     {} (-O{}): {} tasks, {} trials in {} rounds, {} errors{}\n",
-                       o.model_path, o.opt_level, tasks.size(), r.trials, r.round_tasks.size(),
-                       errors, r.cancelled ? "; interrupted" : "");
+    if (st.shard.count > 1 && tasks.empty()) {
+        out << fmt::format("tuned     {} (-O{}) shard {}: no task to tune (the model has {} "
+                           "tasks, fewer than the {} shards)\n",
+                           o.model_path, o.opt_level, task_shard_text(st.shard), st.model_tasks,
+                           st.shard.count);
+        return;
+    }
+    const std::string which =
+        st.shard.count > 1 ? fmt::format(" shard {}: {} of {} tasks", task_shard_text(st.shard),
+                                         tasks.size(), st.model_tasks)
+                           : fmt::format(": {} tasks", tasks.size());
+    out << fmt::format("tuned     {} (-O{}){}, {} trials in {} rounds, {} errors{}\n", o.model_path,
+                       o.opt_level, which, r.trials, r.round_tasks.size(), errors,
+                       r.cancelled ? "; interrupted" : "");
     out << fmt::format("estimate  {} before -> {} after (end-to-end: sum of count x best)\n",
                        ms_text(r.estimated_secs_before), ms_text(r.estimated_secs_after));
     out << "     #  key           count  trials     best ms  pattern\n";
     for (size_t i = 0; i < tasks.size(); ++i) {
         const double b = best_secs(i);
-        out << fmt::format("  {:4}  {:12}  {:5}  {:6}  {:>10}  {}\n", i,
+        out << fmt::format("  {:4}  {:12}  {:5}  {:6}  {:>10}  {}\n", st.index[i],
                            r.tasks[i].workload_key.substr(0, 12), tasks[i].count, r.tasks[i].trials,
                            std::isfinite(b) ? fmt::format("{:.4g}", b * 1e3) : "-", tasks[i].name);
     }
@@ -152,6 +177,59 @@ void print_summary(const TuneOptions& o, const std::vector<tune::TaskToTune>& ta
 }
 
 } // namespace
+
+TaskShard parse_task_shard(const std::string& text) {
+    auto bad = [&] {
+        return UserError() << "--shard must be I/N with 0 <= I < N (e.g. 0/4), got '" << text
+                           << "'";
+    };
+    const size_t slash = text.find('/');
+    if (slash == std::string::npos)
+        throw bad();
+    // from_chars: digits only (no sign, space or trailing text), overflow reported.
+    auto number = [&](size_t begin, size_t end, int& value) {
+        const char* first = text.data() + begin;
+        const char* last = text.data() + end;
+        const auto [ptr, ec] = std::from_chars(first, last, value);
+        return first != last && ec == std::errc() && ptr == last;
+    };
+    TaskShard s;
+    if (!number(0, slash, s.index) || !number(slash + 1, text.size(), s.count) || s.count < 1 ||
+        s.index < 0 || s.index >= s.count)
+        throw bad();
+    return s;
+}
+
+std::string task_shard_text(TaskShard shard) {
+    return fmt::format("{}/{}", shard.index, shard.count);
+}
+
+std::vector<size_t> shard_task_indices(const std::vector<tune::TaskToTune>& tasks,
+                                       TaskShard shard) {
+    TESSERA_CHECK(shard.count >= 1 && shard.index >= 0 && shard.index < shard.count)
+        << "bad shard " << shard.index << "/" << shard.count;
+    std::vector<size_t> by_cost(tasks.size());
+    for (size_t i = 0; i < tasks.size(); ++i)
+        by_cost[i] = i;
+    // Costs are computed from the model alone (no timing), so every machine sorts alike; the
+    // index breaks ties so that the order is total.
+    auto cost = [&](size_t i) { return tasks[i].flops * double(tasks[i].count); };
+    std::sort(by_cost.begin(), by_cost.end(), [&](size_t a, size_t b) {
+        const double ca = cost(a), cb = cost(b);
+        return ca != cb ? ca > cb : a < b;
+    });
+    // Snake deal: position p of the sorted list goes to shard p mod 2N, folded back at N, so
+    // that the shard dealt the biggest task of a lap is dealt the smallest of the next.
+    const size_t n = size_t(shard.count);
+    std::vector<size_t> mine;
+    for (size_t p = 0; p < by_cost.size(); ++p) {
+        const size_t lap = p % (2 * n);
+        if ((lap < n ? lap : 2 * n - 1 - lap) == size_t(shard.index))
+            mine.push_back(by_cost[p]);
+    }
+    std::sort(mine.begin(), mine.end());
+    return mine;
+}
 
 std::vector<tune::TaskToTune> model_tasks(const std::string& model_path, int opt_level) {
     if (opt_level < 0 || opt_level > 3)
@@ -182,8 +260,20 @@ tune::TasksResult run_tune_model(const TuneOptions& opts, std::ostream& out, std
     tune::SearchOptions so = tune_search_options(opts, {}); // per task: its Compute's weights
     so.cancel = cancel;
     tune::validate(so);
+    ShardTasks st;
+    if (!opts.shard.empty())
+        st.shard = parse_task_shard(opts.shard);
     const tune::TuneTarget target = tune_target_of(opts);
-    const std::vector<tune::TaskToTune> tasks = model_tasks(opts.model_path, opts.opt_level);
+    std::vector<tune::TaskToTune> tasks = model_tasks(opts.model_path, opts.opt_level);
+    st.model_tasks = tasks.size();
+    st.index = shard_task_indices(tasks, st.shard);
+    if (st.index.size() != tasks.size()) {
+        std::vector<tune::TaskToTune> share;
+        for (size_t i : st.index)
+            share.push_back(std::move(tasks[i]));
+        tasks = std::move(share);
+    }
+    const std::string shard_name = opts.shard.empty() ? "" : task_shard_text(st.shard);
 
     tune::TuningDatabase db = open_tune_database(opts.db);
     ModelCurveWriter curve(opts.curve_file);
@@ -196,12 +286,18 @@ tune::TasksResult run_tune_model(const TuneOptions& opts, std::ostream& out, std
             curve.row(p.round, p.trials_done, p.elapsed_secs, p.estimated_secs);
         // A log gets one line per round; a terminal also shows which task is being tuned.
         if (p.round_done || p.task < 0 || progress_is_terminal)
-            line.update(progress_text(tasks, p));
+            line.update(progress_text(tasks, shard_name, p));
     };
+    if (tasks.empty()) { // a shard beyond the model's task count: nothing to do, not an error
+        tune::TasksResult none;
+        none.estimated_secs_before = none.estimated_secs_after = kInf;
+        print_summary(opts, tasks, st, target, none, db.num_records(), out);
+        return none;
+    }
     const tune::TasksResult r =
         tune::tune_tasks(tasks, target, db, make_model, *measurer, so, {}, on_progress);
     line.finish();
-    print_summary(opts, tasks, target, r, db.num_records(), out);
+    print_summary(opts, tasks, st, target, r, db.num_records(), out);
     return r;
 }
 

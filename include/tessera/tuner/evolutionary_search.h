@@ -29,6 +29,7 @@
 #include "tessera/cost_model/cost_model.h"
 #include "tessera/schedule/mutation.h"
 #include "tessera/schedule/sampling.h"
+#include "tessera/schedule/sketch.h"
 #include "tessera/schedule/state.h"
 #include "tessera/support/rng.h"
 
@@ -97,10 +98,13 @@ void validate(const EvolutionOptions& opts);
 
 /// `n` complete states from `sketches`, each from a uniformly drawn sketch. A ScheduleError
 /// (an illegal sample) is counted and that draw repeated; after 50 * n + 100 attempts the
-/// states made so far are returned (fewer than n only for a broken search space).
+/// states made so far are returned (fewer than n only for a broken search space). GPU sketches
+/// (target Gpu) are annotated by sched::sample_initial_gpu_state (block/vthread/thread
+/// bindings, cooperative fetching) instead of sched::sample_initial_state.
 /// Pre: sketches is not empty.
 std::vector<sched::State> sample_states(const std::vector<sched::State>& sketches, int n, Rng& rng,
-                                        const sched::SampleOptions& opts, SearchStats& stats);
+                                        const sched::SampleOptions& opts, SearchStats& stats,
+                                        sched::TargetKind target = sched::TargetKind::Cpu);
 
 /// Scores states with the model (features from `cache`, lowered on num_threads threads).
 /// States that do not lower are dropped; the others keep their order.

@@ -1,0 +1,154 @@
+// The GPU peers of scripts/gpu_check.sh: cuBLAS sgemm 4096^3 and cuDNN's conv2d 1x64x56x56,
+// 64 filters 3x3, stride 1, pad 1, both fp32 with TF32 off (the precision tessera computes in),
+// on random inputs, timed with CUDA events (median of 20 after 3 warm-up runs).
+// Compiled by the script with nvcc, not by CMake (bench/ proper is for CPU peers):
+//   nvcc -O2 -std=c++17 -arch=sm_90 vendor_peers.cu -lcublas -lcudnn            (both)
+//   nvcc -O2 -std=c++17 -arch=sm_90 -DTESSERA_NO_CUDNN vendor_peers.cu -lcublas (cuBLAS only)
+// Output: one line per peer, "<name> ms=<median> gflops=<rate>", for the script to parse.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#ifndef TESSERA_NO_CUDNN
+#include <cudnn.h>
+#endif
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <vector>
+
+#define CHECK(x)                                                                               \
+    do {                                                                                       \
+        const long long r_ = static_cast<long long>(x);                                        \
+        if (r_ != 0) {                                                                         \
+            std::fprintf(stderr, "vendor_peers: %s failed with %lld\n", #x, r_);               \
+            return 1;                                                                          \
+        }                                                                                      \
+    } while (0)
+
+namespace {
+
+/// Median milliseconds of `reps` event-timed calls of f, after 3 untimed ones.
+float median_ms(const std::function<void()>& f, int reps) {
+    cudaEvent_t a, b;
+    cudaEventCreate(&a);
+    cudaEventCreate(&b);
+    for (int i = 0; i < 3; ++i)
+        f();
+    cudaDeviceSynchronize();
+    std::vector<float> t;
+    for (int i = 0; i < reps; ++i) {
+        cudaEventRecord(a);
+        f();
+        cudaEventRecord(b);
+        cudaEventSynchronize(b);
+        float ms = 0;
+        cudaEventElapsedTime(&ms, a, b);
+        t.push_back(ms);
+    }
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+}
+
+/// A device array of n floats uniform in [-1, 1) from a fixed-seed generator.
+float* random_device_floats(size_t n, uint64_t seed) {
+    std::vector<float> h(n);
+    uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+    for (float& v : h) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        v = static_cast<float>((s >> 40) * (1.0 / (1ull << 24))) * 2.0f - 1.0f;
+    }
+    float* d = nullptr;
+    if (cudaMalloc(&d, n * sizeof(float)) != cudaSuccess)
+        return nullptr;
+    cudaMemcpy(d, h.data(), n * sizeof(float), cudaMemcpyHostToDevice);
+    return d;
+}
+
+int sgemm() {
+    const int n = 4096;
+    cublasHandle_t h;
+    CHECK(cublasCreate(&h));
+    CHECK(cublasSetMathMode(h, CUBLAS_PEDANTIC_MATH)); // fp32 FMA only: no TF32 tensor cores
+    float* A = random_device_floats(size_t(n) * n, 1);
+    float* B = random_device_floats(size_t(n) * n, 2);
+    float* C = nullptr;
+    CHECK(!A || !B);
+    CHECK(cudaMalloc(&C, sizeof(float) * n * n));
+    const float one = 1, zero = 0;
+    // Row-major C = A B is column-major C^T = B^T A^T.
+    const float ms = median_ms(
+        [&] { cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, B, n, A, n, &zero, C, n); },
+        20);
+    CHECK(cudaGetLastError());
+    std::printf("cublas_sgemm_4096 ms=%.4f gflops=%.1f\n", ms, 2.0 * n * n * n / (ms * 1e6));
+    cudaFree(A);
+    cudaFree(B);
+    cudaFree(C);
+    cublasDestroy(h);
+    return 0;
+}
+
+#ifndef TESSERA_NO_CUDNN
+int conv2d() {
+    const int N = 1, Cin = 64, H = 56, W = 56, K = 64, R = 3, S = 3;
+    cudnnHandle_t h;
+    CHECK(cudnnCreate(&h));
+    cudnnTensorDescriptor_t x, y;
+    cudnnFilterDescriptor_t w;
+    cudnnConvolutionDescriptor_t conv;
+    CHECK(cudnnCreateTensorDescriptor(&x));
+    CHECK(cudnnCreateTensorDescriptor(&y));
+    CHECK(cudnnCreateFilterDescriptor(&w));
+    CHECK(cudnnCreateConvolutionDescriptor(&conv));
+    CHECK(cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, N, Cin, H, W));
+    CHECK(cudnnSetFilter4dDescriptor(w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, K, Cin, R, S));
+    CHECK(cudnnSetConvolution2dDescriptor(conv, 1, 1, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION,
+                                          CUDNN_DATA_FLOAT));
+    CHECK(cudnnSetConvolutionMathType(conv, CUDNN_FMA_MATH)); // no TF32
+    CHECK(cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, N, K, H, W));
+    float* X = random_device_floats(size_t(N) * Cin * H * W, 3);
+    float* Wt = random_device_floats(size_t(K) * Cin * R * S, 4);
+    float* Y = nullptr;
+    CHECK(!X || !Wt);
+    CHECK(cudaMalloc(&Y, sizeof(float) * N * K * H * W));
+    cudnnConvolutionFwdAlgoPerf_t perf[8];
+    int found = 0;
+    CHECK(cudnnFindConvolutionForwardAlgorithm(h, x, w, conv, y, 8, &found, perf));
+    int pick = -1; // the fastest algorithm that ran and kept fp32 math
+    for (int i = 0; i < found && pick < 0; ++i)
+        if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].mathType == CUDNN_FMA_MATH)
+            pick = i;
+    CHECK(pick < 0);
+    void* ws = nullptr;
+    CHECK(cudaMalloc(&ws, perf[pick].memory + 1));
+    const float one = 1, zero = 0;
+    const float ms = median_ms(
+        [&] {
+            cudnnConvolutionForward(h, &one, x, X, w, Wt, conv, perf[pick].algo, ws,
+                                    perf[pick].memory, &zero, y, Y);
+        },
+        20);
+    CHECK(cudaGetLastError());
+    std::printf("cudnn_conv2d_1x64x56x56_k64_3x3 ms=%.4f gflops=%.1f\n", ms,
+                2.0 * N * K * H * W * Cin * R * S / (ms * 1e6));
+    cudaFree(X);
+    cudaFree(Wt);
+    cudaFree(Y);
+    cudaFree(ws);
+    cudnnDestroy(h);
+    return 0;
+}
+#endif
+
+} // namespace
+
+int main() {
+    int rc = sgemm();
+#ifndef TESSERA_NO_CUDNN
+    rc |= conv2d();
+#endif
+    return rc;
+}
