@@ -54,6 +54,9 @@ compare "$demo/untuned_out/probs.npy"
 
 echo
 echo "== 2. tuning for ${budget}s into $demo/tessera.db (Ctrl-C stops cleanly, a rerun resumes)"
+# The shipped records of the development machine first (idempotent; another kind of machine
+# keeps them as foreign records and tunes its own).
+"$tessera" db import "$root/tune_logs/mobilenet_tiny.jsonl" --db "$demo/tessera.db"
 "$tessera" tune "$model" --time-budget "$budget" --db "$demo/tessera.db" --threads "$threads" \
   --measure-per-round 16 --population 512 | tail -8
 
