@@ -8,26 +8,14 @@
 #include <sys/wait.h>
 
 #include <nlohmann/json.hpp>
+#include "common/tessera_process.h"
 
 namespace {
 
-struct Output {
-    int code = -1;
-    std::string out; ///< stdout and stderr together
-};
+using Output = tessera::testing::ProcessOutput;
 
-Output run_tessera(const std::string& args) {
-    std::string cmd = std::string(TESSERA_BINARY) + " " + args + " 2>&1";
-    Output o;
-    FILE* p = popen(cmd.c_str(), "r");
-    if (!p) return o;
-    std::array<char, 4096> buf;
-    size_t n;
-    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) o.out.append(buf.data(), n);
-    int status = pclose(p);
-    o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return o;
-}
+/// `tessera ARGS`, stdout and stderr together in `out`.
+Output run_tessera(const std::string& args) { return tessera::testing::capture_tessera(args); }
 
 std::string last_line(const std::string& s) {
     size_t end = s.find_last_not_of('\n');

@@ -11,6 +11,7 @@
 #include <string>
 
 #include <nlohmann/json.hpp>
+#include "common/tessera_process.h"
 
 namespace {
 
@@ -18,24 +19,11 @@ namespace fs = std::filesystem;
 
 const std::string kModels = TESSERA_SOURCE_DIR "/../shared/models";
 
-struct Output {
-    int code = -1;
-    std::string out; ///< stdout only
-};
+using Output = tessera::testing::ProcessOutput;
 
+/// `tessera inspect ARGS`, stdout only in `out`.
 Output run_inspect(const std::string& args) {
-    const std::string cmd = std::string(TESSERA_BINARY) + " inspect " + args + " 2>/dev/null";
-    Output o;
-    FILE* p = popen(cmd.c_str(), "r");
-    if (!p)
-        return o;
-    std::array<char, 4096> buf;
-    size_t n;
-    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0)
-        o.out.append(buf.data(), n);
-    const int status = pclose(p);
-    o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return o;
+    return tessera::testing::capture_tessera("inspect " + args, "/dev/null");
 }
 
 class InspectTasks : public ::testing::Test {

@@ -23,6 +23,7 @@
 
 #include "tessera/graph/tensor_io.h"
 #include "tessera/runtime/tessera_model.h"
+#include "common/tessera_process.h"
 
 namespace fs = std::filesystem;
 using tessera::graph::DType;
@@ -32,25 +33,10 @@ namespace {
 
 const std::string kModels = TESSERA_SOURCE_DIR "/../shared/models";
 
-struct Output {
-    int code = -1;
-    std::string out; ///< stdout and stderr together
-};
+using Output = tessera::testing::ProcessOutput;
 
-Output run_tessera(const std::string& args) {
-    const std::string cmd = std::string(TESSERA_BINARY) + " " + args + " 2>&1";
-    Output o;
-    FILE* p = popen(cmd.c_str(), "r");
-    if (!p)
-        return o;
-    std::array<char, 4096> buf;
-    size_t n;
-    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0)
-        o.out.append(buf.data(), n);
-    const int status = pclose(p);
-    o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return o;
-}
+/// `tessera ARGS`, stdout and stderr together in `out`.
+Output run_tessera(const std::string& args) { return tessera::testing::capture_tessera(args); }
 
 /// Every element within atol + rtol * |ref| (the models' README tolerance).
 void expect_close(const TensorData& got, const TensorData& ref, const std::string& what) {

@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tessera/tuner/database.h"
+#include "common/tessera_process.h"
 
 namespace {
 
@@ -53,54 +54,12 @@ class TuneCli : public ::testing::Test {
     fs::path dir_;
 };
 
-struct Output {
-    int code = -1;   ///< Exit code; -1 when killed by a signal.
-    std::string out; ///< stdout
-    std::string err; ///< stderr
-};
-
-std::string read_file(const std::string& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
-/// Starts `tessera ARGS` through the shell, stdout and stderr into files; returns its pid.
-pid_t start_tessera(const std::string& args, const std::string& out_file,
-                    const std::string& err_file) {
-    const std::string cmd = "exec " + std::string(TESSERA_BINARY) + " " + args + " >" +
-                            out_file + " 2>" + err_file;
-    const pid_t pid = fork();
-    if (pid == 0) {
-        execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
-        _exit(127);
-    }
-    return pid;
-}
-
-Output wait_tessera(pid_t pid, const std::string& out_file, const std::string& err_file) {
-    int status = 0;
-    waitpid(pid, &status, 0);
-    Output o;
-    o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    o.out = read_file(out_file);
-    o.err = read_file(err_file);
-    return o;
-}
-
-Output run_tessera(const std::string& args, const std::string& scratch) {
-    const std::string out = scratch + ".out", err = scratch + ".err";
-    return wait_tessera(start_tessera(args, out, err), out, err);
-}
-
-std::vector<std::string> lines_of(const std::string& s) {
-    std::vector<std::string> lines;
-    std::istringstream in(s);
-    for (std::string line; std::getline(in, line);)
-        lines.push_back(line);
-    return lines;
-}
+using Output = tessera::testing::ProcessOutput;
+using tessera::testing::lines_of;
+using tessera::testing::read_text;
+using tessera::testing::run_tessera;
+using tessera::testing::start_tessera;
+using tessera::testing::wait_tessera;
 
 /// A record's identity and content, for comparing database snapshots.
 std::string describe(const tessera::tune::TuningRecord& r) {
@@ -179,8 +138,8 @@ TEST_F(TuneCli, PrintsProgressSummaryAndCurve) {
 
     // The curve: a header and one row per round; trials grow, the best time never worsens and
     // the last row is the database's best.
-    const std::vector<std::string> rows = lines_of(read_file(curve));
-    ASSERT_EQ(rows.size(), 4u) << read_file(curve);
+    const std::vector<std::string> rows = lines_of(read_text(curve));
+    ASSERT_EQ(rows.size(), 4u) << read_text(curve);
     EXPECT_EQ(rows[0], "trials,seconds,best_ms,best_gflops");
     double last_ms = 1e300;
     for (size_t i = 1; i < rows.size(); ++i) {
@@ -306,7 +265,7 @@ TEST_F(TuneCli, KilledTunerLosesNothingCommittedAndResumes) {
     while (std::chrono::steady_clock::now() < deadline) {
         int status = 0;
         ASSERT_EQ(waitpid(pid, &status, WNOHANG), 0)
-            << "the tuner ended early: " << read_file(path("k.err"));
+            << "the tuner ended early: " << read_text(path("k.err"));
         before = snapshot(db);
         if (before.size() >= 16)
             break;

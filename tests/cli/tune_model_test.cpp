@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tessera/tuner/database.h"
+#include "common/tessera_process.h"
 
 namespace {
 
@@ -53,53 +54,12 @@ class TuneModelCli : public ::testing::Test {
     fs::path dir_;
 };
 
-struct Output {
-    int code = -1;   ///< Exit code; -1 when killed by a signal.
-    std::string out; ///< stdout
-    std::string err; ///< stderr
-};
-
-std::string read_file(const std::string& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
-pid_t start_tessera(const std::string& args, const std::string& out_file,
-                    const std::string& err_file) {
-    const std::string cmd =
-        "exec " + std::string(TESSERA_BINARY) + " " + args + " >" + out_file + " 2>" + err_file;
-    const pid_t pid = fork();
-    if (pid == 0) {
-        execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
-        _exit(127);
-    }
-    return pid;
-}
-
-Output wait_tessera(pid_t pid, const std::string& out_file, const std::string& err_file) {
-    int status = 0;
-    waitpid(pid, &status, 0);
-    Output o;
-    o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    o.out = read_file(out_file);
-    o.err = read_file(err_file);
-    return o;
-}
-
-Output run_tessera(const std::string& args, const std::string& scratch) {
-    const std::string out = scratch + ".out", err = scratch + ".err";
-    return wait_tessera(start_tessera(args, out, err), out, err);
-}
-
-std::vector<std::string> lines_of(const std::string& s) {
-    std::vector<std::string> lines;
-    std::istringstream in(s);
-    for (std::string line; std::getline(in, line);)
-        lines.push_back(line);
-    return lines;
-}
+using Output = tessera::testing::ProcessOutput;
+using tessera::testing::lines_of;
+using tessera::testing::read_text;
+using tessera::testing::run_tessera;
+using tessera::testing::start_tessera;
+using tessera::testing::wait_tessera;
 
 nlohmann::json parse_one_json_line(const Output& o) {
     const std::vector<std::string> lines = lines_of(o.out);
@@ -196,7 +156,7 @@ TEST_F(TuneModelCli, ProgressNamesTheTaskAndTheCurveHasOneRowPerRound) {
     EXPECT_NE(progress[4].find("round 4 tuned task 4/4 softmax"), std::string::npos) << o.err;
     EXPECT_NE(progress.back().find("48/48 trials"), std::string::npos) << o.err;
     EXPECT_NE(progress.back().find("e2e "), std::string::npos) << o.err;
-    const std::vector<std::string> curve = lines_of(read_file(path("curve.csv")));
+    const std::vector<std::string> curve = lines_of(read_text(path("curve.csv")));
     ASSERT_EQ(curve.size(), 1u + 6);
     EXPECT_EQ(curve[0], "round,trials,seconds,estimated_ms");
     EXPECT_EQ(curve[6].rfind("6,48,", 0), 0u) << curve[6];
@@ -234,7 +194,7 @@ TEST_F(TuneModelCli, SigintStopsAfterTheRoundWithEverythingCommitted) {
     while (std::chrono::steady_clock::now() < deadline) {
         int status = 0;
         ASSERT_EQ(waitpid(pid, &status, WNOHANG), 0)
-            << "the tuner ended early: " << read_file(path("k.err"));
+            << "the tuner ended early: " << read_text(path("k.err"));
         before = snapshot(db);
         if (before.size() >= 32)
             break;

@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tessera/tuner/database.h"
+#include "common/tessera_process.h"
 
 namespace {
 
@@ -32,18 +33,8 @@ constexpr const char* kQuickOptions = " --runner simulated --model random --popu
 
 std::string small_cnn() { return TESSERA_SOURCE_DIR "/../shared/models/small_cnn/model.onnx"; }
 
-struct Output {
-    int code = -1;   ///< Exit code; -1 when killed by a signal.
-    std::string out; ///< stdout
-    std::string err; ///< stderr
-};
-
-std::string read_file(const std::string& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
+using Output = tessera::testing::ProcessOutput;
+using tessera::testing::read_text;
 
 class TuneShardCli : public ::testing::Test {
   protected:
@@ -64,8 +55,8 @@ class TuneShardCli : public ::testing::Test {
         const int status = std::system(cmd.c_str());
         Output o;
         o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-        o.out = read_file(out);
-        o.err = read_file(err);
+        o.out = read_text(out);
+        o.err = read_text(err);
         return o;
     }
 

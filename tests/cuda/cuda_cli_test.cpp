@@ -19,31 +19,17 @@
 #include "tessera/te/op_registry.h"
 #include "tessera/te/workload_key.h"
 #include "tessera/tuner/database.h"
+#include "common/tessera_process.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 namespace cuda = tessera::backend::cuda;
 
-struct Output {
-    int code = -1;   ///< Exit code; -1 when killed by a signal.
-    std::string out; ///< stdout and stderr together
-};
+using Output = tessera::testing::ProcessOutput;
 
-Output run_tessera(const std::string& args) {
-    const std::string cmd = std::string(TESSERA_BINARY) + " " + args + " 2>&1";
-    Output o;
-    FILE* p = popen(cmd.c_str(), "r");
-    if (!p)
-        return o;
-    std::array<char, 4096> buf;
-    size_t n;
-    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0)
-        o.out.append(buf.data(), n);
-    const int status = pclose(p);
-    o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return o;
-}
+/// `tessera ARGS`, stdout and stderr together in `out`.
+Output run_tessera(const std::string& args) { return tessera::testing::capture_tessera(args); }
 
 /// Exit 1 and exactly one line, "error: ..." containing `fragment`.
 void expect_one_line_error(const std::string& args, const std::string& fragment) {
