@@ -124,6 +124,11 @@ class OpCounter : public ir::IRVisitor {
             break;
         case ir::CallOp::Prefetch:
             break;
+        case ir::CallOp::GpuBlockSum: // a shuffle tree: a few float ops per thread
+        case ir::CallOp::GpuBlockMax:
+        case ir::CallOp::GpuBlockMin:
+            add(Feature::float_other_func, lanes);
+            break;
         }
         visit_children(op);
     }

@@ -119,6 +119,9 @@ class ExpensiveFinder : public IRVisitor {
         case CallOp::Floor:
         case CallOp::Ceil:
         case CallOp::Prefetch:
+        case CallOp::GpuBlockSum:
+        case CallOp::GpuBlockMax:
+        case CallOp::GpuBlockMin:
             break;
         }
         visit_children(op);

@@ -5,7 +5,7 @@
 # Runtime, the model's memory (peak RSS minus RSS before loading, for both) and tessera's build time.
 #
 # Usage: scripts/bench_models.sh [--db PATH] [--models "NAME ..."] [--threads "1 2"]
-#                                [--min-secs S] [--out DIR]
+#                                [--min-secs S] [--out DIR] [--realtime]
 #   --db PATH        tuning database of the tuned builds (default tune_logs/tessera.db; the tuned
 #                    column is left out when it does not exist)
 #   --models LIST    model folders under ../shared/models, or paths of .onnx files
@@ -13,11 +13,14 @@
 #   --threads LIST   thread counts (default "1 2")
 #   --min-secs S     timing per measurement (default 3)
 #   --out DIR        built libraries and the raw JSON lines (default tune_logs/bench_models)
+#   --realtime       time both runtimes under SCHED_FIFO (chrt -f 50; root or CAP_SYS_NICE), so
+#                    that other work on a shared machine cannot preempt the timed runs
 # Environment: TESSERA_BUILD_DIR (default build/). ONNX Runtime comes from scripts/setup_peers.sh.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${TESSERA_BUILD_DIR:-$root/build}
 db="$root/tune_logs/tessera.db" models="" threads="1 2" min_secs=3 out="$root/tune_logs/bench_models"
+rt=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --db) db=$2; shift 2 ;;
@@ -25,7 +28,8 @@ while [ $# -gt 0 ]; do
     --threads) threads=$2; shift 2 ;;
     --min-secs) min_secs=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    --realtime) rt=(chrt -f 50); shift ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "error: unknown option '$1' (see --help)" >&2; exit 1 ;;
   esac
 done
@@ -69,8 +73,8 @@ for m in $models; do
   fi
   for t in $threads; do
     # Interleaved: the peer, then tessera untuned, then tuned, so drifts hit all alike.
-    ort=$(OMP_NUM_THREADS=$t "$py" "$root/scripts/ort_bench.py" "$onnx" --threads "$t" --min-secs "$min_secs")
-    unt=$("$tessera" bench "$out/$name.untuned.so" --threads "$t" --min-secs "$min_secs" --json)
+    ort=$(OMP_NUM_THREADS=$t "${rt[@]}" "$py" "$root/scripts/ort_bench.py" "$onnx" --threads "$t" --min-secs "$min_secs")
+    unt=$("${rt[@]}" "$tessera" bench "$out/$name.untuned.so" --threads "$t" --min-secs "$min_secs" --json)
     echo "{\"model\":\"$name\",\"threads\":$t,\"ort\":$ort,\"untuned\":$unt}" >>"$raw"
     ort_ms=$(echo "$ort" | json '["median_ms"]')
     unt_ms=$(echo "$unt" | json '["median_ms"]')
@@ -78,7 +82,7 @@ for m in $models; do
     t_mib=$(echo "$unt" | json '["model_rss_bytes"]/2**20')
     tun_ms="-" tun_ratio="-"
     if [ $tuned = 1 ]; then
-      tun=$("$tessera" bench "$out/$name.tuned.so" --threads "$t" --min-secs "$min_secs" --json)
+      tun=$("${rt[@]}" "$tessera" bench "$out/$name.tuned.so" --threads "$t" --min-secs "$min_secs" --json)
       echo "{\"model\":\"$name\",\"threads\":$t,\"tuned\":$tun}" >>"$raw"
       tun_ms=$(ms "$(echo "$tun" | json '["median_ms"]')")
       tun_ratio=$(printf "%.2f" "$(calc "$tun_ms / $ort_ms")")

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# GPU check for the CUDA backend (issue 7): builds test_cuda and tessera, runs every CUDA test
-# (device tests included), then, in one run on the same GPU:
+# GPU check for the CUDA backend (issue 7): builds test_cuda, test_compile and tessera, runs
+# every CUDA test (device tests included; test_compile's CUDA model builds compare each built
+# model's outputs with its ONNX reference on the device), times the bundled model built with
+# `tessera build --target cuda`, then, in one run on the same GPU:
 #   - tunes sgemm 4096^3 fp32 and conv2d 1x64x56x56 (64 filters 3x3, pad 1) briefly with
 #     `tessera tune --op ... --target cuda`, and runs each best record with
 #     `tessera op run --target cuda --db` (checked against the reference, timed with events);
@@ -25,7 +27,7 @@ echo "== configure + build test_cuda and tessera ($BUILD, -j$JOBS)"
 mkdir -p "$BUILD"
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTESSERA_BUILD_BENCH=OFF \
     > "$BUILD/configure.log" 2>&1 || { cat "$BUILD/configure.log"; exit 1; }
-cmake --build "$BUILD" -j"$JOBS" --target test_cuda tessera
+cmake --build "$BUILD" -j"$JOBS" --target test_cuda test_compile tessera
 echo "   built in $(elapsed) s"
 
 echo "== CUDA tests"
@@ -36,6 +38,14 @@ grep -E '^\[ *(OK|FAILED) |^\[  (PASSED|SKIPPED) +\] [0-9]|device:|cuda tune' "$
 grep -m1 '\[SKIP\]' "$BUILD/test_cuda.log" || true
 if [ "$rc" -ne 0 ]; then
     echo "test_cuda FAILED (log: $BUILD/test_cuda.log)"; grep -B5 -A20 'Failure' "$BUILD/test_cuda.log" | head -80
+    exit 1
+fi
+rc=0
+"$BUILD/test_compile" --gtest_color=no --gtest_filter='Cuda*' > "$BUILD/test_compile_cuda.log" 2>&1 || rc=$?
+grep -E '^\[ *(OK|FAILED) |^\[  (PASSED|SKIPPED) +\] [0-9]' "$BUILD/test_compile_cuda.log" || true
+if [ "$rc" -ne 0 ]; then
+    echo "test_compile (CUDA models) FAILED (log: $BUILD/test_compile_cuda.log)"
+    grep -B5 -A20 'Failure' "$BUILD/test_compile_cuda.log" | head -80
     exit 1
 fi
 echo "   tests done at $(elapsed) s"
@@ -49,6 +59,11 @@ if ! probe=$("$BUILD/tessera" op run relu:m=7,n=13 --target cuda --naive --repea
     echo "tessera op run --target cuda FAILED:"; echo "$probe"; exit 1
 fi
 command -v nvidia-smi > /dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
+
+echo "== the bundled model on the GPU (tessera build --target cuda, default schedules)"
+"$BUILD/tessera" build models/mobilenet_tiny/model.onnx --target cuda --no-db \
+    -o "$BUILD/mobilenet_tiny.cuda.so" | tail -2
+"$BUILD/tessera" bench "$BUILD/mobilenet_tiny.cuda.so" --min-secs 2 | head -5
 
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT

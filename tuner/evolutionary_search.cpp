@@ -308,8 +308,12 @@ std::vector<ScoredState> evolve(const std::vector<sched::State>& init, int num_o
         for (int64_t draw = 0; int(children.size()) < opts.population && draw < max_draws; ++draw) {
             const ScoredState& parent = pop[roulette.draw(rng)];
             if (rng.uniform01() < opts.mutation_probability) {
+                // A state bound to GPU hardware takes the GPU rules (device limits, cooperative
+                // fetches); CPU states never carry GPU bindings, so their path is unchanged.
                 std::optional<sched::State> child =
-                    sched::mutate(parent.state, rng, opts.sample, opts.weights);
+                    sched::is_gpu_state(parent.state)
+                        ? sched::mutate_gpu(parent.state, rng)
+                        : sched::mutate(parent.state, rng, opts.sample, opts.weights);
                 if (!child) {
                     ++stats.mutation_failures;
                     continue;

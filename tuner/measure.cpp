@@ -256,8 +256,11 @@ LocalMeasurer::LocalMeasurer(const MeasureOptions& opts) : impl_(std::make_uniqu
     std::vector<std::string> command = opts.worker_command;
     if (command.empty())
         command = {this_executable(), "__measure-worker"};
-    m.runner =
-        std::make_unique<Runner>(command, opts.run_timeout_secs, m.work_dir + "/worker_stderr.log");
+    // Priority 10 of 1..99: above every normal process, below the kernel's own real-time threads.
+    constexpr int kRealtimePriority = 10;
+    m.runner = std::make_unique<Runner>(command, opts.run_timeout_secs,
+                                        m.work_dir + "/worker_stderr.log",
+                                        opts.realtime ? kRealtimePriority : 0);
 }
 
 LocalMeasurer::~LocalMeasurer() {
@@ -347,6 +350,8 @@ std::string LocalMeasurer::settings_json() const {
     j["min_repeat_secs"] = o.min_repeat_secs;
     j["max_repeats"] = o.max_repeats;
     j["flush_cache"] = o.flush_cache;
+    if (o.realtime)
+        j["realtime"] = !impl_->runner->realtime_denied();
     j["tolerance"] = o.tolerance;
     j["seed"] = o.seed;
     return j.dump();

@@ -24,9 +24,8 @@ EvolutionOptions evolution_options(const SearchOptions& opts) {
     EvolutionOptions eo;
     eo.population = opts.population;
     eo.generations = opts.generations;
-    // The mutation rules know CPU annotations only: a GPU search selects among samples.
-    eo.mutation_probability =
-        opts.sketch.target == sched::TargetKind::Gpu ? 0 : opts.mutation_probability;
+    // GPU states take the GPU mutation rules (evolve picks them by the state's bindings).
+    eo.mutation_probability = opts.mutation_probability;
     eo.sample = opts.sample;
     eo.num_threads = opts.search_threads;
     return eo;
@@ -60,8 +59,7 @@ class TaskTuner {
             measurer_.note_best_secs(result_.workload_key, best->median_secs);
         sketches_ = sched::generate_sketches(c_, opts_.sketch);
         TESSERA_CHECK(!sketches_.empty()) << "no sketch for workload " << result_.workload_key;
-        // The rule-based default schedule exists for CPUs only.
-        if (opts_.seed_default_schedule && opts_.sketch.target == sched::TargetKind::Cpu) {
+        if (opts_.seed_default_schedule) {
             sched::DefaultScheduleOptions d;
             d.target = opts_.sketch.target;
             d.num_cores = opts_.sample.num_cores;

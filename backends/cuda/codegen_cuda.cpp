@@ -11,6 +11,8 @@
 #include <unordered_set>
 
 #include "tessera/ir/functor.h"
+#include "tessera/ir/op.h"
+#include "tessera/ir/simplify.h"
 #include "tessera/support/error.h"
 
 namespace tessera::backend::cuda {
@@ -33,6 +35,45 @@ __device__ __forceinline__ float tessera_floormod(float a, float b) { return a -
 __device__ __forceinline__ double tessera_floormod(double a, double b) { return a - b * floor(a / b); }
 template <typename T> __device__ __forceinline__ T tessera_min(T a, T b) { return b < a ? b : a; }
 template <typename T> __device__ __forceinline__ T tessera_max(T a, T b) { return a < b ? b : a; }
+)";
+
+/// Added to the prelude when a kernel reduces across threads (CallOp::GpuBlockSum/Max/Min).
+const char* kBlockReducePrelude = R"(struct tessera_sum_op { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return a + b; } };
+struct tessera_max_op { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return a < b ? b : a; } };
+struct tessera_min_op { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return b < a ? b : a; } };
+// Combines v over lanes [0, valid) of the calling warp into lane 0; lanes [0, active) call it.
+template <typename T, typename Op>
+__device__ __forceinline__ T tessera_warp_reduce(T v, Op op, unsigned active, unsigned valid) {
+    const unsigned mask = active >= 32 ? 0xffffffffu : ((1u << active) - 1u);
+    const unsigned lane = threadIdx.x % 32;
+#pragma unroll
+    for (unsigned off = 16; off > 0; off /= 2) {
+        const T other = __shfl_down_sync(mask, v, off);
+        if (lane + off < valid) v = op(v, other);
+    }
+    return v;
+}
+// Combines v over the block's `threads` threads (threadIdx.x; blockDim.y = blockDim.z = 1):
+// shuffles within each warp, the warps' values through shared memory, then shuffles in warp 0.
+// Every thread of the block calls it and gets the result.
+template <typename T, typename Op>
+__device__ __forceinline__ T tessera_block_reduce(T v, Op op, unsigned threads) {
+    __shared__ T warp_vals[32];
+    const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const unsigned warps = (threads + 31) / 32;
+    const unsigned in_warp = threads - warp * 32 < 32 ? threads - warp * 32 : 32;
+    v = tessera_warp_reduce(v, op, in_warp, in_warp);
+    __syncthreads(); // an earlier reduction's readers of warp_vals are done
+    if (lane == 0) warp_vals[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        T w = warp_vals[lane < warps ? lane : 0];
+        w = tessera_warp_reduce(w, op, in_warp, warps);
+        if (lane == 0) warp_vals[0] = w;
+    }
+    __syncthreads();
+    return warp_vals[0];
+}
 )";
 
 std::string scalar_type(DataType t) {
@@ -97,6 +138,129 @@ const char* hardware_index(int axis) {
 }
 
 [[noreturn]] void schedule_error(const std::string& msg) { throw ScheduleError(msg); }
+
+// ---- vector accesses ------------------------------------------------------------------------
+
+/// The CUDA vector type of `lanes` elements of t that one access may load or store: float2,
+/// float4, __half2; "" when there is none.
+std::string vector_type(DataType t, int64_t lanes) {
+    if (t == DataType::f32() && (lanes == 2 || lanes == 4))
+        return lanes == 2 ? "float2" : "float4";
+    if (t.is_float() && t.bits == 16 && t.is_scalar() && lanes == 2)
+        return "__half2";
+    return "";
+}
+
+/// Whether e is provably a multiple of w: a sum, difference or min/max of such terms, or a
+/// product with one such factor, down to constants that w divides.
+bool multiple_of(const Expr& e, int64_t w) {
+    if (const auto* i = e.as<IntImm>())
+        return i->value % w == 0;
+    if (const auto* a = e.as<Add>())
+        return multiple_of(a->a, w) && multiple_of(a->b, w);
+    if (const auto* a = e.as<Sub>())
+        return multiple_of(a->a, w) && multiple_of(a->b, w);
+    if (const auto* a = e.as<Mul>())
+        return multiple_of(a->a, w) || multiple_of(a->b, w);
+    if (const auto* a = e.as<Min>())
+        return multiple_of(a->a, w) && multiple_of(a->b, w);
+    if (const auto* a = e.as<Max>())
+        return multiple_of(a->a, w) && multiple_of(a->b, w);
+    if (const auto* a = e.as<Mod>()) // x - c * floor(x / c)
+        return multiple_of(a->a, w) && multiple_of(a->b, w);
+    return false;
+}
+
+/// An index as a function of a vector loop's variable v in [0, lanes): base + stride * v, with
+/// base independent of v; undefined base when the analysis cannot tell.
+struct LaneForm {
+    Expr base;
+    int64_t stride = 0;
+};
+
+bool uses_var(const Expr& e, const Var& v);
+
+/// The lane form of e. Floor division and modulo by a constant c keep it when the dividend is
+/// a multiple of `lanes` plus v and `lanes` divides c: the lanes then never cross a multiple of
+/// c (the fused-loop indices of a split that is a multiple of the vector width).
+LaneForm lane_form(const Expr& e, const Var& v, int64_t lanes) {
+    if (!uses_var(e, v))
+        return {e, 0};
+    if (e.as<Variable>() == v.get())
+        return {make_zero(e.type()), 1};
+    auto both = [&](const Expr& a, const Expr& b, bool add) -> LaneForm {
+        const LaneForm x = lane_form(a, v, lanes), y = lane_form(b, v, lanes);
+        if (!x.base.defined() || !y.base.defined())
+            return {};
+        return add ? LaneForm{x.base + y.base, x.stride + y.stride}
+                   : LaneForm{x.base - y.base, x.stride - y.stride};
+    };
+    if (const auto* op = e.as<Add>())
+        return both(op->a, op->b, true);
+    if (const auto* op = e.as<Sub>())
+        return both(op->a, op->b, false);
+    if (const auto* op = e.as<Mul>()) {
+        const auto* ca = op->a.as<IntImm>();
+        const auto* cb = op->b.as<IntImm>();
+        if (!ca && !cb)
+            return {};
+        const LaneForm x = lane_form(ca ? op->b : op->a, v, lanes);
+        const int64_t c = ca ? ca->value : cb->value;
+        if (!x.base.defined())
+            return {};
+        return {x.base * make_const(e.type(), c), x.stride * c};
+    }
+    const bool div = e.as<Div>() != nullptr, mod = e.as<Mod>() != nullptr;
+    if (div || mod) {
+        const Expr& a = div ? e.as<Div>()->a : e.as<Mod>()->a;
+        const auto* c = (div ? e.as<Div>()->b : e.as<Mod>()->b).as<IntImm>();
+        if (!c || c->value <= 0 || c->value % lanes != 0 || !e.type().is_int())
+            return {};
+        const LaneForm x = lane_form(a, v, lanes);
+        if (!x.base.defined() || x.stride != 1 || !multiple_of(x.base, lanes))
+            return {};
+        const Expr cst = make_const(e.type(), c->value);
+        return div ? LaneForm{Div::make(x.base, cst), 0} : LaneForm{Mod::make(x.base, cst), 1};
+    }
+    return {};
+}
+
+/// The base of an access `index` of a vectorized loop over v in [0, lanes): index(v = 0) when
+/// index is base + v there and base is a multiple of lanes (so the lanes are one aligned
+/// vector, given buffers aligned to 16 bytes); undefined otherwise.
+Expr aligned_vector_base(const Expr& index, const Var& v, int64_t lanes) {
+    const LaneForm f = lane_form(index, v, lanes);
+    if (!f.base.defined() || f.stride != 1 || !multiple_of(f.base, lanes))
+        return Expr();
+    return simplify(f.base);
+}
+
+/// Whether e uses variable v.
+bool uses_var(const Expr& e, const Var& v) {
+    struct Finder : IRVisitor {
+        const Variable* v;
+        bool found = false;
+        using IRVisitor::visit;
+        void visit(const Variable* op) override { found = found || op == v; }
+    } f;
+    f.v = v.get();
+    f.visit(e);
+    return f.found;
+}
+
+/// The Loads of e, outer first.
+std::vector<const Load*> loads_of(const Expr& e) {
+    struct Finder : IRVisitor {
+        std::vector<const Load*> out;
+        using IRVisitor::visit;
+        void visit(const Load* op) override {
+            out.push_back(op);
+            IRVisitor::visit(op);
+        }
+    } f;
+    f.visit(e);
+    return f.out;
+}
 
 /// The Shared buffers a statement stores to and loads from.
 struct SharedAccess {
@@ -170,6 +334,12 @@ class KernelAnalysis : public IRVisitor {
         }
         IRVisitor::visit(op);
     }
+    void visit(const Call* op) override {
+        // tessera_block_reduce's warp_vals: 32 values per instantiation.
+        if (is_gpu_block_reduce(op->op) && reduce_types_.insert(op->type.bits).second)
+            shared_bytes += 32 * op->type.bytes();
+        IRVisitor::visit(op);
+    }
     void visit(const Store* op) override {
         // Code outside the bound loops runs once per block or per thread: a store there to
         // memory others see would be repeated by all of them (wrong for accumulations).
@@ -194,6 +364,7 @@ class KernelAnalysis : public IRVisitor {
 
   private:
     int serial_depth_ = 0, block_depth_ = 0, thread_depth_ = 0;
+    std::unordered_set<int> reduce_types_;
     std::string unguarded_thread_store_, unguarded_block_store_;
 };
 
@@ -211,7 +382,9 @@ class CudaWriter {
         std::string base;
         for (char c : hint)
             base += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
-        if (base.empty() || std::isdigit(static_cast<unsigned char>(base[0])))
+        // A prefixed base when the hint itself is reserved (a keyword, or the prelude's
+        // tessera_ prefix, which no suffix can make free).
+        if (base.empty() || std::isdigit(static_cast<unsigned char>(base[0])) || reserved(base))
             base = "v_" + base;
         std::string name = base;
         for (int k = 1; used_.count(name) || reserved(name); ++k)
@@ -277,7 +450,10 @@ class CudaWriter {
         switch (e.node_type()) {
         case IRNodeType::IntImm: return int_imm(e.as<IntImm>());
         case IRNodeType::FloatImm: return float_imm(e.as<FloatImm>());
-        case IRNodeType::Variable: return name_of(Var(e.as<Variable>()));
+        case IRNodeType::Variable:
+            if (e.as<Variable>() == lane_var_)
+                return std::to_string(lane_); // a lane of a vector access loop
+            return name_of(Var(e.as<Variable>()));
         case IRNodeType::Cast: return cast(e.type(), e.as<Cast>()->value);
         case IRNodeType::Add: return binary(e.as<Add>(), "+");
         case IRNodeType::Sub: return binary(e.as<Sub>(), "-");
@@ -315,6 +491,9 @@ class CudaWriter {
         }
         case IRNodeType::Load: {
             const auto* op = e.as<Load>();
+            auto vec = vector_loads_.find(op);
+            if (vec != vector_loads_.end())
+                return vec->second + "." + "xyzw"[lane_];
             return name_of(op->buffer) + "[" + expr(op->index) + "]";
         }
         case IRNodeType::Call: return call(e.as<Call>());
@@ -409,6 +588,8 @@ class CudaWriter {
         const DataType t = op->type;
         if (op->op == CallOp::Prefetch)
             return "0"; // a hint for CPUs; GPUs hide latency with threads
+        if (is_gpu_block_reduce(op->op))
+            return block_reduce(op);
         if (op->op == CallOp::Abs && !t.is_float()) {
             const std::string x = expr(op->args[0]);
             return t.is_int() ? "(" + x + " < 0 ? -" + x + " : " + x + ")" : x;
@@ -432,9 +613,30 @@ class CudaWriter {
         case CallOp::Floor: r = fn("floorf", "floor") + "(" + arg(0) + ")"; break;
         case CallOp::Ceil: r = fn("ceilf", "ceil") + "(" + arg(0) + ")"; break;
         case CallOp::Pow: r = fn("powf", "pow") + "(" + arg(0) + ", " + arg(1) + ")"; break;
-        case CallOp::Prefetch: break;
+        case CallOp::Prefetch:
+        case CallOp::GpuBlockSum:
+        case CallOp::GpuBlockMax:
+        case CallOp::GpuBlockMin: break;
         }
         return f16 ? "__float2half_rn(" + r + ")" : r;
+    }
+
+    /// A cross-thread reduction: the prelude's tessera_block_reduce over the block's threads,
+    /// which every thread must reach (barriers inside).
+    std::string block_reduce(const Call* op) {
+        if (thread_depth_ == 0 || divergent_ > 0)
+            schedule_error(std::string(to_string(op->op)) +
+                           (thread_depth_ == 0 ? " outside the thread-bound loops"
+                                               : " inside a branch that threads may take "
+                                                 "differently"));
+        if (dims_.block[1] != 1 || dims_.block[2] != 1)
+            schedule_error(std::string(to_string(op->op)) +
+                           " in a block with threadIdx.y or threadIdx.z");
+        const char* combiner = op->op == CallOp::GpuBlockSum   ? "tessera_sum_op()"
+                               : op->op == CallOp::GpuBlockMax ? "tessera_max_op()"
+                                                               : "tessera_min_op()";
+        return "tessera_block_reduce(" + expr(op->args[0]) + ", " + combiner + ", " +
+               std::to_string(dims_.block[0]) + "u)";
     }
 
     // ---- statements -------------------------------------------------------------------------
@@ -578,7 +780,7 @@ class CudaWriter {
         switch (op->scope) {
         case MemoryScope::Shared: os_ << "__shared__ "; break;
         case MemoryScope::Local:
-        case MemoryScope::Stack: break;
+        case MemoryScope::Stack: private_.insert(op->buffer.get()); break;
         case MemoryScope::Heap: TESSERA_UNREACHABLE() << "heap buffer inside a kernel";
         }
         // Shared arrays of __half have no trivial constructor issue; 16-byte alignment lets
@@ -627,6 +829,8 @@ class CudaWriter {
             os_ << "}\n";
             return;
         }
+        if (op->kind == ForKind::Vectorized && vector_access_loop(op))
+            return;
         switch (op->kind) {
         case ForKind::GpuVThread:
         case ForKind::Vectorized:
@@ -652,7 +856,84 @@ class CudaWriter {
         os_ << "}\n";
     }
 
+    /// A Vectorized loop of 2 or 4 lanes whose body is one Store, with an access (the store or
+    /// a load) of lanes contiguous along the loop variable at an aligned base
+    /// (aligned_vector_base) of a global or shared buffer in a type with a CUDA vector type
+    /// (float2, float4, __half2): such loads become one vector
+    /// load each, the lanes' values are computed one by one, and the store, when it is such an
+    /// access, becomes one vector store. Returns false (nothing written) for any other loop,
+    /// which stays a `#pragma unroll` loop.
+    bool vector_access_loop(const For* op) {
+        const auto* ext = op->extent.as<IntImm>();
+        const auto* mn = op->min.as<IntImm>();
+        const auto* store = op->body.as<Store>();
+        if (!ext || !mn || mn->value != 0 || !store || lane_var_ || (ext->value != 2 && ext->value != 4))
+            return false;
+        const int64_t lanes = ext->value;
+        const Var& v = op->loop_var;
+        // Per-thread arrays stay scalar: their elements live in registers only while every
+        // access is a scalar one at a constant index.
+        auto base_of = [&](const Buffer& b, const Expr& index) {
+            return vector_type(b.dtype(), lanes).empty() || private_.count(b.get())
+                       ? Expr()
+                       : aligned_vector_base(index, v, lanes);
+        };
+        const Expr store_base = base_of(store->buffer, store->index);
+        std::vector<std::pair<const Load*, Expr>> vec_loads;
+        for (const Load* l : loads_of(store->value)) {
+            if (!uses_var(l->index, v))
+                continue;
+            const Expr base = base_of(l->buffer, l->index);
+            if (base.defined())
+                vec_loads.emplace_back(l, base);
+        }
+        if (!store_base.defined() && vec_loads.empty())
+            return false;
+        line_start();
+        os_ << "{ // " << lanes << " lanes of '" << name_of(v) << "' as vector accesses\n";
+        ++indent_;
+        for (const auto& [l, base] : vec_loads) {
+            const std::string t = vector_type(l->buffer.dtype(), lanes);
+            const std::string name = name_of(l, name_of(l->buffer) + "_vec");
+            line_start();
+            os_ << "const " << t << " " << name << " = *reinterpret_cast<const " << t << "*>(&"
+                << name_of(l->buffer) << "[" << expr(base) << "]);\n";
+            vector_loads_[l] = name;
+        }
+        const std::string out = store_base.defined() ? name_of(store, "vec_out") : "";
+        if (store_base.defined()) {
+            line_start();
+            os_ << vector_type(store->buffer.dtype(), lanes) << " " << out << ";\n";
+        }
+        lane_var_ = v.get();
+        for (lane_ = 0; lane_ < lanes; ++lane_) {
+            line_start();
+            if (store_base.defined())
+                os_ << out << "." << "xyzw"[lane_] << " = " << expr(store->value) << ";\n";
+            else
+                os_ << name_of(store->buffer) << "[" << expr(store->index)
+                    << "] = " << expr(store->value) << ";\n";
+        }
+        lane_var_ = nullptr;
+        lane_ = 0;
+        vector_loads_.clear();
+        if (store_base.defined()) {
+            const std::string t = vector_type(store->buffer.dtype(), lanes);
+            line_start();
+            os_ << "*reinterpret_cast<" << t << "*>(&" << name_of(store->buffer) << "["
+                << expr(store_base) << "]) = " << out << ";\n";
+        }
+        --indent_;
+        line_start();
+        os_ << "}\n";
+        return true;
+    }
+
     std::ostringstream& os_;
+    const Variable* lane_var_ = nullptr; ///< The loop variable of a vector access loop.
+    int64_t lane_ = 0;                   ///< Its lane being written.
+    std::unordered_map<const Load*, std::string> vector_loads_; ///< Loads read from vectors.
+    std::unordered_set<const BufferNode*> private_;              ///< Local and Stack arrays.
     std::unordered_map<const void*, std::string> names_;
     std::unordered_set<std::string> used_;
     LaunchDims dims_;
@@ -697,6 +978,20 @@ bool fits_in_index32(const LoweredFunc& f) {
         scan.buffer(b);
     scan.visit(f.body);
     return scan.ok;
+}
+
+/// Whether s contains a cross-thread reduction.
+bool uses_block_reduce(const Stmt& s) {
+    struct Finder : IRVisitor {
+        bool found = false;
+        using IRVisitor::visit;
+        void visit(const Call* op) override {
+            found = found || is_gpu_block_reduce(op->op);
+            IRVisitor::visit(op);
+        }
+    } f;
+    f.visit(s);
+    return f.found;
 }
 
 /// Buffers some statement stores to.
@@ -759,7 +1054,8 @@ CudaSource codegen_cuda(const LoweredFunc& f, const DeviceLimits& limits) {
     const auto stored = stored_buffers(f.body);
 
     std::ostringstream os;
-    os << "// Generated by tessera from function " << f.name << ".\n" << kPrelude << "\n";
+    os << "// Generated by tessera from function " << f.name << ".\n" << kPrelude
+       << (uses_block_reduce(f.body) ? kBlockReducePrelude : "") << "\n";
     CudaWriter w(os, fits_in_index32(f));
     for (const Buffer& b : args)
         w.name_of(b);

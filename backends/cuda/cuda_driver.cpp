@@ -1,72 +1,32 @@
-// The CUDA driver API through dlopen: no link-time libcuda, so machines without a driver still
-// run tessera (and the GPU tests skip with the reason).
+// The CUDA driver API through dlopen (the runtime's loader, runtime/cuda_driver_api.h): no
+// link-time libcuda, so machines without a driver still run tessera (and the GPU tests skip with
+// the reason).
 #include "tessera/backends/cuda_driver.h"
-
-#include <dlfcn.h>
 
 #include <algorithm>
 #include <mutex>
 
+#include "tessera/runtime/cuda_driver_api.h"
 #include "tessera/support/error.h"
 
 namespace tessera::backend::cuda {
 
-/// The driver entry points we use, with the driver's ABI spelled in plain types (handles are
-/// pointers, CUdeviceptr is 64-bit), so no CUDA header decides which symbol versions we get.
-struct CudaDriver::Api {
-    using Result = int; // CUresult; 0 = CUDA_SUCCESS
-    void* lib = nullptr;
-    Result (*cuInit)(unsigned) = nullptr;
-    Result (*cuDriverGetVersion)(int*) = nullptr;
-    Result (*cuDeviceGetCount)(int*) = nullptr;
-    Result (*cuDeviceGet)(int*, int) = nullptr;
-    Result (*cuDeviceGetName)(char*, int, int) = nullptr;
-    Result (*cuDeviceGetAttribute)(int*, int, int) = nullptr;
-    Result (*cuDeviceTotalMem)(size_t*, int) = nullptr;
-    Result (*cuDevicePrimaryCtxRetain)(void**, int) = nullptr;
-    Result (*cuCtxSetCurrent)(void*) = nullptr;
-    Result (*cuCtxSynchronize)() = nullptr;
-    Result (*cuMemAlloc)(uint64_t*, size_t) = nullptr;
-    Result (*cuMemFree)(uint64_t) = nullptr;
-    Result (*cuMemcpyHtoD)(uint64_t, const void*, size_t) = nullptr;
-    Result (*cuMemcpyDtoH)(void*, uint64_t, size_t) = nullptr;
-    Result (*cuModuleLoadData)(void**, const void*) = nullptr;
-    Result (*cuModuleUnload)(void*) = nullptr;
-    Result (*cuModuleGetFunction)(void**, void*, const char*) = nullptr;
-    Result (*cuLaunchKernel)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                             unsigned, void*, void**, void**) = nullptr;
-    Result (*cuEventCreate)(void**, unsigned) = nullptr;
-    Result (*cuEventRecord)(void*, void*) = nullptr;
-    Result (*cuEventSynchronize)(void*) = nullptr;
-    Result (*cuEventElapsedTime)(float*, void*, void*) = nullptr;
-    Result (*cuEventDestroy)(void*) = nullptr;
-    Result (*cuGetErrorName)(Result, const char**) = nullptr;
+/// The driver's entry points: the runtime's table (runtime/cuda_driver_api.h, the same loader a
+/// built CUDA model uses), with device 0 and its primary context, and errors as UserError.
+struct CudaDriver::Api : runtime::cuda::DriverApi {
     void* ctx = nullptr;
     int device = 0;
 
-    /// Throws UserError naming the call and the driver's error name.
+    /// Throws UserError naming the call and the driver's error.
     void check(Result r, const char* what) const {
         if (r == 0)
             return;
-        const char* name = nullptr;
-        if (!cuGetErrorName || cuGetErrorName(r, &name) != 0 || !name)
-            name = "unknown error";
-        throw UserError() << "CUDA driver call " << what << " failed: " << name << " (" << r
-                          << ")";
+        throw UserError() << "CUDA driver call " << what
+                          << " failed: " << runtime::cuda::driver_error_text(*this, r);
     }
 };
 
 namespace {
-
-/// The first of `names` the library exports (newer driver ABIs carry a _v2 suffix).
-template <typename Fn> bool resolve(void* lib, Fn& fn, std::initializer_list<const char*> names) {
-    for (const char* n : names)
-        if (void* p = dlsym(lib, n)) {
-            fn = reinterpret_cast<Fn>(p);
-            return true;
-        }
-    return false;
-}
 
 // CUdevice_attribute values (stable across driver versions).
 constexpr int kAttrMaxThreadsPerBlock = 1;
@@ -84,54 +44,17 @@ CudaDriver& CudaDriver::get() {
 }
 
 CudaDriver::CudaDriver() : api_(std::make_unique<Api>()) {
+    const runtime::cuda::Driver* driver = runtime::cuda::load_driver(&reason_);
+    if (!driver) {
+        if (reason_.empty())
+            reason_ = "no CUDA driver";
+        return;
+    }
     Api& a = *api_;
-    a.lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!a.lib) {
-        reason_ = "no CUDA driver (libcuda.so.1 not found)";
-        return;
-    }
-    bool ok = resolve(a.lib, a.cuInit, {"cuInit"}) &&
-              resolve(a.lib, a.cuDriverGetVersion, {"cuDriverGetVersion"}) &&
-              resolve(a.lib, a.cuDeviceGetCount, {"cuDeviceGetCount"}) &&
-              resolve(a.lib, a.cuDeviceGet, {"cuDeviceGet"}) &&
-              resolve(a.lib, a.cuDeviceGetName, {"cuDeviceGetName"}) &&
-              resolve(a.lib, a.cuDeviceGetAttribute, {"cuDeviceGetAttribute"}) &&
-              resolve(a.lib, a.cuDeviceTotalMem, {"cuDeviceTotalMem_v2", "cuDeviceTotalMem"}) &&
-              resolve(a.lib, a.cuDevicePrimaryCtxRetain, {"cuDevicePrimaryCtxRetain"}) &&
-              resolve(a.lib, a.cuCtxSetCurrent, {"cuCtxSetCurrent"}) &&
-              resolve(a.lib, a.cuCtxSynchronize, {"cuCtxSynchronize"}) &&
-              resolve(a.lib, a.cuMemAlloc, {"cuMemAlloc_v2"}) &&
-              resolve(a.lib, a.cuMemFree, {"cuMemFree_v2"}) &&
-              resolve(a.lib, a.cuMemcpyHtoD, {"cuMemcpyHtoD_v2"}) &&
-              resolve(a.lib, a.cuMemcpyDtoH, {"cuMemcpyDtoH_v2"}) &&
-              resolve(a.lib, a.cuModuleLoadData, {"cuModuleLoadData"}) &&
-              resolve(a.lib, a.cuModuleUnload, {"cuModuleUnload"}) &&
-              resolve(a.lib, a.cuModuleGetFunction, {"cuModuleGetFunction"}) &&
-              resolve(a.lib, a.cuLaunchKernel, {"cuLaunchKernel"}) &&
-              resolve(a.lib, a.cuEventCreate, {"cuEventCreate"}) &&
-              resolve(a.lib, a.cuEventRecord, {"cuEventRecord"}) &&
-              resolve(a.lib, a.cuEventSynchronize, {"cuEventSynchronize"}) &&
-              resolve(a.lib, a.cuEventElapsedTime,
-                      {"cuEventElapsedTime_v2", "cuEventElapsedTime"}) &&
-              resolve(a.lib, a.cuEventDestroy, {"cuEventDestroy_v2", "cuEventDestroy"}) &&
-              resolve(a.lib, a.cuGetErrorName, {"cuGetErrorName"});
-    if (!ok) {
-        reason_ = "CUDA driver lacks an entry point tessera needs (driver too old?)";
-        return;
-    }
-    if (int r = a.cuInit(0); r != 0) {
-        reason_ = r == 34   ? "no CUDA driver (only the toolkit's stub libcuda)"
-                  : r == 100 ? "no CUDA device"
-                             : "cuInit failed with CUDA error " + std::to_string(r);
-        return;
-    }
-    int count = 0;
-    if (a.cuDeviceGetCount(&count) != 0 || count == 0) {
-        reason_ = "no CUDA device";
-        return;
-    }
+    static_cast<runtime::cuda::DriverApi&>(a) = driver->api;
+    a.device = driver->device;
+    a.ctx = driver->context;
     try {
-        a.check(a.cuDeviceGet(&a.device, 0), "cuDeviceGet");
         char name[256] = {};
         a.check(a.cuDeviceGetName(name, sizeof name, a.device), "cuDeviceGetName");
         info_.name = name;
@@ -150,7 +73,6 @@ CudaDriver::CudaDriver() : api_(std::make_unique<Api>()) {
         size_t mem = 0;
         a.check(a.cuDeviceTotalMem(&mem, a.device), "cuDeviceTotalMem");
         info_.total_memory_bytes = static_cast<int64_t>(mem);
-        a.check(a.cuDevicePrimaryCtxRetain(&a.ctx, a.device), "cuDevicePrimaryCtxRetain");
         a.check(a.cuCtxSetCurrent(a.ctx), "cuCtxSetCurrent");
     } catch (const UserError& e) {
         reason_ = e.what();

@@ -742,6 +742,9 @@ llvm::Value* CodeGen::visit(const Call* op) {
             return intrinsic(llvm::Intrinsic::abs, {ty}, {x, b_.getFalse()});
         return x; // unsigned and bool values are their own absolute value
     case CallOp::Prefetch:
+    case CallOp::GpuBlockSum: // GPU lowering only
+    case CallOp::GpuBlockMax:
+    case CallOp::GpuBlockMin:
         break;
     }
     TESSERA_UNREACHABLE() << "call " << to_string(op->op);

@@ -81,6 +81,11 @@ void emit_model_data_object(const ModelDataObject& data, const std::string& path
     // 64-byte alignment: every weight starts at a 64-byte multiple of the array, so kernels
     // may use aligned vector loads on them.
     add_byte_array(m, "tessera_model_weights", data.weights, 64);
+    if (!data.cubins.empty()) {
+        const auto* cubins = reinterpret_cast<const uint8_t*>(data.cubins.data());
+        add_byte_array(m, "tessera_model_cubins",
+                       llvm::ArrayRef<uint8_t>(cubins, data.cubins.size()), 8);
+    }
 
     // The kernel table: pointers to `void fn(void**)`, declared here and defined by the
     // kernels' object.

@@ -20,13 +20,22 @@ namespace tessera::sched::detail {
 /// step is illegal with these lengths.
 State fill_fixed_tile_sizes(const State& sketch, const DefaultScheduleOptions& opts);
 
+/// Whether st reduces like a GEMM: a reduction of at least 128 steps without a kernel window
+/// (matmul, dense, 1x1 convolution). Its default tile accumulates over the whole reduction in
+/// registers, with rows of tiles outside (fixed_tile_sizes.cpp).
+bool is_gemm_like(const Stage& st);
+
 /// Adds the fixed annotation to a filled state (no compute location changes): the outer
 /// spatial loops of each root stage with at least 4096 loop iterations fused and parallel up
-/// to 16 x num_cores iterations, pragma
+/// to 16 x num_cores iterations (a GEMM-like stage's up to 4 x num_cores, so that its rows of
+/// tiles stay a serial loop whose partial last tile is peeled), pragma
 /// auto_unroll_max_step (512 on tiled stages, 16 on other reductions), the register tile's
 /// vector axis split into vector-wide parts (vectorized, the outer part unrolled), and the
 /// innermost contiguous loop of untiled stages split by the vector width and vectorized.
 /// Throws ScheduleError when a step is illegal.
 void annotate_fixed(State& s, const DefaultScheduleOptions& opts);
+
+/// The GPU default schedule (default_schedule.h, target Gpu); gpu_default_schedule.cpp.
+State gpu_default_schedule(const te::Compute& c, const DefaultScheduleOptions& opts);
 
 } // namespace tessera::sched::detail

@@ -86,7 +86,8 @@ State annotated_initial_state(const te::Compute& c, const DefaultScheduleOptions
 } // namespace
 
 State default_schedule(const te::Compute& c, const DefaultScheduleOptions& opts) {
-    TESSERA_CHECK(opts.target == TargetKind::Cpu) << "default schedules exist for CPUs only";
+    if (opts.target == TargetKind::Gpu)
+        return detail::gpu_default_schedule(c, opts);
     SketchOptions sketch_opts;
     sketch_opts.target = opts.target;
     sketch_opts.num_cores = opts.num_cores;

@@ -105,10 +105,16 @@ void annotate_fixed(State& s, const DefaultScheduleOptions& opts) {
         }
 
     const int64_t max_degree = int64_t{16} * std::max(1, opts.num_cores);
-    for (int sid = 0; sid < static_cast<int>(s.stages.size()); ++sid)
-        if (!s.stages[sid].is_input() && s.stages[sid].location.kind == ComputeLocKind::Root &&
-            loop_work(s, sid) >= kMinParallelWork)
-            parallelize_outer_loops(s, sid, 0, max_degree);
+    const int64_t gemm_degree = int64_t{4} * std::max(1, opts.num_cores);
+    for (int sid = 0; sid < static_cast<int>(s.stages.size()); ++sid) {
+        if (s.stages[sid].is_input() || s.stages[sid].location.kind != ComputeLocKind::Root ||
+            loop_work(s, sid) < kMinParallelWork)
+            continue;
+        bool gemm = is_gemm_like(s.stages[sid]);
+        for (int a : s.attached_stages(sid))
+            gemm = gemm || is_gemm_like(s.stages[a]);
+        parallelize_outer_loops(s, sid, 0, gemm ? gemm_degree : max_degree);
+    }
 
     for (int sid = 0; sid < static_cast<int>(s.stages.size()); ++sid) {
         const Stage& st = s.stages[sid];

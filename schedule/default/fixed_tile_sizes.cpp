@@ -27,9 +27,28 @@ constexpr int64_t kMaxTileRows = 8;
 /// The most elements of a convolution's cache tile (register tile x rows of the row axis):
 /// 8 KiB of f32, well inside L1 and under the lowering's stack limit for local buffers.
 constexpr int64_t kMaxCacheTileElements = 2048;
-/// Reductions at least this long without a window are cut into chunks of kReduceChunk.
-constexpr int64_t kMinChunkedReduce = 128;
-constexpr int64_t kReduceChunk = 256;
+/// A reduction at least this long without a window (matmul, dense, 1x1 conv) is GEMM-like: its
+/// register tile keeps its accumulators over the whole reduction, whose innermost kReduceUnroll
+/// steps are unrolled around the tile's FMAs.
+constexpr int64_t kMinGemmReduce = 128;
+constexpr int64_t kReduceUnroll = 4;
+
+/// Whether stage st reduces over a kernel window (a reduce loop of extent 2..kMaxInnerReduce)
+/// and how long its longest reduce loop is.
+struct ReduceShape {
+    bool window = false;
+    int64_t longest = 1;
+    bool gemm_like() const { return !window && longest >= kMinGemmReduce; }
+};
+
+ReduceShape reduce_shape(const Stage& st) {
+    ReduceShape r;
+    for (const ir::IterVar& v : st.reduce_axes()) {
+        r.window = r.window || (v.extent > 1 && v.extent <= kMaxInnerReduce);
+        r.longest = std::max(r.longest, v.extent);
+    }
+    return r;
+}
 
 /// The root axis (index into the stage's nodes: spatial axes, then reduce axes) that
 /// iterator node `node` was split from, or -1 when it comes from a fuse.
@@ -65,9 +84,12 @@ struct RegisterTile {
     /// serves the outputs of several rows.
     int row_axis = -1;
     int64_t row_extent = 1;
-    /// The reduce level inside the cache tile for reductions longer than kMaxInnerReduce
-    /// (0: they stay whole in the outer reduce level).
+    /// The inner reduce level of a GEMM-like stage (kReduceUnroll; 0: reductions longer than
+    /// kMaxInnerReduce stay whole in the outer reduce level).
     int64_t reduce_chunk = 0;
+    /// GEMM-like: the rows lie outside the register tile's local buffer (second spatial level
+    /// of the sketch's S S R S R S tiling, around the cache write), not inside it.
+    bool rows_outside_local = false;
 };
 
 /// For each read in the body of `st`, which of its spatial axes the read's indices use.
@@ -122,29 +144,27 @@ int64_t tile_rows(int64_t e, int64_t max_rows) {
     return (e + n - 1) / n;
 }
 
-/// The cache tile: the register tile repeated over rows of a row axis in the tile's second
-/// spatial level (a local buffer of at most kMaxCacheTileElements, while the parallel loops
-/// keep at least 4 x num_cores iterations), so that each weight loaded from L2 serves several
-/// register tiles.
+/// The cache tile: the register tile repeated over rows of a row axis, so that each weight
+/// loaded from L2 serves several register tiles.
 ///   - A stage with a convolution window (a reduce axis of extent 2 to kMaxInnerReduce, whole
 ///     inside the tile's reduce level, so each load and store of the accumulators serves a
 ///     window of FMAs): rows of the innermost remaining spatial axis that some read (the
-///     weight) leaves out; only such an axis gains reuse.
-///   - A long reduction without a window (matmul, dense, 1x1 conv): rows of the width axis
-///     itself, with the reduction cut into chunks of kReduceChunk inside the cache tile, so the
-///     weight's chunk stays in cache while the rows are computed.
+///     weight) leaves out, in the tile's second spatial level inside the local buffer (at most
+///     kMaxCacheTileElements), while the parallel loops keep at least 4 x num_cores iterations.
+///   - A GEMM-like stage (a long reduction without a window: matmul, dense, 1x1 conv): rows of
+///     the width axis outside the local buffer, which stays one register tile that accumulates
+///     over the whole reduction (its innermost kReduceUnroll steps unrolled). As many rows as
+///     the parallel loops allow, ideally all: each panel of the vector axis' operand (the B of
+///     a matmul, packed) then stays in L2 while every row of A streams past it. On a 2-core
+///     AVX-512 machine, sgemm 1024^3 ran at 314 GFLOP/s with all 171 row tiles per panel, 277
+///     with 43 and 223 with the former 8-row local cache tile and reduction chunks of 256.
 void add_cache_tile(const Stage& st, const DefaultScheduleOptions& opts, RegisterTile& t) {
     if (t.width_axis < 0)
         return;
-    bool window = false;
-    int64_t longest_reduce = 1;
-    for (const ir::IterVar& r : st.reduce_axes()) {
-        window = window || (r.extent > 1 && r.extent <= kMaxInnerReduce);
-        longest_reduce = std::max(longest_reduce, r.extent);
-    }
+    const ReduceShape reduce = reduce_shape(st);
     const std::vector<int64_t>& shape = st.tensor.shape();
     const int n_axes = static_cast<int>(std::min(st.axes.size(), shape.size()));
-    if (window) {
+    if (reduce.window) {
         const std::vector<std::vector<bool>> uses = axes_used_by_reads(st);
         for (int a = n_axes - 1; a >= 0 && t.row_axis < 0; --a) {
             if (a == t.vector_axis || a == t.width_axis || a == t.block_axis ||
@@ -156,9 +176,10 @@ void add_cache_tile(const Stage& st, const DefaultScheduleOptions& opts, Registe
             if (left_out)
                 t.row_axis = a;
         }
-    } else if (longest_reduce >= kMinChunkedReduce) {
+    } else if (reduce.gemm_like()) {
         t.row_axis = t.width_axis;
-        t.reduce_chunk = kReduceChunk;
+        t.reduce_chunk = kReduceUnroll;
+        t.rows_outside_local = true;
     }
     if (t.row_axis < 0)
         return;
@@ -177,7 +198,9 @@ void add_cache_tile(const Stage& st, const DefaultScheduleOptions& opts, Registe
     const int64_t units = tiles(shape[static_cast<size_t>(t.row_axis)], register_extent(t.row_axis));
     const int64_t tile = t.vector_extent * t.width_extent * t.block_extent;
     const int64_t min_parallel = int64_t{4} * std::max(1, opts.num_cores);
-    int64_t rows = std::min(units, std::max<int64_t>(1, kMaxCacheTileElements / tile));
+    int64_t rows = t.rows_outside_local
+                       ? units
+                       : std::min(units, std::max<int64_t>(1, kMaxCacheTileElements / tile));
     while (rows > 1 && outer * tiles(units, rows) < min_parallel)
         --rows;
     t.row_extent = tile_rows(units, rows);
@@ -206,9 +229,14 @@ RegisterTile register_tile(const Stage& st, const DefaultScheduleOptions& opts) 
     const std::vector<int64_t>& shape = st.tensor.shape();
     const int64_t ev = shape[static_cast<size_t>(t.vector_axis)];
     const int64_t ew = t.width_axis >= 0 ? shape[static_cast<size_t>(t.width_axis)] : 1;
+    // Accumulators, one loaded weight vector each and a broadcast must fit the register file.
+    const int64_t registers = lanes >= 16 ? 32 : 16;
     // Two vectors by several rows keeps both FMA ports busy; with fewer than 4 rows (a batch
-    // of 1) more vectors per row hide the FMA latency instead.
-    const int64_t want_vectors = ew >= 4 ? 2 : 4;
+    // of 1) more vectors per row hide the FMA latency instead. A GEMM-like tile with 32
+    // registers takes four vectors by six rows: 24 accumulators, 4 vector loads and 6
+    // broadcasts per reduction step (as the hand-written sgemm of bench/sgemm_ir.cpp).
+    const int64_t want_vectors =
+        ew < 4 ? 4 : (registers == 32 && reduce_shape(st).gemm_like() ? 4 : 2);
     const int64_t vectors = std::min(want_vectors, ev / lanes);
     t.vector_extent = vectors >= 1 ? vectors * lanes : ev;
     // A vector axis shorter than the vectors wanted (an NCHW[x]c block): more vectors from
@@ -222,16 +250,24 @@ RegisterTile register_tile(const Stage& st, const DefaultScheduleOptions& opts) 
             per_row *= t.block_extent;
         }
     }
-    // Accumulators, one loaded weight vector each and a broadcast must fit the register file.
-    const int64_t registers = lanes >= 16 ? 32 : 16;
     const int64_t acc = per_row;
     const int64_t max_rows = std::clamp<int64_t>((registers - acc - 1) / acc, 1, kMaxTileRows);
-    t.width_extent = t.width_axis >= 0 ? tile_rows(ew, max_rows) : 1;
+    // A GEMM-like tile takes the full max_rows even when they do not divide the width axis
+    // (the last tile is partial): 6 x 4 vectors beat a dividing 4 x 4 by a quarter more FMAs
+    // per loaded vector.
+    if (t.width_axis < 0)
+        t.width_extent = 1;
+    else if (reduce_shape(st).gemm_like())
+        t.width_extent = std::min(ew, max_rows);
+    else
+        t.width_extent = tile_rows(ew, max_rows);
     add_cache_tile(st, opts, t);
     return t;
 }
 
 } // namespace
+
+bool is_gemm_like(const Stage& st) { return reduce_shape(st).gemm_like(); }
 
 State fill_fixed_tile_sizes(const State& sketch, const DefaultScheduleOptions& opts) {
     std::map<std::string, RegisterTile> tiles;
@@ -267,8 +303,11 @@ State fill_fixed_tile_sizes(const State& sketch, const DefaultScheduleOptions& o
                     step.lengths.back() = t.width_extent;
                 else if (axis == t.block_axis)
                     step.lengths.back() = t.block_extent;
-                if (axis == t.row_axis && step.lengths.size() >= 2)
-                    step.lengths[step.lengths.size() - 2] = t.row_extent;
+                // Rows go to the second spatial level (inside the local buffer) or, for a
+                // GEMM-like stage, the first one below the parallel level (outside it).
+                const size_t level = t.rows_outside_local ? 3 : 2;
+                if (axis == t.row_axis && step.lengths.size() >= level)
+                    step.lengths[step.lengths.size() - level] = t.row_extent;
             }
         }
         if (is_panel_layout_step(s, step)) {

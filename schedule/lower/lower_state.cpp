@@ -171,8 +171,8 @@ class Lowerer {
     ForKind kind_of(const Iterator& it, bool& in_parallel) const {
         if (opts_.gpu) {
             const ForKind k = gpu_kind_of(it.annotation);
-            // Threads that each accumulate into the same element would race: a reduction
-            // across threads needs its own lowering (not yet there), so such states are skipped.
+            // Threads that each accumulate into the same element would race: the one form of
+            // reduction across threads that is lowered (cross_thread_iter) never gets here.
             if (is_gpu_kind(k) && k != ForKind::GpuVThread && it.kind == IterKind::Reduce)
                 throw ScheduleError(Msg() << "reduce loop '" << it.name << "' bound to "
                                           << to_string(k) << " (cross-thread reduction)");
@@ -287,7 +287,7 @@ class Lowerer {
             innermost = Store::make(buf, BodyLowerer(*this, m).mutate(st.body), index);
         }
 
-        Nest nest{sid, st, L, guards, innermost, Stmt(), -1, {}};
+        Nest nest{sid, st, L, guards, innermost, Stmt(), -1, {}, Stmt()};
         if (red) {
             for (size_t k = 0; k < st.iters.size(); ++k)
                 if (st.iters[k].kind == IterKind::Reduce) {
@@ -304,7 +304,11 @@ class Lowerer {
         for (size_t k = 0; k < all.size(); ++k)
             all[k] = static_cast<int>(k);
         nest.unrolled = auto_unrolled(st, all);
-        if (red) {
+        const int xt = red && opts_.gpu ? cross_thread_iter(st) : -1;
+        if (xt >= 0) {
+            const Expr src = BodyLowerer(*this, m).mutate(red->source);
+            nest.cross_thread = build_cross_thread(nest, xt, red->op, src, index);
+        } else if (red) {
             nest.init = build_init(st, L, guards, nest.init_level, index,
                                    reduce_identity(red->op, st.tensor.dtype()), in_parallel);
         }
@@ -320,7 +324,81 @@ class Lowerer {
         Stmt init;
         int init_level;
         std::vector<bool> unrolled;
+        /// A cross-thread reduction: replaces the init and every loop from init_level on.
+        Stmt cross_thread;
     };
+
+    /// GPU only: the reduce iterator bound to threadIdx.x when the stage is a cross-thread
+    /// reduction (the only thread-bound reduce loop, no spatial loop and no attached stage
+    /// inside the first reduce loop); -1 otherwise (kind_of rejects other thread-bound
+    /// reduce loops).
+    int cross_thread_iter(const Stage& st) const {
+        int xt = -1, r0 = -1;
+        for (size_t k = 0; k < st.iters.size(); ++k) {
+            const Iterator& it = st.iters[k];
+            if (it.kind == IterKind::Reduce && r0 < 0)
+                r0 = static_cast<int>(k);
+            if (it.kind != IterKind::Reduce || it.annotation == IterAnnotation::VThread ||
+                !is_gpu_kind(gpu_kind_of(it.annotation)))
+                continue;
+            if (it.annotation != IterAnnotation::ThreadX || xt >= 0)
+                return -1;
+            xt = static_cast<int>(k);
+        }
+        if (xt < 0)
+            return -1;
+        const int sid = s_.stage_id_of(st.tensor);
+        for (size_t k = r0; k < st.iters.size(); ++k) {
+            if (st.iters[k].kind == IterKind::Spatial || !s_.attached_at(sid, int(k)).empty())
+                throw ScheduleError(Msg() << "cross-thread reduction of '" << st.tensor.name()
+                                          << "' with a spatial loop or an attached stage "
+                                             "inside its reduce loops");
+        }
+        if (!st.tensor.dtype().is_float())
+            throw ScheduleError(Msg() << "cross-thread reduction of '" << st.tensor.name()
+                                      << "' of type " << st.tensor.dtype() << " (floats only)");
+        return xt;
+    }
+
+    /// A reduction whose reduce iterator xt is bound to threadIdx.x, as the code inside the
+    /// spatial loops (level nest.init_level): each thread accumulates its slice into a one-element
+    /// Local buffer (f32 for f16 stages), the block combines the threads' values
+    /// (CallOp::GpuBlockSum/Max/Min, evaluated by every thread in uniform control flow), and
+    /// thread 0 stores the result. Guards of the update (reduce splits) wrap the accumulation
+    /// only, so that every thread reaches the block reduction.
+    Stmt build_cross_thread(const Nest& nest, int xt, ReduceOp op, const Expr& src,
+                            const Expr& index) {
+        const Stage& st = nest.st;
+        const DataType t = st.tensor.dtype();
+        const DataType acc_t = t.bits < 32 ? DataType::f32() : t;
+        const Buffer acc = Buffer::make(st.tensor.name() + "_red", acc_t, {1});
+        const Expr zero = make_zero(DataType::i64());
+        Stmt update = Store::make(acc, reduce_combine(op, Load::make(acc, zero), cast(acc_t, src)),
+                                  zero);
+        for (const Guard& g : nest.guards)
+            if (g.level > nest.init_level)
+                update = IfThenElse::make(g.cond, update);
+        const int n = static_cast<int>(st.iters.size());
+        for (int k = n; k-- > nest.init_level;) {
+            if (k == xt)
+                continue;
+            bool par = false;
+            ForKind kind = kind_of(st.iters[k], par);
+            if (kind == ForKind::Serial && nest.unrolled[k])
+                kind = ForKind::Unrolled;
+            update = For::make(nest.L.leaf_vars[k], Expr(0), Expr(st.iters[k].extent), kind, update);
+        }
+        const Var tx = nest.L.leaf_vars[xt];
+        Stmt body = Seq::make({
+            Store::make(acc, reduce_identity(op, acc_t), zero),
+            update,
+            Store::make(acc, Call::make(gpu_block_reduce_op(op), {Load::make(acc, zero)}), zero),
+            IfThenElse::make(EQ::make(Expr(tx), make_zero(tx.type())),
+                             Store::make(bufs_[nest.sid], cast(t, Load::make(acc, zero)), index)),
+        });
+        body = Allocate::make(acc, MemoryScope::Local, body);
+        return For::make(tx, Expr(0), Expr(st.iters[xt].extent), ForKind::GpuThreadX, body);
+    }
 
     /// The identity stores before the first reduce loop: a nest over the spatial loops inside
     /// that position, with fresh variables.
@@ -391,7 +469,9 @@ class Lowerer {
             items.push_back(build_stage(a, in_parallel));
         if (nest.init.defined() && k == nest.init_level)
             items.push_back(nest.init);
-        if (k == n) {
+        if (nest.cross_thread.defined() && k == nest.init_level) {
+            items.push_back(nest.cross_thread);
+        } else if (k == n) {
             items.push_back(nest.innermost);
         } else {
             bool par = in_parallel;

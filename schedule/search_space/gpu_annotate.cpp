@@ -2,6 +2,7 @@
 // binding, cooperative fetching, unroll) over a GPU sketch, with cheap device-limit checks.
 #include <algorithm>
 
+#include "search_space_util.h"
 #include "tessera/schedule/gpu_sampling.h"
 #include "tessera/schedule/schedule.h"
 
@@ -41,49 +42,28 @@ std::vector<int64_t> sample_capped_lengths(int64_t extent, size_t count, Rng& rn
     return out;
 }
 
+/// The block's thread count of a cross-thread reduction over `extent` iterations: a multiple
+/// of 32 up to opts.max_reduce_threads and to the extent rounded up to a warp.
+int64_t sample_reduce_threads(int64_t extent, Rng& rng, const GpuSampleOptions& opts) {
+    return 32 * rng.uniform_int(1, detail::max_reduce_warps(extent, opts));
+}
+
 /// Replays the sketch with every Split step's lengths sampled for the extent it splits.
-State fill_gpu_tile_sizes(const State& sketch, Rng& rng) {
+State fill_gpu_tile_sizes(const State& sketch, Rng& rng, const GpuSampleOptions& opts) {
     State s = make_initial_state(sketch.compute);
     for (size_t i = 0; i < sketch.steps.size(); ++i) {
         Step step = sketch.steps[i];
         if (step.kind == StepKind::Split && !step.lengths.empty()) {
             const Stage& st = s.stage(step.stage, "split stage");
-            if (step.iter >= 0 && step.iter < static_cast<int>(st.iters.size()))
+            if (detail::is_cross_thread_split(s, sketch.steps, i))
+                step.lengths = {sample_reduce_threads(st.iters[step.iter].extent, rng, opts)};
+            else if (step.iter >= 0 && step.iter < static_cast<int>(st.iters.size()))
                 step.lengths =
                     sample_capped_lengths(st.iters[step.iter].extent, step.lengths.size(), rng);
         }
         apply_step(s, step);
     }
     return s;
-}
-
-/// Fuses the iterators [first, first + count) of stage sid (count >= 1); returns the id.
-int fuse_run(State& s, int sid, int first, int count) {
-    if (count == 1)
-        return first;
-    std::vector<int> ids;
-    for (int k = first; k < first + count; ++k)
-        ids.push_back(k);
-    return fuse(s, sid, ids);
-}
-
-/// A tiled root stage: its first three spatial tile levels become blockIdx.x, vthread and
-/// threadIdx.x (one fused loop each).
-void bind_tiled(State& s, int sid) {
-    const int n_space = static_cast<int>(s.stages[sid].axes.size());
-    const Stage& st = s.stages[sid];
-    if (n_space == 0 || static_cast<int>(st.iters.size()) < 3 * n_space)
-        throw ScheduleError("tiled stage '" + st.tensor.name() + "' has too few loops to bind");
-    for (int k = 0; k < 3 * n_space; ++k)
-        if (st.iters[k].kind != IterKind::Spatial)
-            throw ScheduleError("tiled stage '" + st.tensor.name() +
-                                "' does not start with three spatial levels");
-    const IterAnnotation kinds[3] = {IterAnnotation::BlockX, IterAnnotation::VThread,
-                                     IterAnnotation::ThreadX};
-    for (int level = 0; level < 3; ++level) {
-        const int id = fuse_run(s, sid, level, n_space);
-        annotate(s, sid, id, kinds[level]);
-    }
 }
 
 /// An untiled root stage: its spatial loops fused, split by a sampled thread count and bound.
@@ -98,7 +78,7 @@ void bind_untiled(State& s, int sid, Rng& rng, const GpuSampleOptions& opts) {
         }
     if (spatial.empty() || spatial.back() != static_cast<int>(spatial.size()) - 1)
         return; // nothing to bind (or not in the initial order): one thread runs it
-    const int fused = fuse_run(s, sid, 0, static_cast<int>(spatial.size()));
+    const int fused = detail::fuse_run(s, sid, 0, static_cast<int>(spatial.size()));
     const auto& menu = opts.elementwise_threads;
     int64_t threads = menu[static_cast<size_t>(rng.uniform_int(0, int64_t(menu.size()) - 1))];
     threads = std::max<int64_t>(1, std::min(threads, size));
@@ -107,20 +87,18 @@ void bind_untiled(State& s, int sid, Rng& rng, const GpuSampleOptions& opts) {
     annotate(s, sid, parts[1], IterAnnotation::ThreadX);
 }
 
-/// The root stage whose loops contain stage sid (sid itself at root).
-int root_of(const State& s, int sid) {
-    while (s.stages[sid].location.kind == ComputeLocKind::At)
-        sid = s.stages[sid].location.stage;
-    return sid;
-}
-
-/// Product of the extents of a stage's iterators annotated `a` (1 when none).
-int64_t annotated_product(const Stage& st, IterAnnotation a) {
-    int64_t p = 1;
-    for (const Iterator& it : st.iters)
-        if (it.annotation == a)
-            p *= it.extent;
-    return p;
+/// Cooperative fetching of a shared copy: its loops fused, split by the block's thread count,
+/// the inner part bound to threadIdx.x. When the innermost loop's extent is a multiple of the
+/// vector width (4 for 4-byte types, 2 for f16), half of the samples first split it by that
+/// width and vectorize the inner part (one float4 / half2 access per thread and step).
+void bind_cooperative_fetch(State& s, int sid, int64_t threads, Rng& rng) {
+    const Stage& st = s.stages[sid];
+    const int64_t inner = st.iters.back().extent;
+    const int bytes = st.tensor.dtype().bytes();
+    const int64_t width = bytes == 4 ? 4 : (bytes == 2 && st.tensor.dtype().is_float() ? 2 : 0);
+    const bool vectorize =
+        width > 0 && inner % width == 0 && inner > width && rng.uniform_int(0, 1) == 1;
+    detail::bind_cooperative_fetch(s, sid, threads, vectorize ? width : 0);
 }
 
 /// Elements of the region a stage stores (its root nodes' extents).
@@ -140,12 +118,12 @@ std::string limit_violation(const State& s, const GpuSampleOptions& opts) {
             continue;
         const int64_t bytes = region_elements(st) * st.tensor.dtype().bytes();
         if (st.location.kind == ComputeLocKind::Root) {
-            if (annotated_product(st, IterAnnotation::ThreadX) > opts.max_threads_per_block)
+            if (detail::annotated_product(st, IterAnnotation::ThreadX) > opts.max_threads_per_block)
                 return "too many threads per block";
-            if (annotated_product(st, IterAnnotation::VThread) > opts.max_vthread)
+            if (detail::annotated_product(st, IterAnnotation::VThread) > opts.max_vthread)
                 return "too many virtual threads";
         } else if (st.scope == StageScope::Shared) {
-            shared[root_of(s, sid)] += bytes;
+            shared[detail::root_stage(s, sid)] += bytes;
         } else if (bytes > opts.max_local_bytes) {
             return "register tile of '" + st.tensor.name() + "' too large";
         }
@@ -157,14 +135,16 @@ std::string limit_violation(const State& s, const GpuSampleOptions& opts) {
 }
 
 State sample_once(const State& sketch, Rng& rng, const GpuSampleOptions& opts) {
-    State s = fill_gpu_tile_sizes(sketch, rng);
+    State s = fill_gpu_tile_sizes(sketch, rng, opts);
     // Root stages first (their thread counts size the cooperative fetches).
     for (int sid = static_cast<int>(s.stages.size()) - 1; sid >= 0; --sid) {
         const Stage& st = s.stages[sid];
         if (st.is_input() || st.location.kind != ComputeLocKind::Root)
             continue;
-        if (is_tiled(st))
-            bind_tiled(s, sid);
+        if (cross_thread_reduce_iter(s, sid) >= 0)
+            detail::bind_cross_thread(s, sid);
+        else if (is_tiled(st))
+            detail::bind_tiled(s, sid);
         else if (s.attached_stages(sid).empty())
             bind_untiled(s, sid, rng, opts);
     }
@@ -174,11 +154,7 @@ State sample_once(const State& sketch, Rng& rng, const GpuSampleOptions& opts) {
             continue;
         if (st.scope == StageScope::Shared) {
             // Cooperative fetching: all threads of the block copy the tile together.
-            const int64_t threads =
-                annotated_product(s.stages[root_of(s, sid)], IterAnnotation::ThreadX);
-            const int fused = fuse_run(s, sid, 0, static_cast<int>(st.iters.size()));
-            const std::vector<int> parts = split(s, sid, fused, {threads});
-            annotate(s, sid, parts[1], IterAnnotation::ThreadX);
+            bind_cooperative_fetch(s, sid, detail::block_threads(s, sid), rng);
         } else if (st.has_reduce() && is_tiled(st)) {
             const auto& menu = opts.auto_unroll_configs;
             const int64_t v = menu[static_cast<size_t>(rng.uniform_int(0, int64_t(menu.size()) - 1))];
@@ -192,6 +168,10 @@ State sample_once(const State& sketch, Rng& rng, const GpuSampleOptions& opts) {
 }
 
 } // namespace
+
+std::string gpu_limit_violation(const State& s, const GpuSampleOptions& opts) {
+    return limit_violation(s, opts);
+}
 
 State sample_initial_gpu_state(const State& sketch, Rng& rng, const GpuSampleOptions& opts) {
     std::string last;

@@ -51,8 +51,9 @@ SketchRules make_default_sketch_rules(const SketchOptions& opts) {
     case TargetKind::Gpu:
         // Ansor's GPU order: every injective stage inlined, tiled reductions always through a
         // local cache fused into their copy-out, shared copies of the tiled stage's inputs.
-        // No rfactor: cross-thread reductions are not lowered yet.
+        // Cross-thread reduction before the tiling rules it branches from (Apply).
         rules.push_back(make_always_inline_rule(opts));
+        rules.push_back(make_gpu_cross_thread_reduction_rule(opts));
         rules.push_back(make_add_cache_write_rule(opts));
         rules.push_back(make_multi_level_tiling_with_fusion_rule(opts));
         rules.push_back(make_multi_level_tiling_rule(opts));

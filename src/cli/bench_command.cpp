@@ -106,6 +106,58 @@ void print_text(const BenchResult& r, std::ostream& out) {
     }
 }
 
+/// Per call of the sequence: its median time in sequence and hot over `runs` runs each (the
+/// profile is cleared before every run, so each run gives one sample per call; medians keep one
+/// preempted call from skewing its row).
+std::vector<CallTiming> profile_calls(ModelInstance& model, const void* const* inputs,
+                                      void* const* outputs, int runs) {
+    std::vector<CallTiming> calls;
+    for (int mode : {1, 2}) {
+        std::vector<std::vector<double>> samples;
+        for (int i = 0; i < runs; ++i) {
+            model.set_profiling(mode);
+            model.run(inputs, outputs);
+            const std::vector<ModelInstance::CallProfile> profiles = model.call_profiles();
+            samples.resize(profiles.size());
+            calls.resize(profiles.size());
+            for (size_t c = 0; c < profiles.size(); ++c) {
+                samples[c].push_back(profiles[c].seconds * 1e3);
+                calls[c].kernel = profiles[c].kernel;
+            }
+        }
+        for (size_t c = 0; c < samples.size(); ++c) {
+            std::sort(samples[c].begin(), samples[c].end());
+            (mode == 1 ? calls[c].ms : calls[c].hot_ms) = quantile(samples[c], 0.5);
+        }
+    }
+    model.set_profiling(0);
+    return calls;
+}
+
+void print_profile(const std::vector<CallTiming>& calls, std::ostream& out) {
+    double total = 0, total_hot = 0;
+    for (const CallTiming& c : calls) {
+        total += c.ms;
+        total_hot += c.hot_ms;
+    }
+    char line[256];
+    out << "\nper call (median ms over the profiled runs; hot: the call repeated at once, with "
+           "warm caches)\n";
+    std::snprintf(line, sizeof line, "%5s  %-22s %10s %7s %10s %9s\n", "call", "kernel", "ms",
+                  "share", "hot ms", "ms/hot");
+    out << line;
+    for (size_t c = 0; c < calls.size(); ++c) {
+        const CallTiming& t = calls[c];
+        std::snprintf(line, sizeof line, "%5zu  %-22s %10.4f %6.1f%% %10.4f %9.2f\n", c,
+                      t.kernel.c_str(), t.ms, total > 0 ? 100.0 * t.ms / total : 0.0, t.hot_ms,
+                      t.hot_ms > 0 ? t.ms / t.hot_ms : 0.0);
+        out << line;
+    }
+    std::snprintf(line, sizeof line, "%5s  %-22s %10.4f %6.1f%% %10.4f %9.2f\n", "sum", "",
+                  total, 100.0, total_hot, total_hot > 0 ? total / total_hot : 0.0);
+    out << line;
+}
+
 } // namespace
 
 double quantile(const std::vector<double>& sorted, double q) {
@@ -171,6 +223,11 @@ BenchResult bench_model(const BenchOptions& opts, std::ostream& out) {
     r.peak_rss_bytes = peak_rss_bytes();
     r.model_rss_bytes = std::max<int64_t>(0, r.peak_rss_bytes - rss_before_load);
     r.arena_bytes = model.arena_bytes();
+    if (opts.profile) {
+        // After the timed runs, so that the latency above reads no clock per call.
+        const int runs = std::max(kMinRunsByTime, r.runs / 2);
+        r.calls = profile_calls(model, in_ptrs.data(), out_ptrs.data(), runs);
+    }
 
     if (opts.json) {
         nlohmann::ordered_json j;
@@ -189,9 +246,17 @@ BenchResult bench_model(const BenchOptions& opts, std::ostream& out) {
             j["arena_bytes"] = r.arena_bytes;
         else
             j["arena_bytes"] = nullptr;
+        if (opts.profile) {
+            nlohmann::ordered_json calls = nlohmann::ordered_json::array();
+            for (const CallTiming& c : r.calls)
+                calls.push_back({{"kernel", c.kernel}, {"ms", c.ms}, {"hot_ms", c.hot_ms}});
+            j["calls"] = calls;
+        }
         out << j.dump() << "\n";
     } else {
         print_text(r, out);
+        if (opts.profile)
+            print_profile(r.calls, out);
     }
     return r;
 }
@@ -212,6 +277,10 @@ CLI::App* add_bench_command(CLI::App& app, BenchOptions& opts) {
         ->excludes(repeat);
     cmd->add_option("--seed", opts.seed, "Seed of the random inputs")->capture_default_str();
     cmd->add_flag("--json", opts.json, "Print one JSON object instead of text");
+    cmd->add_flag("--profile", opts.profile,
+                  "After timing, time every call of the model's sequence: as it runs in the "
+                  "model and hot (repeated at once, as a kernel benchmark with warm caches "
+                  "would time it); their ratio is the price of cold data");
     return cmd;
 }
 

@@ -20,6 +20,16 @@ struct BenchOptions {
     double min_secs = 1.0; ///< With repeat 0: time runs for at least this long (and >= 5 runs).
     uint64_t seed = 1;     ///< Seed of the random inputs.
     bool json = false;     ///< One JSON object instead of text.
+    /// After timing, also time every call of the model's sequence, in sequence and hot
+    /// (tessera_model_set_profiling), and print them.
+    bool profile = false;
+};
+
+/// One call of a model's sequence, timed by `bench --profile`.
+struct CallTiming {
+    std::string kernel; ///< Its kernel's symbol (tessera_kernel_<task>), or "copy".
+    double ms = 0;      ///< Median milliseconds as it runs in the model's sequence.
+    double hot_ms = 0;  ///< Median milliseconds when repeated at once (warm caches).
 };
 
 /// The result of a benchmark; times in milliseconds.
@@ -34,6 +44,7 @@ struct BenchResult {
     /// the model costs (code, weights, arena, thread pool), without the tessera program itself.
     int64_t model_rss_bytes = 0;
     int64_t arena_bytes = -1;   ///< The instance's intermediate memory (-1: not reported).
+    std::vector<CallTiming> calls; ///< With BenchOptions::profile: per call of the sequence.
 };
 
 /// Loads the model, fills its inputs with seeded random values (floats uniform in [-1, 1),

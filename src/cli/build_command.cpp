@@ -10,7 +10,12 @@
 #include "tessera/compile/model_compiler.h"
 #include "tessera/graph/import_onnx.h"
 #include "tessera/support/error.h"
+#include "tessera/tuner/fingerprint.h"
 #include "tune_command.h"
+
+#ifdef TESSERA_HAVE_CUDA
+#include "tessera/backends/cuda_driver.h"
+#endif
 
 namespace tessera::cli {
 
@@ -23,6 +28,19 @@ std::string bytes_text(int64_t b) {
     if (b >= 1024)
         return fmt::format("{:.1f} KiB", static_cast<double>(b) / 1024.0);
     return fmt::format("{} B", b);
+}
+
+/// The GPU architecture of a --target cuda build: --arch, else this machine's GPU, else sm_90
+/// (a build needs no GPU).
+std::string cuda_build_arch(const BuildCommandOptions& opts) {
+    if (!opts.arch.empty())
+        return opts.arch;
+#ifdef TESSERA_HAVE_CUDA
+    const backend::cuda::CudaDriver& d = backend::cuda::CudaDriver::get();
+    if (d.available())
+        return d.device().arch();
+#endif
+    return "sm_90";
 }
 
 } // namespace
@@ -61,6 +79,13 @@ CLI::App* add_build_command(CLI::App& app, BuildCommandOptions& opts) {
         ->allow_extra_args(false);
     cmd->add_option("-j,--jobs", opts.jobs, "Threads generating code (0 = one per hardware thread)")
         ->capture_default_str();
+    cmd->add_option("--target", opts.target,
+                    "What the library runs on: llvm (this CPU) or cuda (an NVIDIA GPU: NVRTC "
+                    "cubins run through the CUDA driver; building needs no GPU)")
+        ->capture_default_str();
+    cmd->add_option("--arch", opts.arch,
+                    "--target cuda: the GPU architecture, sm_XX (default: this machine's GPU, "
+                    "else sm_90); records are looked up for it");
     return cmd;
 }
 
@@ -69,6 +94,14 @@ int run_build(const BuildCommandOptions& opts, std::ostream& out, std::ostream& 
     bo.model_path = opts.model;
     bo.opt_level = opts.opt_level;
     bo.jobs = opts.jobs;
+    if (opts.target == "cuda") {
+        bo.target = compile::BuildTarget::Cuda;
+        bo.cuda_arch = cuda_build_arch(opts);
+    } else if (opts.target != "llvm" && opts.target != "cpu") {
+        throw UserError() << "--target must be llvm or cuda, got '" << opts.target << "'";
+    } else if (!opts.arch.empty()) {
+        throw UserError() << "--arch " << opts.arch << " needs --target cuda";
+    }
     for (const std::string& spec : opts.input_shapes)
         bo.input_shapes.insert(graph::parse_input_shape(spec));
     std::error_code ec;
@@ -78,7 +111,12 @@ int run_build(const BuildCommandOptions& opts, std::ostream& out, std::ostream& 
         bo.db_path = opts.db;
     else if (std::filesystem::is_regular_file(kDefaultBuildDb, ec))
         bo.db_path = kDefaultBuildDb;
-    if (!bo.db_path.empty()) {
+    if (!bo.db_path.empty() && bo.target == compile::BuildTarget::Cuda) {
+        // As `tune --op --target cuda` records them; without a GPU this machine's fingerprint
+        // has no device, so only the ISA-class tier can serve.
+        bo.lookup = {"cuda -arch=" + bo.cuda_arch, tune::host_fingerprint().hash(),
+                     "cuda;" + bo.cuda_arch};
+    } else if (!bo.db_path.empty()) {
         const tune::TuneTarget host = host_tune_target();
         bo.lookup = {host.target, host.fingerprint, host.isa_class};
     }
@@ -117,9 +155,12 @@ int run_build(const BuildCommandOptions& opts, std::ostream& out, std::ostream& 
     if (opts.json) {
         out << compile::coverage_json(build, &lib) << "\n";
     } else {
-        out << fmt::format("wrote {}: {} kernels, {} calls, weights {}, arena {}; built in {:.2f} "
+        out << fmt::format("wrote {}{}: {} kernels, {} calls, weights {}, arena {}; built in {:.2f} "
                            "s (schedules {:.2f} s, code generation and link {:.2f} s)\n",
-                           so_path, lib.num_kernels, lib.num_calls, bytes_text(lib.weight_bytes),
+                           so_path,
+                           bo.target == compile::BuildTarget::Cuda ? " (cuda " + bo.cuda_arch + ")"
+                                                                   : std::string(),
+                           lib.num_kernels, lib.num_calls, bytes_text(lib.weight_bytes),
                            bytes_text(lib.arena_bytes), build.prepare_secs + lib.codegen_secs,
                            build.prepare_secs, lib.codegen_secs);
     }

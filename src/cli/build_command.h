@@ -27,6 +27,10 @@ struct BuildCommandOptions {
     bool json = false;   ///< One JSON object on stdout instead of the table.
     std::vector<std::string> input_shapes; ///< "name=1x3x224x224" each.
     int jobs = 0; ///< Code generation threads; 0 = one per hardware thread.
+    /// "llvm" (this CPU; "cpu" is accepted too) or "cuda" (an NVIDIA GPU).
+    std::string target = "llvm";
+    /// --target cuda: the GPU architecture; empty: this machine's GPU, else sm_90.
+    std::string arch;
 };
 
 /// Registers the `build` subcommand on `app`, parsing into `opts`; returns it.

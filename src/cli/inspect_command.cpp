@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tessera/backends/host.h"
 #include "tessera/graph/fusion.h"
 #include "tessera/graph/import_onnx.h"
 #include "tessera/graph/memory_plan.h"
@@ -79,7 +80,9 @@ void run_inspect(const InspectOptions& options, std::ostream& out) {
     }
     graph::PipelineOptions popts;
     popts.level = options.opt_level;
-    popts.layout_block = options.layout_block;
+    popts.layout_block = options.layout_block != 0
+                             ? options.layout_block
+                             : graph::layout_block_for(backend::host_info().vector_bits);
     popts.print_after = options.print_after;
     popts.disabled_passes =
         std::set<std::string>(options.disabled_passes.begin(), options.disabled_passes.end());

@@ -20,7 +20,7 @@ struct InspectOptions {
     bool time_passes = false;
     std::vector<std::string> disabled_passes;
     bool json = false; ///< one JSON object instead of text
-    int64_t layout_block = graph::kDefaultLayoutBlock; ///< x of NCHW[x]c at -O3
+    int64_t layout_block = 0; ///< x of NCHW[x]c at -O3; 0: graph::layout_block_for(host)
 };
 
 /// Runs the inspection and writes the report to `out` (graph printouts from print_after go

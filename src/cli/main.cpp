@@ -105,6 +105,15 @@ int main(int argc, char** argv) {
     sample->add_option("--vector-lanes", sched_opts.vector_lanes,
                        "Widest vectorized loop in f32 lanes (0 = this host's vector width / 32)")
         ->capture_default_str();
+    CLI::App* default_cmd = op->add_subcommand(
+        "default", "Print the rule-based default schedule of an operator (what an untuned build "
+                   "runs and what tuning starts from): its loop structure and its step-list JSON "
+                   "(replays with `op run --schedule` and `op lower --schedule`)");
+    default_cmd->add_option("spec", sched_opts.spec, spec_help)->required();
+    default_cmd->add_option("--cores", sched_opts.cores, cores_help)->capture_default_str();
+    default_cmd->add_option("--vector-lanes", sched_opts.vector_lanes,
+                            "f32 lanes of the widest vector register (0 = this host's)")
+        ->capture_default_str();
     CLI::App* lower_cmd = op->add_subcommand(
         "lower", "Print the loop IR of an operator: its default loop nest, or a schedule's");
     lower_cmd->add_option("spec", sched_opts.spec, spec_help)->required();
@@ -141,7 +150,8 @@ int main(int argc, char** argv) {
                         "moves convolutions to the NCHW[x]c layout)")
         ->capture_default_str();
     inspect->add_option("--nchwc-block", inspect_opts.layout_block,
-                        "The x of the NCHW[x]c layout at -O3 (16 suits AVX-512 hosts)")
+                        "The x of the NCHW[x]c layout at -O3 (0: what build and tune use on this "
+                        "host, one vector register of f32: 16 with AVX-512, 8 with AVX2)")
         ->capture_default_str();
     inspect->add_option("--print-after", inspect_opts.print_after,
                         "Print the graph after this pass, or after every pass with 'all'");
@@ -188,6 +198,11 @@ int main(int argc, char** argv) {
                          "Threads of the measured kernels, also the cores the schedules assume "
                          "(0 = one per core)")
         ->capture_default_str();
+    tune_cmd->add_flag("--realtime", tune_opts.realtime,
+                       "Time candidates with real-time scheduling (SCHED_FIFO), so that other "
+                       "processes on a busy machine cannot disturb the timings (needs root or "
+                       "CAP_SYS_NICE; otherwise one warning and normal scheduling; records note "
+                       "it in their measurement settings)");
     tune_cmd->add_option("--population", tune_opts.population,
                          "Schedules kept per generation of the evolutionary search")
         ->capture_default_str();
@@ -212,9 +227,10 @@ int main(int argc, char** argv) {
                          "the target 'simulated:llvm ...', which never serves `op run --db`)")
         ->capture_default_str();
     tune_cmd->add_option("--target", tune_opts.target,
-                         "llvm: this CPU; cuda: CUDA device 0, with --op only (GPU sketches, "
-                         "candidates compiled by NVRTC, checked and timed on the device; records "
-                         "get the target 'cuda -arch=sm_XX')")
+                         "llvm: this CPU; cuda: CUDA device 0 (GPU sketches, the GPU default "
+                         "schedule and mutations, candidates compiled by NVRTC, checked and timed "
+                         "on the device; records get the target 'cuda -arch=sm_XX'; a MODEL's "
+                         "tasks are those `build --target cuda` makes)")
         ->capture_default_str();
     tune_cmd->add_option("--curve", tune_opts.curve_file,
                          "Write the tuning curve as CSV, one row per round: "
@@ -309,6 +325,8 @@ int main(int argc, char** argv) {
             cli::print_samples(sched_opts, std::cout);
         } else if (*lower_cmd) {
             cli::print_lowered(sched_opts, std::cout);
+        } else if (*default_cmd) {
+            cli::print_default_schedule(sched_opts, std::cout);
         } else if (*tune_cmd) {
             if (budget_opt->count() > 0 && trials_opt->count() == 0)
                 tune_opts.trials = 0; // ends by time alone

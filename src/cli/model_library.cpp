@@ -117,6 +117,9 @@ ModelLibrary::ModelLibrary(const std::string& path) : path_(path) {
         lookup(handle_, path_, "tessera_model_run", api_.run);
         lookup(handle_, path_, "tessera_model_last_error", api_.last_error);
         lookup(handle_, path_, "tessera_model_arena_bytes", api_.arena_bytes, false);
+        lookup(handle_, path_, "tessera_model_set_profiling", api_.set_profiling, false);
+        lookup(handle_, path_, "tessera_model_num_calls", api_.num_calls, false);
+        lookup(handle_, path_, "tessera_model_call_profile", api_.call_profile, false);
     } catch (...) {
         dlclose(handle_);
         throw;
@@ -165,6 +168,35 @@ std::string ModelInstance::name() const { return lib_.api().name(model_); }
 
 int64_t ModelInstance::arena_bytes() const {
     return lib_.api().arena_bytes ? lib_.api().arena_bytes(model_) : -1;
+}
+
+bool ModelInstance::can_profile() const {
+    const ModelLibrary::Api& api = lib_.api();
+    return api.set_profiling && api.num_calls && api.call_profile;
+}
+
+void ModelInstance::set_profiling(int mode) {
+    if (!can_profile())
+        throw UserError() << "model library '" << lib_.path()
+                          << "' cannot profile its calls (built by an older tessera: rebuild it)";
+    if (lib_.api().set_profiling(model_, mode) != 0)
+        throw UserError() << "model '" << lib_.path()
+                          << "': cannot set profiling: " << lib_.api().last_error();
+}
+
+std::vector<ModelInstance::CallProfile> ModelInstance::call_profiles() const {
+    std::vector<CallProfile> calls;
+    if (!can_profile())
+        return calls;
+    const int n = lib_.api().num_calls(model_);
+    for (int i = 0; i < n; ++i) {
+        TesseraCallProfile p{};
+        if (lib_.api().call_profile(model_, i, &p) != 0)
+            throw UserError() << "model '" << lib_.path() << "': cannot read the profile of call "
+                              << i << ": " << lib_.api().last_error();
+        calls.push_back({p.kernel ? p.kernel : "", p.seconds, p.runs});
+    }
+    return calls;
 }
 
 void ModelInstance::set_num_threads(int n) {

@@ -54,8 +54,11 @@ class ModelLibrary {
         int (*set_num_threads)(TesseraModel*, int);
         int (*run)(TesseraModel*, const void* const*, void* const*);
         const char* (*last_error)(void);
-        /// Optional (null in a library that lacks it).
+        /// Optional (null in a library that lacks them).
         int64_t (*arena_bytes)(const TesseraModel*);
+        int (*set_profiling)(TesseraModel*, int);
+        int (*num_calls)(const TesseraModel*);
+        int (*call_profile)(const TesseraModel*, int, TesseraCallProfile*);
     };
     const Api& api() const { return api_; }
 
@@ -85,6 +88,19 @@ class ModelInstance {
     /// Runs the model (buffers as in tessera_model_run). Throws UserError with the model's
     /// error text when the run fails.
     void run(const void* const* inputs, void* const* outputs);
+
+    /// Whether the library has the profiling entry points (libraries built before them lack it).
+    bool can_profile() const;
+    /// tessera_model_set_profiling (0 off, 1 sequence, 2 hot). Throws UserError when the
+    /// library cannot profile.
+    void set_profiling(int mode);
+    /// One call of the model's sequence and its summed time since set_profiling.
+    struct CallProfile {
+        std::string kernel;
+        double seconds = 0;
+        int64_t runs = 0;
+    };
+    std::vector<CallProfile> call_profiles() const;
 
   private:
     /// Frees the half-made instance and throws UserError with the library's error text.

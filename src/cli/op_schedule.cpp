@@ -9,6 +9,7 @@
 #include "tessera/backends/host.h"
 #include "tessera/ir/printer.h"
 #include "tessera/lower/lower_default.h"
+#include "tessera/schedule/default_schedule.h"
 #include "tessera/schedule/lower_state.h"
 #include "tessera/schedule/sampling.h"
 #include "tessera/schedule/schedule.h"
@@ -109,6 +110,18 @@ void print_samples(const OpScheduleOptions& opts, std::ostream& out) {
     if (printed < opts.n)
         throw UserError() << "op sample: only " << printed << " of " << opts.n
                           << " samples were valid after " << max_attempts << " attempts";
+}
+
+void print_default_schedule(const OpScheduleOptions& opts, std::ostream& out) {
+    te::OpInstance inst = te::make_op(opts.spec);
+    sched::DefaultScheduleOptions o;
+    o.num_cores = cores_of(opts);
+    o.vector_lanes = lanes_of(opts);
+    o.weight_inputs = inst.weight_inputs;
+    const sched::State s = sched::default_schedule(inst.compute, o);
+    out << fmt::format("{}: default schedule ({} steps)\n", inst.canonical_spec, s.steps.size());
+    out << sched::to_string(s);
+    out << sched::steps_to_json(s.steps) << "\n";
 }
 
 void print_lowered(const OpScheduleOptions& opts, std::ostream& out) {

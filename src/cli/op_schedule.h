@@ -31,6 +31,11 @@ void print_sketches(const OpScheduleOptions& opts, std::ostream& out);
 /// `op sample`: opts.n sampled schedules that lower, one step-list JSON per line.
 void print_samples(const OpScheduleOptions& opts, std::ostream& out);
 
+/// `op default`: the rule-based default schedule (sched::default_schedule for this host's cores
+/// and vector width, or opts.cores / opts.vector_lanes): its loop structure, then its step-list
+/// JSON on the last line.
+void print_default_schedule(const OpScheduleOptions& opts, std::ostream& out);
+
 /// `op lower`: the loop IR of the default loop nest or of opts.schedule_file.
 void print_lowered(const OpScheduleOptions& opts, std::ostream& out);
 

@@ -121,9 +121,6 @@ void check_tune_options(const TuneOptions& o) {
     if (o.opt_level < 0 || o.opt_level > 3)
         throw UserError() << "-O must be 0..3, got " << o.opt_level;
     check_target_name(o.target);
-    if (o.target == "cuda" && !o.model_path.empty())
-        throw UserError() << "--target cuda tunes one operator (--op); a model's tasks are "
-                             "tuned for llvm only so far";
 }
 
 void check_target_name(const std::string& target) {
@@ -162,13 +159,8 @@ tune::SearchOptions tune_search_options(const TuneOptions& o,
     so.sketch.weight_inputs = weight_inputs; // packed once, outside the timed call
     so.sample.num_cores = cores;
     so.sample.max_vectorize_lanes = std::max(1, host.vector_bits / 32);
-    if (o.target == "cuda") {
+    if (o.target == "cuda") // GPU sketches, the GPU default schedule and the GPU mutations
         so.sketch.target = sched::TargetKind::Gpu;
-        // The rule-based default schedule is a CPU schedule, and the mutations know CPU
-        // annotations only: a GPU search samples and selects by the model's score.
-        so.seed_default_schedule = false;
-        so.mutation_probability = 0;
-    }
     return so;
 }
 
@@ -187,6 +179,7 @@ std::unique_ptr<tune::Measurer> make_tune_measurer(const TuneOptions& o) {
     }
     tune::MeasureOptions mo;
     mo.kernel_threads = o.threads;
+    mo.realtime = o.realtime;
     mo.seed = o.seed;
     return tune::make_local_measurer(mo);
 }

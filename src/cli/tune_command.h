@@ -30,6 +30,8 @@ struct TuneOptions {
     std::string db = "tune_logs/tessera.db"; ///< The tuning database (its folder is created).
     uint64_t seed = 1;                     ///< Seeds the search, the model and the inputs.
     int threads = 0;                       ///< Threads of the measured kernels; 0 = all cores.
+    /// Time candidates in a real-time (SCHED_FIFO) worker (tune::MeasureOptions::realtime).
+    bool realtime = false;
     int population = 2048;                 ///< States kept per generation.
     int generations = 4;                   ///< Evolution rounds between measurements.
     int measure_per_round = 64;            ///< Candidates measured and committed per round.

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "progress_line.h"
+#include "tessera/backends/host.h"
 #include "tessera/cost_model/cost_model.h"
 #include "tessera/graph/fusion.h"
 #include "tessera/graph/import_onnx.h"
@@ -231,12 +232,18 @@ std::vector<size_t> shard_task_indices(const std::vector<tune::TaskToTune>& task
     return mine;
 }
 
-std::vector<tune::TaskToTune> model_tasks(const std::string& model_path, int opt_level) {
+std::vector<tune::TaskToTune> model_tasks(const std::string& model_path, int opt_level,
+                                          const std::string& target) {
     if (opt_level < 0 || opt_level > 3)
         throw UserError() << "-O must be 0..3, got " << opt_level;
     graph::Graph g = graph::import_onnx(model_path);
     graph::PipelineOptions popts;
     popts.level = opt_level;
+    // The graph `build` makes for this target (its tasks must be the ones tuned here): NCHW[x]c
+    // with one vector register of channels on a CPU, no layout pass for a GPU.
+    popts.layout_block = graph::layout_block_for(backend::host_info().vector_bits);
+    if (target == "cuda")
+        popts.disabled_passes.insert("layout");
     graph::optimize(g, popts);
     const std::vector<graph::FusedGroup> groups = graph::fuse_ops(g);
     std::vector<tune::TaskToTune> tasks;
@@ -264,7 +271,7 @@ tune::TasksResult run_tune_model(const TuneOptions& opts, std::ostream& out, std
     if (!opts.shard.empty())
         st.shard = parse_task_shard(opts.shard);
     const tune::TuneTarget target = tune_target_of(opts);
-    std::vector<tune::TaskToTune> tasks = model_tasks(opts.model_path, opts.opt_level);
+    std::vector<tune::TaskToTune> tasks = model_tasks(opts.model_path, opts.opt_level, opts.target);
     st.model_tasks = tasks.size();
     st.index = shard_task_indices(tasks, st.shard);
     if (st.index.size() != tasks.size()) {

@@ -11,13 +11,15 @@
 
 namespace tessera::cli {
 
-/// The tasks of a model as `build` sees them: import, the graph pipeline at `opt_level`,
+/// The tasks of a model as `build` sees them for `target` ("llvm", or "cuda": without the CPU
+/// layout pass): import, the graph pipeline at `opt_level`,
 /// fusion and task extraction, each task named by its pattern, weighted by its count and tagged
 /// for similarity by its anchor op (the pattern's first op) and its work. A task without flops
 /// (pure data movement: layout changes, flatten) counts one operation per output element, so
 /// that its throughput is still defined. Throws UserError for a file that is not a model, a
 /// level outside 0..3 or an op without a tensor program.
-std::vector<tune::TaskToTune> model_tasks(const std::string& model_path, int opt_level);
+std::vector<tune::TaskToTune> model_tasks(const std::string& model_path, int opt_level,
+                                          const std::string& target = "llvm");
 
 /// Share `index` of `count` of a model's tasks (`tune MODEL --shard I/N`).
 struct TaskShard {

@@ -53,6 +53,8 @@ void print_coverage_table(std::ostream& os, const ModelBuild& b) {
         pattern_w = std::max(pattern_w, r.pattern.size());
         source_w = std::max(source_w, short_source_text(r).size());
     }
+    if (b.target == BuildTarget::Cuda) // CPU tables keep their first line the header
+        os << "target cuda " << b.cuda_arch << "\n";
     os << fmt::format("{:>4}  {:<{}}  {:>5}  {:<{}}  {:>12}  {:>6}\n", "task", "pattern", pattern_w,
                       "calls", "schedule", source_w, "time x calls", untimed ? "flops%" : "share");
     for (const TaskCoverage& r : b.coverage) {
@@ -96,6 +98,9 @@ std::string coverage_json(const ModelBuild& b, const LibrarySummary* library) {
     nlohmann::ordered_json j;
     j["model"] = b.model_name;
     j["database"] = b.db_path;
+    j["target"] = to_string(b.target);
+    if (b.target == BuildTarget::Cuda)
+        j["cuda_arch"] = b.cuda_arch;
     nlohmann::ordered_json tasks = nlohmann::ordered_json::array();
     for (const TaskCoverage& r : b.coverage) {
         nlohmann::ordered_json t;

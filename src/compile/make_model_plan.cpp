@@ -44,7 +44,9 @@ std::string layout_key(const sched::LayoutTransform& t) {
 /// Builds the plan's tensors and calls group by group.
 class PlanBuilder {
   public:
-    PlanBuilder(const ModelBuild& b, std::vector<uint8_t>& weights) : b_(b), weights_(weights) {}
+    PlanBuilder(const ModelBuild& b, std::vector<uint8_t>& weights,
+                const std::vector<std::string>& cubins, std::string* cubin_blob)
+        : b_(b), weights_(weights), cubins_(cubins), cubin_blob_(cubin_blob) {}
 
     runtime::ModelPlan build() {
         const graph::Graph& g = b_.graph;
@@ -72,6 +74,8 @@ class PlanBuilder {
         }
         weights_.resize(static_cast<size_t>(align_up(static_cast<int64_t>(weights_.size()))));
         plan_.weight_bytes = static_cast<int64_t>(weights_.size());
+        if (b_.target == BuildTarget::Cuda)
+            add_cuda_modules();
         runtime::validate_plan(plan_);
         return std::move(plan_);
     }
@@ -235,8 +239,34 @@ class PlanBuilder {
         plan_.arena_bytes = arena_bytes_;
     }
 
+    /// The CUDA fields: each task's module with its cubin placed in the blob (8-byte aligned
+    /// offsets, as ELF images like).
+    void add_cuda_modules() {
+        TESSERA_CHECK(b_.cuda_modules.size() == b_.tasks.size() &&
+                      cubins_.size() == b_.tasks.size())
+            << b_.tasks.size() << " tasks, " << b_.cuda_modules.size() << " CUDA modules, "
+            << cubins_.size() << " cubins";
+        plan_.target = runtime::PlanTarget::Cuda;
+        plan_.cuda_arch = b_.cuda_arch;
+        std::string blob;
+        for (size_t t = 0; t < b_.tasks.size(); ++t) {
+            TESSERA_CHECK(!cubins_[t].empty()) << "task " << t << " has an empty cubin";
+            blob.resize((blob.size() + 7) / 8 * 8, '\0');
+            runtime::PlanCudaModule m = b_.cuda_modules[t];
+            m.cubin_offset = static_cast<int64_t>(blob.size());
+            m.cubin_bytes = static_cast<int64_t>(cubins_[t].size());
+            blob += cubins_[t];
+            plan_.cuda_modules.push_back(std::move(m));
+        }
+        plan_.cubin_bytes = static_cast<int64_t>(blob.size());
+        if (cubin_blob_)
+            *cubin_blob_ = std::move(blob);
+    }
+
     const ModelBuild& b_;
     std::vector<uint8_t>& weights_;
+    const std::vector<std::string>& cubins_;
+    std::string* cubin_blob_;
     runtime::ModelPlan plan_;
     std::map<graph::ValueId, int> tensor_of_; ///< Inputs, outputs and intermediates.
     std::map<std::pair<graph::ValueId, std::string>, int> weight_of_;
@@ -246,8 +276,10 @@ class PlanBuilder {
 
 } // namespace
 
-runtime::ModelPlan make_model_plan(const ModelBuild& build, std::vector<uint8_t>& weights) {
-    return PlanBuilder(build, weights).build();
+runtime::ModelPlan make_model_plan(const ModelBuild& build, std::vector<uint8_t>& weights,
+                                   const std::vector<std::string>& cubins,
+                                   std::string* cubin_blob) {
+    return PlanBuilder(build, weights, cubins, cubin_blob).build();
 }
 
 } // namespace tessera::compile

@@ -18,6 +18,10 @@
 #include "tessera/support/error.h"
 #include "tessera/tuner/database.h"
 
+#ifdef TESSERA_HAVE_CUDA
+#include "tessera/backends/cuda.h"
+#endif
+
 namespace tessera::compile {
 
 namespace {
@@ -39,14 +43,53 @@ void check_packed_inputs_are_weights(const sched::State& s) {
     }
 }
 
+/// A task's schedule lowered for the build's target, and for Cuda its device code.
+struct LoweredTask {
+    sched::State state;
+    ir::LoweredFunc func;
+    std::string cuda_code;
+    runtime::PlanCudaModule cuda_module;
+};
+
+/// Lowers s as `symbol` for `target`; for Cuda also generates its CUDA C and fills the
+/// module's launches and workspaces. Throws ScheduleError when s does not lower or breaks a
+/// device limit.
+LoweredTask lower_task(sched::State s, const std::string& symbol, BuildTarget target) {
+    check_packed_inputs_are_weights(s);
+    LoweredTask t;
+    sched::LowerOptions lo;
+    lo.gpu = target == BuildTarget::Cuda;
+    // A CUDA function is named "task<i>": its kernels ("task3_kernel0") live in their own
+    // module, and the CUDA codegen keeps the "tessera_" prefix for its own helpers.
+    const std::string name = lo.gpu ? "task" + symbol.substr(symbol.rfind('_') + 1) : symbol;
+    t.func = sched::lower_state(s, name, lo);
+    if (target == BuildTarget::Cuda) {
+#ifdef TESSERA_HAVE_CUDA
+        const backend::cuda::CudaSource src = backend::cuda::codegen_cuda(t.func);
+        t.cuda_code = src.code;
+        for (const backend::cuda::KernelInfo& k : src.kernels) {
+            runtime::PlanCudaLaunch l;
+            l.symbol = k.name;
+            l.grid = k.dims.grid;
+            l.block = k.dims.block;
+            l.shared_bytes = 0; // the codegen's shared memory is static
+            t.cuda_module.launches.push_back(std::move(l));
+        }
+        for (const ir::Buffer& w : src.workspaces)
+            t.cuda_module.workspace_bytes.push_back(w->num_elements() * w.dtype().bytes());
+#else
+        TESSERA_UNREACHABLE() << "a CUDA build without the CUDA backend";
+#endif
+    }
+    t.state = std::move(s);
+    return t;
+}
+
 /// The schedule a record describes, replayed on c and lowered as `symbol`. Throws
 /// ScheduleError or UserError (an unreadable schedule JSON) when it does not replay or lower.
-std::pair<sched::State, ir::LoweredFunc>
-replay_record(const te::Compute& c, const tune::TuningRecord& rec, const std::string& symbol) {
-    sched::State s = sched::replay(c, sched::steps_from_json(rec.schedule_json));
-    check_packed_inputs_are_weights(s);
-    ir::LoweredFunc f = sched::lower_state(s, symbol);
-    return {std::move(s), std::move(f)};
+LoweredTask replay_record(const te::Compute& c, const tune::TuningRecord& rec,
+                          const std::string& symbol, BuildTarget target) {
+    return lower_task(sched::replay(c, sched::steps_from_json(rec.schedule_json)), symbol, target);
 }
 
 /// Fills the time estimates and shares of the rows (see TaskCoverage).
@@ -98,6 +141,16 @@ int ModelBuild::tasks_served_by(ScheduleSource s) const {
                                           [s](const TaskCoverage& r) { return r.source == s; }));
 }
 
+const char* to_string(BuildTarget t) {
+    switch (t) {
+    case BuildTarget::Cpu:
+        return "cpu";
+    case BuildTarget::Cuda:
+        return "cuda";
+    }
+    return "?";
+}
+
 std::string kernel_symbol(int task) { return "tessera_kernel_" + std::to_string(task); }
 
 ModelBuild prepare_model_build(const BuildOptions& opts) {
@@ -106,6 +159,15 @@ ModelBuild prepare_model_build(const BuildOptions& opts) {
         throw UserError() << "optimization level must be 0..3, got " << opts.opt_level;
     if (opts.num_cores < 0)
         throw UserError() << "cores must be >= 0, got " << opts.num_cores;
+    if (opts.target == BuildTarget::Cuda) {
+#ifndef TESSERA_HAVE_CUDA
+        throw UserError() << "target cuda: this tessera was built without the CUDA toolkit";
+#endif
+        const std::string& a = opts.cuda_arch;
+        if (a.size() < 4 || a.compare(0, 3, "sm_") != 0 ||
+            a.find_first_not_of("0123456789", 3) != std::string::npos)
+            throw UserError() << "CUDA architecture '" << a << "' is not sm_<digits> (e.g. sm_90)";
+    }
     std::error_code ec;
     if (!std::filesystem::is_regular_file(opts.model_path, ec))
         throw UserError() << "model '" << opts.model_path << "': no such file";
@@ -128,6 +190,9 @@ ModelBuild prepare_model_build(const BuildOptions& opts) {
     if (b.model_name == "model" && model_path.parent_path().has_filename())
         b.model_name = model_path.parent_path().filename().string();
     b.db_path = opts.db_path;
+    b.target = opts.target;
+    if (opts.target == BuildTarget::Cuda)
+        b.cuda_arch = opts.cuda_arch;
     graph::ImportOptions io;
     io.input_shapes = opts.input_shapes;
     b.graph = graph::import_onnx(opts.model_path, io);
@@ -135,6 +200,11 @@ ModelBuild prepare_model_build(const BuildOptions& opts) {
     po.level = opts.opt_level;
     std::ostringstream pass_log; // optimize prints only on request; keep stray output away
     po.out = &pass_log;
+    // NCHW[x]c with one vector register of channels (the tasks `tune MODEL` extracts on this
+    // host use the same block).
+    po.layout_block = graph::layout_block_for(backend::host_info().vector_bits);
+    if (opts.target == BuildTarget::Cuda) // NCHW[x]c blocks channels for CPU vector registers
+        po.disabled_passes.insert("layout");
     graph::optimize(b.graph, po);
     b.groups = graph::fuse_ops(b.graph);
     b.tasks = graph::extract_tasks(b.graph, b.groups);
@@ -143,6 +213,8 @@ ModelBuild prepare_model_build(const BuildOptions& opts) {
     sched::DefaultScheduleOptions dso;
     dso.num_cores = opts.num_cores > 0 ? opts.num_cores : std::max(1, host.cores);
     dso.vector_lanes = std::max(4, host.vector_bits / 32);
+    if (opts.target == BuildTarget::Cuda)
+        dso.target = sched::TargetKind::Gpu;
 
     for (size_t i = 0; i < b.tasks.size(); ++i) {
         const graph::Task& task = b.tasks[i];
@@ -155,8 +227,7 @@ ModelBuild prepare_model_build(const BuildOptions& opts) {
         row.count = task.count();
         row.flops = task.flops;
 
-        std::optional<sched::State> state;
-        ir::LoweredFunc func;
+        std::optional<LoweredTask> lowered;
         if (db) {
             const tune::LookupResult lr = tune::lookup_best(*db, task.workload_key, opts.lookup);
             row.foreign_records = lr.foreign_records;
@@ -164,9 +235,7 @@ ModelBuild prepare_model_build(const BuildOptions& opts) {
                 const tune::TuningRecord& rec = *lr.record;
                 row.record_id = rec.id;
                 try {
-                    auto [s, f] = replay_record(c, rec, symbol);
-                    state = std::move(s);
-                    func = std::move(f);
+                    lowered = replay_record(c, rec, symbol, opts.target);
                     row.source = lr.tier == tune::LookupTier::Exact ? ScheduleSource::Exact
                                                                     : ScheduleSource::IsaClass;
                     row.tuned_secs = rec.median_secs;
@@ -185,20 +254,21 @@ ModelBuild prepare_model_build(const BuildOptions& opts) {
         } else {
             row.note = "no database";
         }
-        if (!state) {
+        if (!lowered) {
             dso.weight_inputs = c.weight_inputs;
-            sched::State s = sched::default_schedule(c, dso);
             try {
-                check_packed_inputs_are_weights(s);
-                func = sched::lower_state(s, symbol);
+                lowered = lower_task(sched::default_schedule(c, dso), symbol, opts.target);
             } catch (const ScheduleError& e) {
                 TESSERA_CHECK(false) << "the default schedule of task " << i << " (" << task.pattern
                                      << ") does not lower: " << e.what();
             }
-            state = std::move(s);
         }
-        b.states.push_back(std::move(*state));
-        b.kernels.push_back(std::move(func));
+        b.states.push_back(std::move(lowered->state));
+        b.kernels.push_back(std::move(lowered->func));
+        if (opts.target == BuildTarget::Cuda) {
+            b.cuda_code.push_back(std::move(lowered->cuda_code));
+            b.cuda_modules.push_back(std::move(lowered->cuda_module));
+        }
         b.coverage.push_back(std::move(row));
     }
     estimate_shares(b.coverage);

@@ -18,6 +18,10 @@
 #include "tessera/lower/lower_for_codegen.h"
 #include "tessera/support/error.h"
 
+#ifdef TESSERA_HAVE_CUDA
+#include "tessera/backends/cuda.h"
+#endif
+
 #ifndef TESSERA_RUNTIME_ARCHIVE
 #error "TESSERA_RUNTIME_ARCHIVE (the path of libtessera_runtime.a) must be defined by CMake"
 #endif
@@ -53,20 +57,16 @@ class TempDir {
     std::string path_;
 };
 
-/// Compiles every kernel into its own object file, `jobs` at a time; returns their paths in
-/// kernel order. A shared queue (rather than fixed shares) keeps the threads busy when one
-/// kernel takes far longer than the others, as a heavily unrolled tuned kernel can.
-std::vector<std::string> compile_all_kernels(const std::vector<ir::LoweredFunc>& kernels, int jobs,
-                                             const std::string& dir) {
-    const size_t n = kernels.size();
-    std::vector<std::string> objects(n);
+/// Runs work(k) for k in [0, n) on `jobs` threads taking indices from a shared queue (one
+/// kernel can take far longer than the others, as a heavily unrolled tuned kernel can);
+/// rethrows the first failure in index order.
+template <typename Work> void for_each_parallel(size_t n, int jobs, Work&& work) {
     std::vector<std::exception_ptr> errors(n);
     std::atomic<size_t> next{0};
     auto worker = [&] {
         for (size_t k; (k = next.fetch_add(1)) < n;) {
-            objects[k] = dir + "/kernel_" + std::to_string(k) + ".o";
             try {
-                backend::emit_object_file({lower::prepare_for_codegen(kernels[k])}, objects[k]);
+                work(k);
             } catch (...) {
                 errors[k] = std::current_exception();
             }
@@ -81,7 +81,43 @@ std::vector<std::string> compile_all_kernels(const std::vector<ir::LoweredFunc>&
     for (const auto& e : errors)
         if (e)
             std::rethrow_exception(e);
+}
+
+/// Compiles every kernel into its own object file, `jobs` at a time; returns their paths in
+/// kernel order.
+std::vector<std::string> compile_all_kernels(const std::vector<ir::LoweredFunc>& kernels, int jobs,
+                                             const std::string& dir) {
+    std::vector<std::string> objects(kernels.size());
+    for_each_parallel(kernels.size(), jobs, [&](size_t k) {
+        objects[k] = dir + "/kernel_" + std::to_string(k) + ".o";
+        backend::emit_object_file({lower::prepare_for_codegen(kernels[k])}, objects[k]);
+    });
     return objects;
+}
+
+/// NVRTC cubins of every task of a Cuda build, `jobs` at a time, in task order.
+std::vector<std::string> compile_all_cubins(const ModelBuild& build, int jobs) {
+#ifdef TESSERA_HAVE_CUDA
+    std::vector<std::string> cubins(build.cuda_code.size());
+    for_each_parallel(cubins.size(), jobs, [&](size_t k) {
+        backend::cuda::NvrtcOptions o;
+        o.arch = build.cuda_arch;
+        o.want_ptx = false;
+        const std::string name = kernel_symbol(static_cast<int>(k));
+        try {
+            cubins[k] = backend::cuda::nvrtc_compile(build.cuda_code[k], name, o).cubin;
+        } catch (const UserError& e) {
+            throw UserError() << "task " << k << " (" << build.tasks[k].pattern
+                              << "): NVRTC cannot compile its CUDA code for " << build.cuda_arch
+                              << ": " << e.what();
+        }
+    });
+    return cubins;
+#else
+    (void)build;
+    (void)jobs;
+    throw UserError() << "target cuda: this tessera was built without the CUDA toolkit";
+#endif
 }
 
 } // namespace
@@ -109,18 +145,25 @@ LibrarySummary write_model_library(const ModelBuild& build, const std::string& s
         throw UserError() << "jobs must be >= 0, got " << opts.jobs;
     check_output_writable(so_path);
 
-    std::vector<uint8_t> weights;
-    const runtime::ModelPlan plan = make_model_plan(build, weights);
-    TempDir tmp;
     const int jobs = opts.jobs > 0
                          ? opts.jobs
                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    std::vector<std::string> objects = compile_all_kernels(build.kernels, jobs, tmp.path());
-
+    TempDir tmp;
+    std::vector<uint8_t> weights;
+    std::vector<std::string> objects;
     backend::ModelDataObject data;
+    runtime::ModelPlan plan;
+    if (build.target == BuildTarget::Cuda) {
+        // The kernels are cubins inside the data object; the library holds no host kernels.
+        const std::vector<std::string> cubins = compile_all_cubins(build, jobs);
+        plan = make_model_plan(build, weights, cubins, &data.cubins);
+    } else {
+        plan = make_model_plan(build, weights);
+        objects = compile_all_kernels(build.kernels, jobs, tmp.path());
+        data.kernel_symbols = plan.kernels;
+    }
     data.plan_bytes = runtime::serialize_plan(plan);
     data.weights = std::move(weights);
-    data.kernel_symbols = plan.kernels;
     const std::string data_obj = tmp.path() + "/model_data.o";
     backend::emit_model_data_object(data, data_obj);
     objects.push_back(data_obj);

@@ -262,6 +262,9 @@ const char* to_string(CallOp op) {
     case CallOp::Ceil: return "ceil";
     case CallOp::Pow: return "pow";
     case CallOp::Prefetch: return "prefetch";
+    case CallOp::GpuBlockSum: return "gpu_block_sum";
+    case CallOp::GpuBlockMax: return "gpu_block_max";
+    case CallOp::GpuBlockMin: return "gpu_block_min";
     }
     return "?";
 }
@@ -283,6 +286,8 @@ DataType Call::infer_type() const {
     DataType t = args[0].type();
     if (op == CallOp::Pow) same_type("pow", args[0], args[1]);
     TESSERA_CHECK(t.is_float() || op == CallOp::Abs) << to_string(op) << " of " << t;
+    TESSERA_CHECK(!is_gpu_block_reduce(op) || (t.is_scalar() && t.bits >= 32))
+        << to_string(op) << " of " << t << " (accumulate in f32)";
     return t;
 }
 
@@ -353,6 +358,19 @@ Expr reduce_combine(ReduceOp op, Expr acc, Expr x) {
     case ReduceOp::Min: return Min::make(std::move(acc), std::move(x));
     }
     TESSERA_UNREACHABLE();
+}
+
+CallOp gpu_block_reduce_op(ReduceOp op) {
+    switch (op) {
+    case ReduceOp::Sum: return CallOp::GpuBlockSum;
+    case ReduceOp::Max: return CallOp::GpuBlockMax;
+    case ReduceOp::Min: return CallOp::GpuBlockMin;
+    }
+    TESSERA_UNREACHABLE();
+}
+
+bool is_gpu_block_reduce(CallOp op) {
+    return op == CallOp::GpuBlockSum || op == CallOp::GpuBlockMax || op == CallOp::GpuBlockMin;
 }
 
 } // namespace tessera::ir

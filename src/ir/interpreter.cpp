@@ -625,6 +625,10 @@ struct CallNode : ENode {
                 break;
             case CallOp::Prefetch:
                 break;
+            case CallOp::GpuBlockSum:
+            case CallOp::GpuBlockMax:
+            case CallOp::GpuBlockMin:
+                TESSERA_UNREACHABLE() << to_string(op) << " needs GPU threads";
             }
             r[k].f = round_to(res, bits);
         }

@@ -29,13 +29,14 @@ template <typename N> bool uses(const N& n, const Variable* v) {
     return u.found;
 }
 
-/// Whether e contains a side effect (Call(Prefetch)).
+/// Whether e contains a side effect (Call(Prefetch)) or a cross-thread reduction (its
+/// barriers must run exactly where the lowering put them: never dropped or duplicated).
 bool has_side_effect(const Expr& e) {
     struct Finder : IRVisitor {
         bool found = false;
         using IRVisitor::visit;
         void visit(const Call* op) override {
-            found = found || op->op == CallOp::Prefetch;
+            found = found || op->op == CallOp::Prefetch || is_gpu_block_reduce(op->op);
             IRVisitor::visit(op);
         }
     } f;

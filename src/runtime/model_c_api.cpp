@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "tessera/runtime/cuda_model_executor.h"
 #include "tessera/runtime/model_executor.h"
 #include "tessera/runtime/model_plan.h"
 
@@ -24,13 +25,19 @@ extern "C" {
 #pragma weak tessera_model_plan_size
 #pragma weak tessera_model_weights
 #pragma weak tessera_model_kernels
+#pragma weak tessera_model_cubins
 }
 
+using tessera::runtime::CudaModelExecutor;
 using tessera::runtime::ModelExecutor;
 using tessera::runtime::PlanTensor;
 
 struct TesseraModel {
+    /// Exactly one of the two runs the model, chosen by the plan's target.
     std::unique_ptr<ModelExecutor> executor;
+    std::unique_ptr<CudaModelExecutor> cuda;
+    /// The plan of whichever executor runs the model.
+    const tessera::runtime::ModelPlan* plan = nullptr;
     /// Info of the inputs and outputs; names and shapes point into the executor's plan.
     std::vector<TesseraTensorInfo> inputs, outputs;
 };
@@ -102,28 +109,50 @@ int tessera_model_create(TesseraModel** out) {
                                      "build`)");
         tessera::runtime::ModelPlan plan =
             tessera::runtime::parse_plan(plan_bytes, static_cast<size_t>(*plan_size));
-        const TesseraKernelFn* fns = tessera_model_kernels;
-        if (!fns && !plan.kernels.empty())
-            throw std::runtime_error("model '" + plan.model_name +
-                                     "' has no tessera_model_kernels table");
-        std::vector<TesseraKernelFn> kernels(fns, fns + plan.kernels.size());
-        const unsigned char* weights = tessera_model_weights;
         auto model = std::make_unique<TesseraModel>();
-        model->executor =
-            std::make_unique<ModelExecutor>(std::move(plan), std::move(kernels), weights);
-        const tessera::runtime::ModelPlan& p = model->executor->plan();
-        for (size_t i = 0; i < p.inputs.size(); ++i)
-            model->inputs.push_back(info_of(model->executor->input(i)));
-        for (size_t i = 0; i < p.outputs.size(); ++i)
-            model->outputs.push_back(info_of(model->executor->output(i)));
+        if (plan.target == tessera::runtime::PlanTarget::Cuda) {
+            model->cuda = std::make_unique<CudaModelExecutor>(std::move(plan),
+                                                              tessera_model_weights,
+                                                              tessera_model_cubins);
+            model->plan = &model->cuda->plan();
+        } else {
+            const TesseraKernelFn* fns = tessera_model_kernels;
+            if (!fns && !plan.kernels.empty())
+                throw std::runtime_error("model '" + plan.model_name +
+                                         "' has no tessera_model_kernels table");
+            std::vector<TesseraKernelFn> kernels(fns, fns + plan.kernels.size());
+            const unsigned char* weights = tessera_model_weights;
+            model->executor =
+                std::make_unique<ModelExecutor>(std::move(plan), std::move(kernels), weights);
+            model->plan = &model->executor->plan();
+        }
+        const tessera::runtime::ModelPlan& p = *model->plan;
+        for (int32_t id : p.inputs)
+            model->inputs.push_back(info_of(p.tensors[static_cast<size_t>(id)]));
+        for (int32_t id : p.outputs)
+            model->outputs.push_back(info_of(p.tensors[static_cast<size_t>(id)]));
         *out = model.release();
     });
 }
 
 void tessera_model_free(TesseraModel* model) { delete model; }
 
+const char* tessera_model_target(void) {
+    const char* target = "";
+    guarded("tessera_model_target", [&] {
+        const unsigned char* plan_bytes = tessera_model_plan;
+        const uint64_t* plan_size = &tessera_model_plan_size;
+        if (!plan_bytes || !plan_size)
+            throw std::runtime_error("this program holds no tessera model (the symbol "
+                                     "tessera_model_plan is absent)");
+        target = tessera::runtime::plan_target_name(
+            tessera::runtime::parse_plan(plan_bytes, static_cast<size_t>(*plan_size)).target);
+    });
+    return target;
+}
+
 const char* tessera_model_name(const TesseraModel* model) {
-    return model ? model->executor->plan().model_name.c_str() : "";
+    return model ? model->plan->model_name.c_str() : "";
 }
 
 int tessera_model_num_inputs(const TesseraModel* model) {
@@ -151,14 +180,15 @@ int tessera_model_output_info(const TesseraModel* model, int index, TesseraTenso
 }
 
 int64_t tessera_model_arena_bytes(const TesseraModel* model) {
-    return model ? model->executor->arena_bytes() : -1;
+    return model ? model->plan->arena_bytes : -1;
 }
 
 int tessera_model_set_num_threads(TesseraModel* model, int n) {
     return guarded("tessera_model_set_num_threads", [&] {
         if (!model)
             throw std::runtime_error("tessera_model_set_num_threads: the model is null");
-        model->executor->set_num_threads(n);
+        if (model->executor) // a CUDA model's kernels run on the device: nothing to set
+            model->executor->set_num_threads(n);
     });
 }
 
@@ -166,7 +196,53 @@ int tessera_model_run(TesseraModel* model, const void* const* inputs, void* cons
     return guarded("tessera_model_run", [&] {
         if (!model)
             throw std::runtime_error("tessera_model_run: the model is null");
-        model->executor->run(inputs, outputs);
+        if (model->cuda)
+            model->cuda->run(inputs, outputs);
+        else
+            model->executor->run(inputs, outputs);
+    });
+}
+
+int tessera_model_set_profiling(TesseraModel* model, int mode) {
+    return guarded("tessera_model_set_profiling", [&] {
+        if (!model)
+            throw std::runtime_error("tessera_model_set_profiling: the model is null");
+        if (mode < 0 || mode > 2)
+            throw std::runtime_error("tessera_model_set_profiling: mode " + std::to_string(mode) +
+                                     " is not 0 (off), 1 (sequence) or 2 (hot)");
+        if (!model->executor)
+            throw std::runtime_error("tessera_model_set_profiling: model '" +
+                                     model->plan->model_name +
+                                     "' runs on CUDA, whose per-call profiling is not supported");
+        model->executor->set_profiling(static_cast<ModelExecutor::Profiling>(mode));
+    });
+}
+
+int tessera_model_num_calls(const TesseraModel* model) {
+    if (!model)
+        set_error("tessera_model_num_calls: the model is null");
+    return model ? static_cast<int>(model->plan->calls.size()) : -1;
+}
+
+int tessera_model_call_profile(const TesseraModel* model, int index,
+                               TesseraCallProfile* profile) {
+    return guarded("tessera_model_call_profile", [&] {
+        if (!model || !profile)
+            throw std::runtime_error("tessera_model_call_profile: the model or the profile "
+                                     "pointer is null");
+        const tessera::runtime::ModelPlan& plan = *model->plan;
+        if (index < 0 || static_cast<size_t>(index) >= plan.calls.size())
+            throw std::runtime_error("model call index " + std::to_string(index) +
+                                     " is out of range [0, " + std::to_string(plan.calls.size()) +
+                                     ")");
+        const tessera::runtime::PlanCall& call = plan.calls[static_cast<size_t>(index)];
+        static const std::string copy = "copy";
+        profile->kernel =
+            call.kernel < 0 ? copy.c_str() : plan.kernels[static_cast<size_t>(call.kernel)].c_str();
+        static const std::vector<double> none;
+        const std::vector<double>& secs = model->executor ? model->executor->call_seconds() : none;
+        profile->seconds = static_cast<size_t>(index) < secs.size() ? secs[index] : 0.0;
+        profile->runs = model->executor ? model->executor->profiled_runs() : 0;
     });
 }
 

@@ -1,6 +1,7 @@
 // Runs a model plan: binds tensors to buffers, then calls the kernels in order.
 #include "tessera/runtime/model_executor.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -90,6 +91,25 @@ void* ModelExecutor::bind_io(const PlanTensor& t, void* caller, std::vector<Alig
     return staging[index].get();
 }
 
+void ModelExecutor::set_profiling(Profiling mode) {
+    profiling_ = mode;
+    call_seconds_.assign(plan_.calls.size(), 0.0);
+    profiled_runs_ = 0;
+}
+
+void ModelExecutor::run_call(size_t c) {
+    const PlanCall& call = plan_.calls[c];
+    std::vector<void*>& args = call_args_[c];
+    if (call.kernel < 0) {
+        const PlanTensor& src = plan_.tensors[static_cast<size_t>(call.args[0])];
+        // memmove: a plan may copy a value onto itself (an output that is also an output).
+        if (args[0] != args[1])
+            std::memmove(args[1], args[0], static_cast<size_t>(src.bytes));
+    } else {
+        kernels_[static_cast<size_t>(call.kernel)](args.data());
+    }
+}
+
 void ModelExecutor::run(const void* const* inputs, void* const* outputs) {
     if (!plan_.inputs.empty() && !inputs)
         fail("model '" + plan_.model_name + "' run without an input array");
@@ -114,20 +134,24 @@ void ModelExecutor::run(const void* const* inputs, void* const* outputs) {
             bind_io(output(i), outputs[i], output_staging_, i, /*copy_in=*/false);
 
     runtime::set_num_threads(num_threads_);
+    using Clock = std::chrono::steady_clock;
     for (size_t c = 0; c < plan_.calls.size(); ++c) {
         const PlanCall& call = plan_.calls[c];
         std::vector<void*>& args = call_args_[c];
         for (size_t a = 0; a < call.args.size(); ++a)
             args[a] = tensor_ptrs_[static_cast<size_t>(call.args[a])];
-        if (call.kernel < 0) {
-            const PlanTensor& src = plan_.tensors[static_cast<size_t>(call.args[0])];
-            // memmove: a plan may copy a value onto itself (an output that is also an output).
-            if (args[0] != args[1])
-                std::memmove(args[1], args[0], static_cast<size_t>(src.bytes));
-        } else {
-            kernels_[static_cast<size_t>(call.kernel)](args.data());
+        if (profiling_ == Profiling::Off) {
+            run_call(c);
+            continue;
         }
+        if (profiling_ == Profiling::Hot)
+            run_call(c);
+        const Clock::time_point t0 = Clock::now();
+        run_call(c);
+        call_seconds_[c] += std::chrono::duration<double>(Clock::now() - t0).count();
     }
+    if (profiling_ != Profiling::Off)
+        ++profiled_runs_;
 
     for (size_t i = 0; i < plan_.outputs.size(); ++i) {
         const size_t id = static_cast<size_t>(plan_.outputs[i]);

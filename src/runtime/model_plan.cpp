@@ -22,6 +22,8 @@ constexpr uint32_t kMaxCount = 1u << 28;
 
 [[noreturn]] void fail(const std::string& msg) { throw std::runtime_error(msg); }
 
+void validate_cuda_fields(const ModelPlan& plan); // below validate_plan
+
 bool valid_dtype(PlanDType t) {
     const auto v = static_cast<int32_t>(t);
     return v >= static_cast<int32_t>(PlanDType::F32) && v <= static_cast<int32_t>(PlanDType::U8);
@@ -214,6 +216,16 @@ int64_t plan_dtype_bytes(PlanDType t) {
     fail("unknown plan dtype " + std::to_string(static_cast<int32_t>(t)));
 }
 
+const char* plan_target_name(PlanTarget t) {
+    switch (t) {
+    case PlanTarget::Cpu:
+        return "cpu";
+    case PlanTarget::Cuda:
+        return "cuda";
+    }
+    return "?";
+}
+
 const char* plan_dtype_name(PlanDType t) {
     switch (t) {
     case PlanDType::F32:
@@ -308,7 +320,71 @@ void validate_plan(const ModelPlan& plan) {
                      dst.name + "'");
         }
     }
+    validate_cuda_fields(plan);
 }
+
+namespace {
+
+/// The CUDA part of validate_plan.
+void validate_cuda_fields(const ModelPlan& plan) {
+    if (plan.target == PlanTarget::Cpu) {
+        if (!plan.cuda_arch.empty() || !plan.cuda_modules.empty() || plan.cubin_bytes != 0)
+            fail("a CPU plan carries CUDA fields (arch '" + plan.cuda_arch + "', " +
+                 std::to_string(plan.cuda_modules.size()) + " modules, " +
+                 std::to_string(plan.cubin_bytes) + " cubin bytes)");
+        return;
+    }
+    if (plan.target != PlanTarget::Cuda)
+        fail("plan target " + std::to_string(static_cast<int32_t>(plan.target)) +
+             " is unknown (expected 0 cpu or 1 cuda)");
+    const std::string& a = plan.cuda_arch;
+    if (a.size() < 4 || a.compare(0, 3, "sm_") != 0 ||
+        a.find_first_not_of("0123456789", 3) != std::string::npos)
+        fail("CUDA plan arch '" + a + "' is not sm_<digits>");
+    if (plan.cubin_bytes < 0)
+        fail("plan cubin_bytes " + std::to_string(plan.cubin_bytes) + " < 0");
+    if (plan.cuda_modules.size() != plan.kernels.size())
+        fail("CUDA plan has " + std::to_string(plan.cuda_modules.size()) + " modules for " +
+             std::to_string(plan.kernels.size()) + " kernels");
+    for (size_t m = 0; m < plan.cuda_modules.size(); ++m) {
+        const PlanCudaModule& mod = plan.cuda_modules[m];
+        const std::string where =
+            "CUDA module " + std::to_string(m) + " ('" + plan.kernels[m] + "')";
+        if (mod.cubin_bytes <= 0 || mod.cubin_offset < 0 || mod.cubin_offset > plan.cubin_bytes ||
+            mod.cubin_bytes > plan.cubin_bytes - mod.cubin_offset)
+            fail(where + " cubin [" + std::to_string(mod.cubin_offset) + ", +" +
+                 std::to_string(mod.cubin_bytes) + ") is empty or lies outside the " +
+                 std::to_string(plan.cubin_bytes) + " cubin bytes");
+        if (mod.launches.empty())
+            fail(where + " has no launches");
+        for (size_t l = 0; l < mod.launches.size(); ++l) {
+            const PlanCudaLaunch& k = mod.launches[l];
+            const std::string lw = where + " launch " + std::to_string(l) + " '" + k.symbol + "'";
+            if (k.symbol.empty())
+                fail(where + " launch " + std::to_string(l) + " has no symbol");
+            static constexpr int64_t kMaxGrid[3] = {2147483647, 65535, 65535};
+            for (int d = 0; d < 3; ++d) {
+                if (k.grid[d] < 1 || k.grid[d] > kMaxGrid[d])
+                    fail(lw + " has grid extent " + std::to_string(k.grid[d]) + " in dimension " +
+                         std::to_string(d) + ", outside [1, " + std::to_string(kMaxGrid[d]) + "]");
+                if (k.block[d] < 1 || k.block[d] > 1024)
+                    fail(lw + " has block extent " + std::to_string(k.block[d]) + " in dimension " +
+                         std::to_string(d) + ", outside [1, 1024]");
+            }
+            if (k.block[0] * k.block[1] * k.block[2] > 1024)
+                fail(lw + " has " + std::to_string(k.block[0] * k.block[1] * k.block[2]) +
+                     " threads per block, more than 1024");
+            if (k.shared_bytes < 0)
+                fail(lw + " has shared bytes " + std::to_string(k.shared_bytes) + " < 0");
+        }
+        for (size_t w = 0; w < mod.workspace_bytes.size(); ++w)
+            if (mod.workspace_bytes[w] < 0)
+                fail(where + " workspace " + std::to_string(w) + " has " +
+                     std::to_string(mod.workspace_bytes[w]) + " bytes");
+    }
+}
+
+} // namespace
 
 std::string serialize_plan(const ModelPlan& plan) {
     Writer w;
@@ -339,6 +415,26 @@ std::string serialize_plan(const ModelPlan& plan) {
     }
     w.i64(plan.arena_bytes);
     w.i64(plan.weight_bytes);
+    w.i32(static_cast<int32_t>(plan.target));
+    w.str(plan.cuda_arch);
+    w.count(plan.cuda_modules.size());
+    for (const PlanCudaModule& m : plan.cuda_modules) {
+        w.i64(m.cubin_offset);
+        w.i64(m.cubin_bytes);
+        w.count(m.launches.size());
+        for (const PlanCudaLaunch& k : m.launches) {
+            w.str(k.symbol);
+            for (int64_t g : k.grid)
+                w.i64(g);
+            for (int64_t b : k.block)
+                w.i64(b);
+            w.i64(k.shared_bytes);
+        }
+        w.count(m.workspace_bytes.size());
+        for (int64_t b : m.workspace_bytes)
+            w.i64(b);
+    }
+    w.i64(plan.cubin_bytes);
     return w.take();
 }
 
@@ -384,6 +480,27 @@ ModelPlan parse_plan(const void* data, size_t size) {
     }
     plan.arena_bytes = r.i64("arena bytes");
     plan.weight_bytes = r.i64("weight bytes");
+    plan.target = static_cast<PlanTarget>(r.i32("target"));
+    plan.cuda_arch = r.str("cuda arch");
+    // Minimum encoded sizes: a module is 8+8+4+4 bytes, a launch 4+7*8.
+    plan.cuda_modules.resize(r.count("cuda modules", 24));
+    for (PlanCudaModule& m : plan.cuda_modules) {
+        m.cubin_offset = r.i64("cubin offset");
+        m.cubin_bytes = r.i64("cubin bytes");
+        m.launches.resize(r.count("cuda launches", 60));
+        for (PlanCudaLaunch& k : m.launches) {
+            k.symbol = r.str("launch symbol");
+            for (int64_t& g : k.grid)
+                g = r.i64("launch grid");
+            for (int64_t& b : k.block)
+                b = r.i64("launch block");
+            k.shared_bytes = r.i64("launch shared bytes");
+        }
+        m.workspace_bytes.resize(r.count("workspaces", 8));
+        for (int64_t& b : m.workspace_bytes)
+            b = r.i64("workspace bytes");
+    }
+    plan.cubin_bytes = r.i64("cubin bytes");
     if (r.pos() != r.size())
         fail("model plan is malformed: " + std::to_string(r.size() - r.pos()) +
              " bytes left after the plan's end at byte " + std::to_string(r.pos()));

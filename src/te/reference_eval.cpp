@@ -145,7 +145,10 @@ ReferenceEvaluator::Value ReferenceEvaluator::eval(const Expr& e, Env& env) {
         case CallOp::Floor: return F(std::floor(a.f));
         case CallOp::Ceil: return F(std::ceil(a.f));
         case CallOp::Pow: return F(std::pow(a.f, eval(op->args[1], env).f));
-        case CallOp::Prefetch: break;
+        case CallOp::Prefetch:
+        case CallOp::GpuBlockSum:
+        case CallOp::GpuBlockMax:
+        case CallOp::GpuBlockMin: break;
         }
         TESSERA_UNREACHABLE() << "call " << to_string(op->op) << " in a tensor expression";
     }

@@ -123,7 +123,8 @@ std::vector<std::string> lines_of(const std::string& s) {
 } // namespace
 
 TEST(Cli, HelpOnScheduleSubcommands) {
-    for (const char* sub : {"op sketches --help", "op sample --help", "op lower --help"}) {
+    for (const char* sub :
+         {"op sketches --help", "op sample --help", "op lower --help", "op default --help"}) {
         Output o = run_tessera(sub);
         EXPECT_EQ(o.code, 0) << sub << "\n" << o.out;
         EXPECT_NE(o.out.find("Usage"), std::string::npos) << sub << "\n" << o.out;
@@ -182,6 +183,24 @@ TEST(Cli, SampledSchedulesRunAndLower) {
         EXPECT_EQ(l.out.rfind("func kernel(", 0), 0u) << l.out;
         EXPECT_NE(l.out, base);
     }
+}
+
+// `op default` prints the rule-based default schedule; its JSON line replays and runs correctly,
+// and differs with the vector width it is made for.
+TEST(Cli, DefaultScheduleReplaysAndRuns) {
+    const std::string spec = "conv2d:n=1,c=7,h=13,w=13,k=13,r=3,pad=1";
+    Output d = run_tessera("op default " + spec + " --cores 2 --vector-lanes 16");
+    ASSERT_EQ(d.code, 0) << d.out;
+    EXPECT_NE(d.out.find("default schedule ("), std::string::npos) << d.out;
+    const std::string json_line = last_line(d.out);
+    const auto j = nlohmann::json::parse(json_line);
+    EXPECT_FALSE(j["steps"].empty());
+    EXPECT_NE(run_tessera("op default " + spec + " --cores 2 --vector-lanes 8").out, d.out);
+    const std::string file = write_temp("default.json", json_line + "\n");
+    Output r = run_tessera("op run " + spec + " --schedule " + file + " --repeat 1 --json");
+    ASSERT_EQ(r.code, 0) << r.out;
+    EXPECT_TRUE(nlohmann::json::parse(last_line(r.out))["passed"].get<bool>()) << r.out;
+    expect_user_error("op default matmul:m=4,n=4,k=4 --vector-lanes -1", "--vector-lanes");
 }
 
 TEST(Cli, ScheduleWithPackedInputLayout) {

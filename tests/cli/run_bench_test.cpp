@@ -170,6 +170,31 @@ TEST_F(RunBench, BenchJsonHasTheDistribution) {
         EXPECT_NE(text.out.find(field), std::string::npos) << field << " in\n" << text.out;
 }
 
+// --profile: one entry per call of the model's sequence, named by its kernel, each with a
+// positive time in sequence and hot, in the JSON and in the text table.
+TEST_F(RunBench, BenchProfileTimesEveryCall) {
+    const Output o =
+        run_tessera("bench " + so() + " --json --warmup 1 --repeat 10 --threads 1 --profile");
+    ASSERT_EQ(o.code, 0) << o.out;
+    const nlohmann::json j = nlohmann::json::parse(o.out);
+    const nlohmann::json& calls = j.at("calls");
+    ASSERT_GE(calls.size(), 2u) << o.out; // mlp: at least two dense kernels
+    int kernels = 0;
+    for (const nlohmann::json& c : calls) {
+        const std::string kernel = c.at("kernel");
+        kernels += kernel.rfind("tessera_kernel_", 0) == 0;
+        EXPECT_TRUE(kernel == "copy" || kernel.rfind("tessera_kernel_", 0) == 0) << kernel;
+        EXPECT_GT(c.at("ms").get<double>(), 0.0) << kernel;
+        EXPECT_GT(c.at("hot_ms").get<double>(), 0.0) << kernel;
+    }
+    EXPECT_GE(kernels, 2);
+
+    const Output text = run_tessera("bench " + so() + " --repeat 5 --profile");
+    ASSERT_EQ(text.code, 0) << text.out;
+    for (const char* field : {"per call", "tessera_kernel_0", "hot ms", "sum"})
+        EXPECT_NE(text.out.find(field), std::string::npos) << field << " in\n" << text.out;
+}
+
 // The library's C API directly: what any C program linking model.so sees.
 TEST_F(RunBench, CApiTwoInstancesThreadsAndMisalignedBuffers) {
     void* h = dlopen(so().c_str(), RTLD_NOW | RTLD_LOCAL);

@@ -14,7 +14,6 @@
 #include "tessera/backends/cuda.h"
 #include "tessera/ir/functor.h"
 #include "tessera/ir/op.h"
-#include "tessera/ir/verify.h"
 #include "tessera/schedule/lower_state.h"
 #include "tessera/te/op_registry.h"
 #include "tessera/te/tensor.h"
@@ -23,14 +22,6 @@ namespace tessera::testing {
 namespace {
 
 namespace cuda = backend::cuda;
-
-ir::LoweredFunc lower_gpu(const sched::State& s, const std::string& name) {
-    sched::LowerOptions o;
-    o.gpu = true;
-    ir::LoweredFunc f = sched::lower_state(s, name, o);
-    ir::verify(f);
-    return f;
-}
 
 int count(const std::string& text, const std::string& what) {
     int n = 0;
@@ -61,6 +52,17 @@ TEST(CudaCodegen, ElementwiseBindsBlocksAndThreads) {
     EXPECT_NE(src.code.find("blockIdx.x"), std::string::npos);
     EXPECT_NE(src.code.find("threadIdx.x"), std::string::npos);
     EXPECT_EQ(count(src.code, "__syncthreads"), 0);
+}
+
+// Names the prelude reserves (its tessera_ prefix, keywords) still give valid, distinct names:
+// a function called tessera_kernel_3 once made the name search loop forever.
+TEST(CudaCodegen, ReservedNamesArePrefixed) {
+    const te::Compute c = te::make_op("relu:m=7,n=13").compute;
+    for (const char* name : {"tessera_kernel_3", "float", "__x"}) {
+        const cuda::CudaSource src = expect_compiles(lower_gpu(gpu_bind_elementwise(c, 64), name));
+        ASSERT_EQ(src.kernels.size(), 1u) << name;
+        EXPECT_NE(src.code.find(src.kernels[0].name + "("), std::string::npos) << src.code;
+    }
 }
 
 TEST(CudaCodegen, IndicesAre32BitUnlessABufferNeeds64) {
@@ -124,24 +126,8 @@ TEST(CudaCodegen, RowReductionAndMultiStageOps) {
     }
 }
 
-/// A spec of every registry op with its required sizes set to 13.
-std::vector<std::string> registry_specs() {
-    std::vector<std::string> out;
-    for (const std::string& op : te::list_ops()) {
-        std::string spec = op;
-        char sep = ':';
-        for (const te::OpKey& k : te::op_keys(op))
-            if (k.required) {
-                spec += sep + k.name + "=13";
-                sep = ',';
-            }
-        out.push_back(spec);
-    }
-    return out;
-}
-
 TEST(CudaCodegen, EveryRegistryOpCompilesWithAGpuBinding) {
-    const std::vector<std::string> specs = registry_specs();
+    const std::vector<std::string> specs = registry_specs(13);
     ASSERT_GE(specs.size(), 20u);
     for (const std::string& spec : specs) {
         SCOPED_TRACE(spec);
@@ -188,7 +174,8 @@ TEST(CudaCodegen, DeviceLimitsAreScheduleErrors) {
 TEST(CudaCodegen, ThreadBoundReductionIsRejectedWhenLowering) {
     sched::State s = sched::make_initial_state(te::make_op("reduce_sum:m=7,n=13").compute);
     const int sid = s.stage_id_of(s.compute.outputs[0]);
-    sched::annotate(s, sid, 1, sched::IterAnnotation::ThreadX); // the reduce loop
+    // The reduce loop on threadIdx.y: only threadIdx.x reductions are lowered (cross-thread).
+    sched::annotate(s, sid, 1, sched::IterAnnotation::ThreadY);
     sched::LowerOptions o;
     o.gpu = true;
     EXPECT_THROW(sched::lower_state(s, "red", o), ScheduleError);

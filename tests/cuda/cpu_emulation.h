@@ -31,6 +31,45 @@ static thread_local tessera_dim3 threadIdx, blockIdx;
 static std::barrier<>* tessera_block_barrier = nullptr;
 static inline void __syncthreads() { tessera_block_barrier->arrive_and_wait(); }
 static inline float __int_as_float(unsigned v) { float f; std::memcpy(&f, &v, 4); return f; }
+#include <condition_variable>
+#include <mutex>
+// Warp shuffles: the lanes named by the mask meet at a per-warp barrier (threadIdx.x only).
+struct tessera_warp_state {
+    std::mutex m;
+    std::condition_variable cv;
+    unsigned arrived = 0, generation = 0;
+    double slots[32];
+    void arrive(unsigned n) {
+        std::unique_lock<std::mutex> lock(m);
+        const unsigned gen = generation;
+        if (++arrived == n) { arrived = 0; ++generation; cv.notify_all(); return; }
+        cv.wait(lock, [&] { return generation != gen; });
+    }
+};
+static tessera_warp_state tessera_warps[32];
+struct float2 { float x, y; };
+struct float4 { float x, y, z, w; };
+// f16 through the host compiler's _Float16 (buffers hold IEEE halves, as on the device).
+struct __half { _Float16 v; };
+struct __half2 { __half x, y; };
+static inline float __half2float(__half h) { return (float)h.v; }
+static inline __half __float2half_rn(float f) { return __half{(_Float16)f}; }
+// cuda_fp16.h's operators on __half (what generated code may use directly, e.g. tessera_max).
+static inline bool operator<(__half a, __half b) { return a.v < b.v; }
+static inline bool operator>(__half a, __half b) { return a.v > b.v; }
+static inline bool operator<=(__half a, __half b) { return a.v <= b.v; }
+static inline bool operator>=(__half a, __half b) { return a.v >= b.v; }
+static inline bool operator==(__half a, __half b) { return a.v == b.v; }
+static inline bool operator!=(__half a, __half b) { return a.v != b.v; }
+template <typename T> static inline T __shfl_down_sync(unsigned mask, T v, unsigned delta) {
+    const unsigned lane = threadIdx.x % 32, n = __builtin_popcount(mask);
+    tessera_warp_state& w = tessera_warps[threadIdx.x / 32];
+    w.slots[lane] = (double)v;
+    w.arrive(n);
+    const T r = lane + delta < 32 ? (T)w.slots[lane + delta] : v;
+    w.arrive(n); // nobody overwrites a slot before every lane has read
+    return r;
+}
 #define __global__
 #define __device__
 #define __forceinline__ inline
@@ -40,24 +79,80 @@ static inline float __int_as_float(unsigned v) { float f; std::memcpy(&f, &v, 4)
 #define __align__(n) __attribute__((aligned(n)))
 )";
 
+namespace emulation_detail {
+
+/// The generated code with its CUDA header include replaced by the CPU shim, then `extra`.
+inline std::string with_cpu_shim(const std::string& code, const std::string& extra = "") {
+    std::string out = code;
+    const std::string inc = "#include <cuda_fp16.h>\n";
+    const size_t at = out.find(inc);
+    TESSERA_CHECK(at != std::string::npos) << "no prelude";
+    out.replace(at, inc.size(), std::string(kCudaCpuShim) + extra);
+    return out;
+}
+
+/// The call of kernel `name` on the function's params then its workspaces, each argument
+/// written as `open` + "args[i]" (or "work[w]") + `close`.
+inline std::string kernel_call(const backend::cuda::CudaSource& src, const std::string& name,
+                               const std::string& open, const std::string& close) {
+    std::ostringstream call;
+    call << name << "(";
+    size_t i = 0;
+    for (; i < src.params.size(); ++i)
+        call << (i ? ", " : "") << open << "args[" << i << "]" << close;
+    for (size_t w = 0; w < src.workspaces.size(); ++w, ++i)
+        call << (i ? ", " : "") << open << "work[" << w << "]" << close;
+    call << ")";
+    return call.str();
+}
+
+/// An emulation compiled into a shared library and opened: its handle and tessera_emulate.
+struct EmulationLibrary {
+    void* lib = nullptr;
+    void (*fn)(void**, void**) = nullptr;
+};
+
+/// Writes `code` to base.cpp, compiles it with the host compiler into base.so and opens it.
+/// When the compiler rejects it: TESSERA_UNREACHABLE with "host compiler rejected <what>:",
+/// the compiler's log and `appendix`.
+inline EmulationLibrary compile_emulation(const std::string& code, const std::string& base,
+                                          const std::string& what, const std::string& appendix) {
+    {
+        std::ofstream out(base + ".cpp");
+        out << code;
+    }
+    const std::string cmd = "c++ -std=c++20 -O0 -w -shared -fPIC -pthread -o " + base + ".so " +
+                            base + ".cpp 2> " + base + ".log";
+    if (std::system(cmd.c_str()) != 0) {
+        std::ifstream log(base + ".log");
+        std::stringstream text;
+        text << log.rdbuf();
+        TESSERA_UNREACHABLE() << "host compiler rejected " << what << ":\n"
+                              << text.str() << appendix;
+    }
+    EmulationLibrary out;
+    out.lib = dlopen((base + ".so").c_str(), RTLD_NOW | RTLD_LOCAL);
+    TESSERA_CHECK(out.lib) << dlerror();
+    out.fn = reinterpret_cast<void (*)(void**, void**)>(dlsym(out.lib, "tessera_emulate"));
+    TESSERA_CHECK(out.fn) << "no tessera_emulate";
+    return out;
+}
+
+/// Removes the files compile_emulation wrote for `base`.
+inline void remove_emulation_files(const std::string& base) {
+    for (const char* ext : {".cpp", ".so", ".log"})
+        std::remove((base + ext).c_str());
+}
+
+} // namespace emulation_detail
+
 /// Emulates src (from codegen_cuda) on host buffers: args[i] = data of src.params[i].
 inline void emulate_on_cpu(const backend::cuda::CudaSource& src, std::vector<void*>& args) {
-    std::string code = src.code;
-    const std::string inc = "#include <cuda_fp16.h>\n";
-    const size_t at = code.find(inc);
-    TESSERA_CHECK(at != std::string::npos) << "no prelude";
-    code.replace(at, inc.size(), kCudaCpuShim);
+    std::string code = emulation_detail::with_cpu_shim(src.code);
     std::ostringstream launcher;
     launcher << "extern \"C\" void tessera_emulate(void** args, void** work) {\n";
     for (const auto& k : src.kernels) {
-        std::ostringstream call;
-        call << k.name << "(";
-        size_t i = 0;
-        for (; i < src.params.size(); ++i)
-            call << (i ? ", " : "") << "(float*)args[" << i << "]";
-        for (size_t w = 0; w < src.workspaces.size(); ++w, ++i)
-            call << (i ? ", " : "") << "(float*)work[" << w << "]";
-        call << ")";
+        const std::string call = emulation_detail::kernel_call(src, k.name, "(float*)", "");
         const auto& g = k.dims.grid;
         const auto& b = k.dims.block;
         launcher << "  for (unsigned bz = 0; bz < " << g[2] << "; ++bz)\n"
@@ -70,7 +165,7 @@ inline void emulate_on_cpu(const backend::cuda::CudaSource& src, std::vector<voi
                  << "    for (unsigned ty = 0; ty < " << b[1] << "; ++ty)\n"
                  << "    for (unsigned tx = 0; tx < " << b[0] << "; ++tx)\n"
                  << "      ts.emplace_back([=] { blockIdx = {bx, by, bz}; threadIdx = {tx, ty, tz}; "
-                 << call.str() << "; });\n"
+                 << call << "; });\n"
                  << "    for (auto& t : ts) t.join();\n"
                  << "  }\n";
     }
@@ -80,34 +175,114 @@ inline void emulate_on_cpu(const backend::cuda::CudaSource& src, std::vector<voi
     static int counter = 0;
     const std::string base = "/tmp/tessera_cuda_emu_" + std::to_string(::getpid()) + "_" +
                              std::to_string(counter++);
-    {
-        std::ofstream out(base + ".cpp");
-        out << code;
-    }
-    const std::string cmd = "c++ -std=c++20 -O0 -w -shared -fPIC -pthread -o " + base + ".so " +
-                            base + ".cpp 2> " + base + ".log";
-    if (std::system(cmd.c_str()) != 0) {
-        std::ifstream log(base + ".log");
-        std::stringstream text;
-        text << log.rdbuf();
-        TESSERA_UNREACHABLE() << "host compiler rejected the emulated CUDA:\n"
-                              << text.str() << "\n"
-                              << code;
-    }
-    void* lib = dlopen((base + ".so").c_str(), RTLD_NOW | RTLD_LOCAL);
-    TESSERA_CHECK(lib) << dlerror();
-    auto fn = reinterpret_cast<void (*)(void**, void**)>(dlsym(lib, "tessera_emulate"));
-    TESSERA_CHECK(fn) << "no tessera_emulate";
+    const emulation_detail::EmulationLibrary built =
+        emulation_detail::compile_emulation(code, base, "the emulated CUDA", "\n" + code);
     std::vector<std::vector<char>> work;
     std::vector<void*> work_ptrs;
     for (const auto& w : src.workspaces) {
         work.emplace_back(w->num_elements() * w.dtype().bytes());
         work_ptrs.push_back(work.back().data());
     }
-    fn(args.data(), work_ptrs.data());
-    dlclose(lib);
-    for (const char* ext : {".cpp", ".so", ".log"})
-        std::remove((base + ext).c_str());
+    built.fn(args.data(), work_ptrs.data());
+    dlclose(built.lib);
+    emulation_detail::remove_emulation_files(base);
 }
+
+/// The generated CUDA of one function compiled once for the CPU shim and run any number of
+/// times (emulate_on_cpu compiles on every call): for chaining a whole model's kernels, where
+/// one task runs in several calls. Buffers of any element type (the kernels' parameter types
+/// come from the generated code). Removes its files when destroyed.
+class EmulatedCuda {
+  public:
+    explicit EmulatedCuda(const backend::cuda::CudaSource& src) : src_(src) {
+        std::string code = emulation_detail::with_cpu_shim(
+            src.code, "struct tessera_any_ptr { void* p; template <typename T> operator T*() "
+                      "const { return static_cast<T*>(p); } };\n");
+        std::ostringstream launcher;
+        launcher << "extern \"C\" void tessera_emulate(void** args, void** work) {\n";
+        for (const auto& k : src.kernels) {
+            const std::string call =
+                emulation_detail::kernel_call(src, k.name, "tessera_any_ptr{", "}");
+            const auto& g = k.dims.grid;
+            const auto& b = k.dims.block;
+            const std::string blocks = "    for (unsigned bz = 0; bz < " + std::to_string(g[2]) +
+                                       "; ++bz)\n    for (unsigned by = 0; by < " +
+                                       std::to_string(g[1]) + "; ++by)\n    for (unsigned bx = 0; bx < " +
+                                       std::to_string(g[0]) + "; ++bx) {\n";
+            const std::string threads = "    for (unsigned tz = 0; tz < " + std::to_string(b[2]) +
+                                        "; ++tz)\n    for (unsigned ty = 0; ty < " +
+                                        std::to_string(b[1]) + "; ++ty)\n    for (unsigned tx = 0; tx < " +
+                                        std::to_string(b[0]) + "; ++tx)\n";
+            if (!has_barrier(src.code, k.name)) {
+                // No barrier: the threads of a block may run one after another.
+                launcher << "  {\n" << blocks << threads << "      { blockIdx = {bx, by, bz}; "
+                         << "threadIdx = {tx, ty, tz}; " << call << "; }\n    }\n  }\n";
+                continue;
+            }
+            // One OS thread per CUDA thread, alive for the whole grid: each runs the blocks in
+            // order and waits for the others at the end of each, so that no block's shared
+            // arrays (statics) are touched while another block still uses them.
+            launcher << "  {\n    std::barrier<> bar(" << k.dims.threads_per_block() << ");\n"
+                     << "    tessera_block_barrier = &bar;\n    std::vector<std::thread> ts;\n"
+                     << threads << "      ts.emplace_back([=, &bar] { threadIdx = {tx, ty, tz};\n"
+                     << blocks << "        blockIdx = {bx, by, bz}; " << call
+                     << "; bar.arrive_and_wait();\n    }\n      });\n"
+                     << "    for (auto& t : ts) t.join();\n  }\n";
+        }
+        launcher << "}\n";
+        code += launcher.str();
+        static int counter = 0;
+        base_ = "/tmp/tessera_cuda_emu_model_" + std::to_string(::getpid()) + "_" +
+                std::to_string(counter++);
+        const emulation_detail::EmulationLibrary built = emulation_detail::compile_emulation(
+            code, base_, "the emulated CUDA of " + src.func_name, "");
+        lib_ = built.lib;
+        fn_ = built.fn;
+        for (const auto& w : src.workspaces)
+            work_.emplace_back(static_cast<size_t>(w->num_elements() * w.dtype().bytes()));
+    }
+    ~EmulatedCuda() {
+        if (lib_)
+            dlclose(lib_);
+        emulation_detail::remove_emulation_files(base_);
+    }
+    EmulatedCuda(const EmulatedCuda&) = delete;
+    EmulatedCuda& operator=(const EmulatedCuda&) = delete;
+
+    /// Launches every kernel in order on args[i] = data of src.params[i] (workspaces are owned
+    /// here, as a device function's are).
+    void run(std::vector<void*>& args) {
+        TESSERA_CHECK(args.size() == src_.params.size())
+            << args.size() << " arguments for " << src_.params.size() << " params";
+        std::vector<void*> work;
+        for (auto& w : work_)
+            work.push_back(w.data());
+        fn_(args.data(), work.data());
+    }
+
+  private:
+    /// Whether kernel `name`'s text (from its signature to the next kernel) has a barrier, a
+    /// warp shuffle or a call of a reduction helper, any of which needs its threads to run at
+    /// the same time.
+    static bool has_barrier(const std::string& code, const std::string& name) {
+        const size_t at = code.find(" " + name + "(");
+        if (at == std::string::npos)
+            return true; // unknown: keep the safe form
+        const size_t end = code.find("extern \"C\"", at);
+        const std::string body =
+            code.substr(at, end == std::string::npos ? std::string::npos : end - at);
+        // The prelude's cross-thread reduction helpers (tessera_warp_reduce,
+        // tessera_block_reduce) shuffle and synchronize inside.
+        return body.find("__syncthreads") != std::string::npos ||
+               body.find("__shfl") != std::string::npos ||
+               body.find("_reduce(") != std::string::npos;
+    }
+
+    backend::cuda::CudaSource src_;
+    std::string base_;
+    void* lib_ = nullptr;
+    void (*fn_)(void**, void**) = nullptr;
+    std::vector<std::vector<char>> work_;
+};
 
 } // namespace tessera::testing

@@ -78,6 +78,9 @@ TEST_F(CudaCli, WithoutADeviceBothCommandsFailWithTheReason) {
     expect_one_line_error(std::string("tune --op ") + kSpec + " --target cuda --trials 4 --db " +
                               path("t.db"),
                           "--target cuda: " + reason);
+    expect_one_line_error("tune " + path("model.onnx") + " --target cuda --trials 4 --db " +
+                              path("t.db"),
+                          "--target cuda: " + reason);
     EXPECT_FALSE(fs::exists(path("t.db"))) << "no database is created when nothing can run";
 }
 
@@ -85,8 +88,35 @@ TEST_F(CudaCli, BadTargetsAreOneLineErrors) {
     expect_one_line_error(std::string("op run ") + kSpec + " --target rocm", "'rocm'");
     expect_one_line_error(std::string("tune --op ") + kSpec + " --target rocm --db " + path("t.db"),
                           "'rocm'");
-    expect_one_line_error("tune " + path("model.onnx") + " --target cuda --db " + path("t.db"),
-                          "--target cuda tunes one operator");
+}
+
+/// A model's tasks tuned for the GPU are those `build --target cuda` makes (no NCHW[x]c layout
+/// pass): with synthetic times no device is needed, and every record binds blocks and threads.
+TEST_F(CudaCli, SimulatedModelTuneTakesTheCudaBuildsTasks) {
+    const std::string model = std::string(TESSERA_SOURCE_DIR) + "/../shared/models/mlp/model.onnx";
+    if (!fs::exists(model))
+        GTEST_SKIP() << "shared models absent: " << model;
+    const std::string db = path("model.db");
+    const Output o = run_tessera("tune " + model +
+                                 " --target cuda --runner simulated --model random --trials 24 "
+                                 "--population 16 --generations 1 --measure-per-round 8 --json "
+                                 "--db " + db);
+    ASSERT_EQ(o.code, 0) << o.out;
+    const nlohmann::json j = nlohmann::json::parse(last_line(o.out));
+    EXPECT_EQ(std::string(j["target"]).rfind("simulated:cuda -arch=sm_", 0), 0u) << o.out;
+    const Output b = run_tessera("build " + model + " --target cuda --no-db --json -o " +
+                                 path("mlp.cuda.so"));
+    ASSERT_EQ(b.code, 0) << b.out;
+    tessera::tune::TuningDatabase d(db);
+    const nlohmann::json build = nlohmann::json::parse(b.out); // outlives the loop below
+    ASSERT_FALSE(build["tasks"].empty()) << b.out;
+    int records = 0;
+    for (const auto& t : build["tasks"])
+        for (const auto& r : d.records_of(t["workload_key"].get<std::string>())) {
+            ++records;
+            EXPECT_NE(r.schedule_json.find("blockIdx.x"), std::string::npos) << r.schedule_json;
+        }
+    EXPECT_EQ(records, 24) << "every record belongs to a task of the CUDA build";
 }
 
 /// Records of a simulated GPU tune: no device needed (synthetic times of GPU sketches).

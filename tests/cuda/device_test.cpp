@@ -34,12 +34,6 @@ Executor cuda_executor() {
     };
 }
 
-ir::LoweredFunc lower_gpu(const sched::State& s, const std::string& name) {
-    sched::LowerOptions o;
-    o.gpu = true;
-    return sched::lower_state(s, name, o);
-}
-
 /// Runs the state on the GPU and compares every output with the default lowering.
 void expect_gpu_matches(const sched::State& s, double tol, uint64_t seed = 11) {
     const auto inputs = random_inputs(s.compute, seed);

@@ -1,15 +1,84 @@
-// Hand-written GPU schedules for the CUDA tests: a one-thread-per-element binding for any
-// Compute, and a shared-memory tiled matmul with cooperative fetching.
+// Helpers of the CUDA tests: GPU options, lowering for a GPU, specs of every registry op, the
+// check of a GPU function against the reference through the CPU emulation of its CUDA, and
+// hand-written GPU schedules (a one-thread-per-element binding for any Compute, a
+// shared-memory tiled matmul with cooperative fetching).
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <cstdint>
 #include <string>
 #include <vector>
 
+#include "common/op_runner.h"
+#include "common/test_util.h"
+#include "cpu_emulation.h"
+#include "tessera/backends/cuda.h"
+#include "tessera/ir/verify.h"
+#include "tessera/schedule/default_schedule.h"
+#include "tessera/schedule/lower_state.h"
 #include "tessera/schedule/schedule.h"
+#include "tessera/schedule/sketch.h"
 #include "tessera/schedule/state.h"
 #include "tessera/te/compute.h"
+#include "tessera/te/op_registry.h"
 
 namespace tessera::testing {
+
+/// Sketch options of the GPU target (the tuner's GPU rule list).
+inline sched::SketchOptions gpu_sketch_options() {
+    sched::SketchOptions o;
+    o.target = sched::TargetKind::Gpu;
+    return o;
+}
+
+/// Default-schedule options of the GPU target (default device limits).
+inline sched::DefaultScheduleOptions gpu_default_options() {
+    sched::DefaultScheduleOptions o;
+    o.target = sched::TargetKind::Gpu;
+    return o;
+}
+
+/// s lowered for a GPU under `name`, checked by ir::verify (which throws on a malformed
+/// function).
+inline ir::LoweredFunc lower_gpu(const sched::State& s, const std::string& name) {
+    sched::LowerOptions o;
+    o.gpu = true;
+    ir::LoweredFunc f = sched::lower_state(s, name, o);
+    ir::verify(f);
+    return f;
+}
+
+/// A spec of every registry op with its required sizes set to `size` (e.g. "matmul:m=13,...").
+inline std::vector<std::string> registry_specs(int size) {
+    std::vector<std::string> out;
+    for (const std::string& op : te::list_ops()) {
+        std::string spec = op;
+        char sep = ':';
+        for (const te::OpKey& k : te::op_keys(op))
+            if (k.required) {
+                spec += sep + k.name + "=" + std::to_string(size);
+                sep = ',';
+            }
+        out.push_back(spec);
+    }
+    return out;
+}
+
+/// Runs f (s lowered for a GPU) through the CPU emulation of its generated CUDA on
+/// random_inputs(s.compute, seed) and expects every output within `tol` (max_rel_error) of the
+/// reference lowering of s.compute; `context` ends each failure message.
+inline void expect_emulation_matches(const sched::State& s, const ir::LoweredFunc& f, uint64_t seed,
+                                     double tol = 1e-5, const std::string& context = "") {
+    const auto inputs = random_inputs(s.compute, seed);
+    const auto want = run_compute(s.compute, inputs);
+    const auto got = run_lowered(f, inputs, [](const ir::LoweredFunc& g, std::vector<void*>& a) {
+        emulate_on_cpu(backend::cuda::codegen_cuda(g), a);
+    });
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i)
+        EXPECT_LE(max_rel_error(got[i], want[i]), tol) << "output " << i << context;
+}
 
 /// Every compute stage at root: its spatial iterators fused, split by `threads`, the outer part
 /// bound to blockIdx.x and the inner to threadIdx.x; reductions run serially per thread.

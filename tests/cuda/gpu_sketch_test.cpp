@@ -6,12 +6,9 @@
 
 #include <set>
 
-#include "common/op_runner.h"
-#include "common/test_util.h"
-#include "cpu_emulation.h"
+#include "gpu_schedules.h"
 #include "tessera/backends/cuda.h"
 #include "tessera/schedule/gpu_sampling.h"
-#include "tessera/schedule/lower_state.h"
 #include "tessera/schedule/sketch.h"
 #include "tessera/te/op_registry.h"
 
@@ -19,18 +16,6 @@ namespace tessera::testing {
 namespace {
 
 namespace cuda = backend::cuda;
-
-sched::SketchOptions gpu_options() {
-    sched::SketchOptions o;
-    o.target = sched::TargetKind::Gpu;
-    return o;
-}
-
-ir::LoweredFunc lower_gpu(const sched::State& s, const std::string& name) {
-    sched::LowerOptions o;
-    o.gpu = true;
-    return sched::lower_state(s, name, o);
-}
 
 bool has_shared_stage(const sched::State& s) {
     for (const sched::Stage& st : s.stages)
@@ -41,7 +26,7 @@ bool has_shared_stage(const sched::State& s) {
 
 TEST(GpuSketch, MatmulGetsLocalCacheAndSharedCopies) {
     const te::Compute c = te::make_op("matmul:m=512,n=512,k=512").compute;
-    const std::vector<sched::State> sketches = sched::generate_sketches(c, gpu_options());
+    const std::vector<sched::State> sketches = sched::generate_sketches(c, gpu_sketch_options());
     // Shared copies of a, of b, of both, of neither.
     ASSERT_EQ(sketches.size(), 4u);
     int with_shared = 0;
@@ -57,7 +42,7 @@ TEST(GpuSketch, MatmulGetsLocalCacheAndSharedCopies) {
 
 TEST(GpuSketch, SampledMatmulBindsBlocksVthreadsAndThreadsWithinLimits) {
     const te::Compute c = te::make_op("matmul:m=512,n=512,k=512").compute;
-    const std::vector<sched::State> sketches = sched::generate_sketches(c, gpu_options());
+    const std::vector<sched::State> sketches = sched::generate_sketches(c, gpu_sketch_options());
     Rng rng(17);
     const sched::GpuSampleOptions lim;
     std::set<int64_t> thread_counts;
@@ -97,7 +82,7 @@ TEST(GpuSketch, SampledSchedulesOfCanonicalWorkloadsCompileWithNvrtc) {
     for (const char* spec : kWorkloads) {
         SCOPED_TRACE(spec);
         const te::OpInstance op = te::make_op(spec);
-        const std::vector<sched::State> sketches = sched::generate_sketches(op.compute, gpu_options());
+        const std::vector<sched::State> sketches = sched::generate_sketches(op.compute, gpu_sketch_options());
         ASSERT_GE(sketches.size(), 1u);
         const sched::State s = sched::sample_initial_gpu_state(sketches[0], rng);
         const cuda::CudaSource src = cuda::codegen_cuda(lower_gpu(s, op.name));
@@ -112,7 +97,8 @@ TEST(GpuSketch, SampledSchedulesComputeTheReferenceInEmulation) {
     for (const char* spec : {"matmul:m=37,n=29,k=13", "softmax:m=7,n=13"}) {
         SCOPED_TRACE(spec);
         const te::OpInstance op = te::make_op(spec);
-        const std::vector<sched::State> sketches = sched::generate_sketches(op.compute, gpu_options());
+        const std::vector<sched::State> sketches =
+            sched::generate_sketches(op.compute, gpu_sketch_options());
         // The matmul sketch with both shared copies (the last one with any), else the first.
         size_t pick = 0;
         for (size_t i = 0; i < sketches.size(); ++i) {
@@ -122,20 +108,13 @@ TEST(GpuSketch, SampledSchedulesComputeTheReferenceInEmulation) {
         const sched::State s = sched::sample_initial_gpu_state(sketches[pick], rng);
         SCOPED_TRACE(sched::to_string(s));
         EXPECT_EQ(has_shared_stage(s), op.name == "matmul");
-        const auto inputs = random_inputs(op.compute, 4);
-        const auto want = run_compute(op.compute, inputs);
-        const auto got = run_lowered(lower_gpu(s, "emu"), inputs,
-                                     [](const ir::LoweredFunc& f, std::vector<void*>& args) {
-                                         emulate_on_cpu(cuda::codegen_cuda(f), args);
-                                     });
-        for (size_t o = 0; o < got.size(); ++o)
-            EXPECT_LE(max_rel_error(got[o], want[o]), 1e-5) << "output " << o;
+        expect_emulation_matches(s, lower_gpu(s, "emu"), 4);
     }
 }
 
 TEST(GpuSketch, ImpossibleLimitsAreScheduleErrors) {
     const te::Compute c = te::make_op("matmul:m=64,n=64,k=64").compute;
-    const std::vector<sched::State> sketches = sched::generate_sketches(c, gpu_options());
+    const std::vector<sched::State> sketches = sched::generate_sketches(c, gpu_sketch_options());
     sched::GpuSampleOptions tiny;
     tiny.max_local_bytes = 0; // no register tile fits
     tiny.max_tries = 4;

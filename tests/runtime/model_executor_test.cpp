@@ -288,3 +288,35 @@ TEST(ModelCApi, WithoutModelSymbolsCreateFailsClearly) {
     EXPECT_EQ(tessera_model_num_inputs(nullptr), -1);
     tessera_model_free(nullptr);
 }
+
+TEST(ModelExecutor, ProfilingTimesEveryCallWithoutChangingResults) {
+    MatmulReluModel model(13, 127, 7, 41);
+    auto e = model.instance();
+    EXPECT_EQ(e->profiling(), ModelExecutor::Profiling::Off);
+    EXPECT_TRUE(e->call_seconds().empty()); // nothing timed before a mode is set
+
+    // Sequence: results are the model's, every call gets a positive total, runs are counted.
+    e->set_profiling(ModelExecutor::Profiling::Sequence);
+    const std::vector<float> x = tessera::testing::random_floats(13 * 127, 42);
+    model.run_and_check(*e, x);
+    model.run_and_check(*e, x);
+    ASSERT_EQ(e->call_seconds().size(), model.plan.calls.size());
+    EXPECT_EQ(e->profiled_runs(), 2);
+    for (size_t c = 0; c < model.plan.calls.size(); ++c)
+        EXPECT_GT(e->call_seconds()[c], 0.0) << "call " << c;
+
+    // Hot: this plan updates nothing in place, so its outputs are still right; totals restart.
+    e->set_profiling(ModelExecutor::Profiling::Hot);
+    EXPECT_EQ(e->profiled_runs(), 0);
+    model.run_and_check(*e, x);
+    EXPECT_EQ(e->profiled_runs(), 1);
+    for (size_t c = 0; c < model.plan.calls.size(); ++c)
+        EXPECT_GT(e->call_seconds()[c], 0.0) << "call " << c;
+
+    // Off again: runs add nothing.
+    e->set_profiling(ModelExecutor::Profiling::Off);
+    model.run_and_check(*e, x);
+    EXPECT_EQ(e->profiled_runs(), 0);
+    for (double s : e->call_seconds())
+        EXPECT_EQ(s, 0.0);
+}

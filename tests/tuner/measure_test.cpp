@@ -19,6 +19,10 @@
 #include "tessera/te/op_library.h"
 #include "tessera/te/workload_key.h"
 #include "tessera/tuner/measure.h"
+#include "tessera/tuner/runner.h"
+
+#include <sched.h>
+#include <unistd.h>
 
 namespace tessera::tune {
 namespace {
@@ -322,6 +326,39 @@ TEST(Measure, SettingsNameWhatAffectsTimes) {
     EXPECT_EQ(j.at("max_repeats").get<int>(), o.max_repeats);
     EXPECT_EQ(j.at("flush_cache").get<bool>(), true);
     EXPECT_DOUBLE_EQ(j.at("tolerance").get<double>(), o.tolerance);
+}
+
+// A real-time runner starts its worker under SCHED_FIFO where the system permits it (root or
+// CAP_SYS_NICE, as in CI), and otherwise says it was denied and still measures; the records'
+// settings say which happened.
+TEST(Measure, RealtimeWorkerRunsUnderFifoOrSaysWhyNot) {
+    const fs::path log = fs::temp_directory_path() / ("tessera_rt_" + std::to_string(getpid()));
+    {
+        Runner r({TESSERA_BINARY, "__measure-worker"}, 5.0, log.string(), 10);
+        RunRequest req;
+        req.library = "/nonexistent/library.so"; // answered with an error, the worker stays
+        req.symbol = "k";
+        const RunReply reply = r.run(req);
+        EXPECT_NE(reply.error, MeasureError::Ok);
+        ASSERT_GT(r.worker_pid(), 0);
+        const int policy = sched_getscheduler(r.worker_pid());
+        if (r.realtime_denied())
+            EXPECT_EQ(policy, SCHED_OTHER);
+        else
+            EXPECT_EQ(policy, SCHED_FIFO);
+    }
+    fs::remove(log);
+
+    MeasureOptions o = test_options();
+    o.realtime = true;
+    LocalMeasurer m(o);
+    const te::Compute c = matmul_compute(7, 13, 127);
+    for (const MeasureResult& res : m.measure(c, sample_states(c, 2, 8)))
+        expect_ok(res, o);
+    const nlohmann::json j = nlohmann::json::parse(m.settings_json());
+    EXPECT_TRUE(j.at("realtime").is_boolean());
+    MeasureOptions normal = test_options();
+    EXPECT_FALSE(nlohmann::json::parse(LocalMeasurer(normal).settings_json()).contains("realtime"));
 }
 
 TEST(Measure, BadOptionsAndWorkersAreUserErrors) {

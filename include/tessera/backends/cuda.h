@@ -11,7 +11,16 @@
 //   runs on one thread (grid 1, block 1).
 // - GpuVThread, Vectorized and Unrolled loops are serial loops marked `#pragma unroll`;
 //   Serial and Parallel loops are plain loops. (Vector IR - Ramp, Broadcast, VectorReduce -
-//   is rejected: run no vectorize pass before this backend.)
+//   is rejected: run no vectorize pass before this backend.) Exception: a Vectorized loop of 2
+//   or 4 lanes from 0 whose body is one Store, with an access contiguous along the loop
+//   variable at a base provably a multiple of the lanes, uses float2/float4/__half2 loads and
+//   stores for such accesses of global and shared buffers (the others, and per-thread arrays,
+//   stay scalar). Every buffer must be 16-byte aligned
+//   (cudaMalloc'd params and workspaces are).
+// - CallOp::GpuBlockSum/Max/Min (cross-thread reductions from sched::lower_state) become a
+//   warp-shuffle and shared-memory block reduction over threadIdx.x; every thread of the block
+//   must reach it: inside a thread-dependent branch, outside the thread-bound loops, or in a
+//   block with threadIdx.y/z it is a ScheduleError.
 // - Shared Allocates become __shared__ arrays, Local and Stack ones per-thread arrays; a Heap
 //   Allocate inside a kernel is rejected.
 // - Barriers are inserted here, not written in the IR: inside thread-bound code, a statement

@@ -25,11 +25,15 @@ namespace tessera::backend {
 struct ModelDataObject {
     std::string plan_bytes;                  ///< runtime::serialize_plan of the model's plan.
     std::vector<uint8_t> weights;            ///< Every weight at its plan offset.
-    std::vector<std::string> kernel_symbols; ///< In tessera_model_kernels order.
+    std::vector<std::string> kernel_symbols; ///< In tessera_model_kernels order (CPU models).
+    /// CUDA models: every module's cubin at its plan offset, defined as tessera_model_cubins
+    /// (8-byte aligned); empty for CPU models, which then define no such symbol.
+    std::string cubins;
 };
 
 /// Writes the relocatable, position-independent object defining tessera_model_plan,
-/// tessera_model_plan_size, tessera_model_weights and tessera_model_kernels (the kernel symbols
+/// tessera_model_plan_size, tessera_model_weights, tessera_model_kernels (empty when
+/// kernel_symbols is) and, when data.cubins is not empty, tessera_model_cubins (the kernel symbols
 /// stay undefined: they come from the kernels' object) for this host (opts.cpu/features as in
 /// emit_object_file). Throws UserError when the file cannot be written, InternalError when a
 /// kernel symbol is empty or repeated.

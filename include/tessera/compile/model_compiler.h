@@ -10,6 +10,14 @@
 //      reads, intermediates live in one arena at the offsets of graph::plan_memory)
 //   -> kernels' objects + data object + runtime archive -> model.so (backends/model_object.h)
 //
+// With BuildOptions::target Cuda the same flow makes a model library for an NVIDIA GPU: the
+// graph skips the CPU layout pass (NCHW[x]c), records are looked up for the CUDA target and
+// ISA class, tasks without one get the GPU default schedule, every schedule is lowered for the
+// GPU and turned into CUDA C (whose device-limit checks may also send a record back to the
+// default), NVRTC compiles one cubin per task for the architecture, and the library embeds the
+// cubins beside the plan and the weights (runtime/model_plan.h, PlanTarget::Cuda); it needs no
+// GPU to be built.
+//
 // Two phases, so that a driver can report the coverage (and refuse a --strict build) before
 // spending time in code generation: prepare_model_build chooses and lowers every schedule;
 // write_model_library generates code and links.
@@ -30,6 +38,15 @@
 
 namespace tessera::compile {
 
+/// What a model library runs on.
+enum class BuildTarget : uint8_t {
+    Cpu,  ///< This host's CPU (LLVM).
+    Cuda, ///< An NVIDIA GPU (CUDA C, NVRTC cubins, the CUDA driver at run time).
+};
+
+/// "cpu", "cuda".
+const char* to_string(BuildTarget t);
+
 /// Options of a model build.
 struct BuildOptions {
     std::string model_path; ///< The .onnx file.
@@ -44,9 +61,13 @@ struct BuildOptions {
     std::map<std::string, graph::Shape> input_shapes;
     /// Cores the default schedules assume; 0: this host's physical cores.
     int num_cores = 0;
-    /// Threads generating code (each compiles a share of the kernels into its own object);
-    /// 0: one per hardware thread.
+    /// Threads generating code (each compiles a share of the kernels into its own object,
+    /// or, for Cuda, its own cubins); 0: one per hardware thread.
     int jobs = 0;
+    BuildTarget target = BuildTarget::Cpu;
+    /// Cuda only: the GPU architecture the cubins are compiled for, "sm_<digits>" (e.g.
+    /// "sm_90"; NVRTC must know it). The lookup key should name the same architecture.
+    std::string cuda_arch = "sm_90";
 };
 
 /// Where a task's schedule came from.
@@ -92,15 +113,23 @@ struct TaskCoverage {
 
 /// A model with every task's schedule chosen and lowered: the output of the first phase.
 struct ModelBuild {
-    std::string model_name; ///< The model file's stem, or its folder's name when the stem is "model".
-    std::string db_path;    ///< The database consulted (empty: none).
-    graph::Graph graph;     ///< Optimized.
+    std::string
+        model_name;      ///< The model file's stem, or its folder's name when the stem is "model".
+    std::string db_path; ///< The database consulted (empty: none).
+    graph::Graph graph;  ///< Optimized.
     std::vector<graph::FusedGroup> groups;
     std::vector<graph::Task> tasks;
-    std::vector<sched::State> states;     ///< Per task: the chosen schedule.
-    std::vector<ir::LoweredFunc> kernels; ///< Per task: the state lowered (not yet prepared).
-    std::vector<TaskCoverage> coverage;   ///< Per task, in task order.
-    double prepare_secs = 0;              ///< Wall time of prepare_model_build.
+    std::vector<sched::State> states; ///< Per task: the chosen schedule.
+    /// Per task: the state lowered (not yet prepared; for Cuda lowered with LowerOptions::gpu).
+    std::vector<ir::LoweredFunc> kernels;
+    BuildTarget target = BuildTarget::Cpu;
+    std::string cuda_arch; ///< Cuda only: as BuildOptions::cuda_arch.
+    /// Cuda only, per task: the CUDA C of its kernel function (backend::cuda::codegen_cuda)
+    /// and its launches and workspace sizes (the cubin range is set by make_model_plan).
+    std::vector<std::string> cuda_code;
+    std::vector<runtime::PlanCudaModule> cuda_modules;
+    std::vector<TaskCoverage> coverage; ///< Per task, in task order.
+    double prepare_secs = 0;            ///< Wall time of prepare_model_build.
 
     /// Rows served by `s`.
     int tasks_served_by(ScheduleSource s) const;
@@ -126,8 +155,13 @@ ModelBuild prepare_model_build(const BuildOptions& opts);
 
 /// The runtime plan of a prepared build, with the weights it references (each at its
 /// PlanTensor::offset, packed as the schedules read them). Kernel i of the plan is task i's
-/// function, named kernel_symbol(i). Post: runtime::validate_plan(plan) passes.
-runtime::ModelPlan make_model_plan(const ModelBuild& build, std::vector<uint8_t>& weights);
+/// function, named kernel_symbol(i). For a Cuda build, `cubins` holds task i's cubin at i
+/// (required, non-empty each) and `cubin_blob`, when non-null, receives them concatenated at
+/// the plan modules' offsets (what the library embeds as tessera_model_cubins); both are
+/// ignored for a Cpu build. Post: runtime::validate_plan(plan) passes.
+runtime::ModelPlan make_model_plan(const ModelBuild& build, std::vector<uint8_t>& weights,
+                                   const std::vector<std::string>& cubins = {},
+                                   std::string* cubin_blob = nullptr);
 
 /// The C symbol of task i's kernel inside a model library.
 std::string kernel_symbol(int task);
@@ -138,8 +172,10 @@ std::string kernel_symbol(int task);
 void check_output_writable(const std::string& so_path);
 
 /// Phase 2: writes the shared library `so_path` (replacing it). Kernels compile in opts.jobs
-/// threads. Throws UserError naming the path when the output cannot be written or linking
-/// fails.
+/// threads (LLVM objects, or for a Cuda build NVRTC cubins for build.cuda_arch). Throws
+/// UserError naming the path when the output cannot be written or linking fails, and naming
+/// the task when NVRTC rejects its code; UserError for a Cuda build in a tessera built
+/// without the CUDA toolkit.
 LibrarySummary write_model_library(const ModelBuild& build, const std::string& so_path,
                                    const BuildOptions& opts);
 

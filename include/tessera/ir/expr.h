@@ -266,6 +266,14 @@ enum class CallOp : uint8_t {
     Ceil,
     Pow,   ///< Two args.
     Prefetch, ///< Prefetch(Load): hint that the loaded address will be read soon. Type: i32.
+    /// GPU cross-thread reductions (GPU lowering only; the CPU backends, the interpreter and
+    /// tensor expressions reject them): x combined over all threads of the block along
+    /// threadIdx.x (blockDim.y = blockDim.z = 1), every thread receiving the result. Type of x
+    /// (f32 or f64). Every thread of the block must evaluate it in uniform control flow (it
+    /// contains barriers): the CUDA backend rejects it inside a thread-dependent branch.
+    GpuBlockSum,
+    GpuBlockMax,
+    GpuBlockMin,
 };
 const char* to_string(CallOp op);
 
@@ -331,5 +339,9 @@ struct Reduce : ExprNode<Reduce> {
 Expr reduce_identity(ReduceOp op, DataType t);
 /// One reduction step: acc + x, max(acc, x) or min(acc, x). Pre: acc and x have one type.
 Expr reduce_combine(ReduceOp op, Expr acc, Expr x);
+/// The cross-thread reduction call of `op` (CallOp::GpuBlockSum/Max/Min).
+CallOp gpu_block_reduce_op(ReduceOp op);
+/// True for GpuBlockSum, GpuBlockMax and GpuBlockMin.
+bool is_gpu_block_reduce(CallOp op);
 
 } // namespace tessera::ir

@@ -61,6 +61,22 @@ class ModelExecutor {
     /// How many inputs and outputs the last run staged through aligned copies (for tests).
     int last_run_staged() const { return last_staged_; }
 
+    /// Per-call timing, for finding where a model's time goes (`tessera bench --profile`).
+    ///  - Off: runs time nothing (the default; no clock reads).
+    ///  - Sequence: each run adds every call's wall time, as it ran in the model, to its total.
+    ///  - Hot: each call runs twice in a row and only the second run is timed, so its inputs,
+    ///    weights and code are as warm as a kernel benchmark's; the difference to Sequence is
+    ///    the price of data that the previous calls evicted. A call that updates a buffer in
+    ///    place computes twice, so outputs of a Hot run are not the model's.
+    /// Setting a mode clears the totals.
+    enum class Profiling { Off, Sequence, Hot };
+    void set_profiling(Profiling mode);
+    Profiling profiling() const { return profiling_; }
+    /// Per plan call, its total timed seconds over the runs since set_profiling.
+    const std::vector<double>& call_seconds() const { return call_seconds_; }
+    /// Runs timed since set_profiling.
+    int64_t profiled_runs() const { return profiled_runs_; }
+
   private:
     struct AlignedFree {
         void operator()(void* p) const;
@@ -68,10 +84,13 @@ class ModelExecutor {
     using AlignedBuffer = std::unique_ptr<unsigned char, AlignedFree>;
     static AlignedBuffer allocate(int64_t bytes);
 
+
     /// The pointer bound to an input/output tensor for this run: the caller's, or the staging
     /// buffer of model input/output `index` when the caller's is misaligned.
     void* bind_io(const PlanTensor& t, void* caller, std::vector<AlignedBuffer>& staging,
                   size_t index, bool copy_in);
+    /// Executes plan call c on the pointers already in call_args_[c].
+    void run_call(size_t c);
 
     ModelPlan plan_;
     std::vector<TesseraKernelFn> kernels_;
@@ -79,6 +98,9 @@ class ModelExecutor {
     AlignedBuffer arena_;
     int num_threads_ = 0;
     int last_staged_ = 0;
+    Profiling profiling_ = Profiling::Off;
+    std::vector<double> call_seconds_;
+    int64_t profiled_runs_ = 0;
     /// Per tensor, its pointer in the current run (weights and arena set once).
     std::vector<void*> tensor_ptrs_;
     /// Per call, its argument pointers (reused so that a run allocates nothing).

@@ -9,12 +9,16 @@
 //   tessera_model_weights    plan.weight_bytes bytes of weights, 64-byte aligned, each weight at
 //                            its PlanTensor::offset, already in the layout its kernels read
 //   tessera_model_kernels    one `void fn(void** args)` per plan.kernels entry, in that order
+//                            (CPU plans; empty in a CUDA model library)
+//   tessera_model_cubins     CUDA plans: plan.cubin_bytes bytes holding every module's cubin at
+//                            its PlanCudaModule::cubin_offset (absent from CPU libraries)
 //
 // This header has no tessera dependencies: the runtime is linked into built models alone.
 // Errors are std::runtime_error with a one-line message (the C API turns them into its error
 // string).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -28,15 +32,35 @@ extern const unsigned char tessera_model_plan[];
 extern const uint64_t tessera_model_plan_size;
 extern const unsigned char tessera_model_weights[];
 extern const TesseraKernelFn tessera_model_kernels[];
+extern const unsigned char tessera_model_cubins[];
 } // extern "C"
 
 namespace tessera::runtime {
 
 /// The plan format this runtime reads and the compiler writes; parse_plan refuses others.
-constexpr uint32_t kModelPlanVersion = 1;
+/// Version 2 added the target and the CUDA modules.
+constexpr uint32_t kModelPlanVersion = 2;
+
+/// What the kernels of a plan run on; the C API picks the executor by it.
+enum class PlanTarget : int32_t {
+    Cpu = 0,  ///< Host functions in tessera_model_kernels (ModelExecutor).
+    Cuda = 1, ///< Cubins in tessera_model_cubins run through the CUDA driver (CudaModelExecutor).
+};
+
+/// "cpu", "cuda".
+const char* plan_target_name(PlanTarget t);
 
 /// Element types; the values equal TesseraDType's in tessera_model.h and never change.
-enum class PlanDType : int32_t { F32 = 1, F64 = 2, I32 = 3, I64 = 4, Bool = 5, F16 = 6, I8 = 7, U8 = 8 };
+enum class PlanDType : int32_t {
+    F32 = 1,
+    F64 = 2,
+    I32 = 3,
+    I64 = 4,
+    Bool = 5,
+    F16 = 6,
+    I8 = 7,
+    U8 = 8
+};
 
 /// Bytes per element (Bool: 1). Throws std::runtime_error for a value outside the enum.
 int64_t plan_dtype_bytes(PlanDType t);
@@ -53,11 +77,12 @@ enum class TensorStorage : int32_t {
 };
 
 struct PlanTensor {
-    std::string name;            ///< The graph value's name (inputs/outputs: the ONNX name).
+    std::string name; ///< The graph value's name (inputs/outputs: the ONNX name).
     PlanDType dtype = PlanDType::F32;
-    std::vector<int64_t> shape;  ///< The logical shape (for inputs and outputs: what the caller passes).
+    std::vector<int64_t>
+        shape; ///< The logical shape (for inputs and outputs: what the caller passes).
     TensorStorage storage = TensorStorage::Arena;
-    int64_t offset = 0;          ///< See TensorStorage; byte offsets are multiples of 64.
+    int64_t offset = 0; ///< See TensorStorage; byte offsets are multiples of 64.
     /// Bytes the storage holds: product(shape) * element size, or more for a weight stored in
     /// a packed (padded) layout.
     int64_t bytes = 0;
@@ -72,21 +97,50 @@ struct PlanCall {
     std::string label;         ///< For profiling and errors, e.g. "group 3 conv2d+add+relu".
 };
 
+/// One launch of a CUDA module: a `__global__` function of its cubin and its configuration.
+struct PlanCudaLaunch {
+    std::string symbol;                    ///< The extern "C" kernel name inside the cubin.
+    std::array<int64_t, 3> grid{1, 1, 1};  ///< Blocks in x, y, z; each in [1, 2^31 - 1].
+    std::array<int64_t, 3> block{1, 1, 1}; ///< Threads in x, y, z; product at most 1024.
+    int64_t shared_bytes = 0;              ///< Dynamic shared memory (the codegen uses static: 0).
+};
+
+/// The device code of one plan kernel (a task): its cubin and its launches, run in order, each
+/// with the arguments of the call (the call's tensors' device pointers) followed by one device
+/// pointer per workspace.
+struct PlanCudaModule {
+    int64_t cubin_offset = 0;             ///< Into tessera_model_cubins.
+    int64_t cubin_bytes = 0;              ///< > 0.
+    std::vector<PlanCudaLaunch> launches; ///< At least one.
+    std::vector<int64_t> workspace_bytes; ///< Device temporaries, allocated once per instance.
+};
+
 struct ModelPlan {
     std::string model_name;
     std::vector<PlanTensor> tensors;
-    std::vector<int32_t> inputs;  ///< Tensor ids of the model inputs, in the model's order.
-    std::vector<int32_t> outputs; ///< Tensor ids of the model outputs, in the model's order.
+    std::vector<int32_t> inputs;      ///< Tensor ids of the model inputs, in the model's order.
+    std::vector<int32_t> outputs;     ///< Tensor ids of the model outputs, in the model's order.
     std::vector<std::string> kernels; ///< Kernel symbol names, in tessera_model_kernels order.
     std::vector<PlanCall> calls;      ///< Run in order.
     int64_t arena_bytes = 0;          ///< Size of one instance's arena.
     int64_t weight_bytes = 0;         ///< Size of tessera_model_weights.
+    PlanTarget target = PlanTarget::Cpu;
+    /// CUDA plans only (empty / 0 for CPU plans): the architecture the cubins are for
+    /// ("sm_90"), one module per entry of `kernels` (same order), and the size of
+    /// tessera_model_cubins.
+    std::string cuda_arch;
+    std::vector<PlanCudaModule> cuda_modules;
+    int64_t cubin_bytes = 0;
 };
 
 /// Checks a plan's internal consistency: tensor ids in range, inputs/outputs with the right
 /// storage and distinct offsets 0..n-1, weight and arena ranges inside weight_bytes /
 /// arena_bytes, bytes >= product(shape) * element size, kernel indices in range, copies with
-/// two args of equal bytes. Throws std::runtime_error naming the first problem.
+/// two args of equal bytes; a CPU plan has no CUDA fields, a CUDA plan an "sm_<digits>" arch,
+/// one module per kernel with a non-empty cubin range inside cubin_bytes, at least one launch
+/// of a named symbol with grid and block extents >= 1 (at most 1024 threads per block, grid x
+/// below 2^31, y and z below 65536), non-negative shared and workspace bytes. Throws
+/// std::runtime_error naming the first problem.
 void validate_plan(const ModelPlan& plan);
 
 /// A compact, versioned byte encoding of the plan (little-endian; starts with the magic

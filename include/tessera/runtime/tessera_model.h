@@ -64,6 +64,12 @@ void tessera_model_free(TesseraModel* model);
 /* The name the model was built from (the ONNX file's stem). */
 const char* tessera_model_name(const TesseraModel* model);
 
+/* The target the library was built for: "cpu" or "cuda" (a CUDA model runs on GPU 0 through
+ * the CUDA driver, loaded at tessera_model_create; without a driver or a device create returns
+ * -1 and says why). Needs no instance. "" when the library's plan cannot be read, with the
+ * reason in tessera_model_last_error(). */
+const char* tessera_model_target(void);
+
 int tessera_model_num_inputs(const TesseraModel* model);
 int tessera_model_num_outputs(const TesseraModel* model);
 
@@ -83,6 +89,28 @@ int tessera_model_set_num_threads(TesseraModel* model, int n);
  * (dense, C order, the declared dtype and shape, any alignment). Inputs are not modified.
  * Output buffers must not overlap inputs or each other. */
 int tessera_model_run(TesseraModel* model, const void* const* inputs, void* const* outputs);
+
+/* Per-call profiling, to see where a model's time goes (`tessera bench --profile`).
+ * mode 0: off (the default; runs read no clock). 1: each run adds the wall time of every call
+ * of the model's call sequence to that call's total. 2 ("hot"): each call runs twice in a row
+ * and the second run is timed, as a kernel benchmark with warm caches would time it; outputs of
+ * such runs are unspecified (a call that updates a buffer in place computes twice). Setting a
+ * mode clears the totals; -1 for another mode. */
+int tessera_model_set_profiling(TesseraModel* model, int mode);
+
+/* Calls in one run of the model (kernel launches and plan copies); -1 when model is NULL. */
+int tessera_model_num_calls(const TesseraModel* model);
+
+/* What one call of the sequence is and the time it took, summed over the runs since
+ * tessera_model_set_profiling. The kernel name stays valid until the model is freed. */
+typedef struct {
+    const char* kernel; /* the kernel's symbol, or "copy" for a plain copy */
+    double seconds;     /* total over `runs` runs */
+    int64_t runs;
+} TesseraCallProfile;
+
+/* Fills *profile for call number `index`; -1 when index is out of range. */
+int tessera_model_call_profile(const TesseraModel* model, int index, TesseraCallProfile* profile);
 
 /* The message of the calling thread's last failure ("" when none). */
 const char* tessera_model_last_error(void);

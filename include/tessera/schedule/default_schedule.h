@@ -22,10 +22,34 @@
 // activation last) and the first that fills and lowers wins; when none does, the default nest
 // with inlining and vectors, then without inlining, then with only parallel outer loops, then
 // the bare default nest. The result always lowers for a Compute that lower_default handles.
+//
+// For GPUs (target Gpu) the rules are the GPU sketches' (sketch.h) with fixed lengths:
+//   - a tiled reduction (matmul, dense, batch matmul, conv2d, NCHW[x]c conv, depthwise):
+//     "SSSRRSRS" through a local register tile fused into its copy-out (or its elementwise
+//     consumer), shared copies of its inputs fetched by all threads of the block at each
+//     inner reduce tile, auto_unroll_max_step 512. The block tile spans two reuse axes (the
+//     innermost axis some input does not depend on, and the innermost one that other inputs
+//     do not depend on: matmul's j and i, a convolution's width and output channels): 16x16
+//     threads with 8x8 registers each, else 4x4, down to 8x8 threads with 1x1 as needed for
+//     the grid to have a block per SM (132); threads a short axis leaves unused go to the
+//     other axes.
+//     Reduce axes up to 8 long (windows) lie whole in the inner reduce tile, longer ones are
+//     cut into chunks of 8. No vthreads: lowering runs a vthread as a serial loop around the
+//     register tile, with its own shared fetches. Tiles need not divide (guards); when a
+//     candidate breaks a GpuSampleOptions limit or does not lower, smaller reduce tiles, then
+//     smaller block tiles, then larger ones are tried;
+//   - a reduction where the gpu_cross_thread_reduction rule applies (gpu_sampling.h: reduce
+//     range above 32, or a tiled one whose output is smaller than its reduce range, as gemv):
+//     one block per output element, its threads (whole warps, up to 256) splitting the range;
+//   - everything else: injective stages inlined, every root stage's spatial loops fused and
+//     bound blockIdx.x x threadIdx.x of 256 (fewer when smaller), one output element per
+//     thread, reductions serial per thread (a full reduction to one value of at most 32
+//     elements runs on one thread).
 #pragma once
 
 #include <vector>
 
+#include "tessera/schedule/gpu_sampling.h"
 #include "tessera/schedule/sketch.h"
 #include "tessera/schedule/state.h"
 #include "tessera/te/compute.h"
@@ -33,17 +57,21 @@
 namespace tessera::sched {
 
 struct DefaultScheduleOptions {
-    TargetKind target = TargetKind::Cpu; ///< Only Cpu so far.
+    TargetKind target = TargetKind::Cpu; ///< Cpu or Gpu (the rules above).
     int num_cores = 8;                   ///< Parallel loops get at least 4 x this many iterations when the extent allows.
     int64_t vector_lanes = 8;            ///< f32 lanes of the widest vector register (8: AVX2, 16: AVX-512).
     /// As SketchOptions::weight_inputs; empty: the Compute's own (te::Compute::weight_inputs).
     std::vector<int> weight_inputs;
+    /// Gpu: the device limits the schedule keeps (threads, vthreads, shared and register-tile
+    /// bytes).
+    GpuSampleOptions gpu;
 };
 
 /// The default schedule of c. Deterministic (no randomness, no host queries: the caller passes
 /// the cores and vector width). Post: lower_state of the result succeeds, and the result
-/// replays from its steps (steps_to_json / replay). Never throws ScheduleError; throws
-/// InternalError for a target other than Cpu.
+/// replays from its steps (steps_to_json / replay); for Gpu it lowers with LowerOptions::gpu
+/// and fits opts.gpu (gpu_limit_violation), except the last resort, the bare nest (each kernel
+/// on one thread), which fits any limits. Never throws ScheduleError.
 State default_schedule(const te::Compute& c, const DefaultScheduleOptions& opts = {});
 
 } // namespace tessera::sched

@@ -19,7 +19,8 @@
 // - A reduction stores the identity before its outermost reduce loop (so a register tile is
 //   initialized inside its attach loop), then accumulates.
 // - Annotations become ForKind Parallel / Vectorized / Unrolled (GPU bindings: Serial, or the
-//   GPU For kinds with LowerOptions::gpu); the auto_unroll_max_step pragma unrolls inner loops
+//   GPU For kinds with LowerOptions::gpu; there a reduce loop bound to threadIdx.x lowers to a
+//   cross-thread reduction, docs/CUDA.md); the auto_unroll_max_step pragma unrolls inner loops
 //   with a small total trip count.
 // The result passes ir::verify and lower::prepare_for_codegen.
 #pragma once

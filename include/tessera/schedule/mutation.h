@@ -12,6 +12,7 @@
 
 #include <optional>
 
+#include "tessera/schedule/gpu_sampling.h"
 #include "tessera/schedule/sampling.h"
 #include "tessera/schedule/state.h"
 #include "tessera/support/error.h"
@@ -51,5 +52,51 @@ struct MutationWeights {
 /// threw ScheduleError (nothing to mutate, or an illegal result). Deterministic.
 std::optional<State> mutate(const State& s, Rng& rng, const SampleOptions& opts = {},
                             const MutationWeights& weights = {});
+
+// ---- GPU mutations (schedule/search_space/mutate_gpu.cpp) -----------------------------------
+// For states made by sample_initial_gpu_state, default_schedule with TargetKind::Gpu, or an
+// earlier GPU mutation. Like the CPU mutations, each edits one decision, replays the steps
+// and throws ScheduleError when there is nothing of its kind to mutate or no edit fits; every
+// result fits the limits of `opts` (gpu_limit_violation), so threads per block, vthreads,
+// shared copies and register tiles stay within the device's.
+
+/// Whether s binds some loop to GPU hardware (blockIdx, vthread, threadIdx): a GPU state.
+bool is_gpu_state(const State& s);
+
+/// s replayed with every cooperative fetch (the one-length Split of a shared copy whose inner
+/// part the next step binds to threadIdx.x) re-split by its block's thread count at that point
+/// of the replay: what keeps the fetches consistent after the block's thread extent changes.
+/// Throws ScheduleError when a step does not replay.
+State refresh_cooperative_fetch(const State& s);
+
+/// Picks a multi-level tiling Split (two or more lengths: block, vthread, thread and register
+/// levels, or reduce levels) and moves a divisor factor of one part to another, or with
+/// probability 0.3 resamples one inner length freely (imperfect tiles); then replays with the
+/// cooperative fetches refreshed. Draws again, up to opts.max_tries times, while the result
+/// breaks a limit or does not replay.
+State mutate_gpu_tile_size(const State& s, Rng& rng, const GpuSampleOptions& opts = {});
+
+/// Gives one pragma auto_unroll_max_step another value of opts.auto_unroll_configs.
+State mutate_gpu_auto_unroll(const State& s, Rng& rng, const GpuSampleOptions& opts = {});
+
+/// Gives one root stage another thread count: an untiled stage bound blockIdx.x x threadIdx.x
+/// (the one-length Split of its fused loop) a value of opts.elementwise_threads (capped by the
+/// loop's extent); a cross-thread reduction (its reduce loop's split) another number of whole
+/// warps up to opts.max_reduce_threads.
+State mutate_gpu_thread_count(const State& s, Rng& rng, const GpuSampleOptions& opts = {});
+
+/// Relative weights of the GPU mutations (Ansor's GPU weights: tile sizes 0.9, unroll 0.1; the
+/// unroll share is split with the thread count of untiled stages).
+struct GpuMutationWeights {
+    double tile_size = 0.90;
+    double auto_unroll = 0.05;
+    double thread_count = 0.05;
+};
+
+/// Picks by weight among the GPU mutations that have something to mutate in s (an elementwise
+/// state only changes thread counts) and applies it: the new state, or nullopt when none
+/// applies or the picked one threw ScheduleError. Deterministic given the Rng's state.
+std::optional<State> mutate_gpu(const State& s, Rng& rng, const GpuSampleOptions& opts = {},
+                                const GpuMutationWeights& weights = {});
 
 } // namespace tessera::sched

@@ -127,8 +127,9 @@ std::unique_ptr<SketchRule> make_skip_stage_rule(const SketchOptions& opts);
 
 /// The rules for opts.target in order. CPU: always_inline, add_rfactor, add_cache_write,
 /// weight_blocked_tiling, multi_level_tiling_with_fusion, multi_level_tiling, pack_panel,
-/// skip_stage. Gpu: always_inline, add_cache_write, multi_level_tiling_with_fusion,
-/// multi_level_tiling, gpu_shared_cache_read, skip_stage.
+/// skip_stage. Gpu: always_inline, gpu_cross_thread_reduction (gpu_sampling.h),
+/// add_cache_write, multi_level_tiling_with_fusion, multi_level_tiling,
+/// gpu_shared_cache_read, skip_stage.
 SketchRules make_default_sketch_rules(const SketchOptions& opts);
 
 /// The sketches of c with the default rules for opts.target.

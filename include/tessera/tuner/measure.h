@@ -44,6 +44,12 @@ struct MeasureOptions {
     double min_repeat_secs = 0.2;   ///< ... and until their total reaches this.
     int max_repeats = 200;          ///< Upper bound on timed repeats.
     bool flush_cache = false;       ///< Overwrite a buffer twice the LLC before each timed run.
+    /// Run the worker under real-time scheduling (SCHED_FIFO), so that other processes on a
+    /// shared machine cannot preempt timed runs (builds finish before runs start, so the tuner
+    /// itself never competes). Needs root or CAP_SYS_NICE; otherwise timing falls back to
+    /// normal scheduling with one warning on stderr. A hanging candidate then holds the cores
+    /// until run_timeout_secs (the kernel's real-time throttling still leaves 5% to others).
+    bool realtime = false;
     double tolerance = 1e-3;        ///< Max |got - want| / max(1, |want|) over all elements.
     /// A candidate whose checked run takes more than slow_factor x the best median time known
     /// for its task is timed once, without warm-up (0 = always the full repeats).

@@ -75,9 +75,13 @@ struct RunReply {
 class Runner {
   public:
     /// worker_command: the program and its arguments (argv[0] is a path; not searched in PATH).
-    /// stderr_log: file the worker's stderr is appended to. Throws UserError when the command
-    /// is empty or timeout_secs is not positive.
-    Runner(std::vector<std::string> worker_command, double timeout_secs, std::string stderr_log);
+    /// stderr_log: file the worker's stderr is appended to. realtime_priority > 0 starts the
+    /// worker under SCHED_FIFO at that priority (its kernel threads inherit it), so that other
+    /// processes cannot preempt a timed run; where that is not permitted (no root or
+    /// CAP_SYS_NICE) the worker runs with normal scheduling and realtime_denied() says so.
+    /// Throws UserError when the command is empty or timeout_secs is not positive.
+    Runner(std::vector<std::string> worker_command, double timeout_secs, std::string stderr_log,
+           int realtime_priority = 0);
     /// Stops the worker (closes its input, kills it, reaps it).
     ~Runner();
     Runner(const Runner&) = delete;
@@ -93,6 +97,8 @@ class Runner {
     pid_t worker_pid() const { return pid_; }
     /// How many workers were started so far.
     int workers_started() const { return started_; }
+    /// True when real-time scheduling was asked for and refused by the system.
+    bool realtime_denied() const { return realtime_denied_; }
 
   private:
     void start_worker();
@@ -108,6 +114,8 @@ class Runner {
     std::vector<std::string> command_;
     double timeout_secs_;
     std::string stderr_log_;
+    int realtime_priority_ = 0;
+    bool realtime_denied_ = false;
     pid_t pid_ = -1;
     int fd_ = -1;         ///< Parent's end of the socket pair.
     std::string pending_; ///< Bytes read past the last line.

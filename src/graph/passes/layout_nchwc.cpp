@@ -8,6 +8,7 @@
 // which skips that conversion (it dies and is removed at the end). Blocked twins of values
 // with no blocked producer are made by one LayoutToBlocked per value (constants are converted
 // at compile time instead).
+#include <algorithm>
 #include <map>
 #include <sstream>
 
@@ -256,6 +257,8 @@ class LayoutRewriter {
 };
 
 } // namespace
+
+int64_t layout_block_for(int vector_bits) { return std::max<int64_t>(8, vector_bits / 32); }
 
 PassResult convert_layout_nchwc(Graph& g, int64_t block) {
     if (block < 1)
