@@ -15,9 +15,10 @@ namespace tessera::sched::detail {
 /// axis) by a few rows of the innermost other axis of extent > 1 (the width axis), every
 /// other spatial level 1, except a block axis that gives more vectors when the vector axis
 /// is shorter than two (an NCHW[x]c convolution's channel blocks), and a cache tile of rows in
-/// the second level; small reduce loops (kernel windows) lie whole inside the tile's reduce
-/// level, long ones without a window are cut into chunks of 256 there. Panel layouts get their reader's tile width. Throws ScheduleError when a
-/// step is illegal with these lengths.
+/// the second level (for a GEMM-like stage, rows in the first level, outside the local buffer);
+/// small reduce loops (kernel windows) lie whole inside the tile's reduce level, a GEMM-like
+/// stage's long reduction keeps 4 steps there. Panel layouts get their reader's tile width.
+/// Throws ScheduleError when a step is illegal with these lengths.
 State fill_fixed_tile_sizes(const State& sketch, const DefaultScheduleOptions& opts);
 
 /// Whether st reduces like a GEMM: a reduction of at least 128 steps without a kernel window

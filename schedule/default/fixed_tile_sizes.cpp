@@ -1,10 +1,11 @@
 // fill_fixed_tile_sizes: the split lengths of the default schedule. A multi-level tiled stage
 // gets one register tile (its innermost spatial level) of whole vectors along the vector axis
 // by a few rows of the width axis (and by a few channel blocks when the vector axis is short);
-// a cache tile repeats it over rows in the second level (reusing each weight; a long
-// reduction without a window is cut into chunks inside it); every other level stays 1, so
-// that the cache tile is computed whole, with its full reduction, inside one iteration of the
-// parallel outer loops.
+// a cache tile repeats it over rows (reusing each weight): in the second level for a conv, in
+// the first, around the register tile's local buffer, for a GEMM-like stage (a long reduction
+// without a window, which the tile accumulates whole); every other level stays 1, so that the
+// cache tile is computed whole, with its full reduction, inside one iteration of the parallel
+// outer loops.
 #include <algorithm>
 #include <map>
 #include <string>

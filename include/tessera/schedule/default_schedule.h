@@ -8,16 +8,20 @@
 //     register-tile level, with fixed lengths: a register tile of 1-4 vectors along the
 //     innermost axis (a marked weight's output channels, blocked [K/b]...[b]; else the
 //     contiguous axis) by up to 8 rows of the next axis, sized to the register file; channel
-//     blocks added when the vector axis is shorter than two vectors (NCHW[x]c); a cache tile
-//     of up to 2048 elements around it: a conv's window loops inside the register tile and
-//     its rows (an axis the weight leaves out) repeated, or, for a long reduction without a
-//     window (matmul, dense, 1x1 conv), rows of the width axis with the reduction cut into
-//     chunks of 256; matmul's activation B packed into panels; auto_unroll_max_step 512;
+//     blocks added when the vector axis is shorter than two vectors (NCHW[x]c); for a conv,
+//     a cache tile of up to 2048 elements around it (the window loops inside the register
+//     tile, its rows - an axis the weight leaves out - repeated); for a GEMM-like stage (a long
+//     reduction without a window: matmul, dense, 1x1 conv) a register tile of 6 rows x 4
+//     vectors with 32 registers that accumulates over the whole reduction (inner 4 steps
+//     unrolled), with as many rows of tiles around the local buffer as the parallel loops
+//     allow, so a packed panel of B stays in cache while A streams past; matmul's activation B
+//     packed into panels; auto_unroll_max_step 512;
 //   - other reductions (pools, softmax, layer norm, reduce ops) and injective stages:
 //     strictly inlinable stages inlined, the innermost spatial loop vectorized (split by the
 //     vector width when longer), the outer spatial loops fused and parallel;
 //   - in every root stage with at least 4096 loop iterations, the outer spatial loops are
-//     fused and parallel up to 16 x num_cores iterations.
+//     fused and parallel up to 16 x num_cores iterations (a GEMM-like stage's up to 4 x
+//     num_cores, leaving its rows of tiles a serial loop).
 // Sketches are ranked (blocked weight, fused tile, packed panel; one that re-lays out an
 // activation last) and the first that fills and lowers wins; when none does, the default nest
 // with inlining and vectors, then without inlining, then with only parallel outer loops, then
