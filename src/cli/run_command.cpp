@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "model_library.h"
+#include "tessera/compile/model_compiler.h"
 #include "tessera/graph/tensor_io.h"
 #include "tessera/support/error.h"
 
@@ -17,22 +18,7 @@ namespace tessera::cli {
 namespace {
 
 /// The tensor-file dtype of a model dtype, when tessera's .npy and .pb files carry it.
-std::optional<graph::DType> file_dtype(int dtype) {
-    switch (dtype) {
-    case TESSERA_F32:
-        return graph::DType::F32;
-    case TESSERA_F64:
-        return graph::DType::F64;
-    case TESSERA_I32:
-        return graph::DType::I32;
-    case TESSERA_I64:
-        return graph::DType::I64;
-    case TESSERA_BOOL:
-        return graph::DType::Bool;
-    default:
-        return std::nullopt;
-    }
-}
+std::optional<graph::DType> file_dtype(int dtype) { return compile::graph_dtype_of(dtype); }
 
 std::string given(const graph::TensorData& t) {
     return std::string(graph::dtype_name(t.dtype())) + graph::shape_str(t.shape());

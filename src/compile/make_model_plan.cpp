@@ -276,6 +276,14 @@ class PlanBuilder {
 
 } // namespace
 
+std::optional<graph::DType> graph_dtype_of(int model_dtype) {
+    for (graph::DType t : {graph::DType::F32, graph::DType::F64, graph::DType::I32,
+                           graph::DType::I64, graph::DType::Bool})
+        if (static_cast<int>(plan_dtype(t)) == model_dtype)
+            return t;
+    return std::nullopt;
+}
+
 runtime::ModelPlan make_model_plan(const ModelBuild& build, std::vector<uint8_t>& weights,
                                    const std::vector<std::string>& cubins,
                                    std::string* cubin_blob) {

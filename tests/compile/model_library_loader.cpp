@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tessera/compile/model_compiler.h"
 #include "tessera/graph/tensor_io.h"
 
 namespace tessera::testing {
@@ -79,20 +80,9 @@ void LoadedModel::set_num_threads(int n) {
 }
 
 static graph::DType dtype_of_info(int t) {
-    switch (t) {
-    case TESSERA_F32:
-        return graph::DType::F32;
-    case TESSERA_F64:
-        return graph::DType::F64;
-    case TESSERA_I32:
-        return graph::DType::I32;
-    case TESSERA_I64:
-        return graph::DType::I64;
-    case TESSERA_BOOL:
-        return graph::DType::Bool;
-    default:
-        throw std::runtime_error("unexpected dtype " + std::to_string(t));
-    }
+    if (const std::optional<graph::DType> d = compile::graph_dtype_of(t))
+        return *d;
+    throw std::runtime_error("unexpected dtype " + std::to_string(t));
 }
 
 std::vector<graph::TensorData> LoadedModel::run(const std::vector<graph::TensorData>& inputs) {

@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -165,6 +166,11 @@ runtime::ModelPlan make_model_plan(const ModelBuild& build, std::vector<uint8_t>
 
 /// The C symbol of task i's kernel inside a model library.
 std::string kernel_symbol(int task);
+
+/// The graph dtype of a model input or output dtype (a TesseraDType / runtime::PlanDType value):
+/// the inverse of the mapping builds use; nullopt for dtypes graph tensors do not carry (f16,
+/// i8, u8) and unknown values.
+std::optional<graph::DType> graph_dtype_of(int model_dtype);
 
 /// Throws UserError naming so_path unless it can be written: its folder exists and is
 /// writable, and it is not a folder itself. write_model_library checks it too; drivers call it
