@@ -98,27 +98,6 @@ struct Case {
     }
 };
 
-/// Every value of g evaluated node by node with the reference evaluator.
-std::vector<std::shared_ptr<const TensorData>> evaluate_values(const Graph& g,
-                                                               const std::vector<TensorData>& in) {
-    std::vector<std::shared_ptr<const TensorData>> vals(g.num_values());
-    for (size_t i = 0; i < in.size(); ++i)
-        vals[g.inputs[i]] = std::make_shared<const TensorData>(in[i]);
-    for (size_t v = 0; v < g.num_values(); ++v)
-        if (g.value(static_cast<ValueId>(v)).is_constant())
-            vals[v] = g.value(static_cast<ValueId>(v)).constant;
-    for (NodeId id : g.topological_order()) {
-        const Node& n = g.node(id);
-        std::vector<const TensorData*> ins;
-        for (ValueId v : n.inputs)
-            ins.push_back(v == kNoValue ? nullptr : vals[v].get());
-        std::vector<TensorData> outs = evaluate_node(n, ins, id);
-        for (size_t i = 0; i < outs.size() && i < n.outputs.size(); ++i)
-            if (n.outputs[i] != kNoValue)
-                vals[n.outputs[i]] = std::make_shared<const TensorData>(std::move(outs[i]));
-    }
-    return vals;
-}
 
 /// How a group's Compute becomes loop IR.
 enum class Lowering {
@@ -181,7 +160,7 @@ std::set<Op> check_case(Case& c, std::vector<ValueId> outputs) {
     // The whole graph evaluates (types agree with shape inference) ...
     evaluate(g, c.feeds);
     // ... and so does every value, for the groups' inputs and outputs.
-    const auto vals = evaluate_values(g, c.feeds);
+    const auto vals = evaluate_all_values(g, c.feeds);
     std::set<Op> covered;
     const std::vector<FusedGroup> groups = fuse_ops(g);
     for (size_t gi = 0; gi < groups.size(); ++gi) {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -97,6 +98,29 @@ inline const Node& first_node(const Graph& g, Op op) {
             return g.node(id);
     ADD_FAILURE() << "no " << op_name(op) << " node";
     return g.node(g.node_ids().at(0));
+}
+
+/// Every value of g (graph inputs, constants, node outputs) evaluated node by node on `inputs`
+/// with the reference evaluator.
+inline std::vector<std::shared_ptr<const TensorData>>
+evaluate_all_values(const Graph& g, const std::vector<TensorData>& inputs) {
+    std::vector<std::shared_ptr<const TensorData>> vals(g.num_values());
+    for (size_t i = 0; i < inputs.size(); ++i)
+        vals[g.inputs[i]] = std::make_shared<const TensorData>(inputs[i]);
+    for (size_t v = 0; v < g.num_values(); ++v)
+        if (g.value(static_cast<ValueId>(v)).is_constant())
+            vals[v] = g.value(static_cast<ValueId>(v)).constant;
+    for (NodeId id : g.topological_order()) {
+        const Node& n = g.node(id);
+        std::vector<const TensorData*> ins;
+        for (ValueId v : n.inputs)
+            ins.push_back(v == kNoValue ? nullptr : vals[v].get());
+        std::vector<TensorData> outs = evaluate_node(n, ins, id);
+        for (size_t i = 0; i < outs.size() && i < n.outputs.size(); ++i)
+            if (n.outputs[i] != kNoValue)
+                vals[n.outputs[i]] = std::make_shared<const TensorData>(std::move(outs[i]));
+    }
+    return vals;
 }
 
 } // namespace tessera::graph

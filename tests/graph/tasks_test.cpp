@@ -26,26 +26,6 @@ namespace fs = std::filesystem;
 
 const std::string kModels = TESSERA_SOURCE_DIR "/../shared/models";
 
-/// Every value of g (graph inputs, constants, node outputs) evaluated on `inputs`.
-std::vector<std::shared_ptr<const TensorData>> evaluate_all(const Graph& g,
-                                                            const std::vector<TensorData>& inputs) {
-    std::vector<std::shared_ptr<const TensorData>> vals(g.num_values());
-    for (size_t i = 0; i < inputs.size(); ++i)
-        vals[g.inputs[i]] = std::make_shared<const TensorData>(inputs[i]);
-    for (size_t v = 0; v < g.num_values(); ++v)
-        if (g.value(static_cast<ValueId>(v)).is_constant())
-            vals[v] = g.value(static_cast<ValueId>(v)).constant;
-    for (NodeId id : g.topological_order()) {
-        const Node& n = g.node(id);
-        std::vector<const TensorData*> ins;
-        for (ValueId v : n.inputs)
-            ins.push_back(v == kNoValue ? nullptr : vals[v].get());
-        std::vector<TensorData> outs = evaluate_node(n, ins, id);
-        for (size_t i = 0; i < outs.size(); ++i)
-            vals[n.outputs[i]] = std::make_shared<const TensorData>(std::move(outs[i]));
-    }
-    return vals;
-}
 
 /// Checks `max_samples` elements (all when the output is smaller; else random ones plus the
 /// first and last) of each output of the group's Compute against the graph's values.
@@ -124,7 +104,7 @@ TEST_P(TaskModelTest, GroupComputesReproduceGraphValues) {
         GTEST_SKIP() << "model missing: " << mc.name;
     const Graph g = optimized_model(mc.name);
     const std::vector<FusedGroup> groups = fuse_ops(g);
-    const auto vals = evaluate_all(g, model_inputs(g, mc.name));
+    const auto vals = evaluate_all_values(g, model_inputs(g, mc.name));
     for (size_t i = 0; i < groups.size(); ++i) {
         SCOPED_TRACE(groups[i].pattern);
         check_group(g, groups[i], vals, mc.samples, 1000 + i);
@@ -206,7 +186,7 @@ TEST(Tasks, BuiltGraphWithBroadcastsAndDataMovement) {
     const ValueId gc = b.op(Op::Gather, {x, b.ints({-1, 0, -13})}, {{"axis", Attribute::of_int(2)}});
     Graph g = b.finish({cl, m, gi, gc});
     const std::vector<FusedGroup> groups = fuse_ops(g);
-    const auto vals = evaluate_all(g, random_inputs(g, 5));
+    const auto vals = evaluate_all_values(g, random_inputs(g, 5));
     for (size_t i = 0; i < groups.size(); ++i) {
         SCOPED_TRACE(groups[i].pattern);
         check_group(g, groups[i], vals, 1000, i);
