@@ -106,6 +106,16 @@ bool uses_any(const Expr& e, const std::vector<const Variable*>& vars) {
     return u.found;
 }
 
+bool reads_along_last_axis(const Expr& body, const Var& last) {
+    bool contiguous = true, any = false;
+    for_each_read(inline_lets(body), [&](const TensorRead* r) {
+        any = true;
+        const auto* v = r->indices.empty() ? nullptr : r->indices.back().as<Variable>();
+        contiguous = contiguous && v == last.get();
+    });
+    return any && contiguous;
+}
+
 Tensor make_tensor(const std::string& name, DataType dtype, std::vector<int64_t> shape,
                    std::vector<Var> axes, Expr body) {
     auto* n = new TensorNode;

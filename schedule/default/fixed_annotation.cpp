@@ -2,6 +2,7 @@
 // same structure annotation sampling gives (sampling.h) with every choice fixed.
 #include <algorithm>
 
+#include "../internal/body_util.h"
 #include "../internal/parallel_outer.h"
 #include "default_rules.h"
 #include "tessera/schedule/schedule.h"
@@ -21,6 +22,8 @@ constexpr int64_t kReductionUnrollSteps = 16;
 /// Stages with fewer loop iterations than this (spatial x reduce) stay serial: waking the
 /// thread pool costs more than they do.
 constexpr int64_t kMinParallelWork = 4096;
+/// The largest reduction hoist_window_reduce moves outside the vector axis (a pool window).
+constexpr int64_t kMaxHoistedWindow = 64;
 
 bool is_free(const State& s, int sid, int k) {
     const Iterator& it = s.stages[sid].iters[static_cast<size_t>(k)];
@@ -48,10 +51,42 @@ void vectorize_tile(State& s, int sid, int64_t lanes) {
     }
 }
 
+/// A short window reduction (a pool over NCHW[x]c) whose innermost output axis is contiguous
+/// in every operand: the reduce loops move outside that axis so that it becomes the vector
+/// loop (one vector max per window step instead of scalar windows).
+void hoist_window_reduce(State& s, int sid) {
+    const Stage& st = s.stages[sid];
+    const int n = static_cast<int>(st.iters.size());
+    if (n < 2 || !st.has_reduce() || st.iters.back().kind != IterKind::Reduce ||
+        s.reduce_size(sid) > kMaxHoistedWindow || st.axes.empty() ||
+        !reads_along_last_axis(st.body, st.axes.back()))
+        return;
+    int inner = n - 1;
+    while (inner >= 0 && st.iters[static_cast<size_t>(inner)].kind == IterKind::Reduce)
+        --inner;
+    if (inner < 0 || !is_free(s, sid, inner))
+        return;
+    std::vector<int> order;
+    for (int k = 0; k < n; ++k)
+        if (k != inner)
+            order.push_back(k);
+    order.push_back(inner);
+    reorder(s, sid, order);
+}
+
 /// An untiled stage: a long innermost spatial loop is split by the vector width (its guarded
 /// remainder included) and the inner part vectorized; short innermost loops are fused up to
 /// the vector width and vectorized together.
 void vectorize_untiled(State& s, int sid, int64_t lanes) {
+    hoist_window_reduce(s, sid);
+    // A trailing loop of one iteration (the channel block of a one-channel NCHW[1]c tensor)
+    // joins the loop outside it, which then is the innermost loop to vectorize.
+    while (s.stages[sid].iters.size() >= 2 && s.stages[sid].iters.back().extent == 1) {
+        const int last = static_cast<int>(s.stages[sid].iters.size()) - 1;
+        if (!is_free(s, sid, last) || !is_free(s, sid, last - 1))
+            break;
+        fuse(s, sid, {last - 1, last});
+    }
     const int n = static_cast<int>(s.stages[sid].iters.size());
     if (n == 0 || !is_free(s, sid, n - 1))
         return;

@@ -26,6 +26,10 @@ ir::Expr replace_reads(const ir::Expr& e, const ir::Tensor& from, const ir::Tens
 /// True when e uses one of `vars`.
 bool uses_any(const ir::Expr& e, const std::vector<const ir::Variable*>& vars);
 
+/// True when `body` reads at least one tensor and every read indexes its last dimension with
+/// exactly `last` (a stage's last axis): that axis walks memory contiguously in every operand.
+bool reads_along_last_axis(const ir::Expr& body, const ir::Var& last);
+
 /// A fresh tensor node with the given definition (a stage-local identity; never lowered by
 /// lower_default).
 ir::Tensor make_tensor(const std::string& name, ir::DataType dtype, std::vector<int64_t> shape,

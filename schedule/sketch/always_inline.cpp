@@ -1,4 +1,5 @@
 // Sketch rule always_inline (Ansor's RuleAlwaysInline): inline cheap elementwise stages.
+#include "../internal/body_util.h"
 #include "tessera/schedule/schedule.h"
 #include "tessera/schedule/sketch.h"
 
@@ -16,12 +17,37 @@ class AlwaysInline : public SketchRule {
         if (st.is_input() || s.is_output(stage) || st.has_reduce() ||
             st.location.kind != ComputeLocKind::Root || !s.attached_stages(stage).empty())
             return RuleCondition::Skip;
-        // GPUs inline every injective stage (launches cost more than recomputation); CPUs only
-        // those whose reads are plain axis accesses without expensive math.
-        const bool inline_it =
-            target_ == TargetKind::Gpu ? s.is_injective(stage) : s.is_strict_inlinable(stage);
+        // GPUs inline every injective stage (launches cost more than recomputation); CPUs
+        // those whose reads are plain axis accesses without expensive math, and the padding
+        // of a pooling window.
+        const bool inline_it = target_ == TargetKind::Gpu
+                                   ? s.is_injective(stage)
+                                   : s.is_strict_inlinable(stage) || feeds_only_windows(s, stage);
         return inline_it ? RuleCondition::ApplyAndSkipRest : RuleCondition::Skip;
     }
+
+    /// True for an injective stage read only by short window reductions that are not tiled
+    /// and vectorize along a contiguous innermost axis (pools over NCHW[x]c): each element is
+    /// recomputed a few times at most, and a root stage would write and read back a padded
+    /// copy of the whole input (more memory traffic than the pool). Pools over NCHW keep the
+    /// root stage, whose vector loop is the only one they get.
+    static bool feeds_only_windows(const State& s, int stage) {
+        if (!s.is_injective(stage))
+            return false;
+        const std::vector<int> readers = s.consumers(stage);
+        if (readers.empty())
+            return false;
+        for (int c : readers) {
+            const Stage& r = s.stages[c];
+            if (!r.has_reduce() || s.needs_multi_level_tiling(c) || s.reduce_size(c) > kMaxWindow ||
+                r.axes.empty() || !reads_along_last_axis(r.body, r.axes.back()))
+                return false;
+        }
+        return true;
+    }
+
+    /// The largest reduction counted as a pooling window.
+    static constexpr int64_t kMaxWindow = 64;
 
     std::vector<SketchCandidate> apply(const State& s, int stage) const override {
         State next = s;

@@ -185,6 +185,9 @@ std::vector<TensorData> evaluate_node(const Node& n, const std::vector<const Ten
     case Op::ConvBlocked:
         outs = eval_conv_blocked(n, in, where);
         break;
+    case Op::MaxPoolBlocked:
+        outs = eval_max_pool_blocked(n, in, where);
+        break;
     }
     // Kernels with optional outputs (LayerNormalization) compute them all; keep what the node
     // declares.

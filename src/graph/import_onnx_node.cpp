@@ -61,7 +61,8 @@ OpSpec spec_of(Op op) {
     // Internal ops of the layout pass, never in a model: no opset defines them.
     case Op::LayoutToBlocked:
     case Op::LayoutFromBlocked:
-    case Op::ConvBlocked: return {1 << 30, 1, 3, 1, {}};
+    case Op::ConvBlocked:
+    case Op::MaxPoolBlocked: return {1 << 30, 1, 3, 1, {}};
     case Op::HardSwish: return {14, 1, 1, 1, {}};
     case Op::Clip: return {1, 1, 3, 1, {{"min", K::Float, 1, 11}, {"max", K::Float, 1, 11}}};
     case Op::LeakyRelu: return {1, 1, 1, 1, {{"alpha", K::Float}}};
@@ -524,6 +525,7 @@ void NodeImport::run() {
     case Op::LayoutToBlocked:
     case Op::LayoutFromBlocked:
     case Op::ConvBlocked:
+    case Op::MaxPoolBlocked:
     case Op::MatMul:
     case Op::Range:
     case Op::Expand:

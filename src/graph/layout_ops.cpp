@@ -50,12 +50,12 @@ TensorData from_blocked(const TensorData& x, int64_t channels) {
     return out;
 }
 
-TensorData block_conv_weight(const TensorData& w, int64_t block, bool depthwise) {
+TensorData block_conv_weight(const TensorData& w, int64_t block, bool depthwise, int64_t in_block) {
     TESSERA_CHECK(w.rank() == 4 && w.dtype() == DType::F32) << "conv weight " << shape_str(w.shape());
     const int64_t K = w.shape()[0], C = w.shape()[1], R = w.shape()[2], S = w.shape()[3];
     const int64_t KB = channel_blocks(K, block);
-    const int64_t CB = depthwise ? 1 : channel_blocks(C, block);
-    const int64_t xc = depthwise ? 1 : block;
+    const int64_t xc = depthwise ? 1 : in_block > 0 ? in_block : block;
+    const int64_t CB = depthwise ? 1 : channel_blocks(C, xc);
     TensorData out(DType::F32, {KB, CB, R, S, xc, block});
     const float* src = w.data<float>();
     float* dst = out.data<float>();
@@ -63,7 +63,7 @@ TensorData block_conv_weight(const TensorData& w, int64_t block, bool depthwise)
         for (int64_t c = 0; c < C; ++c)
             for (int64_t r = 0; r < R; ++r)
                 for (int64_t s = 0; s < S; ++s) {
-                    const int64_t cb = depthwise ? 0 : c / block, ci = depthwise ? 0 : c % block;
+                    const int64_t cb = depthwise ? 0 : c / xc, ci = depthwise ? 0 : c % xc;
                     dst[((((k / block) * CB + cb) * R + r) * S + s) * xc * block + ci * block +
                         k % block] = src[((k * C + c) * R + r) * S + s];
                 }
@@ -174,7 +174,24 @@ EvalOutputs eval_conv_blocked(const Node& n, const EvalInputs& in, const std::st
     if (bn)
         conv_in.push_back(&*bn);
     EvalOutputs y = eval_conv(plain_conv(n, channels), conv_in, where);
-    return {to_blocked(y[0], x.shape()[4])};
+    return {to_blocked(y[0], block_attr(n, where))};
+}
+
+EvalOutputs eval_max_pool_blocked(const Node& n, const EvalInputs& in, const std::string& where) {
+    const TensorData& x = require_input(in, 0, where);
+    require_rank_of(x.shape(), 5, "X", where);
+    const int64_t block = block_attr(n, where);
+    if (x.shape()[4] != block)
+        throw UserError() << where << ": X " << shape_str(x.shape()) << " is not in blocks of "
+                          << block;
+    // Pooling never mixes channels: the NCHW pool of every channel (padding ones included,
+    // which stay 0), laid out again.
+    Node pool = n;
+    pool.op = Op::MaxPool;
+    pool.attrs.erase("block");
+    const TensorData xn = from_blocked(x, x.shape()[1] * block);
+    EvalOutputs y = eval_pool(pool, {&xn}, where);
+    return {to_blocked(y[0], block)};
 }
 
 std::vector<std::pair<DType, Shape>> blocked_layout_types(const Node& n,
@@ -209,9 +226,11 @@ std::vector<std::pair<DType, Shape>> blocked_layout_types(const Node& n,
         require_rank_of(w.shape, 6, "W", where);
         const bool depthwise = n.attr_int("depthwise", 0) != 0;
         const int64_t CB = x.shape[1], KB = w.shape[0];
-        const bool ok = x.shape[4] == block && w.shape[5] == block &&
-                        (depthwise ? (KB == CB && w.shape[1] == 1 && w.shape[4] == 1)
-                                   : (w.shape[1] == CB && w.shape[4] == block));
+        // The input block may differ from `block` (a conv on an image's few channels).
+        const bool ok =
+            w.shape[5] == block &&
+            (depthwise ? (x.shape[4] == block && KB == CB && w.shape[1] == 1 && w.shape[4] == 1)
+                       : (w.shape[1] == CB && w.shape[4] == x.shape[4]));
         if (!ok)
             throw UserError() << where << ": X " << shape_str(x.shape) << " and W "
                               << shape_str(w.shape) << " do not match block " << block
@@ -230,6 +249,21 @@ std::vector<std::pair<DType, Shape>> blocked_layout_types(const Node& n,
             out[2 + d] =
                 window_output_dim(x.shape[2 + d], win.kernel[d], win.stride[d], win.dilation[d],
                                   win.pads[d], win.pads[2 + d], false, where);
+        return {{DType::F32, out}};
+    }
+    case Op::MaxPoolBlocked: {
+        if (x.dtype != DType::F32)
+            throw UserError() << where << ": X must be f32";
+        require_rank_of(x.shape, 5, "X", where);
+        if (x.shape[4] != block)
+            throw UserError() << where << ": X " << shape_str(x.shape) << " is not in blocks of "
+                              << block;
+        Window2d win = window_of(n, {0, 0}, where);
+        Shape out = x.shape;
+        for (int d = 0; d < 2; ++d)
+            out[2 + d] =
+                window_output_dim(x.shape[2 + d], win.kernel[d], win.stride[d], win.dilation[d],
+                                  win.pads[d], win.pads[2 + d], win.ceil_mode, where);
         return {{DType::F32, out}};
     }
     default:

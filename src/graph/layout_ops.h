@@ -1,6 +1,7 @@
 // The blocked channel layout NCHW[x]c: data conversions shared by the layout pass (which
 // re-lays out constants at compile time), the reference evaluator and shape inference of the
-// ops LayoutToBlocked, LayoutFromBlocked and ConvBlocked (ops.def documents their operands).
+// ops LayoutToBlocked, LayoutFromBlocked, ConvBlocked and MaxPoolBlocked (ops.def documents
+// their operands).
 //
 // Channel c of an NCHW tensor lives at [n, c / x, h, w, c % x] of the blocked tensor; the
 // channel count is padded up to a multiple of x and the padding channels hold 0.
@@ -21,22 +22,25 @@ int64_t channel_blocks(int64_t channels, int64_t block);
 TensorData to_blocked(const TensorData& x, int64_t block);
 /// [N, CB, H, W, x] -> [N, channels, H, W]. Pre: rank 5, channels <= CB * x.
 TensorData from_blocked(const TensorData& x, int64_t channels);
-/// OIHW conv weights [K, C, R, S] -> [KB, CB, R, S, x(c), x(k)]; with `depthwise` (weights
-/// [K, 1, R, S], K == C) -> [KB, 1, R, S, 1, x(k)]. Padding entries are 0.
-TensorData block_conv_weight(const TensorData& w, int64_t block, bool depthwise);
+/// OIHW conv weights [K, C, R, S] -> [KB, CB, R, S, xc, x] with input blocks of `in_block`
+/// channels (0: `block`); with `depthwise` (weights [K, 1, R, S], K == C) -> [KB, 1, R, S, 1, x].
+/// Padding entries are 0.
+TensorData block_conv_weight(const TensorData& w, int64_t block, bool depthwise,
+                             int64_t in_block = 0);
 /// The inverse of block_conv_weight, keeping the padding: [KB*x, CB*x, R, S] (depthwise
 /// [KB*x, 1, R, S]).
 TensorData unblock_conv_weight(const TensorData& w, bool depthwise);
 /// A per-channel vector [K] -> [KB, x] (padding 0).
 TensorData block_channel_vector(const TensorData& v, int64_t block);
 
-// The reference kernels of the three ops.
+// The reference kernels of the blocked ops.
 EvalOutputs eval_layout_to_blocked(const Node& n, const EvalInputs& in, const std::string& where);
 EvalOutputs eval_layout_from_blocked(const Node& n, const EvalInputs& in,
                                      const std::string& where);
 EvalOutputs eval_conv_blocked(const Node& n, const EvalInputs& in, const std::string& where);
+EvalOutputs eval_max_pool_blocked(const Node& n, const EvalInputs& in, const std::string& where);
 
-/// Output types of the three ops from their typed inputs (`inputs[i]` is node input i, null
+/// Output types of the blocked ops from their typed inputs (`inputs[i]` is node input i, null
 /// when absent). Throws UserError prefixed with `where` on a rank, dtype or shape mismatch.
 std::vector<std::pair<DType, Shape>> blocked_layout_types(const Node& n,
                                                           const std::vector<const Value*>& inputs,

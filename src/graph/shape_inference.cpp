@@ -490,7 +490,8 @@ TypeList NodeTypes::infer() {
         return pad();
     case Op::LayoutToBlocked:
     case Op::LayoutFromBlocked:
-    case Op::ConvBlocked: {
+    case Op::ConvBlocked:
+    case Op::MaxPoolBlocked: {
         std::vector<const Value*> ins;
         for (size_t i = 0; i < n_.inputs.size(); ++i)
             ins.push_back(has(i) ? &in(i, "input") : nullptr);

@@ -193,10 +193,10 @@ class GroupBuilder {
         p.pad_bottom = win.pads[2];
         p.pad_right = win.pads[3];
         p.ceil_mode = win.ceil_mode;
-        if (n.op == Op::MaxPool) {
+        if (n.op == Op::MaxPool || n.op == Op::MaxPoolBlocked) {
             p.dilation_h = win.dilation[0];
             p.dilation_w = win.dilation[1];
-            return te::max_pool2d(x, p);
+            return n.op == Op::MaxPool ? te::max_pool2d(x, p) : te::max_pool2d_nchwc(x, p);
         }
         p.count_include_pad = n.attr_int("count_include_pad", 0) != 0;
         return te::avg_pool2d(x, p);
@@ -348,6 +348,7 @@ class GroupBuilder {
                 y = te::unary(y, [](Expr e) { return e; }, "copy");
             break;
         case Op::MaxPool:
+        case Op::MaxPoolBlocked:
         case Op::AveragePool:
             y = pool(n, x(), where);
             break;

@@ -258,6 +258,37 @@ std::vector<OpCase> op_cases() {
              return {c.op(Op::LayoutFromBlocked, {y}, {{"block", I(4)}, {"channels", I(5)}})};
          }});
     cs.push_back(
+        {"BlockedLayoutConvOneInputBlock",
+         {Op::LayoutToBlocked, Op::ConvBlocked, Op::LayoutFromBlocked},
+         [](Case& c) -> std::vector<ValueId> {
+             // 3 input channels read as one block of 3, 8 output channels in blocks of 4.
+             const ValueId x = c.input(floats({1, 3, 13, 7}, 1));
+             const ValueId xb = c.op(Op::LayoutToBlocked, {x}, attr("block", I(3)));
+             const ValueId y = c.op(
+                 Op::ConvBlocked,
+                 {xb, c.constant(floats({2, 1, 3, 3, 3, 4}, 2)), c.constant(floats({2, 4}, 3))},
+                 {{"kernel_shape", Is({3, 3})},
+                  {"strides", Is({2, 1})},
+                  {"dilations", Is({1, 1})},
+                  {"pads", Is({1, 0, 1, 1})},
+                  {"block", I(4)},
+                  {"depthwise", I(0)}});
+             return {c.op(Op::LayoutFromBlocked, {y}, {{"block", I(4)}, {"channels", I(8)}})};
+         }});
+    cs.push_back(
+        {"BlockedLayoutMaxPool", {Op::MaxPoolBlocked}, [](Case& c) -> std::vector<ValueId> {
+             // 7 channels in blocks of 4; a 3x3 window, strides 2 and 1, ceil mode.
+             const ValueId x = c.input(floats({1, 7, 13, 7}, 1));
+             const ValueId xb = c.op(Op::LayoutToBlocked, {x}, attr("block", I(4)));
+             const ValueId y = c.op(Op::MaxPoolBlocked, {xb},
+                                    {{"kernel_shape", Is({3, 3})},
+                                     {"strides", Is({2, 1})},
+                                     {"pads", Is({1, 1, 1, 0})},
+                                     {"ceil_mode", I(1)},
+                                     {"block", I(4)}});
+             return {c.op(Op::LayoutFromBlocked, {y}, {{"block", I(4)}, {"channels", I(7)}})};
+         }});
+    cs.push_back(
         {"Gemm", {Op::Gemm}, [](Case& c) -> std::vector<ValueId> {
              const ValueId a = c.input(floats({7, 13}, 1));
              const ValueId b = c.constant(floats({5, 13}, 2));

@@ -94,14 +94,53 @@ TEST_P(LayoutBlockTest, ConvNetKeepsValuesAndStaysBlocked) {
 
 INSTANTIATE_TEST_SUITE_P(Blocks, LayoutBlockTest, ::testing::Values(1, 4, 8));
 
-TEST(LayoutPass, ConvsWithFewerChannelsThanABlockStayNchw) {
-    // Blocks of 16 would pad 13 input and 11 output channels to 16: those convs stay NCHW; the
-    // two 16-channel-output convs read 13 and 11 channels and stay too, so nothing changes.
+TEST(LayoutPass, ConvsOnFewerChannelsThanABlockReadThemAsOneBlock) {
+    // Blocks of 16 would pad 11 output channels to 16: that conv and the depthwise one stay
+    // NCHW. The two 16-channel-output convs read their 11 and 13 channels as one block each,
+    // with weights [1, 1, R, S, C, 16], and write NCHW16c.
     Graph g = conv_net();
-    const std::string before = to_string(g);
-    PassResult r = check_pass(g, [](Graph& gr) { return convert_layout_nchwc(gr, 16); });
-    EXPECT_EQ(r.changes, 0);
-    EXPECT_EQ(to_string(g), before);
+    check_pass(g, [](Graph& gr) { return convert_layout_nchwc(gr, 16); });
+    EXPECT_EQ(count_op(g, Op::Conv), 2) << to_string(g);
+    EXPECT_EQ(count_op(g, Op::ConvBlocked), 2) << to_string(g);
+    std::vector<int64_t> in_blocks;
+    for (NodeId id : g.node_ids()) {
+        const Node& n = g.node(id);
+        if (n.op != Op::ConvBlocked)
+            continue;
+        const Shape& x = g.value(n.inputs[0]).shape;
+        const Shape& w = g.value(n.inputs[1]).shape;
+        ASSERT_EQ(x.size(), 5u);
+        EXPECT_EQ(x[1], 1);
+        in_blocks.push_back(x[4]);
+        EXPECT_EQ(w[1], 1);
+        EXPECT_EQ(w[4], x[4]);
+        EXPECT_EQ(w[5], 16);
+        EXPECT_EQ(g.value(n.outputs[0]).shape, (Shape{1, 1, 9, 7, 16}));
+    }
+    std::sort(in_blocks.begin(), in_blocks.end());
+    EXPECT_EQ(in_blocks, (std::vector<int64_t>{11, 13}));
+}
+
+TEST(LayoutPass, MaxPoolsOfBlockedValuesStayBlocked) {
+    // conv -> relu -> max pool (3x3 stride 2, ceil mode) -> conv: the pool pools the blocked
+    // tensor; a pool of an input that nothing blocked reads stays NCHW.
+    GraphBuilder b;
+    const ValueId x = b.input("x", {1, 13, 13, 7});
+    const ValueId c = b.op(
+        Op::Relu, {b.op(Op::Conv, {x, b.constant_f32({13, 13, 3, 3}, 1)}, conv_attrs(3, 1, 1))});
+    Attributes pool = {{"kernel_shape", Attribute::of_ints({3, 3})},
+                       {"strides", Attribute::of_ints({2, 2})},
+                       {"pads", Attribute::of_ints({1, 0, 1, 1})},
+                       {"ceil_mode", Attribute::of_int(1)}};
+    const ValueId p = b.op(Op::MaxPool, {c}, pool);
+    const ValueId y = b.op(Op::Conv, {p, b.constant_f32({9, 13, 1, 1}, 2)}, conv_attrs(1, 1, 0));
+    const ValueId q = b.op(Op::MaxPool, {b.input("z", {1, 13, 13, 7})}, pool);
+    Graph g = b.finish({y, q});
+    check_pass(g, [](Graph& gr) { return convert_layout_nchwc(gr, 8); });
+    EXPECT_EQ(count_op(g, Op::MaxPoolBlocked), 1) << to_string(g);
+    EXPECT_EQ(count_op(g, Op::MaxPool), 1) << to_string(g);
+    EXPECT_EQ(count_op(g, Op::ConvBlocked), 2) << to_string(g);
+    expect_no_cancelling_pairs(g);
 }
 
 TEST(LayoutPass, LeavesUnblockableConvsAndOpsInNchw) {
@@ -184,14 +223,15 @@ TEST(LayoutPass, Resnet18AtO3IsBlockedWithConversionsAtTheEdges) {
     PipelineOptions o;
     o.level = 3;
     optimize(g, o);
-    // conv1 reads 3 channels: it stays NCHW; the 19 others are blocked.
-    EXPECT_EQ(count_op(g, Op::Conv), 1);
-    EXPECT_EQ(count_op(g, Op::ConvBlocked), 19);
+    // Every conv is blocked (conv1 reads its 3 channels as one block), and so is the max pool.
+    EXPECT_EQ(count_op(g, Op::Conv), 0);
+    EXPECT_EQ(count_op(g, Op::ConvBlocked), 20);
+    EXPECT_EQ(count_op(g, Op::MaxPoolBlocked), 1);
     expect_no_cancelling_pairs(g);
     // Conversions only where NCHW data meets blocked ops: into blocked ops from the graph
     // input or a non-blocked op, out of them into non-blocked ops.
     auto blocked_op = [](Op op) {
-        return op == Op::ConvBlocked || op == Op::Relu || op == Op::Add;
+        return op == Op::ConvBlocked || op == Op::Relu || op == Op::Add || op == Op::MaxPoolBlocked;
     };
     for (NodeId id : g.node_ids()) {
         const Node& n = g.node(id);
@@ -206,7 +246,8 @@ TEST(LayoutPass, Resnet18AtO3IsBlockedWithConversionsAtTheEdges) {
                 EXPECT_FALSE(blocked_op(g.node(u).op)) << describe_node(g.node(u), u);
         }
     }
-    // conv1, relu, MaxPool (NCHW) -> the blocked residual stages -> GlobalAveragePool (NCHW).
+    // The image into conv1 (one block of 3 channels) -> the blocked stages ->
+    // GlobalAveragePool (NCHW).
     EXPECT_EQ(count_op(g, Op::LayoutToBlocked), 1) << to_string(g);
     EXPECT_EQ(count_op(g, Op::LayoutFromBlocked), 1) << to_string(g);
 }

@@ -12,6 +12,7 @@
 #include "tessera/graph/tasks.h"
 #include "tessera/schedule/default_schedule.h"
 #include "tessera/support/rng.h"
+#include "tessera/te/op_library.h"
 #include "tessera/te/op_registry.h"
 
 namespace tessera::testing {
@@ -196,6 +197,31 @@ TEST(DefaultSchedule, TiledOpsGetARegisterTileOfVectors) {
         EXPECT_TRUE(tiled) << sched::to_string(s);
         EXPECT_TRUE(full_vector) << sched::to_string(s);
     }
+}
+
+TEST(DefaultSchedule, BlockedMaxPoolVectorizesTheChannelBlockWithItsPaddingInlined) {
+    // A max pool over NCHW[8]c: the padding is read through the window (no padded copy) and
+    // the window loops run outside the channel block, which is the vector loop.
+    const te::Tensor x = te::placeholder({1, 3, 13, 13, 8}, ir::DataType::f32(), "x");
+    te::Pool2dParams p = te::Pool2dParams::make(3, 2, 1);
+    p.ceil_mode = true;
+    const te::Compute c = te::make_compute({x}, {te::max_pool2d_nchwc(x, p)});
+    const sched::DefaultScheduleOptions o = options(8);
+    const State s = sched::default_schedule(c, o);
+    ir::LoweredFunc f = check_structure(c, s, o);
+    ASSERT_TRUE(f.body.defined());
+    int roots = 0;
+    for (const sched::Stage& st : s.stages)
+        roots += !st.is_input() && st.location.kind == sched::ComputeLocKind::Root;
+    EXPECT_EQ(roots, 1) << sched::to_string(s);
+    const sched::Stage& pool = s.stages.back();
+    ASSERT_TRUE(pool.has_reduce());
+    EXPECT_EQ(pool.iters.back().annotation, sched::IterAnnotation::Vectorize)
+        << sched::to_string(s);
+    EXPECT_EQ(pool.iters.back().extent, 8);
+    NumericsOptions nopts;
+    nopts.jit_every = 1;
+    EXPECT_EQ(check_numerics({s}, {f}, Reference(c, 5), nopts), 1);
 }
 
 TEST(DefaultSchedule, WideVectorsLowerAndMatch) {

@@ -60,13 +60,17 @@ PassResult eliminate_common_subexpressions(Graph& g);
 PassResult simplify_algebra(Graph& g);
 
 /// "layout": moves CPU 2-D convolutions to the blocked channel layout NCHW[x]c, x = `block`
-/// (ops.def: LayoutToBlocked, LayoutFromBlocked, ConvBlocked):
+/// (ops.def: LayoutToBlocked, LayoutFromBlocked, ConvBlocked, MaxPoolBlocked):
 ///  - a Conv with constant f32 weights (and bias), groups 1 or depthwise (group == C, one
-///    weight channel per group), becomes ConvBlocked; its weights become the constant
-///    [K/x, C/x, R, S, x(c), x(k)] and its bias [K/x, x], computed at compile time. Channel
-///    counts that x does not divide are padded with zero channels (zero weights, zero bias),
-///    which costs at most 2x the work since convs with fewer than x input or output channels
-///    (first layers on RGB images) stay NCHW, as do other grouped convs;
+///    weight channel per group), and at least x output channels becomes ConvBlocked; its
+///    weights become the constant [K/x, C/x, R, S, x(c), x(k)] and its bias [K/x, x], computed
+///    at compile time. Channel counts that x does not divide are padded with zero channels
+///    (zero weights, zero bias). A conv on fewer than x input channels (a first layer on RGB
+///    or grey images) reads all C of them as one block instead ([N, 1, H, W, C], weights
+///    [K/x, 1, R, S, C, x]) so that padding does not multiply its work; other grouped convs
+///    stay NCHW;
+///  - a MaxPool (no indices output, storage_order 0) whose input is blocked becomes
+///    MaxPoolBlocked;
 ///  - Relu, LeakyRelu, Clip, Sigmoid, HardSigmoid, HardSwish, Tanh, Gelu, Neg and the
 ///    binary Add, Sub, Mul, Max, Min over a 4-D f32 NCHW output stay blocked when an operand
 ///    is already blocked; their other operands are same-shaped tensors (converted) or
@@ -74,7 +78,7 @@ PassResult simplify_algebra(Graph& g);
 ///    These ops keep the padding channels finite, which the zero weights of the next conv
 ///    need; Div, Pow, Log, Sqrt, Reciprocal stay NCHW;
 ///  - conversions appear only where NCHW data meets a blocked op (graph inputs, outputs and
-///    other ops such as pools or Flatten); one LayoutToBlocked per value, and
+///    other ops such as average pools or Flatten); one LayoutToBlocked per value, and
 ///    LayoutToBlocked(LayoutFromBlocked(b)) / LayoutFromBlocked(LayoutToBlocked(x)) pairs
 ///    cancel. Dead nodes are removed. Throws UserError when block < 1.
 PassResult convert_layout_nchwc(Graph& g, int64_t block);

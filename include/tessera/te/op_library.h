@@ -81,9 +81,11 @@ Tensor layout_to_nchwc(const Tensor& x, int64_t block);
 /// x [N, CB, H, W, block] -> [N, channels, H, W], dropping padding channels. Throws UserError
 /// unless ceil(channels / block) == CB.
 Tensor layout_from_nchwc(const Tensor& x, int64_t channels);
-/// Blocked conv2d: x [N, CB, H, W, b], w [KB, CB, R, S, b(c), b(k)], optional bias [KB, b]
-/// -> [N, KB, OH, OW, b] (OH as in conv2d; p.groups is ignored). With `depthwise`, w is
-/// [KB, 1, R, S, 1, b] and KB == CB: output channel c reads input channel c only. Stages
+/// Blocked conv2d: x [N, CB, H, W, bc], w [KB, CB, R, S, bc, b], optional bias [KB, b]
+/// -> [N, KB, OH, OW, b] (OH as in conv2d; p.groups is ignored). The input block bc is
+/// usually b; a conv on a few channels (an image's 3) reads them as one block bc = C. With
+/// `depthwise`, w is [KB, 1, R, S, 1, b], bc == b and KB == CB: output channel c reads input
+/// channel c only. Stages
 /// "conv2d_nchwc_pad" (when padded), "conv2d_nchwc", "conv2d_nchwc_bias".
 Tensor conv2d_nchwc(const Tensor& x, const Tensor& w, const Conv2dParams& p,
                     const Tensor& bias = Tensor(), bool depthwise = false);
@@ -111,6 +113,9 @@ struct Pool2dParams {
 /// "avg_pool2d_sum" then divides.
 Tensor max_pool2d(const Tensor& x, const Pool2dParams& p);
 Tensor avg_pool2d(const Tensor& x, const Pool2dParams& p);
+/// max_pool2d of the blocked layout: x [N, CB, H, W, b] -> [N, CB, OH, OW, b], pooling dims 2
+/// and 3 (stages "max_pool2d_nchwc_pad" when padded, "max_pool2d_nchwc").
+Tensor max_pool2d_nchwc(const Tensor& x, const Pool2dParams& p);
 /// Mean / max over all dims from 2 on: x [N, C, ...] -> [N, C, 1, ...] (rank >= 3).
 Tensor global_avg_pool2d(const Tensor& x);
 Tensor global_max_pool2d(const Tensor& x);

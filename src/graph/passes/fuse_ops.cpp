@@ -86,6 +86,7 @@ BaseKind base_kind(Op op) {
     case Op::Softmax:
     case Op::LayerNormalization:
     case Op::MaxPool:
+    case Op::MaxPoolBlocked:
     case Op::AveragePool:
     case Op::GlobalAveragePool:
     case Op::ReduceMean:
@@ -158,6 +159,7 @@ std::string fused_op_name(Op op) {
         {Op::BatchNormalization, "batch_norm"},
         {Op::LayerNormalization, "layer_norm"},
         {Op::MaxPool, "max_pool2d"},
+        {Op::MaxPoolBlocked, "max_pool2d_nchwc"},
         {Op::AveragePool, "avg_pool2d"},
         {Op::GlobalAveragePool, "global_avg_pool2d"},
         {Op::ReduceMean, "reduce_mean"},

@@ -1,6 +1,6 @@
-// The layout pass: CPU 2-D convolutions and the elementwise ops between them move to the
-// blocked channel layout NCHW[x]c (see passes.h for the rules and layout_ops.h for the data
-// layout).
+// The layout pass: CPU 2-D convolutions, max pools and the elementwise ops between them move
+// to the blocked channel layout NCHW[x]c (see passes.h for the rules and layout_ops.h for the
+// data layout).
 //
 // One sweep in topological order. Each rewritten node is replaced by its blocked twin followed
 // by a LayoutFromBlocked that redefines the original NCHW value, so every reader that is not
@@ -54,6 +54,8 @@ class LayoutRewriter {
             const Op op = g_.node(id).op;
             if (op == Op::Conv)
                 convs_ += rewrite_conv(id);
+            else if (op == Op::MaxPool)
+                pools_ += rewrite_max_pool(id);
             else if (blockable_unary(op) || blockable_binary(op))
                 elementwise_ += rewrite_elementwise(id);
         }
@@ -64,10 +66,11 @@ class LayoutRewriter {
             to += g_.node(id).op == Op::LayoutToBlocked;
             from += g_.node(id).op == Op::LayoutFromBlocked;
         }
-        r.changes = convs_ + elementwise_ + cancelled_;
+        r.changes = convs_ + pools_ + elementwise_ + cancelled_;
         std::ostringstream os;
-        os << convs_ << " convs and " << elementwise_ << " elementwise ops to NCHW" << block_
-           << "c, " << to << " to / " << from << " from conversions";
+        os << convs_ << " convs, " << pools_ << " max pools and " << elementwise_
+           << " elementwise ops to NCHW" << block_ << "c, " << to << " to / " << from
+           << " from conversions";
         if (cancelled_)
             os << ", " << cancelled_ << " conversion pairs cancelled";
         return end_pass(r, g_, os.str());
@@ -92,6 +95,21 @@ class LayoutRewriter {
             g_.add_node(Op::LayoutToBlocked, {v}, {b}, {{"block", Attribute::of_int(block_)}});
         }
         twin_[v] = b;
+        return b;
+    }
+
+    // NCHW value v (an image of C < x channels) as one block of all its channels,
+    // [N, 1, H, W, C]: one LayoutToBlocked per value.
+    ValueId single_block(ValueId v) {
+        auto it = single_block_.find(v);
+        if (it != single_block_.end())
+            return it->second;
+        const Value val = g_.value(v);
+        const int64_t c = val.shape[1];
+        const ValueId b = g_.add_value(val.name + "_nchw" + std::to_string(c) + "c", val.dtype,
+                                       {val.shape[0], 1, val.shape[2], val.shape[3], c});
+        g_.add_node(Op::LayoutToBlocked, {v}, {b}, {{"block", Attribute::of_int(c)}});
+        single_block_[v] = b;
         return b;
     }
 
@@ -143,9 +161,14 @@ class LayoutRewriter {
         const bool depthwise = group != 1;
         if (depthwise && !(group == C && K == C && w.shape[1] == 1))
             return 0; // grouped convs other than depthwise stay NCHW
-        // Fewer channels than one block (a network's first conv on RGB or grey images):
-        // padding them would multiply the conv's work by up to x / C.
-        if (C < block_ || K < block_)
+        // Fewer output channels than one block: padding them would multiply the work.
+        if (K < block_)
+            return 0;
+        // Fewer input channels than one block (a network's first conv on RGB or grey images):
+        // padding them would multiply the conv's work by up to x / C, so the conv reads all C
+        // as one block and still writes blocks of x (vector stores, and a blocked consumer).
+        const bool single = C < block_;
+        if (single && depthwise)
             return 0;
         Attributes attrs;
         for (const char* key : {"kernel_shape", "strides", "dilations", "pads"})
@@ -153,15 +176,28 @@ class LayoutRewriter {
                 attrs[key] = n.attrs.at(key);
         attrs["block"] = Attribute::of_int(block_);
         attrs["depthwise"] = Attribute::of_int(depthwise ? 1 : 0);
-        std::vector<ValueId> ins = {blocked(n.inputs[0])};
-        ins.push_back(g_.add_constant(w.name + "_nchwc",
-                                      block_conv_weight(*w.constant, block_, depthwise)));
+        std::vector<ValueId> ins = {single ? single_block(n.inputs[0]) : blocked(n.inputs[0])};
+        ins.push_back(g_.add_constant(
+            w.name + "_nchwc", block_conv_weight(*w.constant, block_, depthwise, single ? C : 0)));
         if (bias != kNoValue) {
             const Value b = g_.value(bias);
             ins.push_back(g_.add_constant(b.name + "_nchwc",
                                           block_channel_vector(*b.constant, block_)));
         }
         replace_blocked(id, Op::ConvBlocked, std::move(ins), std::move(attrs));
+        return 1;
+    }
+
+    // A MaxPool whose input is blocked anyway pools the blocked tensor (channels never mix).
+    int rewrite_max_pool(NodeId id) {
+        const Node n = g_.node(id);
+        if (n.outputs.size() != 1 || n.inputs.size() != 1 || !has_twin(n.inputs[0]) ||
+            !is_f32_nchw(g_.value(n.outputs[0])) || n.attr_int("storage_order", 0) != 0)
+            return 0;
+        Attributes attrs = n.attrs;
+        attrs.erase("storage_order");
+        attrs["block"] = Attribute::of_int(block_);
+        replace_blocked(id, Op::MaxPoolBlocked, {blocked(n.inputs[0])}, std::move(attrs));
         return 1;
     }
 
@@ -252,8 +288,9 @@ class LayoutRewriter {
 
     Graph& g_;
     const int64_t block_;
-    std::map<ValueId, ValueId> twin_; // NCHW value -> its blocked twin
-    int convs_ = 0, elementwise_ = 0, cancelled_ = 0;
+    std::map<ValueId, ValueId> twin_;         // NCHW value -> its blocked twin
+    std::map<ValueId, ValueId> single_block_; // NCHW image -> [N, 1, H, W, C]
+    int convs_ = 0, pools_ = 0, elementwise_ = 0, cancelled_ = 0;
 };
 
 } // namespace

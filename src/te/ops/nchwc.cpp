@@ -58,10 +58,12 @@ Tensor conv2d_nchwc(const Tensor& x, const Tensor& w, const Conv2dParams& p, con
                           << "non-negative";
     const auto& xs = x.shape();
     const auto& ws = w.shape();
-    const int64_t n = xs[0], cb = xs[1], h = xs[2], wd = xs[3], block = xs[4];
-    const int64_t kb = ws[0], r = ws[2], s = ws[3];
-    const bool ok = ws[5] == block && (depthwise ? (kb == cb && ws[1] == 1 && ws[4] == 1)
-                                                 : (ws[1] == cb && ws[4] == block));
+    // The input block (xs[4]) and the output block (ws[5]) agree except where a conv reads
+    // a few channels (an image's RGB) as one block of them and writes full blocks.
+    const int64_t n = xs[0], cb = xs[1], h = xs[2], wd = xs[3], in_block = xs[4];
+    const int64_t kb = ws[0], r = ws[2], s = ws[3], block = ws[5];
+    const bool ok = depthwise ? (kb == cb && ws[1] == 1 && ws[4] == 1 && in_block == block)
+                              : (ws[1] == cb && ws[4] == in_block);
     if (!ok)
         throw UserError() << op << ": weight " << shape_to_string(ws) << " does not match input "
                           << shape_to_string(xs) << (depthwise ? " (depthwise)" : "");
@@ -95,7 +97,7 @@ Tensor conv2d_nchwc(const Tensor& x, const Tensor& w, const Conv2dParams& p, con
             },
             op, {"n", "kb", "oh", "ow", "k"});
     } else {
-        IterVar rcb = reduce_axis(cb, "rcb"), rc = reduce_axis(block, "rc");
+        IterVar rcb = reduce_axis(cb, "rcb"), rc = reduce_axis(in_block, "rc");
         y = compute(
             {n, kb, oh, ow, block},
             [&](const std::vector<Var>& i) {

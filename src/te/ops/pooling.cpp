@@ -1,5 +1,5 @@
-// 2-D pooling over the last two dims: max, average (with or without the padding in the count)
-// and global pools.
+// 2-D pooling over the last two dims (or, in NCHW[x]c, the two before the channel block): max,
+// average (with or without the padding in the count) and global pools.
 #include "op_util.h"
 
 namespace tessera::te {
@@ -49,30 +49,32 @@ struct PoolDim {
 };
 
 struct Pool {
-    std::vector<int64_t> lead; ///< Dims before H, W.
+    std::vector<int64_t> lead;  ///< Dims before H, W.
+    std::vector<int64_t> trail; ///< Dims after H, W (the channel block of NCHW[x]c).
     PoolDim h, w;
     Tensor padded; ///< x with the pad stage applied (or x itself).
 };
 
-Pool plan_pool(const Tensor& x, const Pool2dParams& p, Expr pad_value, const std::string& op) {
+/// Pre: x has at least 2 + `trailing` dims; H and W are the two before the last `trailing`.
+Pool plan_pool(const Tensor& x, const Pool2dParams& p, Expr pad_value, const std::string& op,
+               size_t trailing = 0) {
     check_defined(x, op, "input");
-    if (x.ndim() < 2)
-        throw UserError() << op << ": input '" << x.name() << "' must have rank >= 2, got "
-                          << shape_to_string(x.shape());
-    size_t rank = x.ndim();
+    if (x.ndim() < 2 + trailing)
+        throw UserError() << op << ": input '" << x.name() << "' must have rank >= " << 2 + trailing
+                          << ", got " << shape_to_string(x.shape());
+    const size_t rank = x.ndim(), hd = rank - 2 - trailing, wd = hd + 1;
     Pool pool;
-    pool.lead.assign(x.shape().begin(), x.shape().end() - 2);
-    pool.h =
-        PoolDim{x.shape()[rank - 2], p.kernel_h, p.stride_h, p.dilation_h, p.pad_top, p.pad_bottom};
-    pool.w =
-        PoolDim{x.shape()[rank - 1], p.kernel_w, p.stride_w, p.dilation_w, p.pad_left, p.pad_right};
+    pool.lead.assign(x.shape().begin(), x.shape().begin() + static_cast<std::ptrdiff_t>(hd));
+    pool.trail.assign(x.shape().begin() + static_cast<std::ptrdiff_t>(wd + 1), x.shape().end());
+    pool.h = PoolDim{x.shape()[hd], p.kernel_h, p.stride_h, p.dilation_h, p.pad_top, p.pad_bottom};
+    pool.w = PoolDim{x.shape()[wd], p.kernel_w, p.stride_w, p.dilation_w, p.pad_left, p.pad_right};
     pool.h.solve(op, "height", p.ceil_mode);
     pool.w.solve(op, "width", p.ceil_mode);
     std::vector<int64_t> before(rank, 0), after(rank, 0);
-    before[rank - 2] = pool.h.pad_before;
-    before[rank - 1] = pool.w.pad_before;
-    after[rank - 2] = pool.h.pad_after + pool.h.extra;
-    after[rank - 1] = pool.w.pad_after + pool.w.extra;
+    before[hd] = pool.h.pad_before;
+    before[wd] = pool.w.pad_before;
+    after[hd] = pool.h.pad_after + pool.h.extra;
+    after[wd] = pool.w.pad_after + pool.w.extra;
     bool any = false;
     for (size_t d = 0; d < rank; ++d)
         any = any || before[d] || after[d];
@@ -84,6 +86,7 @@ std::vector<int64_t> out_shape(const Pool& pool) {
     std::vector<int64_t> s = pool.lead;
     s.push_back(pool.h.out);
     s.push_back(pool.w.out);
+    s.insert(s.end(), pool.trail.begin(), pool.trail.end());
     return s;
 }
 
@@ -97,6 +100,7 @@ Tensor window_reduce(const Pool& pool, ir::ReduceOp op, const std::string& name)
             std::vector<Expr> idx(i.begin(), i.begin() + nl);
             idx.push_back(i[nl] * Expr(pool.h.stride) + ry.var * Expr(pool.h.dilation));
             idx.push_back(i[nl + 1] * Expr(pool.w.stride) + rx.var * Expr(pool.w.dilation));
+            idx.insert(idx.end(), i.begin() + static_cast<std::ptrdiff_t>(nl + 2), i.end());
             return ir::Reduce::make(op, pool.padded(idx), {ry, rx});
         },
         name);
@@ -107,6 +111,14 @@ Tensor max_pool2d(const Tensor& x, const Pool2dParams& p) {
     check_defined(x, "max_pool2d", "input");
     Pool pool = plan_pool(x, p, ir::lowest_value(x.dtype()), "max_pool2d");
     return window_reduce(pool, ir::ReduceOp::Max, "max_pool2d");
+}
+
+Tensor max_pool2d_nchwc(const Tensor& x, const Pool2dParams& p) {
+    const std::string op = "max_pool2d_nchwc";
+    check_defined(x, op, "input");
+    check_rank(x, 5, op, "input");
+    Pool pool = plan_pool(x, p, ir::lowest_value(x.dtype()), op, /*trailing=*/1);
+    return window_reduce(pool, ir::ReduceOp::Max, op);
 }
 
 Tensor avg_pool2d(const Tensor& x, const Pool2dParams& p) {
