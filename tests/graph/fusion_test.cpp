@@ -1,6 +1,8 @@
 // fuse_ops: pattern classification, grouping rules on small built graphs, and partitions of
 // the real models (coverage, dependency order, and group-by-group evaluation equal to the
 // whole-graph evaluation).
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -125,6 +127,42 @@ TEST(FuseOps, ConvBiasReluChain) {
     EXPECT_EQ(groups[0].outputs, std::vector<ValueId>{r});
     EXPECT_EQ(group_signature(g, groups[0]), "conv2d+add+relu f32[1,5,7,7]");
     check_partition(g, groups, 11);
+}
+
+TEST(FuseOps, ConvTakesTheLayoutConversionOfItsImageAsPrologue) {
+    // The layout pass's stem: LayoutToBlocked(image, block 3) -> ConvBlocked -> Relu is one
+    // kernel with the conv as anchor; a conversion that another node also reads stays apart.
+    GraphBuilder b;
+    const ValueId x = b.input("x", {1, 3, 13, 7});
+    const ValueId xb = b.op(Op::LayoutToBlocked, {x}, {{"block", Attribute::of_int(3)}});
+    Attributes conv = conv_attrs();
+    conv["block"] = Attribute::of_int(4);
+    conv["depthwise"] = Attribute::of_int(0);
+    const ValueId c = b.op(Op::ConvBlocked, {xb, b.constant_f32({2, 1, 3, 3, 3, 4}, 2)}, conv);
+    const ValueId r = b.op(Op::Relu, {c});
+    const ValueId y =
+        b.op(Op::Relu, {b.op(Op::ConvBlocked, {xb, b.constant_f32({2, 1, 3, 3, 3, 4}, 3)}, conv)});
+    Graph shared = b.finish({r, y});
+    std::vector<FusedGroup> groups = fuse_ops(shared);
+    std::vector<std::string> names = patterns(groups);
+    std::sort(names.begin(), names.end());
+    EXPECT_EQ(names,
+              (std::vector<std::string>{"conv2d_nchwc+relu", "conv2d_nchwc+relu", "to_nchwc"}));
+    check_partition(shared, groups, 5);
+
+    GraphBuilder b2;
+    const ValueId x2 = b2.input("x", {1, 3, 13, 7});
+    const ValueId xb2 = b2.op(Op::LayoutToBlocked, {x2}, {{"block", Attribute::of_int(3)}});
+    const ValueId c2 = b2.op(Op::ConvBlocked, {xb2, b2.constant_f32({2, 1, 3, 3, 3, 4}, 2)}, conv);
+    const ValueId r2 = b2.op(Op::Relu, {c2});
+    Graph g = b2.finish({r2});
+    groups = fuse_ops(g);
+    ASSERT_EQ(groups.size(), 1u);
+    EXPECT_EQ(groups[0].pattern, "to_nchwc+conv2d_nchwc+relu");
+    EXPECT_EQ(groups[0].kind, OpPattern::OutFusable);
+    EXPECT_EQ(groups[0].anchor, g.value(c2).producer);
+    EXPECT_EQ(groups[0].inputs.size(), 2u); // the image and the weights
+    check_partition(g, groups, 7);
 }
 
 TEST(FuseOps, MultipleConsumersEndGroup) {

@@ -17,8 +17,9 @@
 //    shape (Conv+Add(bias)+Relu, Gemm+Relu, MatMul+Add);
 //  - a group of only Elementwise/Broadcast/Injective nodes absorbs further such nodes, and a
 //    Reduction, which then closes the group;
-//  - an anchor never joins an existing group, and nothing joins a closed (reduction) group or
-//    an opaque one;
+//  - an anchor joins no existing group except a lone LayoutToBlocked that only it reads (the
+//    image's conversion into a conv reading its few channels as one block, which inlines into
+//    the conv's padding stage), and nothing joins a closed (reduction) group or an opaque one;
 //  - the value linking the producer to the node must have that node as its only user and
 //    come from a single-output node, so a value with several consumers ends its group;
 //  - a merge that would make the groups cyclic is refused.

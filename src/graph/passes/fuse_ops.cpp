@@ -279,11 +279,38 @@ struct Builder {
         return true;
     }
 
+    /// The group an anchor (a conv) takes over as its prologue, or -1: the group of its first
+    /// input when that group is nothing but LayoutToBlocked nodes read only by this anchor (the
+    /// image's conversion into a conv that reads its channels as one block). Inside the conv's
+    /// kernel the conversion inlines into the conv's padding stage: one pass over the image
+    /// instead of two, and one kernel less.
+    int layout_prologue(NodeId n) const {
+        const ValueId link = g.node(n).input(0);
+        if (link == kNoValue)
+            return -1;
+        const NodeId q = g.value(link).producer;
+        if (q == kNoNode || group_of[q] < 0)
+            return -1;
+        const int gi = group_of[q];
+        const G& grp = groups[gi];
+        if (grp.closed || grp.anchor != kNoNode || users[link].size() != 1 ||
+            is_graph_output(link) || g.node(q).outputs.size() != 1)
+            return -1;
+        for (NodeId m : grp.nodes)
+            if (g.node(m).op != Op::LayoutToBlocked || m != q)
+                return -1;
+        return gi;
+    }
+
     void run() {
         for (NodeId n : topo) {
             const OpPattern p = pat[n];
             int joined = -1;
-            if (p != OpPattern::OutFusable && p != OpPattern::Opaque) {
+            if (p == OpPattern::OutFusable) {
+                joined = layout_prologue(n);
+                if (joined >= 0)
+                    groups[joined].anchor = n;
+            } else if (p != OpPattern::Opaque) {
                 for (ValueId v : g.node(n).inputs) {
                     if (v == kNoValue)
                         continue;

@@ -17,7 +17,9 @@ Tensor layout_to_nchwc(const Tensor& x, int64_t block) {
     return compute(
         {s[0], cb, s[2], s[3], block},
         [&](const std::vector<Var>& i) {
-            Expr ch = i[1] * Expr(block) + i[4];
+            // One block: the channel is the block index itself, a plain axis read that a
+            // consumer can inline (a conv's padding stage reading the image directly).
+            Expr ch = cb == 1 ? Expr(i[4]) : i[1] * Expr(block) + i[4];
             if (c % block == 0)
                 return x(i[0], ch, i[2], i[3]);
             // Padding channels: a clamped (in-bounds) read, replaced by 0.
