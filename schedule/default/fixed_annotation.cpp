@@ -22,8 +22,6 @@ constexpr int64_t kReductionUnrollSteps = 16;
 /// Stages with fewer loop iterations than this (spatial x reduce) stay serial: waking the
 /// thread pool costs more than they do.
 constexpr int64_t kMinParallelWork = 4096;
-/// The largest reduction hoist_window_reduce moves outside the vector axis (a pool window).
-constexpr int64_t kMaxHoistedWindow = 64;
 
 bool is_free(const State& s, int sid, int k) {
     const Iterator& it = s.stages[sid].iters[static_cast<size_t>(k)];
@@ -58,7 +56,7 @@ void hoist_window_reduce(State& s, int sid) {
     const Stage& st = s.stages[sid];
     const int n = static_cast<int>(st.iters.size());
     if (n < 2 || !st.has_reduce() || st.iters.back().kind != IterKind::Reduce ||
-        s.reduce_size(sid) > kMaxHoistedWindow || st.axes.empty() ||
+        s.reduce_size(sid) > kMaxPoolWindow || st.axes.empty() ||
         !reads_along_last_axis(st.body, st.axes.back()))
         return;
     int inner = n - 1;

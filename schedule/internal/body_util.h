@@ -30,6 +30,10 @@ bool uses_any(const ir::Expr& e, const std::vector<const ir::Variable*>& vars);
 /// exactly `last` (a stage's last axis): that axis walks memory contiguously in every operand.
 bool reads_along_last_axis(const ir::Expr& body, const ir::Var& last);
 
+/// The largest reduction treated as a pooling window: its loops may run outside the vector
+/// axis (default schedules) and its padded input may be recomputed per window (always_inline).
+constexpr int64_t kMaxPoolWindow = 64;
+
 /// A fresh tensor node with the given definition (a stage-local identity; never lowered by
 /// lower_default).
 ir::Tensor make_tensor(const std::string& name, ir::DataType dtype, std::vector<int64_t> shape,

@@ -39,15 +39,13 @@ class AlwaysInline : public SketchRule {
             return false;
         for (int c : readers) {
             const Stage& r = s.stages[c];
-            if (!r.has_reduce() || s.needs_multi_level_tiling(c) || s.reduce_size(c) > kMaxWindow ||
-                r.axes.empty() || !reads_along_last_axis(r.body, r.axes.back()))
+            if (!r.has_reduce() || s.needs_multi_level_tiling(c) ||
+                s.reduce_size(c) > kMaxPoolWindow || r.axes.empty() ||
+                !reads_along_last_axis(r.body, r.axes.back()))
                 return false;
         }
         return true;
     }
-
-    /// The largest reduction counted as a pooling window.
-    static constexpr int64_t kMaxWindow = 64;
 
     std::vector<SketchCandidate> apply(const State& s, int stage) const override {
         State next = s;
