@@ -1,6 +1,8 @@
 // The iterator graph of a stage.
 #include "internal/iter_graph.h"
 
+#include <algorithm>
+
 #include "tessera/ir/op.h"
 #include "tessera/support/error.h"
 
@@ -18,14 +20,40 @@ size_t ceil_part(const IterRelation& r) { return r.inner_to_outer ? 0 : r.output
 } // namespace
 
 void recompute_extents(Stage& st) {
+    // Nodes that a GPU binding's loop is, or is fused from, keep their given lengths: the
+    // launch dimensions and the cooperative fetches count on every thread of the block.
+    std::vector<bool> pinned(st.nodes.size(), false);
+    for (const Iterator& it : st.iters)
+        if (is_gpu_binding(it.annotation))
+            pinned[static_cast<size_t>(it.node)] = true;
+    for (size_t ri = st.relations.size(); ri-- > 0;) {
+        const IterRelation& r = st.relations[ri];
+        if (r.kind == IterRelation::Kind::Fuse && pinned[static_cast<size_t>(r.outputs[0])])
+            for (int in : r.inputs)
+                pinned[static_cast<size_t>(in)] = true;
+    }
     for (const IterRelation& r : st.relations) {
         if (r.kind == IterRelation::Kind::Split) {
-            int64_t prod = 1;
+            // Each given part (but a pinned one) is clamped to what is left of the parent,
+            // starting at the part farthest from the ceiling part; the ceiling part takes the
+            // rest. A part longer than what is left (a stage computed inside its consumer's
+            // tiles, a tile longer than its axis) would only run iterations that its guard
+            // skips.
             const size_t c = ceil_part(r);
-            for (size_t k = 0; k < r.outputs.size(); ++k)
-                if (k != c)
-                    prod *= st.nodes[r.outputs[k]].extent;
-            st.nodes[r.outputs[c]].extent = ceil_div(st.nodes[r.inputs[0]].extent, prod);
+            int64_t left = st.nodes[r.inputs[0]].extent;
+            const size_t n = r.outputs.size();
+            for (size_t j = 0; j < n; ++j) {
+                const size_t k = r.inner_to_outer ? n - 1 - j : j;
+                if (k == c)
+                    continue;
+                IterNode& part = st.nodes[r.outputs[k]];
+                if (part.length > 0)
+                    part.extent = pinned[static_cast<size_t>(r.outputs[k])]
+                                      ? part.length
+                                      : std::max<int64_t>(1, std::min(part.length, left));
+                left = ceil_div(left, part.extent);
+            }
+            st.nodes[r.outputs[c]].extent = left;
         } else {
             int64_t prod = 1;
             for (int in : r.inputs)

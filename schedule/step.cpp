@@ -43,6 +43,25 @@ constexpr KindName kKinds[] = {
 };
 } // namespace
 
+bool is_gpu_binding(IterAnnotation a) {
+    switch (a) {
+    case IterAnnotation::BlockX:
+    case IterAnnotation::BlockY:
+    case IterAnnotation::BlockZ:
+    case IterAnnotation::VThread:
+    case IterAnnotation::ThreadX:
+    case IterAnnotation::ThreadY:
+    case IterAnnotation::ThreadZ:
+        return true;
+    case IterAnnotation::None:
+    case IterAnnotation::Parallel:
+    case IterAnnotation::Vectorize:
+    case IterAnnotation::Unroll:
+        return false;
+    }
+    return false;
+}
+
 const char* to_string(IterAnnotation a) {
     for (const auto& n : kAnnotations)
         if (n.a == a)

@@ -167,6 +167,8 @@ void validate(const CudaMeasureOptions& o) {
         throw UserError() << "tolerance must be >= 0, got " << o.tolerance;
     if (!(o.slow_factor == 0 || o.slow_factor >= 1))
         throw UserError() << "slow_factor must be 0 (off) or at least 1, got " << o.slow_factor;
+    if (!(o.run_timeout_secs > 0))
+        throw UserError() << "run_timeout_secs must be > 0, got " << o.run_timeout_secs;
 }
 
 std::string cuda_target_string() {
@@ -318,6 +320,12 @@ void CudaMeasurer::Impl::run(const te::Compute& c, TaskData& task, const BuiltCa
         const Clock::time_point t0 = Clock::now();
         fn->run();
         const double checked_secs = secs_since(t0);
+        if (checked_secs > opts.run_timeout_secs) {
+            r.error = MeasureError::RunTimeout;
+            r.error_message = "the checked run took " + std::to_string(checked_secs) +
+                              " s (run_timeout_secs " + std::to_string(opts.run_timeout_secs) + ")";
+            return;
+        }
         for (size_t o = 0; o < no; ++o) {
             HostBuffer got(params[ni + o]);
             fn->copy_out(ni + o, got.data());
@@ -347,9 +355,12 @@ void CudaMeasurer::Impl::run(const te::Compute& c, TaskData& task, const BuiltCa
         // DeviceFunction::time_ms(1) brackets one launch of every kernel with events (after
         // one untimed run of its own), so each repeat is one event-timed call.
         double total = 0;
+        const Clock::time_point timed_from = Clock::now();
         while (static_cast<int>(r.run_secs.size()) < opts.max_repeats &&
                (static_cast<int>(r.run_secs.size()) < opts.min_repeats ||
                 total < opts.min_repeat_secs)) {
+            if (!r.run_secs.empty() && secs_since(timed_from) > opts.run_timeout_secs)
+                break; // a slow kernel: fewer repeats rather than minutes on one candidate
             const double secs = fn->time_ms(1) * 1e-3;
             r.run_secs.push_back(secs);
             total += secs;
@@ -421,6 +432,7 @@ std::string CudaMeasurer::settings_json() const {
     j["timer"] = "cuda_events";
     j["warmup"] = o.warmup;
     j["slow_factor"] = o.slow_factor;
+    j["run_timeout_secs"] = o.run_timeout_secs;
     j["min_repeats"] = o.min_repeats;
     j["min_repeat_secs"] = o.min_repeat_secs;
     j["max_repeats"] = o.max_repeats;

@@ -34,7 +34,8 @@ void do_split(State& s, int stage, int iter, const std::vector<int64_t>& lengths
         n.kind = old.kind;
         // The given lengths fill the parts other than the ceiling part.
         const bool is_ceil = inner_to_outer ? k == 0 : k == parts - 1;
-        n.extent = is_ceil ? 1 : lengths[inner_to_outer ? k - 1 : k];
+        n.length = is_ceil ? 0 : lengths[inner_to_outer ? k - 1 : k];
+        n.extent = is_ceil ? 1 : n.length;
         rel.outputs.push_back(static_cast<int>(st.nodes.size()));
         made.push_back(
             {n.name, n.extent, n.kind, IterAnnotation::None, static_cast<int>(st.nodes.size())});

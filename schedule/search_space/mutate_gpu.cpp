@@ -15,25 +15,6 @@ namespace {
 /// stays perfect), as sample_initial_gpu_state's 7 in 10 divisor draws.
 constexpr double kDivisorProbability = 0.7;
 
-bool is_gpu_binding(IterAnnotation a) {
-    switch (a) {
-    case IterAnnotation::BlockX:
-    case IterAnnotation::BlockY:
-    case IterAnnotation::BlockZ:
-    case IterAnnotation::VThread:
-    case IterAnnotation::ThreadX:
-    case IterAnnotation::ThreadY:
-    case IterAnnotation::ThreadZ:
-        return true;
-    case IterAnnotation::None:
-    case IterAnnotation::Parallel:
-    case IterAnnotation::Vectorize:
-    case IterAnnotation::Unroll:
-        return false;
-    }
-    return false;
-}
-
 /// Whether steps[i] is a one-length split whose inner part one of the next two steps binds to
 /// threadIdx.x (after a block binding of the outer part, or alone).
 bool inner_bound_to_thread(const std::vector<Step>& steps, size_t i) {

@@ -81,8 +81,8 @@ int main(int argc, char** argv) {
         ->excludes("--db");
     run->add_option("--target", run_opts.target,
                     "llvm: this CPU; cuda: CUDA device 0 (NVRTC, CUDA events; --db looks up "
-                    "'cuda -arch=sm_XX' records, and without --schedule or --db a seeded sample "
-                    "of the GPU sketches runs)")
+                    "'cuda -arch=sm_XX' records, and without --schedule or --db the GPU default "
+                    "schedule runs, as in an untuned CUDA model build)")
         ->capture_default_str();
 
     // The schedule space: sketches, sampled schedules and the loop IR they lower to.

@@ -269,31 +269,12 @@ class CudaRunner : public KernelRunner {
     std::string device_;
 };
 
-/// A seeded sample of inst's GPU sketches that lowers for the GPU and passes the CUDA codegen's
-/// checks (no rule-based GPU default schedule exists yet). Throws UserError when none of 64
-/// samples does.
-sched::State sampled_gpu_schedule(const te::OpInstance& inst, uint64_t seed) {
-    sched::SketchOptions so;
-    so.target = sched::TargetKind::Gpu;
-    const std::vector<sched::State> sketches = sched::generate_sketches(inst.compute, so);
-    Rng rng(seed);
-    std::string last_error = "no GPU sketch";
-    for (int attempt = 0; attempt < 64 && !sketches.empty(); ++attempt) {
-        const sched::State& sketch =
-            sketches[static_cast<size_t>(rng.uniform_int(0, int64_t(sketches.size()) - 1))];
-        try {
-            sched::State s = sched::sample_initial_gpu_state(sketch, rng);
-            sched::LowerOptions lo;
-            lo.gpu = true;
-            // The codegen's device limit checks too (a barrier in a divergent branch, ...).
-            backend::cuda::codegen_cuda(sched::lower_state(s, "kernel", lo));
-            return s;
-        } catch (const ScheduleError& e) {
-            last_error = e.what();
-        }
-    }
-    throw UserError() << "--target cuda: no sampled GPU schedule of " << inst.canonical_spec
-                      << " lowers (last: " << last_error << "); pass one with --schedule";
+/// The rule-based GPU default schedule of the operator (what an untuned CUDA model build runs).
+sched::State gpu_default_schedule(const te::OpInstance& inst) {
+    sched::DefaultScheduleOptions o;
+    o.target = sched::TargetKind::Gpu;
+    o.weight_inputs = inst.weight_inputs;
+    return sched::default_schedule(inst.compute, o);
 }
 #endif
 
@@ -378,9 +359,8 @@ OpRunResult run_op(const OpRunOptions& opts, std::ostream& out) {
     }
 #ifdef TESSERA_HAVE_CUDA
     if (!scheduled && !opts.naive && gpu) {
-        scheduled = sampled_gpu_schedule(inst, opts.seed);
-        r.schedule = fmt::format("sampled GPU schedule (seed {}, {} steps; no rule-based GPU "
-                                 "default yet)", opts.seed, scheduled->steps.size());
+        scheduled = gpu_default_schedule(inst);
+        r.schedule = fmt::format("GPU default schedule ({} steps)", scheduled->steps.size());
     }
 #endif
     if (scheduled) {

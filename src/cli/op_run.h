@@ -63,8 +63,8 @@ struct OpRunResult {
 /// schedule runs too; opts.naive runs the naive loop nest (lower_default) instead.
 /// With opts.target "cuda" the kernel runs on CUDA device 0: records are looked up for target
 /// "cuda -arch=sm_XX" (cuda_tune_target), a schedule file must hold a GPU schedule (bindings),
-/// and without either the schedule is a seeded sample of the GPU sketches (there is no
-/// rule-based GPU default schedule yet); UserError "--target cuda: <reason>" without a device.
+/// and without either the GPU default schedule runs (sched::default_schedule, target Gpu: what
+/// an untuned CUDA model build runs); UserError "--target cuda: <reason>" without a device.
 /// Throws UserError on a bad spec, a bad schedule file (missing, malformed, or illegal for
 /// the operator), more than one of schedule file, database and naive, or a database that is
 /// missing or not a tuning database. The result says whether the check passed.

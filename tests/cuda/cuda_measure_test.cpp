@@ -1,7 +1,8 @@
 // The CUDA measurer (tuner/cuda_measure.h). Without a device: its options are checked and
 // constructing it is a one-line UserError with the driver's reason. With a device (else
 // "[SKIP] <reason>"): a correct GPU schedule is measured Ok, a wrong one is a WrongAnswer that is
-// never timed, a schedule beyond the device limits is an Instantiation error, and tuning a
+// never timed, a schedule beyond the device limits is an Instantiation error, a checked run past
+// run_timeout_secs is a RunTimeout that is never timed, and tuning a
 // 127x67x13 matmul for 16 trials commits Ok records.
 #include <gtest/gtest.h>
 
@@ -76,6 +77,9 @@ TEST(CudaMeasure, OptionsOutOfRangeAreNamed) {
     o = {};
     o.build_threads = -1;
     expect_bad(o, "build_threads");
+    o = {};
+    o.run_timeout_secs = 0;
+    expect_bad(o, "run_timeout_secs");
 }
 
 TEST(CudaMeasure, WithoutADeviceConstructionIsOneLineUserError) {
@@ -119,6 +123,26 @@ TEST(CudaMeasure, CorrectWrongAndOversizedCandidates) {
     EXPECT_GT(r[1].max_rel_error, o.tolerance);
 
     EXPECT_EQ(r[2].error, tune::MeasureError::Instantiation) << r[2].error_message;
+}
+
+TEST(CudaMeasure, ACheckedRunPastTheTimeLimitIsARunTimeoutNeverTimed) {
+    TESSERA_REQUIRE_GPU();
+    const te::Compute c = te::make_op(kSpec).compute;
+    const tune::MeasureCandidate cand = tune::cuda_candidate_from_state(gpu_tiled_matmul(c));
+    tune::CudaMeasureOptions o;
+    o.min_repeat_secs = 0;
+    o.run_timeout_secs = 1e-9; // shorter than any launch and copy-back
+    const std::vector<tune::MeasureResult> late =
+        tune::CudaMeasurer(o).measure_candidates(c, {cand});
+    ASSERT_EQ(late.size(), 1u);
+    EXPECT_EQ(late[0].error, tune::MeasureError::RunTimeout) << late[0].error_message;
+    EXPECT_NE(late[0].error_message.find("run_timeout_secs"), std::string::npos);
+    EXPECT_TRUE(late[0].run_secs.empty());
+    // The same candidate within the default limit is measured.
+    o.run_timeout_secs = tune::CudaMeasureOptions().run_timeout_secs;
+    const std::vector<tune::MeasureResult> ok = tune::CudaMeasurer(o).measure_candidates(c, {cand});
+    EXPECT_EQ(ok[0].error, tune::MeasureError::Ok) << ok[0].error_message;
+    EXPECT_FALSE(ok[0].run_secs.empty());
 }
 
 TEST(CudaMeasure, TuningAMatmulCommitsOkRecords) {

@@ -5,6 +5,7 @@
 // emulation of the generated CUDA.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -101,6 +102,23 @@ TEST(GpuDefaultSchedule, TiledReductionsGetSharedCopiesRegisterTilesAndUnroll) {
             count_scope(s, sched::StageScope::Local) + count_scope(s, sched::StageScope::Global), 1)
             << "the register tile is computed at the thread level";
         EXPECT_TRUE(has_pragma(s, 512)) << sched::to_string(s);
+        // The reduction computed inside a thread's tile runs that tile once: its spatial loops
+        // above the reduce loops (the block, vthread and thread levels its consumer binds)
+        // iterate once each.
+        for (const sched::Stage& st : s.stages) {
+            const bool reduces =
+                std::any_of(st.iters.begin(), st.iters.end(), [](const sched::Iterator& it) {
+                    return it.kind == sched::IterKind::Reduce;
+                });
+            if (st.location.kind != sched::ComputeLocKind::At || !reduces)
+                continue;
+            for (const sched::Iterator& it : st.iters) {
+                if (it.kind == sched::IterKind::Reduce)
+                    break;
+                EXPECT_EQ(it.extent, 1) << it.name << " of " << st.tensor.name() << "\n"
+                                        << sched::to_string(s);
+            }
+        }
         // NVRTC for the first only (the registry test compiles every op; this keeps it quick).
         const cuda::CudaSource src = expect_valid(s, "tiled", &c == &cases.front());
         ASSERT_EQ(src.kernels.size(), 1u) << src.code;

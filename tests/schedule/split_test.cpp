@@ -88,6 +88,59 @@ TEST(Split, FollowSplit) {
     expect_state_matches(t);
 }
 
+TEST(Split, LengthsLongerThanWhatIsLeftAreClamped) {
+    // 13 by [8, 4]: the inner part keeps 4, the middle one runs 4 (ceil(13 / 4)), not 8.
+    te::Compute c = op_compute("relu:m=3,n=13");
+    State s = sched::make_initial_state(c);
+    sched::split(s, 1, 1, {8, 4});
+    EXPECT_EQ(s.stages[1].iters[1].extent, 1);
+    EXPECT_EQ(s.stages[1].iters[2].extent, 4);
+    EXPECT_EQ(s.stages[1].iters[3].extent, 4);
+    EXPECT_EQ(s.steps.back().lengths, (std::vector<int64_t>{8, 4})); // the step keeps them
+    expect_state_matches(s);
+    // Outer-to-inner lengths: an outer part of 20 over 13 runs 13.
+    State o = sched::make_initial_state(c);
+    sched::split(o, 1, 1, {20}, /*inner_to_outer=*/false);
+    EXPECT_EQ(o.stages[1].iters[1].extent, 13);
+    EXPECT_EQ(o.stages[1].iters[2].extent, 1);
+    expect_state_matches(o);
+}
+
+TEST(Split, AProducerInsideItsConsumersTileRunsOnlyThatTile) {
+    // relu(matmul) 12x16: the matmul tiled (i: [1, 4, 3], j: [1, 8, 2]) and computed inside
+    // the consumer's tiles that follow its first three levels: per tile it needs 3 x 2 outputs,
+    // so its own levels above the register tile run once.
+    te::Tensor a = te::placeholder({12, 7}, ir::DataType::f32(), "a");
+    te::Tensor b = te::placeholder({7, 16}, ir::DataType::f32(), "b");
+    te::Compute c = te::make_compute({a, b}, {te::relu(te::matmul(a, b))});
+    State s = sched::make_initial_state(c);
+    const int mm = 2, out = 3;
+    const int si = static_cast<int>(s.steps.size());
+    sched::split(s, mm, 0, {1, 4, 3});
+    sched::split(s, mm, 4, {1, 8, 2});
+    sched::follow_split(s, out, 0, si, 3);
+    sched::follow_split(s, out, 4, si + 1, 3);
+    sched::reorder(s, out, {0, 4, 1, 5, 2, 6, 3, 7});
+    sched::compute_at(s, mm, out, 5); // inside both level-2 loops
+    const sched::Stage& st = s.stages[mm];
+    for (int k : {0, 1, 2, 4, 5, 6})
+        EXPECT_EQ(st.iters[k].extent, 1) << st.iters[k].name;
+    EXPECT_EQ(st.iters[3].extent, 3);
+    EXPECT_EQ(st.iters[7].extent, 2);
+    expect_state_matches(s);
+}
+
+TEST(Split, PartsOfAGpuBindingKeepTheirLengths) {
+    // A 127-long row reduced by 128 threads: the bound part keeps 128 (whole warps), a plain
+    // part of the same split would run 127.
+    te::Compute c = op_compute("reduce_max:m=7,n=127");
+    State s = sched::make_initial_state(c);
+    sched::split(s, 1, 1, {128});
+    EXPECT_EQ(s.stages[1].iters[2].extent, 127);
+    sched::annotate(s, 1, 2, sched::IterAnnotation::ThreadX);
+    EXPECT_EQ(s.stages[1].iters[2].extent, 128);
+}
+
 TEST(Split, IllegalSplitsThrow) {
     te::Compute c = op_compute("matmul:m=4,n=4,k=4");
     State s = sched::make_initial_state(c);

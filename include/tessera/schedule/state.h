@@ -90,6 +90,9 @@ struct IterNode {
     std::string name;
     int64_t extent = 1;
     IterKind kind = IterKind::Spatial;
+    /// A split part's given length (0: a root, a fused node or a split's ceiling part). Its
+    /// extent is this length clamped to what is left of the parent (see recompute_extents).
+    int64_t length = 0;
 };
 
 /// How iterator nodes derive from one another. Split: inputs = {parent}, outputs = parts

@@ -31,6 +31,8 @@ enum class IterAnnotation : uint8_t {
 const char* to_string(IterAnnotation a);
 /// Parses to_string's names; throws UserError on an unknown name.
 IterAnnotation parse_iter_annotation(const std::string& s);
+/// True for the GPU bindings: blockIdx.*, vthread, threadIdx.*.
+bool is_gpu_binding(IterAnnotation a);
 
 enum class StepKind : uint8_t {
     Split,           ///< stage, iter, lengths, inner_to_outer

@@ -57,6 +57,10 @@ struct CudaMeasureOptions {
     /// A candidate whose checked run takes more than slow_factor x the best median time known
     /// for its task is timed once, without warm-up (0 = always the full repeats).
     double slow_factor = 4;
+    /// A candidate whose checked run takes longer than this is a RunTimeout, never timed (a
+    /// kernel cannot be stopped once launched, so the limit bounds what follows it); the timed
+    /// repeats stop once the candidate's runs reach it too, after at least one.
+    double run_timeout_secs = 2;
     uint64_t seed = 0;            ///< Seed of the random inputs.
 };
 
@@ -87,7 +91,7 @@ class CudaMeasurer : public Measurer {
     std::vector<MeasureResult> measure_candidates(const te::Compute& c,
                                                   const std::vector<MeasureCandidate>& candidates);
     /// {"device", "arch", "warmup", "min_repeats", "min_repeat_secs", "max_repeats",
-    /// "slow_factor", "tolerance", "seed", "timer": "cuda_events"}.
+    /// "slow_factor", "run_timeout_secs", "tolerance", "seed", "timer": "cuda_events"}.
     std::string settings_json() const override;
     void note_best_secs(const std::string& workload_key, double secs) override;
 
