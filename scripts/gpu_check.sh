@@ -3,7 +3,8 @@
 # every CUDA test (device tests included; test_compile's CUDA model builds compare each built
 # model's outputs with its ONNX reference on the device), times the bundled model built with
 # `tessera build --target cuda`, then, in one run on the same GPU:
-#   - tunes sgemm 4096^3 fp32 and conv2d 1x64x56x56 (64 filters 3x3, pad 1) briefly with
+#   - runs sgemm 4096^3 fp32 and conv2d 1x64x56x56 (64 filters 3x3, pad 1) with their GPU
+#     default schedules, tunes each briefly with
 #     `tessera tune --op ... --target cuda`, and runs each best record with
 #     `tessera op run --target cuda --db` (checked against the reference, timed with events);
 #   - times cuBLAS sgemm and cuDNN's conv2d on the same shapes, TF32 off (bench/cuda/
@@ -107,8 +108,24 @@ echo "== tessera, same GPU: tune --target cuda, then op run of the best record"
 SPECS=("matmul:m=4096,n=4096,k=4096" "conv2d:n=1,c=64,h=56,w=56,k=64,r=3,s=3,stride=1,pad=1")
 PEERS=("cublas_sgemm_4096" "cudnn_conv2d_1x64x56x56_k64_3x3")
 declare -a ROWS
+# row LABEL PEER-INDEX OP-RUN-ARGS...: one op run (fp32 sums of 576 to 4096 products in another
+# order: the tuner's tolerance, 1e-3), its time next to the peer's.
+row() {
+    local label=$1 i=$2 run ms gf passed peer_ms ratio="-"
+    shift 2
+    run=$(timeout 60 "$BUILD/tessera" op run "$@" --target cuda --repeat 20 --tolerance 1e-3 \
+        --json 2>&1 | tail -1) || true
+    ms=$(field median_ms "$run"); gf=$(field gflops "$run")
+    passed=$(grep -o '"passed":[a-z]*' <<< "$run" | cut -d: -f2 || true)
+    peer_ms=$(grep "^${PEERS[$i]} " "$TMP/peers.txt" | grep -o 'ms=[0-9.]*' | cut -d= -f2 || true)
+    if [ -n "$ms" ] && [ -n "$peer_ms" ]; then
+        ratio=$(awk -v a="$ms" -v b="$peer_ms" 'BEGIN { printf "%.3f", b / a }')
+    fi
+    ROWS+=("$(printf '%-66s %10s %9s %7s %10s %8s' "$label" "${ms:--}" "${gf:--}" "${passed:--}" "${peer_ms:--}" "$ratio")")
+}
 for i in 0 1; do
     spec=${SPECS[$i]}
+    row "$spec (default)" "$i" "$spec" # the GPU default schedule: what an untuned build runs
     left=$(( (DEADLINE_SECS - $(elapsed)) / (2 - i) - 30 ))
     budget=$(( left < TUNE_SECS ? left : TUNE_SECS ))
     budget=$(( budget < 20 ? 20 : budget ))
@@ -118,20 +135,10 @@ for i in 0 1; do
         --db "$TMP/gpu.db" --json > "$TMP/tune_$i.json" 2> "$TMP/tune_$i.err" ||
         { echo "tune FAILED or timed out:"; tail -5 "$TMP/tune_$i.err"; }
     tail -1 "$TMP/tune_$i.json" 2>/dev/null | cut -c1-400 || true
-    # fp32 sums of 576 to 4096 products in another order: the tuner's tolerance (1e-3).
-    run=$(timeout 60 "$BUILD/tessera" op run "$spec" --target cuda --db "$TMP/gpu.db" --repeat 20 \
-        --tolerance 1e-3 --json 2>&1 | tail -1) || true
-    ms=$(field median_ms "$run"); gf=$(field gflops "$run")
-    passed=$(grep -o '"passed":[a-z]*' <<< "$run" | cut -d: -f2 || true)
-    peer_ms=$(grep "^${PEERS[$i]} " "$TMP/peers.txt" | grep -o 'ms=[0-9.]*' | cut -d= -f2 || true)
-    ratio="-"
-    if [ -n "$ms" ] && [ -n "$peer_ms" ]; then
-        ratio=$(awk -v a="$ms" -v b="$peer_ms" 'BEGIN { printf "%.3f", b / a }')
-    fi
-    ROWS+=("$(printf '%-58s %10s %9s %7s %10s %8s' "$spec" "${ms:--}" "${gf:--}" "${passed:--}" "${peer_ms:--}" "$ratio")")
+    row "$spec (tuned ${budget} s)" "$i" "$spec" --db "$TMP/gpu.db"
 done
 
 echo
-printf '%-58s %10s %9s %7s %10s %8s\n' "operator" "tessera_ms" "GFLOP/s" "check" "peer_ms" "peer/us"
+printf '%-66s %10s %9s %7s %10s %8s\n' "operator" "tessera_ms" "GFLOP/s" "check" "peer_ms" "peer/us"
 for r in "${ROWS[@]}"; do echo "$r"; done
 echo "(peer/us > 1: tessera is faster; fp32 on both sides, TF32 off; total $(elapsed) s)"
