@@ -191,6 +191,8 @@ RunRequest LocalMeasurer::Impl::make_request(const te::Compute& c, TaskData& tas
             i < layouts.size() ? layouts[i] : sched::LayoutTransform();
         RunParam p;
         p.file = input_file(c, task, i, layout);
+        p.cold = opts.cold_weights && std::find(c.weight_inputs.begin(), c.weight_inputs.end(),
+                                                static_cast<int>(i)) != c.weight_inputs.end();
         const ir::Buffer& b = built.params[i];
         const int64_t want = b->num_elements() * b.dtype().bytes();
         const auto have = static_cast<int64_t>(fs::file_size(p.file));
@@ -350,6 +352,7 @@ std::string LocalMeasurer::settings_json() const {
     j["min_repeat_secs"] = o.min_repeat_secs;
     j["max_repeats"] = o.max_repeats;
     j["flush_cache"] = o.flush_cache;
+    j["cold_weights"] = o.cold_weights;
     if (o.realtime)
         j["realtime"] = !impl_->runner->realtime_denied();
     j["tolerance"] = o.tolerance;

@@ -80,6 +80,8 @@ std::string RunRequest::to_json() const {
         json jp;
         if (!p.file.empty()) {
             jp["file"] = p.file;
+            if (p.cold)
+                jp["cold"] = true;
         } else {
             jp["bytes"] = p.bytes;
             jp["dtype"] = p.dtype;
@@ -111,6 +113,7 @@ RunRequest RunRequest::from_json(const std::string& line) {
             RunParam p;
             if (jp.contains("file")) {
                 p.file = jp.at("file").get<std::string>();
+                p.cold = jp.value("cold", false);
             } else {
                 p.bytes = jp.at("bytes").get<int64_t>();
                 p.dtype = jp.at("dtype").get<std::string>();

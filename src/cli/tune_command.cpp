@@ -180,6 +180,7 @@ std::unique_ptr<tune::Measurer> make_tune_measurer(const TuneOptions& o) {
     tune::MeasureOptions mo;
     mo.kernel_threads = o.threads;
     mo.realtime = o.realtime;
+    mo.cold_weights = o.cold_weights;
     mo.seed = o.seed;
     return tune::make_local_measurer(mo);
 }

@@ -93,7 +93,9 @@ TEST(RunProtocol, RequestAndReplyRoundTrip) {
     q.min_repeat_secs = 0.5;
     q.max_repeats = 13;
     q.flush_cache = true;
+    q.params[0].cold = true;
     RunRequest q2 = RunRequest::from_json(q.to_json());
+    EXPECT_TRUE(q2.params[0].cold);
     EXPECT_EQ(q2.to_json(), q.to_json());
     EXPECT_EQ(q2.params[1].bytes, 28);
     EXPECT_EQ(q2.params[1].reference, "/tmp/ref.bin");

@@ -190,6 +190,24 @@ TEST(Measure, PackedInputLayoutIsMeasuredOnPackedData) {
     expect_ok(rs[1], o);
 }
 
+TEST(Measure, ColdWeightsAreEvictedAndStillChecked) {
+    // B a weight (packed into panels too): evicted before every timed run, the results stay
+    // checked and timed; a weightless task measures as before.
+    te::Compute c = matmul_compute(7, 13, 127);
+    c.weight_inputs = {1};
+    sched::State s = sched::make_initial_state(c);
+    sched::transform_layout(s, 1, sched::LayoutTransform{{1, 16}, {1, 0, 2}});
+    MeasureOptions o = test_options();
+    o.cold_weights = true;
+    LocalMeasurer m(o);
+    const std::vector<MeasureResult> rs = m.measure(c, {s, sched::make_initial_state(c)});
+    ASSERT_EQ(rs.size(), 2u);
+    expect_ok(rs[0], o);
+    expect_ok(rs[1], o);
+    const te::Compute plain = matmul_compute(7, 13, 127);
+    expect_ok(m.measure(plain, {sched::make_initial_state(plain)})[0], o);
+}
+
 TEST(Measure, LoweringFailuresAreInstantiationErrors) {
     const te::Compute c = matmul_compute(7, 13, 127);
     sched::State wide = sched::make_initial_state(c);
@@ -319,8 +337,10 @@ TEST(Measure, SettingsNameWhatAffectsTimes) {
     MeasureOptions o = test_options();
     o.kernel_threads = 0;
     o.flush_cache = true;
+    o.cold_weights = true;
     LocalMeasurer m(o);
     nlohmann::json j = nlohmann::json::parse(m.settings_json());
+    EXPECT_EQ(j.at("cold_weights").get<bool>(), true);
     EXPECT_GE(j.at("kernel_threads").get<int>(), 1);
     EXPECT_EQ(j.at("min_repeats").get<int>(), o.min_repeats);
     EXPECT_EQ(j.at("max_repeats").get<int>(), o.max_repeats);

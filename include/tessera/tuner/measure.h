@@ -44,6 +44,11 @@ struct MeasureOptions {
     double min_repeat_secs = 0.2;   ///< ... and until their total reaches this.
     int max_repeats = 200;          ///< Upper bound on timed repeats.
     bool flush_cache = false;       ///< Overwrite a buffer twice the LLC before each timed run.
+    /// Evict the task's weight inputs (te::Compute::weight_inputs) from every cache level
+    /// before each timed run: a model's kernel reads its weights from memory, since the other
+    /// kernels' weights and activations have evicted them since its last call, while a kernel
+    /// timed alone finds them in cache. Costs one pass over the weights per repeat.
+    bool cold_weights = false;
     /// Run the worker under real-time scheduling (SCHED_FIFO), so that other processes on a
     /// shared machine cannot preempt timed runs (builds finish before runs start, so the tuner
     /// itself never competes). Needs root or CAP_SYS_NICE; otherwise timing falls back to
@@ -120,7 +125,8 @@ class LocalMeasurer : public Measurer {
     std::vector<MeasureResult> measure_candidates(const te::Compute& c,
                                                   const std::vector<MeasureCandidate>& candidates);
     /// {"kernel_threads", "warmup", "min_repeats", "min_repeat_secs", "max_repeats",
-    /// "flush_cache", "tolerance", "seed"}; kernel_threads is the resolved count (never 0).
+    /// "flush_cache", "cold_weights", "tolerance", "seed"}; kernel_threads is the resolved
+    /// count (never 0).
     std::string settings_json() const override;
     void note_best_secs(const std::string& workload_key, double secs) override;
 
