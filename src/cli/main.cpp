@@ -203,10 +203,14 @@ int main(int argc, char** argv) {
                        "processes on a busy machine cannot disturb the timings (needs root or "
                        "CAP_SYS_NICE; otherwise one warning and normal scheduling; records note "
                        "it in their measurement settings)");
-    tune_cmd->add_flag("--cold-weights", tune_opts.cold_weights,
-                       "Evict each task's weights from the caches before every timed run, as "
-                       "in a whole model, where the other kernels have evicted them (CPU "
-                       "targets; records note it in their measurement settings)");
+    tune_cmd
+        ->add_option("--weights", tune_opts.weights,
+                     "Caches of each task's weights in timed runs: cold (evicted before "
+                     "every run, as in a whole model, where the other kernels' data evicts "
+                     "them), warm (left in cache, as a kernel benchmark sees them), or auto: "
+                     "cold for a model, warm for --op (CPU targets; records note it in "
+                     "their measurement settings)")
+        ->capture_default_str();
     tune_cmd->add_option("--population", tune_opts.population,
                          "Schedules kept per generation of the evolutionary search")
         ->capture_default_str();

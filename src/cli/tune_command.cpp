@@ -180,7 +180,7 @@ std::unique_ptr<tune::Measurer> make_tune_measurer(const TuneOptions& o) {
     tune::MeasureOptions mo;
     mo.kernel_threads = o.threads;
     mo.realtime = o.realtime;
-    mo.cold_weights = o.cold_weights;
+    mo.cold_weights = o.weights == "cold" || (o.weights == "auto" && !o.model_path.empty());
     mo.seed = o.seed;
     return tune::make_local_measurer(mo);
 }
@@ -367,6 +367,8 @@ int run_tune_command(const TuneOptions& opts, std::ostream& out, std::ostream& p
     if (opts.model_path.empty() == opts.op.empty())
         throw UserError() << "tune needs exactly one of MODEL (an .onnx path) and --op SPEC, got "
                           << (opts.op.empty() ? "neither" : "both");
+    if (opts.weights != "auto" && opts.weights != "cold" && opts.weights != "warm")
+        throw UserError() << "--weights must be auto, cold or warm, got '" << opts.weights << "'";
     const SigintCancel sigint;
     if (opts.model_path.empty())
         run_tune(opts, out, progress, progress_is_terminal, sigint.flag());

@@ -32,9 +32,10 @@ struct TuneOptions {
     int threads = 0;                       ///< Threads of the measured kernels; 0 = all cores.
     /// Time candidates in a real-time (SCHED_FIFO) worker (tune::MeasureOptions::realtime).
     bool realtime = false;
-    /// Evict each task's weights from the caches before every timed run
-    /// (tune::MeasureOptions::cold_weights).
-    bool cold_weights = false;
+    /// Whether each task's weights are evicted from the caches before every timed run
+    /// (tune::MeasureOptions::cold_weights): "cold", "warm", or "auto" (cold when tuning a
+    /// model, whose kernels find their weights evicted by the others; warm for one operator).
+    std::string weights = "auto";
     int population = 2048;                 ///< States kept per generation.
     int generations = 4;                   ///< Evolution rounds between measurements.
     int measure_per_round = 64;            ///< Candidates measured and committed per round.

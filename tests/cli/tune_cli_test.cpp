@@ -322,12 +322,12 @@ TEST_F(TuneCli, BadOptionsAreOneLineErrors) {
         {tune + " --eps-greedy 1.5", "--eps-greedy"},
         {tune + " --threads -2", "--threads"},
         {tune + " --model gbm", "gbm"},
+        {tune + " --weights lukewarm", "--weights"},
         {"tune --op matmul:m=13,n=7,k=127 --runner remote" + db, "remote"},
         {tune + " --trials many", "many"},
         {"tune --runner simulated" + db, "--op"},
         {"tune --op matmull:m=2,n=2,k=2 --runner simulated" + db, "matmull"},
-        {"tune --op matmul:m=2,n=2,k=2 --runner simulated --trials 1 --db " +
-             path("a_file/x.db"),
+        {"tune --op matmul:m=2,n=2,k=2 --runner simulated --trials 1 --db " + path("a_file/x.db"),
          "--db"},
         {"op run matmul:m=2,n=2,k=2 --db " + path("missing.db"), "missing.db"},
         {"costmodel eval --db " + path("missing.db"), "missing.db"},
@@ -369,6 +369,13 @@ TEST_F(TuneCli, OpRunRunsTheBestRecordOfARealTune) {
     const nlohmann::json tuned = parse_json_summary(t);
     ASSERT_EQ(tuned["trials"], 8);
     ASSERT_FALSE(tuned["best_record_id"].is_null()) << t.out;
+    {
+        // One operator is timed with warm weights unless told otherwise (--weights).
+        tessera::tune::TuningDatabase d(db);
+        for (const auto& rec : d.top_k(tuned["workload_key"].get<std::string>(), 1))
+            EXPECT_FALSE(
+                nlohmann::json::parse(rec.measure_settings_json)["cold_weights"].get<bool>());
+    }
 
     Output r = run_tessera(std::string("op run ") + kSpec + " --db " + db +
                                " --threads 1 --repeat 3 --json",
