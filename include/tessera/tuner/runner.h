@@ -34,8 +34,8 @@ struct RunParam {
     int64_t bytes = 0;     ///< Output: its size in bytes.
     std::string dtype;     ///< Output: element type ("f32", ...; ir::parse_type).
     std::string reference; ///< Output: raw file of the expected values; empty = not checked.
-    /// Input: evicted from every cache level before each timed run (RunRequest::cold inputs are
-    /// the weights of a model's kernel, which the kernels before it in the model have evicted).
+    /// Input: evicted from every cache level before each timed run (MeasureOptions::cold_weights
+    /// marks a task's weights so: in a model, the other kernels have evicted them).
     bool cold = false;
 };
 
