@@ -16,16 +16,22 @@ namespace {
 /// it the loop stays scalar (a 32-register file cannot hold more accumulators anyway).
 constexpr int64_t kMaxUnrolledVectors = 8;
 
-/// Replays the sketch with every Split step's lengths sampled for the extent it splits.
+/// Replays the sketch with every Split step's lengths sampled for the extent it splits; with
+/// probability opts.register_resident_probability the multi-level tiles have no cache tile
+/// (the second-innermost part of each four-part spatial split is 1).
 State fill_tile_sizes(const State& sketch, Rng& rng, const SampleOptions& opts) {
+    const bool register_resident = rng.uniform01() < opts.register_resident_probability;
     State s = make_initial_state(sketch.compute);
     for (size_t i = 0; i < sketch.steps.size(); ++i) {
         Step step = sketch.steps[i];
         if (step.kind == StepKind::Split && !step.lengths.empty()) {
             const Stage& st = s.stage(step.stage, "split stage");
-            if (step.iter >= 0 && step.iter < static_cast<int>(st.iters.size()))
-                step.lengths = sample_split_lengths(st.iters[step.iter].extent, step.lengths.size(),
-                                                    rng, opts);
+            if (step.iter >= 0 && step.iter < static_cast<int>(st.iters.size())) {
+                const Iterator& it = st.iters[step.iter];
+                step.lengths = sample_split_lengths(it.extent, step.lengths.size(), rng, opts);
+                if (register_resident && step.lengths.size() == 3 && it.kind == IterKind::Spatial)
+                    step.lengths[1] = 1;
+            }
         }
         if (is_panel_layout_step(s, step)) {
             const int64_t width = panel_width_for(s, step, opts);

@@ -1,11 +1,53 @@
 // mutate_tile_size: Ansor's MutateTileSize, plus free resampling for imperfect tiles.
 #include <algorithm>
+#include <optional>
 
 #include "search_space_util.h"
 #include "tessera/schedule/mutation.h"
 #include "tessera/schedule/schedule.h"
 
 namespace tessera::sched {
+
+namespace {
+
+/// The multi-level tile's cache tile of one stage dropped (what fill_tile_sizes samples with
+/// opts.register_resident_probability): each four-part spatial split of the stage that has a
+/// second-innermost part > 1 moves that part into the part outside it. Empty when no stage
+/// has such a split.
+std::optional<State> drop_cache_tile(const State& s, Rng& rng, const SampleOptions& opts) {
+    std::vector<int> stages;
+    for (const Step& st : s.steps)
+        if (st.kind == StepKind::Split && st.lengths.size() == 3 && st.lengths[1] > 1 &&
+            std::find(stages.begin(), stages.end(), st.stage) == stages.end())
+            stages.push_back(st.stage);
+    if (stages.empty())
+        return std::nullopt;
+    const int stage = detail::pick(stages, rng);
+    std::vector<Step> steps = s.steps;
+    size_t first = steps.size();
+    for (size_t k = 0; k < steps.size(); ++k) {
+        Step& st = steps[k];
+        if (st.kind != StepKind::Split || st.stage != stage || st.lengths.size() != 3 ||
+            st.lengths[1] == 1)
+            continue;
+        const State pre = detail::replay_prefix(s.compute, s.steps, k);
+        const Stage& at = pre.stage(st.stage, "split stage");
+        if (st.iter < 0 || st.iter >= static_cast<int>(at.iters.size()) ||
+            at.iters[st.iter].kind != IterKind::Spatial)
+            continue;
+        st.lengths[0] *= st.lengths[1];
+        st.lengths[1] = 1;
+        first = std::min(first, k);
+    }
+    if (first == steps.size())
+        return std::nullopt;
+    const State mutated = detail::replay_rest_limiting_vectors(
+        detail::replay_prefix(s.compute, s.steps, first), steps, first,
+        std::max(opts.max_vectorize_lanes, opts.max_innermost_split_factor));
+    return refresh_panel_widths(mutated, opts);
+}
+
+} // namespace
 
 State mutate_tile_size(const State& s, Rng& rng, const SampleOptions& opts) {
     std::vector<size_t> splits;
@@ -14,6 +56,9 @@ State mutate_tile_size(const State& s, Rng& rng, const SampleOptions& opts) {
             splits.push_back(i);
     if (splits.empty())
         throw ScheduleError("mutate_tile_size: the state has no split");
+    if (rng.uniform01() < opts.register_resident_probability)
+        if (std::optional<State> dropped = drop_cache_tile(s, rng, opts))
+            return *std::move(dropped);
     for (int attempt = 0; attempt < 8; ++attempt) {
         const size_t k = detail::pick(splits, rng);
         const Step& step = s.steps[k];

@@ -102,13 +102,26 @@ int64_t panel_width_for(const State& s, int stage, int dim, const SampleOptions&
     // The loops of that axis inside the innermost reduce loop: the register tile's width
     // (each step of that reduce loop reads one tile-wide row of the panel, and the next step
     // the next row, so the panel is read contiguously).
-    int64_t width = 1;
+    std::set<int> inside;
     for (const Iterator& it : r.iters) {
         if (it.kind == IterKind::Reduce)
-            width = 1;
+            inside.clear();
         else if (derived.count(it.node))
-            width *= it.extent;
+            inside.insert(it.node);
     }
+    // A node whose split parts all lie inside spans its own extent, not the product of the
+    // parts' extents (an imperfect split, e.g. 64 as 2 x 48, covers 64 under a guard).
+    for (auto rel = r.relations.rbegin(); rel != r.relations.rend(); ++rel)
+        if (rel->kind == IterRelation::Kind::Split &&
+            std::all_of(rel->outputs.begin(), rel->outputs.end(),
+                        [&](int o) { return inside.count(o) > 0; })) {
+            for (int o : rel->outputs)
+                inside.erase(o);
+            inside.insert(rel->inputs.front());
+        }
+    int64_t width = 1;
+    for (int node : inside)
+        width *= r.nodes[static_cast<size_t>(node)].extent;
     const int64_t extent = cs.tensor.shape()[static_cast<size_t>(dim)];
     const int64_t lo = std::min<int64_t>(std::max<int64_t>(opts.max_vectorize_lanes, 2), extent);
     return std::clamp(width, lo, extent);

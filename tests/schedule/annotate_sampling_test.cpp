@@ -76,6 +76,60 @@ TEST(AnnotateSampling, SameSeedSameScheduleDifferentSeedsDiffer) {
     EXPECT_GE(distinct.size(), 15u);
 }
 
+TEST(AnnotateSampling, RegisterResidentSamplesHaveNoCacheTile) {
+    // Counts, over sampled states of a conv and a matmul, the four-part spatial splits (S S R
+    // S R S tiles) and those with a second-innermost part > 1 (a cache tile around the register
+    // tile, whose accumulators then outlive the outer reduce loops in memory).
+    struct Count {
+        int tiles = 0, cache_tiles = 0;
+    };
+    auto count = [](const State& s, Count& n) {
+        for (size_t k = 0; k < s.steps.size(); ++k) {
+            const sched::Step& st = s.steps[k];
+            if (st.kind != StepKind::Split || st.lengths.size() != 3)
+                continue;
+            const State pre =
+                sched::replay(s.compute, {s.steps.begin(), s.steps.begin() + long(k)});
+            if (pre.stages[st.stage].iters[st.iter].kind != sched::IterKind::Spatial)
+                continue;
+            ++n.tiles;
+            n.cache_tiles += st.lengths[1] > 1;
+        }
+    };
+    for (const char* spec : {"conv2d:n=1,c=5,h=13,w=14,k=7,r=3,pad=1", "matmul:m=13,n=67,k=29"}) {
+        SCOPED_TRACE(spec);
+        const te::Compute c = spec_compute(spec);
+        const auto sketches = sched::generate_sketches(c, fuzz_sketch_options());
+        const Reference ref(c);
+        for (double p : {0.0, 1.0}) {
+            sched::SampleOptions o = fuzz_sample_options();
+            o.register_resident_probability = p;
+            Count n;
+            std::vector<State> states;
+            std::vector<ir::LoweredFunc> funcs;
+            for (uint64_t seed = 1; seed <= 40; ++seed) {
+                Rng rng(seed);
+                try {
+                    State s = sched::sample_initial_state(sketches[seed % sketches.size()], rng, o);
+                    count(s, n);
+                    if (p == 1.0 && states.size() < 12) {
+                        funcs.push_back(sched::lower_state(s, "kernel"));
+                        states.push_back(std::move(s));
+                    }
+                } catch (const ScheduleError&) {
+                }
+            }
+            ASSERT_GT(n.tiles, 20) << "p " << p;
+            if (p == 0.0)
+                EXPECT_GT(n.cache_tiles, n.tiles / 4) << "independent sampling keeps cache tiles";
+            else
+                EXPECT_EQ(n.cache_tiles, 0);
+            if (!states.empty())
+                check_numerics(states, funcs, ref);
+        }
+    }
+}
+
 TEST(AnnotateSampling, AnnotationsFollowTheOptions) {
     const te::Compute c = spec_compute("matmul:m=64,n=96,k=32");
     const auto sketches = sched::generate_sketches(c, fuzz_sketch_options());

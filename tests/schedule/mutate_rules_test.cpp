@@ -1,4 +1,7 @@
 // The mutations one by one: what each changes in the step list, and their errors.
+#include <algorithm>
+#include <set>
+
 #include "sketch_fuzz_util.h"
 #include "tessera/schedule/mutation.h"
 #include "tessera/schedule/sampling.h"
@@ -35,11 +38,28 @@ std::vector<size_t> differing_steps(const State& a, const State& b) {
     return out;
 }
 
+/// The four-part spatial splits of a state whose second-innermost part (the cache tile
+/// between the two reduce levels of S S R S R S) is larger than 1: {step index, stage}.
+std::vector<std::pair<size_t, int>> cache_tile_splits(const State& s) {
+    std::vector<std::pair<size_t, int>> out;
+    for (size_t k = 0; k < s.steps.size(); ++k) {
+        const Step& st = s.steps[k];
+        if (st.kind != StepKind::Split || st.lengths.size() != 3 || st.lengths[1] == 1)
+            continue;
+        const State pre = sched::replay(s.compute, {s.steps.begin(), s.steps.begin() + long(k)});
+        if (pre.stages[st.stage].iters[st.iter].kind == sched::IterKind::Spatial)
+            out.emplace_back(k, st.stage);
+    }
+    return out;
+}
+
 TEST(MutateRules, TileSizeChangesOneSplit) {
+    sched::SampleOptions o = opts4();
+    o.register_resident_probability = 0; // one split at a time (dropping a cache tile aside)
     for (uint64_t seed = 1; seed <= 20; ++seed) {
         const State s = conv_state(seed);
         Rng rng(seed);
-        const State m = sched::mutate_tile_size(s, rng, opts4());
+        const State m = sched::mutate_tile_size(s, rng, o);
         const auto diff = differing_steps(s, m);
         ASSERT_EQ(diff.size(), 1u) << sched::steps_to_json(m.steps);
         const Step& st = m.steps[diff[0]];
@@ -48,13 +68,72 @@ TEST(MutateRules, TileSizeChangesOneSplit) {
         EXPECT_LE(st.lengths.back(), opts4().max_innermost_split_factor);
         // Deterministic.
         Rng again(seed);
-        EXPECT_EQ(sched::steps_to_json(sched::mutate_tile_size(s, again, opts4()).steps),
+        EXPECT_EQ(sched::steps_to_json(sched::mutate_tile_size(s, again, o).steps),
                   sched::steps_to_json(m.steps));
     }
     // Nothing to mutate without splits.
     Rng rng(1);
     const State plain = sched::make_initial_state(spec_compute("relu:m=3,n=5"));
     EXPECT_THROW(sched::mutate_tile_size(plain, rng), ScheduleError);
+}
+
+TEST(MutateRules, TileSizeMutationDropsACacheTileAndKeepsTheNumbers) {
+    // A conv with room for cache tiles (odd sizes), sampled without the register-resident rule
+    // so that most states have one; the mutation with probability 1 drops one stage's.
+    const te::Compute c = spec_compute("conv2d:n=1,c=5,h=13,w=14,k=7,r=3,pad=1");
+    const auto sketches = sched::generate_sketches(c, fuzz_sketch_options());
+    sched::SampleOptions sample = opts4();
+    sample.register_resident_probability = 0;
+    sched::SampleOptions drop = opts4();
+    drop.register_resident_probability = 1;
+    const Reference ref(c);
+    std::vector<State> states;
+    std::vector<ir::LoweredFunc> funcs;
+    for (uint64_t seed = 1; seed <= 60 && states.size() < 12; ++seed) {
+        Rng rng(seed);
+        State s;
+        try {
+            s = sched::sample_initial_state(sketches[seed % sketches.size()], rng, sample);
+        } catch (const ScheduleError&) {
+            continue;
+        }
+        const auto before = cache_tile_splits(s);
+        if (before.empty())
+            continue;
+        const State m = sched::mutate_tile_size(s, rng, drop);
+        // One stage lost its cache tile: each of its four-part spatial splits has a
+        // second-innermost part of 1 and the same product of the two outer parts.
+        const auto after = cache_tile_splits(m);
+        EXPECT_LT(after.size(), before.size()) << sched::steps_to_json(m.steps);
+        std::set<int> dropped;
+        for (auto [k, stage] : before)
+            if (std::find(after.begin(), after.end(), std::make_pair(k, stage)) == after.end())
+                dropped.insert(stage);
+        ASSERT_EQ(dropped.size(), 1u) << sched::steps_to_json(m.steps);
+        for (auto [k, stage] : before) {
+            const Step& was = s.steps[k];
+            const Step& now = m.steps[k];
+            if (stage != *dropped.begin()) {
+                EXPECT_EQ(now.lengths, was.lengths);
+                continue;
+            }
+            EXPECT_EQ(now.lengths[1], 1);
+            EXPECT_EQ(now.lengths[0], was.lengths[0] * was.lengths[1]);
+            EXPECT_EQ(now.lengths[2], was.lengths[2]);
+        }
+        funcs.push_back(sched::lower_state(m, "kernel"));
+        states.push_back(m);
+    }
+    ASSERT_GE(states.size(), 6u) << "too few sampled states with a cache tile";
+    check_numerics(states, funcs, ref);
+
+    // A state without any cache tile gets an ordinary tile-size mutation instead.
+    sched::SampleOptions resident = opts4();
+    resident.register_resident_probability = 1;
+    Rng rng(5);
+    const State s = sched::sample_initial_state(sketches.front(), rng, resident);
+    ASSERT_TRUE(cache_tile_splits(s).empty()) << sched::steps_to_json(s.steps);
+    EXPECT_EQ(differing_steps(s, sched::mutate_tile_size(s, rng, resident)).size(), 1u);
 }
 
 TEST(MutateRules, AutoUnrollPicksAnotherConfiguredValue) {

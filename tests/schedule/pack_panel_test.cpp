@@ -172,6 +172,34 @@ TEST(PackPanel, RefreshRewritesAStaleWidth) {
     EXPECT_EQ(sched::steps_to_json(fixed.steps), sched::steps_to_json(s.steps));
 }
 
+TEST(PackPanel, WidthIsTheTileSpanThroughAnImperfectVectorSplit) {
+    // A register tile of 64 columns whose vector split was sampled for a wider tile (48 lanes,
+    // so 2 x 48 under a guard): the panel is as wide as the 64 columns the tile covers, not the
+    // 96 of its loops (clamped to the 67 of the matrix before this was counted right).
+    const te::Compute c = spec_compute("matmul:m=13,n=67,k=29");
+    const std::string steps = R"({"version":1,"steps":[
+        {"kind":"cache_write","stage":2,"scope":"local"},
+        {"kind":"split","stage":2,"iter":0,"lengths":[5,1,3],"inner_to_outer":true},
+        {"kind":"split","stage":2,"iter":4,"lengths":[2,1,64],"inner_to_outer":true},
+        {"kind":"split","stage":2,"iter":8,"lengths":[29],"inner_to_outer":true},
+        {"kind":"reorder","stage":2,"iters":[0,4,1,5,8,2,6,9,3,7]},
+        {"kind":"follow_split","stage":3,"iter":0,"src_step":1,"n_split":1},
+        {"kind":"follow_split","stage":3,"iter":2,"src_step":2,"n_split":1},
+        {"kind":"reorder","stage":3,"iters":[0,2,1,3]},
+        {"kind":"compute_at","stage":2,"target_stage":3,"target_iter":1},
+        {"kind":"cache_read","stage":1,"scope":"global","readers":[2]},
+        {"kind":"transform_layout","stage":2,"iters":[1,0,2],"lengths":[1,64]},
+        {"kind":"split","stage":3,"iter":6,"lengths":[48],"inner_to_outer":true},
+        {"kind":"annotate","stage":3,"iter":7,"annotation":"vectorize"}]})";
+    const State s = sched::replay(c, sched::steps_from_json(steps));
+    const int copy = panel_copy(s);
+    ASSERT_GE(copy, 0);
+    EXPECT_EQ(sched::panel_width_for(s, copy, 1, lanes8()), 64);
+    const State refreshed = sched::refresh_panel_widths(s, lanes8());
+    EXPECT_EQ(refreshed.stages[copy].layout.factors.back(), 64);
+    expect_round_trip(refreshed, sched::lower_state(refreshed, "kernel"));
+}
+
 TEST(RegisterTileVectors, WideInnermostTilesAreSplitIntoUnrolledVectors) {
     // 8 lanes: an innermost register-tile loop of 16..64 columns (a multiple of 8) becomes an
     // unrolled loop over 8-lane vectors.

@@ -23,8 +23,11 @@ namespace tessera::sched {
 /// Picks a Split step and either moves a divisor factor of one part to another (the extent
 /// stays covered, Ansor's MutateTileSize) or, with probability 1 - divisor_probability,
 /// resamples one length freely (imperfect tiles). The innermost length stays at most
-/// opts.max_innermost_split_factor. Splits that follow it (follow_split) follow, and so do
-/// the widths of packed panels (refresh_panel_widths in sampling.h).
+/// opts.max_innermost_split_factor. With probability opts.register_resident_probability it
+/// instead drops the cache tile of one multi-level tiled stage (every four-part spatial split
+/// of it gets a second-innermost part of 1, the factor moving outward), when one has a cache
+/// tile. Splits that follow it (follow_split) follow, and so do the widths of packed panels
+/// (refresh_panel_widths in sampling.h).
 State mutate_tile_size(const State& s, Rng& rng, const SampleOptions& opts = {});
 
 /// Gives one pragma auto_unroll_max_step another value of opts.auto_unroll_configs.
