@@ -1,15 +1,10 @@
-// The process-wide thread pool: guided self-scheduling, a participating caller,
-// spin-then-sleep workers.
+// The process-wide thread pool: static chunking, a participating caller, spin-then-sleep
+// workers.
 //
-// A launch publishes (fn, ctx, n) and bumps each worker's ticket; the caller and every woken
-// worker then claim chunks of [0, n) from one shared counter, each claim half of an even share
-// of what is left (guided scheduling), so the chunks shrink towards the end and a thread that
-// the host stalls mid-launch leaves its unclaimed share to the others instead of holding the
-// launch up. Each worker owns a slot (its own cache line) with its ticket; the launching thread
-// only touches a worker's mutex when the worker has gone to sleep, so a launch to spinning
-// workers is a few atomic stores. Completion is one shared counter of workers still in the
-// launch, which the caller spins on (then sleeps on) in the same way; the launch's fields stay
-// put until every worker has checked out.
+// Each worker owns a slot (its own cache line) holding its next chunk and a ticket counter.
+// The launching thread writes the chunk, bumps the ticket and only touches the worker's mutex
+// when the worker has gone to sleep, so a launch to spinning workers is a few atomic stores.
+// Completion is one shared counter that the caller spins on (then sleeps on) in the same way.
 #include "tessera/runtime/thread_pool.h"
 
 #include <algorithm>
@@ -62,9 +57,13 @@ template <typename Pred> bool spin_until(Pred pred) {
 thread_local bool t_in_parallel = false;
 
 struct alignas(64) Slot {
-    std::atomic<uint64_t> ticket{0}; ///< Bumped once per launch posted (and to stop).
+    std::atomic<uint64_t> ticket{0}; ///< Bumped once per chunk posted (and to stop).
     std::atomic<bool> sleeping{false};
     std::atomic<bool> stop{false};
+    // The posted chunk; written before the ticket bump, read after seeing it.
+    TesseraParallelChunk fn = nullptr;
+    void* ctx = nullptr;
+    int64_t begin = 0, end = 0;
     std::mutex mu;
     std::condition_variable cv;
 };
@@ -106,15 +105,16 @@ class Pool {
             return;
         }
         ensure_workers(static_cast<int>(active) - 1);
-        // Published before the ticket bumps below (seq_cst), read by workers after seeing them.
-        launch_fn_ = fn;
-        launch_ctx_ = ctx;
-        launch_n_ = n;
-        launch_threads_ = active;
-        next_.store(0, std::memory_order_relaxed);
+        // Balanced static partition: the first n % active chunks get one extra iteration.
+        const int64_t chunk = n / active, extra = n % active;
+        auto chunk_begin = [&](int64_t w) { return w * chunk + std::min(w, extra); };
         pending_.store(active - 1, std::memory_order_relaxed);
         for (int64_t w = 1; w < active; ++w) {
             Slot& s = *slots_[w - 1];
+            s.fn = fn;
+            s.ctx = ctx;
+            s.begin = chunk_begin(w);
+            s.end = chunk_begin(w + 1);
             s.ticket.fetch_add(1, std::memory_order_seq_cst);
             if (s.sleeping.load(std::memory_order_seq_cst)) {
                 // The worker holds its mutex until it waits, so taking it here means the
@@ -123,9 +123,7 @@ class Pool {
                 s.cv.notify_one();
             }
         }
-        t_in_parallel = true;
-        run_claims();
-        t_in_parallel = false;
+        run_chunk(fn, 0, chunk_begin(1), ctx);
         wait_done();
     }
 
@@ -139,25 +137,6 @@ class Pool {
         t_in_parallel = true;
         fn(b, e, ctx);
         t_in_parallel = false;
-    }
-
-    /// Claims and runs chunks of the current launch until none is left. A claim takes half of
-    /// an even share of what is left (at least one index): big first chunks keep the calls few
-    /// and each thread's indices mostly contiguous, the last ones are single indices, so the
-    /// threads finish within about one index of each other.
-    void run_claims() {
-        const int64_t n = launch_n_;
-        const int64_t share = 2 * launch_threads_;
-        for (;;) {
-            const int64_t left = n - next_.load(std::memory_order_relaxed);
-            if (left <= 0)
-                return;
-            const int64_t size = std::max<int64_t>(1, left / share);
-            const int64_t b = next_.fetch_add(size, std::memory_order_relaxed);
-            if (b >= n)
-                return;
-            launch_fn_(b, std::min(n, b + size), launch_ctx_);
-        }
     }
 
     void wait_done() {
@@ -186,7 +165,7 @@ class Pool {
             seen = s->ticket.load(std::memory_order_acquire);
             if (s->stop.load(std::memory_order_acquire))
                 return;
-            run_claims();
+            s->fn(s->begin, s->end, s->ctx);
             if (pending_.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
                 caller_sleeping_.load(std::memory_order_seq_cst)) {
                 { std::lock_guard<std::mutex> g(done_mu_); }
@@ -224,14 +203,7 @@ class Pool {
     std::atomic<int> nthreads_;
     std::vector<std::unique_ptr<Slot>> slots_; ///< Worker w runs chunk w + 1.
     std::vector<std::thread> threads_;
-    // The current launch: written by the caller before it posts, constant until every posted
-    // worker has checked out of it (pending_ == 0).
-    TesseraParallelChunk launch_fn_ = nullptr;
-    void* launch_ctx_ = nullptr;
-    int64_t launch_n_ = 0;
-    int64_t launch_threads_ = 1;
-    alignas(64) std::atomic<int64_t> next_{0};    ///< First index of the launch not claimed.
-    alignas(64) std::atomic<int64_t> pending_{0}; ///< Posted workers not yet out of the launch.
+    alignas(64) std::atomic<int64_t> pending_{0}; ///< Worker chunks of this launch not done.
     std::atomic<bool> caller_sleeping_{false};
     std::mutex done_mu_;
     std::condition_variable done_cv_;

@@ -1,10 +1,8 @@
 // The process-wide thread pool that runs parallel loops of generated code.
 //
-// One pool per process. In a parallel launch the calling thread and the workers claim
-// contiguous chunks of [0, n) from a shared counter, each claim half of an even share of what
-// is left (guided self-scheduling: large chunks first, single indices last), and the call
-// returns when every index is done; a thread the host stalls leaves its unclaimed share to the
-// others. Idle workers spin briefly (so back-to-back kernel launches are cheap)
+// One pool per process. A parallel launch splits [0, n) into one contiguous chunk per thread
+// (static chunking), the calling thread runs the first chunk itself, and the call returns when
+// every chunk is done. Idle workers spin briefly (so back-to-back kernel launches are cheap)
 // and then sleep on a condition variable (so an idle pool costs no CPU). A launch from inside
 // a running chunk (a nested parallel loop) runs serially on the calling thread; launches from
 // several outside threads at once take turns.
@@ -29,10 +27,8 @@ int num_threads();
 /// into account), at least 1.
 int default_num_threads();
 
-/// Runs fn(begin, end) over disjoint contiguous chunks that cover [0, n), on at most
-/// num_threads() threads in parallel, and returns when all are done. A thread may run several
-/// chunks; no chunk is longer than max(1, n / (2 * num_threads())) unless one thread runs all.
-/// n <= 0 runs nothing. fn must not throw.
+/// Runs fn(begin, end) over a static partition of [0, n) into at most num_threads() chunks,
+/// in parallel, and returns when all are done. n <= 0 runs nothing. fn must not throw.
 void parallel_for(int64_t n, const std::function<void(int64_t begin, int64_t end)>& fn);
 
 } // namespace tessera::runtime
@@ -43,7 +39,7 @@ extern "C" {
 typedef void (*TesseraParallelChunk)(int64_t begin, int64_t end, void* ctx);
 
 /// The entry point generated code calls for a parallel loop: runs chunk(begin, end, ctx) over
-/// chunks that cover [0, n) on the pool (see parallel_for). Returns 0.
+/// a static partition of [0, n) on the pool (see parallel_for). Returns 0.
 int tessera_parallel_for(int64_t n, TesseraParallelChunk chunk, void* ctx);
 
 } // extern "C"
