@@ -7,9 +7,10 @@ Prints each side's median over all timed runs and, per tessera library, the rati
 median to ONNX Runtime's in the same round (median and quartiles over the rounds).
 
 Usage: bench_pair.py MODEL.onnx LIB.so [LIB.so ...] [--threads N] [--rounds R] [--runs K]
-Inputs: test_data_set_0/input_<i>.npy beside the model when present, else seeded random data
-(as scripts/ort_bench.py). Each block runs 3 untimed runs first (the other side's workers may
-still be spinning), then K timed ones.
+                     [--block-secs S]
+Session and inputs as scripts/ort_bench.py (test_data_set_0/input_<i>.npy beside the model
+when present, else seeded random data). Each block starts after a short pause with untimed
+runs (at least 3 and 0.2 s), then times at least K runs and S seconds.
 """
 import argparse
 import ctypes
@@ -20,6 +21,16 @@ import time
 
 import numpy as np
 import onnxruntime as ort
+
+from ort_bench import make_session, model_feeds  # the same session and inputs as the tables
+
+# Pause before each block: the previous side's idle threads stop spinning (ONNX Runtime's spin
+# for a while after each run) and leave both cores to the next side.
+SETTLE_SECS = 0.05
+# Untimed runs at the start of each block, at least 3 and this long: on a virtual machine the
+# first runs after a pause can take tens of times longer (here: 30-50 ms for a 0.8 ms model at
+# 1 thread), and a short model needs many runs before it runs at its steady speed again.
+WARMUP_SECS = 0.2
 
 # TesseraDType (include/tessera/runtime/tessera_model.h) to numpy.
 DTYPES = {1: np.float32, 2: np.float64, 3: np.int32, 4: np.int64, 5: np.bool_, 6: np.float16,
@@ -35,7 +46,10 @@ class TesseraModel:
     """One instance of a model library, through its C API."""
 
     def __init__(self, path, threads, feeds):
-        self.lib = ctypes.CDLL(os.path.abspath(path), mode=ctypes.RTLD_LOCAL)
+        try:
+            self.lib = ctypes.CDLL(os.path.abspath(path), mode=ctypes.RTLD_LOCAL)
+        except OSError as e:
+            sys.exit(f"error: {path} does not load as a model library: {e}")
         self.lib.tessera_model_last_error.restype = ctypes.c_char_p
         self.handle = ctypes.c_void_p()
         if self.lib.tessera_model_create(ctypes.byref(self.handle)) != 0:
@@ -70,20 +84,6 @@ class TesseraModel:
             sys.exit(f"error: {self.lib.tessera_model_last_error().decode()}")
 
 
-def feeds_for(sess, model_path):
-    data_dir = os.path.join(os.path.dirname(model_path), "test_data_set_0")
-    rng = np.random.default_rng(1)
-    feeds = {}
-    for i, inp in enumerate(sess.get_inputs()):
-        path = os.path.join(data_dir, f"input_{i}.npy")
-        if os.path.exists(path):
-            feeds[inp.name] = np.load(path)
-        else:
-            shape = [d if isinstance(d, int) else 1 for d in inp.shape]
-            feeds[inp.name] = rng.standard_normal(shape).astype(np.float32)
-    return feeds
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -91,18 +91,19 @@ def main():
     ap.add_argument("libs", nargs="+", help="model libraries built from it by `tessera build`")
     ap.add_argument("--threads", type=int, default=1, help="threads of every side (default 1)")
     ap.add_argument("--rounds", type=int, default=20, help="rounds of blocks (default 20)")
-    ap.add_argument("--runs", type=int, default=10, help="timed runs per block (default 10)")
+    ap.add_argument("--runs", type=int, default=10,
+                    help="timed runs per block, at least (default 10)")
+    ap.add_argument("--block-secs", type=float, default=0.3,
+                    help="timed seconds per block, at least (default 0.3)")
     a = ap.parse_args()
     if a.threads < 1 or a.rounds < 1 or a.runs < 1:
         sys.exit("error: --threads, --rounds and --runs must be at least 1")
+    for path in [a.model] + a.libs:
+        if not os.path.isfile(path):
+            sys.exit(f"error: no such file: {path}")
 
-    opts = ort.SessionOptions()
-    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    opts.intra_op_num_threads = a.threads
-    opts.inter_op_num_threads = 1
-    opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    sess = ort.InferenceSession(a.model, opts, providers=["CPUExecutionProvider"])
-    feeds = feeds_for(sess, a.model)
+    sess = make_session(a.model, a.threads)
+    feeds = model_feeds(sess, a.model)
     sides = [(os.path.basename(p), TesseraModel(p, a.threads, feeds).run) for p in a.libs]
     sides.append(("onnxruntime " + ort.__version__, lambda: sess.run(None, feeds)))
 
@@ -110,10 +111,15 @@ def main():
     block = {name: [] for name, _ in sides}
     for r in range(a.rounds):
         for name, run in sides:
-            for _ in range(3):
+            time.sleep(SETTLE_SECS)
+            start = time.perf_counter()
+            warm = 0
+            while warm < 3 or time.perf_counter() - start < WARMUP_SECS:
                 run()
+                warm += 1
             times = []
-            for _ in range(a.runs):
+            start = time.perf_counter()
+            while len(times) < a.runs or time.perf_counter() - start < a.block_secs:
                 t0 = time.perf_counter()
                 run()
                 times.append((time.perf_counter() - t0) * 1e3)
@@ -123,7 +129,8 @@ def main():
     print(file=sys.stderr)
 
     peer = sides[-1][0]
-    print(f"{a.threads} thread(s), {a.rounds} rounds of {a.runs} timed runs per side")
+    print(f"{a.threads} thread(s), {a.rounds} rounds; per side and round at least {a.runs} timed "
+          f"runs and {a.block_secs} s")
     print(f"{'side':<40} {'median_ms':>10} {'ratio_median':>13} {'ratio_p25':>10} {'ratio_p75':>10}")
     for name, _ in sides:
         ratios = sorted(x / y for x, y in zip(block[name], block[peer]))

@@ -23,22 +23,21 @@ def rss_mib():
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("model")
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--warmup", type=int, default=5)
-    ap.add_argument("--min-secs", type=float, default=2.0)
-    ap.add_argument("--min-runs", type=int, default=20)
-    a = ap.parse_args()
-    before = rss_mib()
+def make_session(model, threads):
+    """An ONNX Runtime CPU session as the model benchmarks time it: graph optimization level
+    all, `threads` intra-op threads, sequential execution."""
     opts = ort.SessionOptions()
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    opts.intra_op_num_threads = a.threads
+    opts.intra_op_num_threads = threads
     opts.inter_op_num_threads = 1
     opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    sess = ort.InferenceSession(a.model, opts, providers=["CPUExecutionProvider"])
-    data_dir = os.path.join(os.path.dirname(a.model), "test_data_set_0")
+    return ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
+
+
+def model_feeds(sess, model):
+    """The inputs of the model benchmarks: test_data_set_0/input_<i>.npy beside the model when
+    present, else seeded random data of the declared shape (symbolic dimensions as 1)."""
+    data_dir = os.path.join(os.path.dirname(model), "test_data_set_0")
     rng = np.random.default_rng(1)
     feeds = {}
     for i, inp in enumerate(sess.get_inputs()):
@@ -48,6 +47,20 @@ def main():
         else:
             shape = [d if isinstance(d, int) else 1 for d in inp.shape]
             feeds[inp.name] = rng.standard_normal(shape).astype(np.float32)
+    return feeds
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("model")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--min-secs", type=float, default=2.0)
+    ap.add_argument("--min-runs", type=int, default=20)
+    a = ap.parse_args()
+    before = rss_mib()
+    sess = make_session(a.model, a.threads)
+    feeds = model_feeds(sess, a.model)
     for _ in range(a.warmup):
         sess.run(None, feeds)
     times = []
