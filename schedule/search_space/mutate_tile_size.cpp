@@ -23,26 +23,33 @@ std::optional<State> drop_cache_tile(const State& s, Rng& rng, const SampleOptio
     if (stages.empty())
         return std::nullopt;
     const int stage = detail::pick(stages, rng);
+    // One pass over the original steps tells each split's iterator kind (kinds do not depend
+    // on lengths) and keeps the state before the first changed step, where the replay starts.
     std::vector<Step> steps = s.steps;
+    State pre = make_initial_state(s.compute);
+    std::optional<State> before_first;
     size_t first = steps.size();
     for (size_t k = 0; k < steps.size(); ++k) {
         Step& st = steps[k];
-        if (st.kind != StepKind::Split || st.stage != stage || st.lengths.size() != 3 ||
-            st.lengths[1] == 1)
-            continue;
-        const State pre = detail::replay_prefix(s.compute, s.steps, k);
-        const Stage& at = pre.stage(st.stage, "split stage");
-        if (st.iter < 0 || st.iter >= static_cast<int>(at.iters.size()) ||
-            at.iters[st.iter].kind != IterKind::Spatial)
-            continue;
-        st.lengths[0] *= st.lengths[1];
-        st.lengths[1] = 1;
-        first = std::min(first, k);
+        if (st.kind == StepKind::Split && st.stage == stage && st.lengths.size() == 3 &&
+            st.lengths[1] > 1) {
+            const Stage& at = pre.stage(st.stage, "split stage");
+            if (st.iter >= 0 && st.iter < static_cast<int>(at.iters.size()) &&
+                at.iters[st.iter].kind == IterKind::Spatial) {
+                st.lengths[0] *= st.lengths[1];
+                st.lengths[1] = 1;
+                if (!before_first) {
+                    before_first = pre;
+                    first = k;
+                }
+            }
+        }
+        apply_step(pre, s.steps[k]);
     }
-    if (first == steps.size())
+    if (!before_first)
         return std::nullopt;
     const State mutated = detail::replay_rest_limiting_vectors(
-        detail::replay_prefix(s.compute, s.steps, first), steps, first,
+        *before_first, steps, first,
         std::max(opts.max_vectorize_lanes, opts.max_innermost_split_factor));
     return refresh_panel_widths(mutated, opts);
 }
