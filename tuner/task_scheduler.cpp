@@ -3,7 +3,6 @@
 #include "tessera/tuner/task_scheduler.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -172,8 +171,6 @@ double GradientTaskScheduler::estimated_latency() const {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 /// A per-task seed: the call's seed mixed with the task index (splitmix64's finalizer), so
 /// tasks sample independent schedules and the sequence stays a function of the seed.
 uint64_t task_seed(uint64_t seed, size_t index) {
@@ -193,7 +190,9 @@ class TasksTuner {
                const std::function<void(const TasksProgress&)>& on_progress)
         : tasks_(tasks), target_(target), db_(db), make_model_(make_model), measurer_(measurer),
           search_(search), on_progress_(on_progress), scheduler_(scheduler_tasks(tasks), policy),
-          sessions_(tasks.size()), models_(tasks.size()), start_(Clock::now()) {}
+          sessions_(tasks.size()), models_(tasks.size()), clock_(search_clock(search)),
+          start_(clock_()),
+          deadline_(search.time_budget_secs > 0 ? start_ + search.time_budget_secs : kInf) {}
 
     TasksResult run() {
         result_.tasks.resize(tasks_.size());
@@ -213,18 +212,44 @@ class TasksTuner {
             const int task = scheduler_.next_task();
             if (task < 0)
                 break; // every task exhausted or dead
+            const bool warm_up = scheduler_.rounds(task) == 0;
             int n = per_round;
             if (search_.num_trials > 0)
                 n = std::min(n, search_.num_trials - result_.trials);
+            if (!warm_up)
+                n = std::min(n, affordable_candidates());
+            if (n < 1)
+                break; // the time left affords no round
             report(task, false);
             TaskTuningSession& session = session_of(task);
             const int trials_before = session.result().trials;
-            if (!session.run_round(n)) {
+            round_task_ = task;
+            round_trials_before_ = trials_before;
+            const double t0 = clock_();
+            bool live = true;
+            if (warm_up) {
+                // The seed round first: every task gets a measured time within seconds. A task
+                // whose seeds measured nothing correct gets a searched round as well.
+                session.run_seed_round(deadline_);
+                const std::optional<TuningRecord>& best = session.result().best;
+                if (!best && !finished())
+                    live = session.run_round(n, deadline_);
+            } else {
+                live = session.run_round(n, deadline_);
+            }
+            TuneResult r = session.result();
+            const int measured = r.trials - trials_before;
+            if (!warm_up && measured > 0) {
+                search_round_secs_ += clock_() - t0;
+                search_round_trials_ += measured;
+            }
+            if (!live && measured == 0) {
                 scheduler_.mark_exhausted(task);
                 continue;
             }
-            TuneResult r = session.result();
-            result_.trials += r.trials - trials_before;
+            if (measured == 0 && finished())
+                break; // the deadline passed before the round measured anything
+            result_.trials += measured;
             scheduler_.record_round(task, r.best ? r.best->median_secs : kInf);
             result_.tasks[size_t(task)] = std::move(r);
             result_.round_tasks.push_back(task);
@@ -247,7 +272,18 @@ class TasksTuner {
         return out;
     }
 
-    double elapsed() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+    double elapsed() const { return clock_() - start_; }
+
+    /// How many candidates the time left affords at the cost per candidate of the searched
+    /// rounds so far (search, build and measurement together); per_round before any.
+    int affordable_candidates() const {
+        if (search_.time_budget_secs <= 0 || search_round_trials_ == 0)
+            return std::numeric_limits<int>::max();
+        const double per_candidate = search_round_secs_ / search_round_trials_;
+        const double left = deadline_ - clock_();
+        return per_candidate > 0 ? int(std::floor(left / per_candidate))
+                                 : std::numeric_limits<int>::max();
+    }
 
     /// Candidates per round: measure_per_round, and at most an even share of the trials so that
     /// the warm-up round of every task fits the budget.
@@ -263,7 +299,7 @@ class TasksTuner {
             return true;
         if (search_.num_trials > 0 && result_.trials >= search_.num_trials)
             return true;
-        return search_.time_budget_secs > 0 && elapsed() >= search_.time_budget_secs;
+        return clock_() >= deadline_;
     }
 
     TaskTuningSession& session_of(int task) {
@@ -276,25 +312,34 @@ class TasksTuner {
             so.cancel = nullptr; // this loop reads the flag between rounds
             models_[size_t(task)] = make_model_();
             TESSERA_CHECK(models_[size_t(task)]) << "make_model returned no model";
-            s.emplace(t.compute, t.flops, target_, db_, *models_[size_t(task)], measurer_, so);
+            // The session reports after each committed batch: the trials of the round so far.
+            auto on_batch = [this](const TuneProgress& p) {
+                if (round_task_ < 0 || p.round_done)
+                    return; // round ends are reported by this loop
+                report(round_task_, false, result_.trials + p.trials_done - round_trials_before_);
+            };
+            s.emplace(t.compute, t.flops, target_, db_, *models_[size_t(task)], measurer_, so,
+                      on_batch);
         }
         return *s;
     }
 
-    void report(int task, bool round_done) {
+    /// Reports progress; trials_done: measured so far including the round in progress (-1:
+    /// the committed rounds' count).
+    void report(int task, bool round_done, int trials_done = -1) {
         if (!on_progress_)
             return;
         TasksProgress p;
         p.round = int(result_.round_tasks.size());
         p.task = task;
         p.round_done = round_done;
-        p.trials_done = result_.trials;
+        p.trials_done = trials_done >= 0 ? trials_done : result_.trials;
         p.trials_total = search_.num_trials;
         p.estimated_secs = scheduler_.estimated_latency();
         p.elapsed_secs = elapsed();
         double eta = 0;
-        if (search_.num_trials > 0 && result_.trials > 0)
-            eta = p.elapsed_secs / result_.trials * (search_.num_trials - result_.trials);
+        if (search_.num_trials > 0 && p.trials_done > 0)
+            eta = p.elapsed_secs / p.trials_done * (search_.num_trials - p.trials_done);
         if (search_.time_budget_secs > 0) {
             const double left = std::max(0.0, search_.time_budget_secs - p.elapsed_secs);
             eta = eta > 0 ? std::min(eta, left) : left;
@@ -313,7 +358,13 @@ class TasksTuner {
     GradientTaskScheduler scheduler_;
     std::vector<std::optional<TaskTuningSession>> sessions_;
     std::vector<std::unique_ptr<cost::CostModel>> models_; ///< One per task, made with its session.
-    Clock::time_point start_;
+    std::function<double()> clock_;
+    double start_;    ///< clock_() when the call began.
+    double deadline_; ///< start_ + the time budget (+infinity: none).
+    int round_task_ = -1;          ///< The task of the round in progress.
+    int round_trials_before_ = 0;  ///< Its session's trials before that round.
+    double search_round_secs_ = 0; ///< Time of the searched rounds (not seed rounds) so far,
+    int search_round_trials_ = 0;  ///< and the candidates they measured.
     TasksResult result_;
 };
 

@@ -14,6 +14,7 @@
 #include "tessera/schedule/step.h"
 #include "tessera/support/error.h"
 #include "tessera/te/workload_key.h"
+#include "tessera/tuner/lookup.h"
 
 namespace tessera::tune {
 
@@ -32,8 +33,8 @@ EvolutionOptions evolution_options(const SearchOptions& opts) {
 }
 
 
-using Clock = std::chrono::steady_clock;
 constexpr double kInf = std::numeric_limits<double>::infinity();
+
 
 /// One task's tuning: the state that lives across its rounds (one tune_task call, or one
 /// TaskTuningSession driven round by round). Keeps copies of the compute, target, options and
@@ -44,7 +45,8 @@ class TaskTuner {
               cost::CostModel& model, Measurer& measurer, const SearchOptions& opts,
               const std::function<void(const TuneProgress&)>& on_progress)
         : c_(c), flops_(flops), target_(target), db_(db), model_(model), measurer_(measurer),
-          opts_(opts), on_progress_(on_progress), rng_(opts.seed), start_(Clock::now()) {}
+          opts_(opts), on_progress_(on_progress), rng_(opts.seed), clock_(search_clock(opts)),
+          start_(clock_()) {}
 
     /// Before the first round: adds the workload, warm-starts the model, reports the start.
     void begin() {
@@ -66,20 +68,35 @@ class TaskTuner {
             d.vector_lanes = opts_.sample.max_vectorize_lanes;
             d.weight_inputs = opts_.sketch.weight_inputs;
             try {
-                default_state_ = sched::default_schedule(c_, d);
+                seeds_.push_back(sched::default_schedule(c_, d));
             } catch (const ScheduleError&) { // a Compute the rules do not cover: search alone
+            }
+        }
+        const LookupKey key{target_.target, target_.fingerprint, target_.isa_class};
+        for (const TuningRecord& r : transfer_seeds(db_, result_.workload_key, key,
+                                                    needs_by_replay(c_), opts_.transfer_seeds)) {
+            try {
+                seeds_.push_back(sched::replay(c_, sched::steps_from_json(r.schedule_json)));
+            } catch (const ScheduleError&) { // needs_by_replay replayed it: not expected
+            } catch (const UserError&) {
             }
         }
     }
 
     TuneResult run() {
         begin();
+        const double deadline = opts_.time_budget_secs > 0 ? start_ + opts_.time_budget_secs : kInf;
         while (!finished()) {
-            if (!run_round(opts_.measure_per_round))
+            const int before = result_.trials;
+            if (!run_round(opts_.measure_per_round, deadline))
                 break; // nothing left to measure
+            if (result_.trials == before)
+                break; // the time left fits no candidate
         }
         return summary();
     }
+
+    double elapsed() const { return clock_() - start_; }
 
     /// The result so far, with the best record, elapsed time and skip count brought up to date.
     TuneResult summary() const {
@@ -92,17 +109,49 @@ class TaskTuner {
 
     /// One measured round of at most max_candidates (and opts.measure_per_round, and the
     /// trials left of opts.num_trials) candidates; false when it found nothing new to measure.
-    bool run_round(int max_candidates) {
+    bool run_round(int max_candidates, double deadline) {
         int n = std::min(opts_.measure_per_round, max_candidates);
         if (opts_.num_trials > 0)
             n = std::min(n, opts_.num_trials - result_.trials);
         if (n < 1)
             return false;
-        return run_round_of(n);
+        return run_round_of(n, deadline);
+    }
+
+    int run_seed_round(double deadline) {
+        int n = int(seeds_.size());
+        if (opts_.num_trials > 0)
+            n = std::min(n, opts_.num_trials - result_.trials);
+        search_cache_.clear();
+        std::vector<const sched::State*> picks;
+        std::vector<std::string> pick_json;
+        std::set<std::string> picked;
+        add_unmeasured_seeds(n, picks, pick_json, picked);
+        if (picks.empty())
+            return 0;
+        const int measured = measure_and_commit(picks, pick_json, deadline);
+        if (measured > 0)
+            finish_round();
+        return measured;
     }
 
   private:
-    double elapsed() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+    /// Adds the seeds (default schedule first, then the transfer seeds) that were not measured
+    /// yet and lower, until picks holds n.
+    void add_unmeasured_seeds(int n, std::vector<const sched::State*>& picks,
+                              std::vector<std::string>& pick_json, std::set<std::string>& picked) {
+        for (const sched::State& s : seeds_) {
+            if (int(picks.size()) >= n)
+                break;
+            std::string json = sched::steps_to_json(s.steps);
+            if (measured_.count(json) || picked.count(json) ||
+                !search_cache_.features(s, json, result_.search))
+                continue;
+            picked.insert(json);
+            picks.push_back(&s);
+            pick_json.push_back(std::move(json));
+        }
+    }
 
     bool finished() const {
         if (opts_.cancel && opts_.cancel->load())
@@ -211,14 +260,13 @@ class TaskTuner {
     }
 
     /// One measured round of n >= 1 candidates; false when it found nothing new to measure.
-    bool run_round_of(int n) {
+    bool run_round_of(int n, double deadline) {
         const std::vector<sched::State>& sketches = sketches_;
         const int n_random = int(std::floor(opts_.eps_greedy * n));
         search_cache_.clear();
 
         std::vector<sched::State> population = database_seeds();
-        if (default_state_)
-            population.push_back(*default_state_);
+        population.insert(population.end(), seeds_.begin(), seeds_.end());
         const int n_fresh = std::max(opts_.population - int(population.size()), n_random);
         const std::vector<sched::State> fresh =
             sample_states(sketches, n_fresh, rng_, opts_.sample, result_.search, opts_.sketch.target);
@@ -228,16 +276,12 @@ class TaskTuner {
         std::vector<const sched::State*> picks;
         std::vector<std::string> pick_json;
         std::set<std::string> picked;
-        if (default_state_) { // measured once: the search's floor
-            std::string json = sched::steps_to_json(default_state_->steps);
-            if (!measured_.count(json) && search_cache_.features(*default_state_, json, result_.search)) {
-                picked.insert(json);
-                picks.push_back(&*default_state_);
-                pick_json.push_back(std::move(json));
-            }
-        }
+        // The seeds are measured once: the default is the search's floor, the transfer seeds
+        // what other machines found.
+        add_unmeasured_seeds(n, picks, pick_json, picked);
+        const int n_seeds = int(picks.size());
         for (const sched::State& s : fresh) {
-            if (int(picks.size()) >= n_random)
+            if (int(picks.size()) >= n_seeds + n_random || int(picks.size()) >= n)
                 break;
             std::string json = sched::steps_to_json(s.steps);
             if (measured_.count(json)) {
@@ -270,9 +314,14 @@ class TaskTuner {
         if (picks.empty())
             return false;
 
-        measure_and_commit(picks, pick_json);
-        ++result_.rounds;
+        if (measure_and_commit(picks, pick_json, deadline) > 0)
+            finish_round();
+        return true;
+    }
 
+    /// After a round's measurements: retrain, record the curve point, report.
+    void finish_round() {
+        ++result_.rounds;
         int num_ok = 0;
         std::vector<cost::TrainingExample> examples = training_examples(num_ok);
         if (num_ok >= opts_.retrain_min_records)
@@ -282,11 +331,43 @@ class TaskTuner {
         result_.curve.emplace_back(result_.trials, elapsed(),
                                    best_now ? best_now->median_secs : kInf);
         report_progress();
-        return true;
     }
 
-    void measure_and_commit(const std::vector<const sched::State*>& picks,
-                            const std::vector<std::string>& pick_json) {
+    /// Measures and commits the picks in batches of opts.commit_every, until all are measured
+    /// or the deadline: a batch is cut to the candidates the time left affords at the measuring
+    /// time per candidate seen so far, and none starts once not one fits. Returns how many were
+    /// measured.
+    int measure_and_commit(const std::vector<const sched::State*>& picks,
+                           const std::vector<std::string>& pick_json, double deadline) {
+        size_t done = 0;
+        while (done < picks.size()) {
+            size_t batch = size_t(opts_.commit_every);
+            const double left = deadline - clock_();
+            if (left <= 0)
+                break;
+            if (std::isfinite(left) && measured_count_ > 0) {
+                const double per_candidate = measuring_secs_ / measured_count_;
+                const double fits = per_candidate > 0 ? std::floor(left / per_candidate) : kInf;
+                if (fits < 1)
+                    break;
+                batch = size_t(std::min<double>(double(batch), fits));
+            }
+            const size_t end = std::min(picks.size(), done + batch);
+            const double t0 = clock_();
+            measure_and_commit_batch(
+                std::vector<const sched::State*>(picks.begin() + long(done), picks.begin() + long(end)),
+                std::vector<std::string>(pick_json.begin() + long(done), pick_json.begin() + long(end)));
+            measuring_secs_ += clock_() - t0;
+            measured_count_ += int(end - done);
+            done = end;
+            if (done < picks.size())
+                report_progress(false); // the round goes on: show the batch
+        }
+        return int(done);
+    }
+
+    void measure_and_commit_batch(const std::vector<const sched::State*>& picks,
+                                  const std::vector<std::string>& pick_json) {
         std::vector<sched::State> states;
         states.reserve(picks.size());
         for (const sched::State* s : picks)
@@ -321,10 +402,11 @@ class TaskTuner {
         result_.trials += int(records.size());
     }
 
-    void report_progress() {
+    void report_progress(bool round_done = true) {
         if (!on_progress_)
             return;
         TuneProgress p;
+        p.round_done = round_done;
         p.trials_done = result_.trials;
         p.trials_total = opts_.num_trials;
         p.errors = result_.errors;
@@ -352,10 +434,13 @@ class TaskTuner {
     const SearchOptions opts_;
     const std::function<void(const TuneProgress&)> on_progress_;
     Rng rng_;
-    Clock::time_point start_;
+    std::function<double()> clock_;
+    double start_; ///< clock_() when the tuner was made.
+    double measuring_secs_ = 0; ///< Time in measure-and-commit batches so far,
+    int measured_count_ = 0;    ///< and the candidates they held.
     std::vector<sched::State> sketches_; ///< Of the task, made once by begin().
-    /// The default schedule (SearchOptions::seed_default_schedule), when one was made.
-    std::optional<sched::State> default_state_;
+    /// Measured first: the default schedule (when made), then the transfer seeds.
+    std::vector<sched::State> seeds_;
 
     TuneResult result_;
     std::string model_name_;
@@ -388,6 +473,19 @@ void validate(const SearchOptions& opts) {
     if (opts.retrain_min_records < 1)
         throw UserError() << "retrain_min_records must be at least 1, got "
                           << opts.retrain_min_records;
+    if (opts.transfer_seeds < 0)
+        throw UserError() << "transfer_seeds must be at least 0, got " << opts.transfer_seeds;
+    if (opts.commit_every < 1)
+        throw UserError() << "commit_every must be at least 1, got " << opts.commit_every;
+}
+
+std::function<double()> search_clock(const SearchOptions& opts) {
+    if (opts.clock)
+        return opts.clock;
+    return [] {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+            .count();
+    };
 }
 
 std::string cost_model_name(const cost::CostModel& model, const std::string& workload_key,
@@ -436,9 +534,15 @@ TaskTuningSession::~TaskTuningSession() = default;
 TaskTuningSession::TaskTuningSession(TaskTuningSession&&) noexcept = default;
 TaskTuningSession& TaskTuningSession::operator=(TaskTuningSession&&) noexcept = default;
 
-bool TaskTuningSession::run_round(int max_candidates) {
-    return impl_->tuner.run_round(max_candidates);
+bool TaskTuningSession::run_round(int max_candidates, double deadline) {
+    return impl_->tuner.run_round(max_candidates, deadline);
 }
+
+int TaskTuningSession::run_seed_round(double deadline) {
+    return impl_->tuner.run_seed_round(deadline);
+}
+
+double TaskTuningSession::elapsed_secs() const { return impl_->tuner.elapsed(); }
 
 TuneResult TaskTuningSession::result() const { return impl_->tuner.summary(); }
 

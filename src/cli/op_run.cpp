@@ -144,7 +144,8 @@ DbSchedule schedule_from_db(const te::OpInstance& inst, const std::string& db_pa
 
     DbSchedule chosen;
     const tune::LookupResult found =
-        tune::lookup_best(db, key, {target.target, target.fingerprint, target.isa_class});
+        tune::lookup_best(db, key, {target.target, target.fingerprint, target.isa_class},
+                          tune::needs_by_replay(inst.compute));
     const std::string foreign =
         found.foreign_records > 0
             ? fmt::format(" ({} records of other targets or ISA classes passed over)",
@@ -153,12 +154,15 @@ DbSchedule schedule_from_db(const te::OpInstance& inst, const std::string& db_pa
     if (found.tier == tune::LookupTier::None || !found.record) {
         chosen.note = fmt::format(
             "default: {} has no ok record of this workload (key {}) for target '{}' on this "
-            "machine or its ISA class ({}){}; running {}",
-            db_path, key.substr(0, 16), target.target, target.isa_class, foreign, fallback);
+            "machine, its ISA class ({}) or a compatible CPU{}; running {}",
+            db_path, key.substr(0, 16), target.target, target.isa_class,
+            found.why_none.empty() ? foreign : " (" + found.why_none + ")", fallback);
         return chosen;
     }
     const tune::TuningRecord& rec = *found.record;
-    chosen.tier = found.tier == tune::LookupTier::Exact ? DbTier::Exact : DbTier::IsaClass;
+    chosen.tier = found.tier == tune::LookupTier::Exact      ? DbTier::Exact
+                  : found.tier == tune::LookupTier::IsaClass ? DbTier::IsaClass
+                                                             : DbTier::Compatible;
     try {
         sched::State s = sched::replay(inst.compute, sched::steps_from_json(rec.schedule_json));
         chosen.func = sched::lower_state(s, "kernel", lower_opts);
@@ -177,9 +181,15 @@ DbSchedule schedule_from_db(const te::OpInstance& inst, const std::string& db_pa
             ? fmt::format("exact: best record {} measured on this machine (fingerprint {}), "
                           "{:.4g} ms, {:.2f} GFLOP/s when tuned{}",
                           rec.id, rec.fingerprint, rec.median_secs * 1e3, tuned_gflops, foreign)
-            : fmt::format("isa_class: best record {} measured on another machine of this ISA "
+        : chosen.tier == DbTier::IsaClass
+            ? fmt::format("isa_class: best record {} measured on {}, another machine of this ISA "
                           "class (fingerprint {}, class {}), {:.4g} ms there{}",
-                          rec.id, rec.fingerprint, rec.isa_class, rec.median_secs * 1e3, foreign);
+                          rec.id, found.record_cpu, rec.fingerprint, rec.isa_class,
+                          rec.median_secs * 1e3, foreign)
+            : fmt::format("compatible: record {} measured on {} (fingerprint {}), whose code "
+                          "needs only what this CPU has, {:.4g} ms there{}",
+                          rec.id, found.record_cpu, rec.fingerprint, rec.median_secs * 1e3,
+                          foreign);
     return chosen;
 }
 
@@ -296,6 +306,8 @@ const char* to_string(DbTier t) {
         return "exact";
     case DbTier::IsaClass:
         return "isa_class";
+    case DbTier::Compatible:
+        return "compatible";
     case DbTier::Default:
         return "default";
     }

@@ -34,9 +34,10 @@ enum class DbTier : uint8_t {
     None,       ///< No --db given.
     Exact,      ///< A record measured on this machine (same fingerprint hash).
     IsaClass,   ///< A record of another machine of the same ISA class.
+    Compatible, ///< A record of another CPU model whose code runs here (tune/lookup.h).
     Default,    ///< No usable record: the default schedule ran.
 };
-/// "none", "exact", "isa_class", "default".
+/// "none", "exact", "isa_class", "compatible", "default".
 const char* to_string(DbTier t);
 
 /// What one `op run` measured.

@@ -1,6 +1,7 @@
 // ProgressLine: live (\r-rewritten) or plain-line progress output.
 #include "progress_line.h"
 
+#include <chrono>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -8,6 +9,12 @@
 namespace tessera::cli {
 
 void ProgressLine::update(const std::string& text) {
+    std::lock_guard<std::mutex> lock(mu_);
+    updated_ = true;
+    write(text);
+}
+
+void ProgressLine::write(const std::string& text) {
     if (live_) {
         // "\x1b[K" clears what a longer earlier text left to the right of the cursor.
         out_ << '\r' << text << "\x1b[K";
@@ -18,7 +25,29 @@ void ProgressLine::update(const std::string& text) {
     out_.flush();
 }
 
+void ProgressLine::refresh_every(double period_secs, std::function<std::string()> render) {
+    refresher_ = std::thread([this, period_secs, render = std::move(render)] {
+        const auto period = std::chrono::duration<double>(period_secs);
+        std::unique_lock<std::mutex> lock(mu_);
+        while (!stopping_) {
+            updated_ = false;
+            if (wake_.wait_for(lock, period, [this] { return stopping_; }))
+                break;
+            if (!updated_)
+                write(render());
+        }
+    });
+}
+
 void ProgressLine::finish() {
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        stopping_ = true;
+    }
+    wake_.notify_all();
+    if (refresher_.joinable())
+        refresher_.join();
+    std::lock_guard<std::mutex> lock(mu_);
     if (!open_)
         return;
     out_ << '\n';

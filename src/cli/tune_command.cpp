@@ -347,14 +347,18 @@ tune::TuneResult run_tune(const TuneOptions& opts, std::ostream& out, std::ostre
     std::unique_ptr<tune::Measurer> measurer =
         std::make_unique<SpecRecordingMeasurer>(make_tune_measurer(opts), inst.canonical_spec);
 
+    LatestProgress<tune::TuneProgress> latest; // outlives the line, whose refresher reads it
     ProgressLine line(progress, progress_is_terminal);
     bool started = false;
     auto on_progress = [&](const tune::TuneProgress& p) {
+        latest.set(p);
         line.update(progress_text(inst.canonical_spec, p));
-        if (started) // the first call reports the start, every later one a measured round
+        if (started && p.round_done) // the first call reports the start
             curve.row(p.trials_done, p.elapsed_secs, p.best_secs);
         started = true;
     };
+    line.refresh_every(progress_refresh_secs(progress_is_terminal),
+                       [&] { return progress_text(inst.canonical_spec, latest.now()); });
     tune::TuneResult r =
         tune::tune_task(inst.compute, inst.flops, target, db, *model, *measurer, so, on_progress);
     line.finish();

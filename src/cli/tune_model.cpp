@@ -287,14 +287,19 @@ tune::TasksResult run_tune_model(const TuneOptions& opts, std::ostream& out, std
     std::unique_ptr<tune::Measurer> measurer = make_tune_measurer(opts);
     auto make_model = [&] { return cost::make_model(opts.model, opts.seed); };
 
+    LatestProgress<tune::TasksProgress> latest; // outlives the line, whose refresher reads it
     ProgressLine line(progress, progress_is_terminal);
     auto on_progress = [&](const tune::TasksProgress& p) {
+        latest.set(p);
         if (p.round_done)
             curve.row(p.round, p.trials_done, p.elapsed_secs, p.estimated_secs);
-        // A log gets one line per round; a terminal also shows which task is being tuned.
+        // A log gets one line per round; a terminal also shows which task is being tuned and
+        // each committed batch.
         if (p.round_done || p.task < 0 || progress_is_terminal)
             line.update(progress_text(tasks, shard_name, p));
     };
+    line.refresh_every(progress_refresh_secs(progress_is_terminal),
+                       [&] { return progress_text(tasks, shard_name, latest.now()); });
     if (tasks.empty()) { // a shard beyond the model's task count: nothing to do, not an error
         tune::TasksResult none;
         none.estimated_secs_before = none.estimated_secs_after = kInf;

@@ -38,8 +38,10 @@ bool nothing_timed(const ModelBuild& b) {
 std::string schedule_source_text(const TaskCoverage& row) {
     switch (row.source) {
     case ScheduleSource::Exact:
+        return fmt::format("exact #{}", row.record_id);
     case ScheduleSource::IsaClass:
-        return fmt::format("{} #{}", to_string(row.source), row.record_id);
+    case ScheduleSource::Compatible:
+        return fmt::format("{} #{} from {}", to_string(row.source), row.record_id, row.record_cpu);
     case ScheduleSource::Default:
         return row.note.empty() ? "default" : "default (" + row.note + ")";
     }
@@ -67,9 +69,10 @@ void print_coverage_table(std::ostream& os, const ModelBuild& b) {
             os << fmt::format("  task {}: {}\n", r.task, r.note);
     const int exact = b.tasks_served_by(ScheduleSource::Exact);
     const int isa = b.tasks_served_by(ScheduleSource::IsaClass);
+    const int compatible = b.tasks_served_by(ScheduleSource::Compatible);
     const int def = b.tasks_served_by(ScheduleSource::Default);
-    os << fmt::format("tasks: {} (exact {}, isa_class {}, default {})", b.coverage.size(), exact,
-                      isa, def);
+    os << fmt::format("tasks: {} (exact {}, isa_class {}, compatible {}, default {})",
+                      b.coverage.size(), exact, isa, compatible, def);
     if (b.db_path.empty())
         os << "; no tuning database: every task uses its default schedule";
     else
@@ -111,6 +114,7 @@ std::string coverage_json(const ModelBuild& b, const LibrarySummary* library) {
         t["flops"] = r.flops;
         t["source"] = to_string(r.source);
         t["record_id"] = r.record_id;
+        t["record_cpu"] = r.record_cpu;
         t["note"] = r.note;
         t["tuned_secs"] = r.tuned_secs;
         t["total_secs"] = r.total_secs;
@@ -122,6 +126,7 @@ std::string coverage_json(const ModelBuild& b, const LibrarySummary* library) {
     j["tasks"] = std::move(tasks);
     j["tiers"] = {{"exact", b.tasks_served_by(ScheduleSource::Exact)},
                   {"isa_class", b.tasks_served_by(ScheduleSource::IsaClass)},
+                  {"compatible", b.tasks_served_by(ScheduleSource::Compatible)},
                   {"default", b.tasks_served_by(ScheduleSource::Default)}};
     j["prepare_secs"] = b.prepare_secs;
     if (library) {

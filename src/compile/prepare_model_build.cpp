@@ -92,6 +92,21 @@ LoweredTask replay_record(const te::Compute& c, const tune::TuningRecord& rec,
     return lower_task(sched::replay(c, sched::steps_from_json(rec.schedule_json)), symbol, target);
 }
 
+/// The coverage source of a lookup tier that served.
+ScheduleSource source_of(tune::LookupTier t) {
+    switch (t) {
+    case tune::LookupTier::Exact:
+        return ScheduleSource::Exact;
+    case tune::LookupTier::IsaClass:
+        return ScheduleSource::IsaClass;
+    case tune::LookupTier::Compatible:
+        return ScheduleSource::Compatible;
+    case tune::LookupTier::None:
+        break;
+    }
+    return ScheduleSource::Default;
+}
+
 /// Fills the time estimates and shares of the rows (see TaskCoverage).
 void estimate_shares(std::vector<TaskCoverage>& rows) {
     double tuned_flops = 0, tuned_secs = 0;
@@ -130,6 +145,8 @@ const char* to_string(ScheduleSource s) {
         return "exact";
     case ScheduleSource::IsaClass:
         return "isa_class";
+    case ScheduleSource::Compatible:
+        return "compatible";
     case ScheduleSource::Default:
         return "default";
     }
@@ -229,15 +246,16 @@ ModelBuild prepare_model_build(const BuildOptions& opts) {
 
         std::optional<LoweredTask> lowered;
         if (db) {
-            const tune::LookupResult lr = tune::lookup_best(*db, task.workload_key, opts.lookup);
+            const tune::LookupResult lr = tune::lookup_best(*db, task.workload_key, opts.lookup,
+                                                            tune::needs_by_replay(c));
             row.foreign_records = lr.foreign_records;
             if (lr.tier != tune::LookupTier::None) {
                 const tune::TuningRecord& rec = *lr.record;
                 row.record_id = rec.id;
                 try {
                     lowered = replay_record(c, rec, symbol, opts.target);
-                    row.source = lr.tier == tune::LookupTier::Exact ? ScheduleSource::Exact
-                                                                    : ScheduleSource::IsaClass;
+                    row.source = source_of(lr.tier);
+                    row.record_cpu = lr.record_cpu;
                     row.tuned_secs = rec.median_secs;
                 } catch (const ScheduleError& e) {
                     row.note = fmt::format("record #{} does not replay: {}", rec.id, e.what());
@@ -245,11 +263,7 @@ ModelBuild prepare_model_build(const BuildOptions& opts) {
                     row.note = fmt::format("record #{} does not replay: {}", rec.id, e.what());
                 }
             } else {
-                row.note = lr.foreign_records > 0
-                               ? fmt::format("no record for this machine ({} of other machines "
-                                             "or targets)",
-                                             lr.foreign_records)
-                               : "no record";
+                row.note = !lr.why_none.empty() ? lr.why_none : "no record";
             }
         } else {
             row.note = "no database";

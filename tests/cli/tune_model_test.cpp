@@ -149,17 +149,19 @@ TEST_F(TuneModelCli, ProgressNamesTheTaskAndTheCurveHasOneRowPerRound) {
                         path("t.db") + " --curve " + path("curve.csv"),
                     path("run"));
     ASSERT_EQ(o.code, 0) << o.out << o.err;
-    // Not a terminal: one line at the start and one per committed round.
+    // Not a terminal: one line at the start and one per committed round: four seed rounds (a
+    // default schedule each), then searched rounds of 8 (44 trials) and one of the 4 left.
     const std::vector<std::string> progress = lines_of(o.err);
-    ASSERT_EQ(progress.size(), 1u + 6) << o.err;
+    ASSERT_EQ(progress.size(), 1u + 10) << o.err;
     EXPECT_NE(progress[1].find("round 1 tuned task 1/4 gemm+relu"), std::string::npos) << o.err;
     EXPECT_NE(progress[4].find("round 4 tuned task 4/4 softmax"), std::string::npos) << o.err;
     EXPECT_NE(progress.back().find("48/48 trials"), std::string::npos) << o.err;
     EXPECT_NE(progress.back().find("e2e "), std::string::npos) << o.err;
     const std::vector<std::string> curve = lines_of(read_text(path("curve.csv")));
-    ASSERT_EQ(curve.size(), 1u + 6);
+    ASSERT_EQ(curve.size(), 1u + 10);
     EXPECT_EQ(curve[0], "round,trials,seconds,estimated_ms");
-    EXPECT_EQ(curve[6].rfind("6,48,", 0), 0u) << curve[6];
+    EXPECT_EQ(curve[4].rfind("4,4,", 0), 0u) << curve[4];
+    EXPECT_EQ(curve[10].rfind("10,48,", 0), 0u) << curve[10];
     // The text summary: the estimate and one row per task.
     EXPECT_NE(o.out.find("estimate  - before -> "), std::string::npos) << o.out;
     EXPECT_NE(o.out.find("softmax"), std::string::npos) << o.out;

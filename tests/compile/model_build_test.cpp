@@ -227,6 +227,48 @@ TEST_F(ModelBuild, RecordsServeTheirTiersAndTheModelStillMatches) {
     EXPECT_EQ(summary["output"], so);
 }
 
+TEST_F(ModelBuild, RecordsOfAnotherCpuModelServeAsCompatibleOrSayWhyNot) {
+    if (!have_model("mlp"))
+        GTEST_SKIP() << "shared model mlp not found";
+    ScratchDir dir("tessera_compile_compatible");
+    compile::BuildOptions opts;
+    opts.model_path = model_dir("mlp") + "/model.onnx";
+    const compile::ModelBuild untuned = compile::prepare_model_build(opts);
+    ASSERT_GE(untuned.tasks.size(), 2u);
+    const std::string db_path = dir.file("tune.db");
+    int64_t compatible_id = 0;
+    {
+        tune::TuningDatabase db(db_path);
+        // Task 0: a CPU model with this host's ISA and one extension more (another ISA class),
+        // whose schedule was sampled for this host's vector width: its code runs here.
+        const tune::LookupKey host = host_key();
+        tune::LookupKey newer{"llvm -mcpu=diamondrapids", "feedfacecafef00d",
+                              host.isa_class + ",avx10.2-512"};
+        compatible_id =
+            commit_record(db, untuned.tasks[0], sampled_schedule(untuned.tasks[0], 7), newer, 3e-5);
+        // Task 1: an Arm machine's record: another architecture, never served here.
+        tune::LookupKey arm{"llvm -mcpu=neoverse-v2", "0123456789abcdef",
+                            "aarch64-unknown-linux-gnu;neon,sve"};
+        commit_record(db, untuned.tasks[1], sampled_schedule(untuned.tasks[1], 9), arm, 1e-5);
+    }
+    const std::string so = dir.file("mlp.so");
+    const testing::CommandResult r = testing::run_command(
+        std::string(TESSERA_BINARY) + " build " + opts.model_path + " --db " + db_path + " -o " + so,
+        dir.file("build"));
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("compatible #" + std::to_string(compatible_id) + " from diamondrapids"),
+              std::string::npos)
+        << r.out;
+    EXPECT_NE(r.out.find("task 1: 1 record from neoverse-v2: another architecture "
+                         "(aarch64-unknown-linux-gnu)"),
+              std::string::npos)
+        << r.out;
+    EXPECT_NE(r.out.find("compatible 1, default"), std::string::npos) << r.out;
+    LoadedModel m(so);
+    EXPECT_TRUE(outputs_match(m.run(read_data_set(model_dir("mlp"), 0, "input")),
+                              read_data_set(model_dir("mlp"), 0, "output")));
+}
+
 TEST_F(ModelBuild, StrictFailsOnTasksWithoutRecordAndWritesNothing) {
     if (!have_model("mlp"))
         GTEST_SKIP() << "shared model mlp not found";

@@ -10,8 +10,9 @@
 
 namespace tessera::compile {
 
-/// The schedule column of a row: "exact #12", "isa_class #7", "default (no record)",
-/// "default (record #3 does not replay: ...)".
+/// The schedule column of a row: "exact #12", "isa_class #7 from cascadelake", "compatible #9
+/// from rocketlake", "default (no record)", "default (record #3 does not replay: ...)",
+/// "default (12 records from rocketlake: they need avx512f, absent here)".
 std::string schedule_source_text(const TaskCoverage& row);
 
 /// Prints one line per task (index, pattern, calls per run, schedule source, estimated time of
@@ -23,9 +24,9 @@ std::string schedule_source_text(const TaskCoverage& row);
 void print_coverage_table(std::ostream& os, const ModelBuild& build);
 
 /// The same as one JSON object: {"model", "database", "tasks": [{"task", "pattern",
-/// "workload_key", "count", "flops", "source", "record_id", "note", "tuned_secs",
+/// "workload_key", "count", "flops", "source", "record_id", "record_cpu", "note", "tuned_secs",
 /// "total_secs", "estimated", "share", "share_is_flops"}...], "tiers": {"exact", "isa_class",
-/// "default"}, "prepare_secs"}; with `library`, also "output", "weight_bytes", "arena_bytes",
+/// "compatible", "default"}, "prepare_secs"}; with `library`, also "output", "weight_bytes", "arena_bytes",
 /// "kernels", "calls", "codegen_secs".
 std::string coverage_json(const ModelBuild& build, const LibrarySummary* library);
 

@@ -75,10 +75,12 @@ struct BuildOptions {
 enum class ScheduleSource : uint8_t {
     Exact,    ///< A record measured on this machine.
     IsaClass, ///< A record measured on another machine of this ISA class.
-    Default,  ///< No usable record: the default schedule (see TaskCoverage::note for why).
+    /// A record of another CPU model whose code needs only what this CPU has (lookup.h).
+    Compatible,
+    Default, ///< No usable record: the default schedule (see TaskCoverage::note for why).
 };
 
-/// "exact", "isa_class", "default".
+/// "exact", "isa_class", "compatible", "default".
 const char* to_string(ScheduleSource s);
 
 /// One row of the coverage table: a task, where its schedule came from and its estimated
@@ -91,9 +93,12 @@ struct TaskCoverage {
     int64_t flops = 0; ///< Of one call.
     ScheduleSource source = ScheduleSource::Default;
     int64_t record_id =
-        0; ///< The record served (Exact/IsaClass), or the one that failed to replay.
-    /// Default rows only: why no record served, e.g. "no record" or "record #12 does not
-    /// replay: ...". Empty for served rows.
+        0; ///< The record served (Exact/IsaClass/Compatible), or the one that failed to replay.
+    /// The CPU that recorded the record served (tune::recording_cpu, e.g. "rocketlake").
+    std::string record_cpu;
+    /// Default rows only: why no record served, e.g. "no record", "record #12 does not
+    /// replay: ..." or "12 records from rocketlake: they need avx512f, absent here". Empty for
+    /// served rows.
     std::string note;
     /// Ok records of the workload that belong to other machines or targets (lookup.h).
     int64_t foreign_records = 0;

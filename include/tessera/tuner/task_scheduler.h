@@ -4,7 +4,7 @@
 // The policy is Ansor's gradient task scheduler. The objective is the estimated end-to-end
 // latency f = sum over tasks of count_i x g_i, where g_i is task i's best measured time and
 // count_i how often the task runs per model run. After a warm-up that gives every task one
-// round, in task order, each round goes to the live task with the most negative gradient
+// round (tune_tasks makes it the seed round), in task order, each round goes to the live task with the most negative gradient
 //   grad_i = count_i x (alpha x backward_i + (1 - alpha) x forward_i)
 // where, with t_i the rounds task i had and h_i(1..t_i) its best time after each of them,
 //   backward_i = (h_i(t_i) - h_i(t_i - w)) / w when t_i > w (w = backward_window), else 0:
@@ -163,9 +163,19 @@ struct TasksResult {
 /// max(1, num_trials / tasks.size()) so that the warm-up fits the budget. Each task gets its own
 /// TaskTuningSession (created at its first round), its own cost model from make_model (saved in
 /// the database under cost_model_name), the seed mixed with its index and its Compute's weight
-/// inputs as sketch weight inputs. A task is exhausted when a round finds nothing to measure;
-/// the call ends when the trials or the time are spent, the flag is set, or no task is live.
-/// Deterministic for a seed, a deterministic measurer and the database's content.
+/// inputs as sketch weight inputs.
+///
+/// The warm-up round of a task is its seed round (TaskTuningSession::run_seed_round: the
+/// default schedule and the transfer seeds, no search), so every task has a measured time after
+/// a few seconds each; a task whose seeds measured nothing correct gets a searched round too.
+/// The gradient policy spends the rest. With a time budget, a searched round is cut to the
+/// candidates the time left affords at the cost per candidate of the searched rounds so far,
+/// and every round ends at the deadline between two committed batches (search.commit_every),
+/// so the call ends within about one batch of its budget. The clock is search.clock.
+/// A task is exhausted when a round finds nothing to measure; the call ends when the trials or
+/// the time are spent, the flag is set, or no task is live.
+/// Deterministic for a seed, a deterministic measurer and the database's content (and, with a
+/// time budget, a deterministic clock).
 /// Throws UserError on bad options (validate), an empty task list or a task's bad flops or
 /// count; the measurer's UserError propagates after the rounds committed so far.
 TasksResult tune_tasks(const std::vector<TaskToTune>& tasks, const TuneTarget& target,

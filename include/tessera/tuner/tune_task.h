@@ -13,17 +13,25 @@
 //   2. evolution (evolutionary_search.h): `generations` rounds in which parents are drawn by
 //      predicted score and each child is a mutation (probability mutation_probability) or a
 //      copy; every scored state competes for the pick;
-//   3. pick n = min(measure_per_round, trials left) states: floor(eps_greedy * n) random fresh
+//   3. pick n = min(measure_per_round, trials left) states: the seeds not measured yet (the
+//      default schedule and the transfer seeds, below), floor(eps_greedy * n) random fresh
 //      samples, the rest the best predicted ones; never a schedule JSON already measured for
 //      (workload, target, fingerprint) in the database or earlier in this call (those are
 //      counted in skipped_already_measured);
-//   4. measure, commit the batch (failures as error records with their message), retrain the
-//      model on all records of the task for (target, fingerprint) and save it.
+//   4. measure and commit in batches of commit_every candidates (failures as error records
+//      with their message; the clock is read between batches and the round ends early once
+//      the deadline has passed), retrain the model on all records of the task for (target,
+//      fingerprint) and save it.
 // Rounds continue until num_trials candidates were measured in this call, time_budget_secs has
-// passed or the cancel flag reads true (both checked before each round; a round in progress
-// completes and is committed), or a round finds no schedule left to measure. Given the seed, a
-// fixed measurer, a fixed model and the database's content, the sequence of measured schedules is
+// passed (read before each round and between batches) or the cancel flag reads true (read
+// before each round), or a round finds no schedule left to measure. Given the seed, a fixed
+// measurer, a fixed model and the database's content, the sequence of measured schedules is
 // deterministic.
+//
+// Transfer seeds: the best records of up to transfer_seeds other machines whose code runs on
+// this one (lookup.h transfer_seeds: another machine of this ISA class, or a compatible CPU),
+// replayed here, join the population and are measured in the first round next to the default
+// schedule, so that what tuning elsewhere found is tried here first.
 //
 // Training examples: every record of the task for (target, fingerprint), its features from
 // replaying its schedule JSON and lowering it (records that no longer replay are left out), its
@@ -33,6 +41,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -69,14 +78,25 @@ struct SearchOptions {
     /// it, and the first round measures it when the database does not have it yet: the search
     /// starts from what an untuned build already runs and never ends below it.
     bool seed_default_schedule = true;
+    /// Best records of up to this many other machines measured first (the file comment).
+    int transfer_seeds = 4;
+    /// Candidates measured and committed at a time: a killed tuner loses at most this many,
+    /// and the time budget is checked this often within a round.
+    int commit_every = 16;
+    /// The time source, in seconds from any fixed start; empty: std::chrono::steady_clock.
+    /// Tests pass a fake clock (advanced by a simulated measurer) to check budgets without
+    /// wall time. Copied into every session, so it must stay callable for the whole call.
+    std::function<double()> clock;
     /// Read before each round: once true, no further round starts (the one in progress
     /// completes and is committed), e.g. set by a SIGINT handler. nullptr = never. Not owned;
     /// must outlive the call.
     const std::atomic<bool>* cancel = nullptr;
 };
 
-/// Progress after each measured round (and once at the start).
+/// Progress after each measured round, after each committed batch within a round, and once
+/// at the start.
 struct TuneProgress {
+    bool round_done = true;         ///< False for a batch report within a round.
     int trials_done = 0;            ///< Measured in this call.
     int trials_total = 0;           ///< options.num_trials (0 = time-bounded).
     int errors = 0;                 ///< Error records in this call.
@@ -114,8 +134,12 @@ struct TuneTarget {
 /// Throws UserError naming the option and its value when an option is outside its range:
 /// num_trials < 0, time_budget_secs < 0 or not finite, both of them 0 (no end), population < 1,
 /// generations < 0, mutation_probability or eps_greedy outside [0, 1], measure_per_round < 1,
-/// init_from_db < 0, retrain_min_records < 1, search_threads < 0.
+/// init_from_db < 0, retrain_min_records < 1, search_threads < 0, transfer_seeds < 0,
+/// commit_every < 1.
 void validate(const SearchOptions& opts);
+
+/// opts.clock, or the seconds of std::chrono::steady_clock when it is empty.
+std::function<double()> search_clock(const SearchOptions& opts);
 
 /// The name the task's model is saved under in the database:
 /// "<model.name()>/<workload_key>/<fingerprint>/<target>" (one model per task and machine,
@@ -151,10 +175,19 @@ class TaskTuningSession {
 
     /// Measures and commits one round of at most min(max_candidates, opts.measure_per_round)
     /// candidates (and never beyond opts.num_trials in total when that is above 0); the model
-    /// is retrained as in tune_task. Returns false, committing nothing, when no candidate is
-    /// left to measure or max_candidates < 1. opts.time_budget_secs and opts.cancel are not
-    /// read: the driver decides when to stop. The measurer's UserError propagates.
-    bool run_round(int max_candidates);
+    /// is retrained as in tune_task. Between batches of opts.commit_every it reads the clock
+    /// and ends the round once `deadline` (in opts.clock's seconds) has passed. Returns false,
+    /// committing nothing, when no candidate is left to measure or max_candidates < 1 (a round
+    /// cut to nothing by the deadline returns true). opts.time_budget_secs and opts.cancel are
+    /// not read: the driver decides when to stop. The measurer's UserError propagates.
+    bool run_round(int max_candidates, double deadline = std::numeric_limits<double>::infinity());
+    /// The seed round: measures only the seeds not measured yet (the default schedule and the
+    /// transfer seeds, at most opts.num_trials in total), with no search, so that a driver of
+    /// many tasks can give every task a measured time within seconds. Returns how many were
+    /// measured (0: none left to measure; nothing committed).
+    int run_seed_round(double deadline = std::numeric_limits<double>::infinity());
+    /// Seconds (opts.clock) since the session was made.
+    double elapsed_secs() const;
     /// The summary so far (best record, elapsed time and skip count up to date).
     TuneResult result() const;
 
