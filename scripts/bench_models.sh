@@ -1,98 +1,174 @@
 #!/usr/bin/env bash
 # Whole-model benchmark: for each model, tessera untuned (default schedules) and tuned (records of
-# the tuning database) against ONNX Runtime (graph optimization level all), with 1 and 2 threads,
-# in the same run on the same machine. Prints latency (median of repeats), the ratio to ONNX
-# Runtime, the model's memory (peak RSS minus RSS before loading, for both) and tessera's build time.
+# the tuning database) against two peers, ONNX Runtime (graph optimization level all) and OpenVINO
+# (CPU, f32 precision, latency hint, one stream), with 1 and 2 threads, in the same run on the same
+# machine. Each runtime is timed in its own process, in rotating order over several rounds (round
+# r starts with runtime r mod k, of k runtimes), so that drifts of the machine reach all alike;
+# each runtime's latency is the median of its per-round medians. Prints the latencies, tessera's
+# ratio to the better (faster) peer, the model's memory (peak RSS minus RSS before loading, median
+# over the rounds) and tessera's build time.
 #
 # Usage: scripts/bench_models.sh [--db PATH] [--models "NAME ..."] [--threads "1 2"]
-#                                [--min-secs S] [--out DIR] [--realtime]
+#                                [--min-secs S] [--rounds N] [--out DIR] [--realtime]
 #   --db PATH        tuning database of the tuned builds (default tune_logs/tessera.db; the tuned
 #                    column is left out when it does not exist)
-#   --models LIST    model folders under ../shared/models, or paths of .onnx files
-#                    (default: every shared model, then the bundled models/mobilenet_tiny)
+#   --models LIST    model folders under ../shared/models, exported torchvision models
+#                    (mobilenet_v2, squeezenet1_1 or models/exported/NAME: exported first when
+#                    missing), folders holding a model.onnx, or paths of .onnx files (default:
+#                    every shared model, the bundled models/mobilenet_tiny, then the two exported
+#                    torchvision models, exported first when torch is installable)
 #   --threads LIST   thread counts (default "1 2")
-#   --min-secs S     timing per measurement (default 3)
+#   --min-secs S     timing per measurement (one runtime, one round; default 3)
+#   --rounds N       rounds per model and thread count (default 3)
 #   --out DIR        built libraries and the raw JSON lines (default tune_logs/bench_models)
-#   --realtime       time both runtimes under SCHED_FIFO (chrt -f 50; root or CAP_SYS_NICE), so
+#   --realtime       time every runtime under SCHED_FIFO (chrt -f 50; root or CAP_SYS_NICE), so
 #                    that other work on a shared machine cannot preempt the timed runs
-# Environment: TESSERA_BUILD_DIR (default build/). ONNX Runtime comes from scripts/setup_peers.sh.
+# Environment: TESSERA_BUILD_DIR (default build/); TESSERA_NO_BUILD=1 uses the tessera found there
+# as it is, without running cmake. ONNX Runtime and OpenVINO come from scripts/setup_peers.sh, the
+# exported models from scripts/export_torchvision.py (Debian's python3-torch and -torchvision).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${TESSERA_BUILD_DIR:-$root/build}
-db="$root/tune_logs/tessera.db" models="" threads="1 2" min_secs=3 out="$root/tune_logs/bench_models"
+db="$root/tune_logs/tessera.db" models="" threads="1 2" min_secs=3 rounds=3
+out="$root/tune_logs/bench_models"
 rt=()
+exported_names=(mobilenet_v2 squeezenet1_1)
+exported="$root/models/exported"
+need() { [ "$2" -ge 2 ] || { echo "error: $1 needs a value (see --help)" >&2; exit 1; }; }
 while [ $# -gt 0 ]; do
   case "$1" in
-    --db) db=$2; shift 2 ;;
-    --models) models=$2; shift 2 ;;
-    --threads) threads=$2; shift 2 ;;
-    --min-secs) min_secs=$2; shift 2 ;;
-    --out) out=$2; shift 2 ;;
+    --db) need "$1" $#; db=$2; shift 2 ;;
+    --models) need "$1" $#; models=$2; shift 2 ;;
+    --threads) need "$1" $#; threads=$2; shift 2 ;;
+    --min-secs) need "$1" $#; min_secs=$2; shift 2 ;;
+    --rounds) need "$1" $#; rounds=$2; shift 2 ;;
+    --out) need "$1" $#; out=$2; shift 2 ;;
     --realtime) rt=(chrt -f 50); shift ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^set -euo pipefail$/{/^#/p}' "$0"; exit 0 ;;
     *) echo "error: unknown option '$1' (see --help)" >&2; exit 1 ;;
   esac
 done
+[[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "error: --rounds wants a positive integer, not '$rounds'" >&2; exit 1; }
+[[ $min_secs =~ ^([0-9]+\.?[0-9]*|\.[0-9]+)$ ]] ||
+  { echo "error: --min-secs wants a number of seconds, not '$min_secs'" >&2; exit 1; }
+[ -n "${threads// /}" ] || { echo "error: --threads wants at least one thread count" >&2; exit 1; }
+for t in $threads; do
+  [[ $t =~ ^[1-9][0-9]*$ ]] || { echo "error: --threads wants positive integers, not '$t'" >&2; exit 1; }
+done
+
+# Exports the named torchvision models that are missing (installing torch when root).
+export_models() { /usr/bin/python3 "$root/scripts/export_torchvision.py" --out "$exported" "$@" >&2; }
+
+# The model list as "NAME=PATH.onnx" words, every path checked before anything is timed.
+shared="$root/../shared/models"
+resolved=()
+if [ -z "$models" ]; then
+  for d in "$shared"/*/; do [ -f "$d/model.onnx" ] && resolved+=("$(basename "$d")=${d%/}/model.onnx"); done
+  resolved+=("mobilenet_tiny=$root/models/mobilenet_tiny/model.onnx")
+  missing=()
+  for n in "${exported_names[@]}"; do [ -f "$exported/$n/model.onnx" ] || missing+=("$n"); done
+  if [ ${#missing[@]} -gt 0 ] && ! export_models "${missing[@]}"; then
+    echo "note: exporting ${missing[*]} failed: left out of the table" >&2
+  fi
+  for n in "${exported_names[@]}"; do
+    [ -f "$exported/$n/model.onnx" ] && resolved+=("$n=$exported/$n/model.onnx")
+  done
+else
+  for m in $models; do
+    n=$(basename "${m%/}")
+    if [ -f "$m" ]; then resolved+=("$(basename "$(dirname "$m")")=$m")
+    elif [ -f "$m/model.onnx" ]; then resolved+=("$n=$m/model.onnx")
+    elif [ -f "$shared/$m/model.onnx" ]; then resolved+=("$m=$shared/$m/model.onnx")
+    elif [[ " ${exported_names[*]} " == *" $n "* && ( $m == "$n" || $m == */exported/"$n" ) ]]; then
+      [ -f "$exported/$n/model.onnx" ] || export_models "$n" ||
+        { echo "error: exporting $n failed (see above)" >&2; exit 1; }
+      resolved+=("$n=$exported/$n/model.onnx")
+    else echo "error: no model at $m (neither a file, a folder with model.onnx, nor a model of $shared)" >&2; exit 1
+    fi
+  done
+fi
 
 "$root/scripts/setup.sh" >&2
 py=$("$root/scripts/setup_peers.sh" | tail -1)
-if [ ! -f "$build/build.ninja" ]; then
-  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >&2
+if [ "${TESSERA_NO_BUILD:-0}" != 1 ]; then
+  if [ ! -f "$build/build.ninja" ]; then
+    cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >&2
+  fi
+  cmake --build "$build" -j "$(nproc)" --target tessera >&2
 fi
-cmake --build "$build" -j "$(nproc)" --target tessera >&2
 tessera="$build/tessera"
+[ -x "$tessera" ] || { echo "error: no tessera at $tessera" >&2; exit 1; }
 mkdir -p "$out"
-shared="$root/../shared/models"
-if [ -z "$models" ]; then
-  models=""
-  for d in "$shared"/*/; do [ -f "$d/model.onnx" ] && models+=" $(basename "$d")"; done
-  models+=" $root/models/mobilenet_tiny/model.onnx"
-fi
 tuned=1
 [ -f "$db" ] || { echo "note: no database at $db: the tuned column is left out" >&2; tuned=0; }
 
-json() { "$py" -c "import json,sys; d=json.load(sys.stdin); print(d$1)"; }
 calc() { "$py" -c "print($1)"; }
 now() { date +%s.%N; }
-ms() { printf "%.3f" "$1"; }
+# One timed process of runtime $1 for model $2 (name) and thread count $3: its JSON line.
+measure() {
+  case "$1" in
+    ort) OMP_NUM_THREADS=$3 "${rt[@]}" "$py" "$root/scripts/ort_bench.py" "$onnx" --threads "$3" --min-secs "$min_secs" ;;
+    ov) "${rt[@]}" "$py" "$root/scripts/ov_bench.py" "$onnx" --threads "$3" --min-secs "$min_secs" ;;
+    untuned|tuned) "${rt[@]}" "$tessera" bench "$out/$2.$1.so" --threads "$3" --min-secs "$min_secs" --json ;;
+  esac
+}
+# The table's numbers from the raw lines of one model and thread count on stdin: the median over
+# the rounds of each runtime's median (ms) and model memory (MiB), "-" where a runtime is absent.
+summary='
+import json, statistics, sys
+runs = {}
+for line in sys.stdin:
+    d = json.loads(line)
+    k = next(k for k in ("ort", "ov", "untuned", "tuned") if k in d)
+    runs.setdefault(k, []).append(d[k])
+med = lambda k, f: statistics.median(f(r) for r in runs[k]) if k in runs else None
+ms = {k: med(k, lambda r: r["median_ms"]) for k in ("ort", "ov", "untuned", "tuned")}
+mib = {k: med(k, lambda r: r["model_rss_mib"]) for k in ("ort", "ov")}
+mib["t"] = med("tuned" if "tuned" in runs else "untuned", lambda r: r["model_rss_bytes"] / 2**20)
+peer = min(ms["ort"], ms["ov"])
+f = lambda v, p: "-" if v is None else f"{v:.{p}f}"
+print(f(ms["ort"], 3), f(ms["ov"], 3), f(ms["untuned"], 3), f(ms["untuned"] / peer, 2),
+      f(ms["tuned"], 3), "-" if ms["tuned"] is None else f(ms["tuned"] / peer, 2),
+      f(mib["ort"], 1), f(mib["ov"], 1), f(mib["t"], 1))
+'
 raw="$out/results.jsonl"
 : >"$raw"
-printf "%-14s %3s  %10s  %10s %6s  %10s %6s  %9s %9s  %8s %8s\n" model thr "ORT ms" "untuned" "x ORT" \
-  "tuned" "x ORT" "ORT MiB" "t MiB" "build s" "tuned s"
-for m in $models; do
-  if [ -f "$m" ]; then onnx=$m; name=$(basename "$(dirname "$m")"); else onnx="$shared/$m/model.onnx"; name=$m; fi
-  [ -f "$onnx" ] || { echo "error: no model at $onnx" >&2; exit 1; }
+row="%-14s %3s  %9s %9s  %9s %6s  %9s %6s  %8s %8s %7s  %7s %7s\n"
+# shellcheck disable=SC2059  # one format for the header and the rows
+printf "$row" model thr "ORT ms" "OV ms" untuned "x peer" tuned "x peer" "ORT MiB" "OV MiB" "t MiB" \
+  "build s" "tuned s"
+for entry in "${resolved[@]}"; do
+  name=${entry%%=*} onnx=${entry#*=}
   t0=$(now)
   "$tessera" build "$onnx" --no-db -o "$out/$name.untuned.so" >/dev/null
-  build_untuned=$(calc "$(now) - $t0")
+  build_untuned=$(printf "%.1f" "$(calc "$(now) - $t0")")
   build_tuned="-"
+  runtimes=(ort ov untuned)
   if [ $tuned = 1 ]; then
     t0=$(now)
     "$tessera" build "$onnx" --db "$db" -o "$out/$name.tuned.so" >"$out/$name.coverage.txt"
     build_tuned=$(printf "%.1f" "$(calc "$(now) - $t0")")
+    runtimes+=(tuned)
   fi
+  k=${#runtimes[@]}
   for t in $threads; do
-    # Interleaved: the peer, then tessera untuned, then tuned, so drifts hit all alike.
-    ort=$(OMP_NUM_THREADS=$t "${rt[@]}" "$py" "$root/scripts/ort_bench.py" "$onnx" --threads "$t" --min-secs "$min_secs")
-    unt=$("${rt[@]}" "$tessera" bench "$out/$name.untuned.so" --threads "$t" --min-secs "$min_secs" --json)
-    echo "{\"model\":\"$name\",\"threads\":$t,\"ort\":$ort,\"untuned\":$unt}" >>"$raw"
-    ort_ms=$(echo "$ort" | json '["median_ms"]')
-    unt_ms=$(echo "$unt" | json '["median_ms"]')
-    ort_mib=$(echo "$ort" | json '["model_rss_mib"]')
-    t_mib=$(echo "$unt" | json '["model_rss_bytes"]/2**20')
-    tun_ms="-" tun_ratio="-"
-    if [ $tuned = 1 ]; then
-      tun=$("${rt[@]}" "$tessera" bench "$out/$name.tuned.so" --threads "$t" --min-secs "$min_secs" --json)
-      echo "{\"model\":\"$name\",\"threads\":$t,\"tuned\":$tun}" >>"$raw"
-      tun_ms=$(ms "$(echo "$tun" | json '["median_ms"]')")
-      tun_ratio=$(printf "%.2f" "$(calc "$tun_ms / $ort_ms")")
-      t_mib=$(echo "$tun" | json '["model_rss_bytes"]/2**20')
-    fi
-    printf "%-14s %3s  %10s  %10s %6.2f  %10s %6s  %9.1f %9.1f  %8.1f %8s\n" "$name" "$t" "$(ms "$ort_ms")" \
-      "$(ms "$unt_ms")" "$(calc "$unt_ms / $ort_ms")" "$tun_ms" "$tun_ratio" "$ort_mib" "$t_mib" \
-      "$build_untuned" "$build_tuned"
+    lines=""
+    for ((r = 0; r < rounds; r++)); do
+      for ((j = 0; j < k; j++)); do
+        rtm=${runtimes[(r + j) % k]}
+        res=$(measure "$rtm" "$name" "$t")
+        line="{\"model\":\"$name\",\"threads\":$t,\"round\":$r,\"$rtm\":$res}"
+        echo "$line" >>"$raw"
+        lines+="$line"$'\n'
+      done
+    done
+    cols=$(printf "%s" "$lines" | "$py" -c "$summary")
+    # shellcheck disable=SC2059,SC2086  # the summary's words are the row's columns
+    printf "$row" "$name" "$t" $cols "$build_untuned" "$build_tuned"
   done
 done
 echo
-echo "x ORT: tessera latency / ONNX Runtime latency (below 1: tessera is faster). MiB: peak RSS minus"
-echo "RSS before loading the model (ONNX Runtime: before creating its session). Raw: $raw"
+echo "ms: median over $rounds round(s) of each runtime's median, every runtime in its own process,"
+echo "in rotating order. x peer: tessera latency / the better peer's (the lower of ONNX Runtime and"
+echo "OpenVINO; below 1: tessera is faster). MiB: peak RSS minus RSS before loading the model (ONNX"
+echo "Runtime: before creating its session; OpenVINO: before reading it, plugin loaded). Raw: $raw"
