@@ -10,6 +10,7 @@
 
 #include "tessera/schedule/default_schedule.h"
 #include "tessera/schedule/lower_state.h"
+#include "tessera/schedule/mutation.h"
 #include "tessera/schedule/schedule.h"
 #include "tessera/schedule/step.h"
 #include "tessera/support/error.h"
@@ -295,6 +296,20 @@ class TaskTuner {
             pick_json.push_back(std::move(json));
         }
 
+        // While the model has learnt nothing, its scores would rank the evolution's states at
+        // random, and random states are far slower than a good default: the round measures
+        // mutations of the best measured states instead (a local search around the default
+        // schedule and the transfer seeds), which also gives the model its first lessons.
+        neighbour_picks_.clear();
+        if (int(picks.size()) < n && model_.num_trained() == 0)
+            neighbour_picks_ = neighbours_of_best(n - int(picks.size()), picked);
+        for (const sched::State& s : neighbour_picks_) {
+            std::string json = sched::steps_to_json(s.steps);
+            picked.insert(json);
+            picks.push_back(&s);
+            pick_json.push_back(std::move(json));
+        }
+
         // The evolution (skipped when the whole round is random picks).
         std::vector<ScoredState> best;
         if (int(picks.size()) < n) {
@@ -317,6 +332,34 @@ class TaskTuner {
         if (measure_and_commit(picks, pick_json, deadline) > 0)
             finish_round();
         return true;
+    }
+
+    /// Up to n distinct states, none measured or in `picked`, each 1 to 3 mutations of one of
+    /// the task's best measured states on this machine (parents drawn from the fastest first),
+    /// that lower. CPU states only (GPU states have mutations of their own): none otherwise.
+    std::vector<sched::State> neighbours_of_best(int n, const std::set<std::string>& picked) {
+        std::vector<sched::State> parents = database_seeds();
+        std::vector<sched::State> out;
+        if (parents.empty() || sched::is_gpu_state(parents.front()))
+            return out;
+        std::set<std::string> seen = picked;
+        for (int attempt = 0; int(out.size()) < n && attempt < 20 * n; ++attempt) {
+            // The fastest parents most often: the index of the smaller of two uniform draws.
+            const size_t k = std::min(size_t(rng_.uniform_int(0, int64_t(parents.size()) - 1)),
+                                      size_t(rng_.uniform_int(0, int64_t(parents.size()) - 1)));
+            std::optional<sched::State> child = parents[k];
+            const int steps = int(rng_.uniform_int(1, 3));
+            for (int m = 0; m < steps && child; ++m)
+                child = sched::mutate(*child, rng_, opts_.sample);
+            if (!child)
+                continue;
+            std::string json = sched::steps_to_json(child->steps);
+            if (measured_.count(json) || !seen.insert(json).second ||
+                !search_cache_.features(*child, json, result_.search))
+                continue;
+            out.push_back(std::move(*child));
+        }
+        return out;
     }
 
     /// After a round's measurements: retrain, record the curve point, report.
@@ -441,6 +484,8 @@ class TaskTuner {
     std::vector<sched::State> sketches_; ///< Of the task, made once by begin().
     /// Measured first: the default schedule (when made), then the transfer seeds.
     std::vector<sched::State> seeds_;
+    /// The neighbours of the best picked in the current round (the round's picks point here).
+    std::vector<sched::State> neighbour_picks_;
 
     TuneResult result_;
     std::string model_name_;

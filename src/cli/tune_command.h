@@ -36,8 +36,8 @@ struct TuneOptions {
     /// (tune::MeasureOptions::cold_weights): "cold", "warm", or "auto" (cold when tuning a
     /// model, whose kernels find their weights evicted by the others; warm for one operator).
     std::string weights = "auto";
-    int population = 2048;                 ///< States kept per generation.
-    int generations = 4;                   ///< Evolution rounds between measurements.
+    int population = 512;                  ///< States kept per generation (MetaSchedule's).
+    int generations = 3;                   ///< Evolution rounds between measurements.
     int measure_per_round = 64;            ///< Candidates measured and committed per round.
     double eps_greedy = 0.05;              ///< Share of each round that is random samples.
     std::string model = "xgboost";         ///< "xgboost" or "random".

@@ -83,8 +83,8 @@ struct ScoredState {
 
 /// Options of evolve(), one documented default each (Ansor's CPU defaults).
 struct EvolutionOptions {
-    int population = 2048;              ///< Children per generation. >= 1.
-    int generations = 4;                ///< Rounds of mutation and selection. >= 0.
+    int population = 512;               ///< Children per generation. >= 1.
+    int generations = 3;                ///< Rounds of mutation and selection. >= 0.
     double mutation_probability = 0.85; ///< Chance a child is a mutation, else a copy. [0, 1].
     sched::SampleOptions sample;        ///< Passed to the mutations.
     sched::MutationWeights weights;     ///< Which mutations, how often.
