@@ -56,15 +56,33 @@ class GuardCollector : public LoopRangeVisitor {
   public:
     using LoopRangeVisitor::visit;
     GuardCollector(const Variable* var, size_t limit) : var_(var), limit_(limit) {}
-    std::vector<Guard> guards;
+    std::vector<Guard> guards;        ///< Conditions of IfThenElse statements.
+    std::vector<Guard> select_guards; ///< Conjuncts of select conditions (for middle ranges).
 
     void visit(const IfThenElse* op) override {
         if (guards.size() < limit_ && uses_var(op->condition, var_))
             guards.push_back({op->condition, inner_});
         visit_children(op);
     }
+    /// A select's condition guards a middle range (a padding stage's `select(inside, x[...],
+    /// 0)`): where it provably holds, the select and the clamps of its index fold away. Its
+    /// conjuncts count one by one: a padding select tests rows and columns at once, and the
+    /// column's test holds in the interior of a column loop whatever the row.
+    void visit(const Select* op) override {
+        add_conjuncts(op->condition);
+        IRVisitor::visit(op);
+    }
 
   private:
+    void add_conjuncts(const Expr& c) {
+        if (const And* both = c.as<And>()) {
+            add_conjuncts(both->a);
+            add_conjuncts(both->b);
+        } else if (select_guards.size() < limit_ && uses_var(c, var_)) {
+            select_guards.push_back({c, inner_});
+        }
+    }
+
     const Variable* var_;
     size_t limit_;
 };
@@ -136,12 +154,22 @@ class Partitioner : public IRMutator {
             if (m > 0 && m < best)
                 best = m;
         }
-        if (best == ext)
+        if (best == ext) {
+            // No guard holds from the first iteration: one may hold in a middle range (the
+            // interior of a padded axis), split off as head, main and tail.
+            std::vector<Guard> all = gc.guards;
+            all.insert(all.end(), gc.select_guards.begin(), gc.select_guards.end());
+            const auto [first, last] = provable_middle(op->loop_var.get(), lo, ext, all);
+            // Only a range that is most of the loop pays for the copies of the body (a padded
+            // axis' interior; not one row of a fused loop over rows of many channels).
+            if (first > lo && last >= first && 2 * (last - first + 1) >= ext)
+                return split_middle(op, lo, ext, first, last);
             return with_range(op, mn, ex);
-        bounds_[op->loop_var.get()] = Interval::range(lo, lo + best - 1);
-        Stmt main_body = mutate(op->body);
-        bounds_.erase(op->loop_var.get());
+        }
         if (op->kind == ForKind::Parallel) {
+            bounds_[op->loop_var.get()] = Interval::range(lo, lo + best - 1);
+            Stmt main_body = mutate(op->body);
+            bounds_.erase(op->loop_var.get());
             // One parallel loop whose iterations branch between the full-tile body and the
             // rest: two parallel loops would run the rest after a join, on as many threads as
             // it has iterations (one for a single partial block), while the others wait.
@@ -156,8 +184,10 @@ class Partitioner : public IRMutator {
                 op->loop_var, op->min, op->extent, op->kind,
                 IfThenElse::make(Expr(op->loop_var) < Expr(lo + best), main_body, rest_body));
         }
-        // Main loop over the full tiles, then the rest as a fresh copy.
-        Stmt main = For::make(op->loop_var, op->min, Expr(best), op->kind, main_body);
+        // Main loop over the full tiles (partitioned again: a guard that fails in its first
+        // iterations, as a padded axis', may hold in a middle range), then the rest as a fresh
+        // copy.
+        Stmt main = mutate(For::make(op->loop_var, op->min, Expr(best), op->kind, op->body));
         Stmt rest = lower::copy_with_substitution(
             For::make(op->loop_var, Expr(lo + best), Expr(ext - best), op->kind, op->body), {});
         return Seq::make({main, mutate(rest)});
@@ -232,6 +262,69 @@ class Partitioner : public IRMutator {
                 bounds_.erase(it->first);
         }
         return proved;
+    }
+
+    /// The range [first, last] around the middle iteration of [lo, lo + ext) where every guard
+    /// that holds at the middle holds throughout (their conditions, affine in v, hold on one
+    /// range each); {lo, lo - 1} when no guard holds at the middle.
+    std::pair<int64_t, int64_t> provable_middle(const Variable* v, int64_t lo, int64_t ext,
+                                                const std::vector<Guard>& guards) {
+        const int64_t mid = lo + ext / 2, end = lo + ext - 1;
+        int64_t first = lo, last = end;
+        bool any = false;
+        for (const Guard& g : guards) {
+            if (!provable(v, mid, mid, g))
+                continue;
+            any = true;
+            int64_t no = first - 1, yes = mid; // [yes, mid] holds; no: not, or before first
+            while (yes - no > 1) {
+                const int64_t m = no + (yes - no) / 2;
+                (provable(v, m, mid, g) ? yes : no) = m;
+            }
+            first = yes;
+            int64_t good = mid, bad = last + 1; // [mid, good] holds; bad: not, or past last
+            while (bad - good > 1) {
+                const int64_t m = good + (bad - good) / 2;
+                (provable(v, mid, m, g) ? good : bad) = m;
+            }
+            last = good;
+        }
+        return any ? std::make_pair(first, last) : std::make_pair(lo, lo - 1);
+    }
+
+    /// The loop split into [lo, first) and (last, lo + ext), each a fresh copy of the body with
+    /// its own range, around [first, last], whose body knows its range (its guards fold). A
+    /// parallel loop stays one loop whose iterations branch between the three.
+    Stmt split_middle(const For* op, int64_t lo, int64_t ext, int64_t first, int64_t last) {
+        const Variable* v = op->loop_var.get();
+        const int64_t end = lo + ext - 1;
+        auto part = [&](int64_t a, int64_t b, bool copy) {
+            bounds_[v] = Interval::range(a, b);
+            Stmt body = mutate(copy ? lower::copy_with_substitution(op->body, {}) : op->body);
+            bounds_.erase(v);
+            return body;
+        };
+        Stmt head = part(lo, first - 1, true);
+        Stmt main = part(first, last, false);
+        std::optional<Stmt> tail;
+        if (last < end)
+            tail = part(last + 1, end, true);
+        if (op->kind == ForKind::Parallel) {
+            Stmt rest = tail ? IfThenElse::make(Expr(op->loop_var) <= Expr(last), main, *tail)
+                             : main;
+            return For::make(op->loop_var, op->min, op->extent, op->kind,
+                             IfThenElse::make(Expr(op->loop_var) < Expr(first), head, rest));
+        }
+        // The head and the tail are loops of their own variables (fresh copies of the body
+        // were made above; the loop variable is renamed by a copy of each whole loop).
+        std::vector<Stmt> parts;
+        parts.push_back(lower::copy_with_substitution(
+            For::make(op->loop_var, Expr(lo), Expr(first - lo), op->kind, head), {}));
+        parts.push_back(For::make(op->loop_var, Expr(first), Expr(last - first + 1), op->kind, main));
+        if (tail)
+            parts.push_back(lower::copy_with_substitution(
+                For::make(op->loop_var, Expr(last + 1), Expr(end - last), op->kind, *tail), {}));
+        return Seq::make(parts);
     }
 
     /// The largest m such that g holds whenever v is in [lo, lo + m - 1] (0 when none).
