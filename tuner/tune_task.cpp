@@ -266,7 +266,8 @@ class TaskTuner {
         const int n_random = int(std::floor(opts_.eps_greedy * n));
         search_cache_.clear();
 
-        std::vector<sched::State> population = database_seeds();
+        const std::vector<sched::State> measured_best = database_seeds();
+        std::vector<sched::State> population = measured_best;
         population.insert(population.end(), seeds_.begin(), seeds_.end());
         const int n_fresh = std::max(opts_.population - int(population.size()), n_random);
         const std::vector<sched::State> fresh =
@@ -302,7 +303,7 @@ class TaskTuner {
         // schedule and the transfer seeds), which also gives the model its first lessons.
         neighbour_picks_.clear();
         if (int(picks.size()) < n && model_.num_trained() == 0)
-            neighbour_picks_ = neighbours_of_best(n - int(picks.size()), picked);
+            neighbour_picks_ = neighbours_of_best(measured_best, n - int(picks.size()), picked);
         for (const sched::State& s : neighbour_picks_) {
             std::string json = sched::steps_to_json(s.steps);
             picked.insert(json);
@@ -335,10 +336,11 @@ class TaskTuner {
     }
 
     /// Up to n distinct states, none measured or in `picked`, each 1 to 3 mutations of one of
-    /// the task's best measured states on this machine (parents drawn from the fastest first),
-    /// that lower. CPU states only (GPU states have mutations of their own): none otherwise.
-    std::vector<sched::State> neighbours_of_best(int n, const std::set<std::string>& picked) {
-        std::vector<sched::State> parents = database_seeds();
+    /// `parents` (the task's best measured states on this machine, fastest first; the fastest
+    /// drawn most often), that lower. CPU states only (GPU states have mutations of their
+    /// own): none otherwise.
+    std::vector<sched::State> neighbours_of_best(const std::vector<sched::State>& parents, int n,
+                                                 const std::set<std::string>& picked) {
         std::vector<sched::State> out;
         if (parents.empty() || sched::is_gpu_state(parents.front()))
             return out;
