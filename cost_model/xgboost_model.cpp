@@ -124,6 +124,9 @@ class XGBoostModel : public CostModel {
             throw UserError() << "cost-model num_threads must be >= 1, got " << opts.num_threads;
         if (opts.num_rounds < 1)
             throw UserError() << "cost-model num_rounds must be >= 1, got " << opts.num_rounds;
+        if (opts.prior_rounds_unvalidated < 0)
+            throw UserError() << "cost-model prior_rounds_unvalidated must be >= 0, got "
+                              << opts.prior_rounds_unvalidated;
         if (opts.max_bin < 2)
             throw UserError() << "cost-model max_bin must be >= 2, got " << opts.max_bin;
         if (opts.early_stopping_rounds < 1)
@@ -143,17 +146,31 @@ class XGBoostModel : public CostModel {
     std::vector<uint8_t> save() const override;
     void load(const std::vector<uint8_t>& blob) override;
     int64_t num_trained() const override { return num_trained_; }
+    void set_prior(const std::vector<uint8_t>& blob) override;
+    bool has_prior() const override { return !prior_.empty(); }
 
   private:
+    /// The fields of a blob save() wrote, checked against this model's kind and objective.
+    struct Blob {
+        size_t row_length = 0;
+        int64_t num_trained = 0;
+        std::vector<uint8_t> booster; ///< XGBoost UBJ; empty for an untrained model
+    };
+    Blob parse(const std::vector<uint8_t>& blob) const;
     bool rank() const { return opts_.objective == "rank"; }
     Dataset make_dataset(const std::vector<const TrainingExample*>& programs) const;
-    Booster new_booster(const std::vector<DMatrixHandle>& cache) const;
+    /// A booster over `cache` with this model's parameters, starting from the trees of
+    /// `start` (an XGBoost UBJ model) when it is not empty.
+    Booster new_booster(const std::vector<DMatrixHandle>& cache,
+                        const std::vector<uint8_t>& start) const;
     void set_runtime_params(BoosterHandle h) const;
 
     XGBoostOptions opts_;
-    Booster booster_;       ///< null while untrained
+    Booster booster_;       ///< null while untrained without a prior
     size_t row_length_ = 0; ///< features per row the booster was trained on
     int64_t num_trained_ = 0;
+    std::vector<uint8_t> prior_; ///< the prior's XGBoost UBJ model; empty without one
+    size_t prior_row_length_ = 0;
 };
 
 Dataset XGBoostModel::make_dataset(const std::vector<const TrainingExample*>& programs) const {
@@ -195,10 +212,16 @@ void XGBoostModel::set_runtime_params(BoosterHandle h) const {
     check_xgb(XGBoosterSetParam(h, "verbosity", "0"), "XGBoosterSetParam(verbosity)");
 }
 
-Booster XGBoostModel::new_booster(const std::vector<DMatrixHandle>& cache) const {
+Booster XGBoostModel::new_booster(const std::vector<DMatrixHandle>& cache,
+                                  const std::vector<uint8_t>& start) const {
     BoosterHandle h = nullptr;
     check_xgb(XGBoosterCreate(cache.data(), cache.size(), &h), "XGBoosterCreate");
     Booster b(h);
+    // The trees first, then the parameters: loading a model restores the parameters it was
+    // trained with, and this model's must win (runtime ones and the training ones alike).
+    if (!start.empty())
+        check_xgb(XGBoosterLoadModelFromBuffer(h, start.data(), start.size()),
+                  "XGBoosterLoadModelFromBuffer");
     set_runtime_params(h);
     auto set = [&](const char* key, const std::string& value) {
         check_xgb(XGBoosterSetParam(h, key, value.c_str()), "XGBoosterSetParam");
@@ -224,7 +247,7 @@ Booster XGBoostModel::new_booster(const std::vector<DMatrixHandle>& cache) const
 void XGBoostModel::train(const std::vector<TrainingExample>& examples) {
     booster_.reset();
     num_trained_ = 0;
-    row_length_ = 0;
+    row_length_ = prior_row_length_; // 0 without a prior: the first example decides
     // Programs without stores have no rows to learn from.
     std::vector<const TrainingExample*> usable;
     for (const TrainingExample& e : examples) {
@@ -237,8 +260,11 @@ void XGBoostModel::train(const std::vector<TrainingExample>& examples) {
                 << "feature rows of " << row.size() << " and " << row_length_ << " floats";
         usable.push_back(&e);
     }
-    if (usable.empty() || row_length_ == 0)
+    if (usable.empty() || row_length_ == 0) {
+        if (!prior_.empty()) // nothing to add: the prior alone
+            booster_ = new_booster({}, prior_);
         return;
+    }
 
     // A seeded draw sends some programs to validation; the round with the best validation
     // ranking is kept (early stopping), so training time adapts to the data. A validation set
@@ -263,14 +289,35 @@ void XGBoostModel::train(const std::vector<TrainingExample>& examples) {
         dvalid = make_dmatrix(valid, rank());
         cache.push_back(dvalid.get());
     }
-    Booster b = new_booster(cache);
+    Booster b = new_booster(cache, prior_);
+    // With a prior, its trees stay and new ones are added: rounds count from the prior's.
+    int prior_rounds = 0;
+    check_xgb(XGBoosterBoostedRounds(b.get(), &prior_rounds), "XGBoosterBoostedRounds");
+    // Without a validation set to stop early, a prior gets few new trees: a handful of a
+    // task's records cannot say much beyond what the corpus taught (README.md, fine-tuning).
+    const int num_rounds = prior_.empty() || dvalid ? opts_.num_rounds
+                                                   : std::min(opts_.num_rounds,
+                                                              opts_.prior_rounds_unvalidated);
+    auto valid_accuracy = [&] {
+        bst_ulong len = 0;
+        const float* out = nullptr;
+        check_xgb(XGBoosterPredict(b.get(), dvalid.get(), 1, 0, 0, &len, &out),
+                  "XGBoosterPredict(valid)");
+        return ranking_quality(valid.programs, program_scores(valid, out, rank()))
+            .pairwise_accuracy;
+    };
 
     std::vector<float> grad(train.x.rows), hess(train.x.rows);
     double best_accuracy = -1;
-    int best_rounds = opts_.num_rounds;
-    for (int round = 0; round < opts_.num_rounds; ++round) {
+    int best_rounds = prior_rounds + num_rounds;
+    if (dvalid && prior_rounds > 0) { // the prior alone may rank best: then no tree is added
+        best_accuracy = valid_accuracy();
+        best_rounds = prior_rounds;
+    }
+    for (int round = 0; round < num_rounds; ++round) {
+        const int iteration = prior_rounds + round;
         if (rank()) {
-            check_xgb(XGBoosterUpdateOneIter(b.get(), round, dtrain.get()),
+            check_xgb(XGBoosterUpdateOneIter(b.get(), iteration, dtrain.get()),
                       "XGBoosterUpdateOneIter");
         } else {
             bst_ulong len = 0;
@@ -291,16 +338,11 @@ void XGBoostModel::train(const std::vector<TrainingExample>& examples) {
         }
         if (!dvalid)
             continue;
-        bst_ulong len = 0;
-        const float* out = nullptr;
-        check_xgb(XGBoosterPredict(b.get(), dvalid.get(), 1, 0, 0, &len, &out),
-                  "XGBoosterPredict(valid)");
-        double accuracy =
-            ranking_quality(valid.programs, program_scores(valid, out, rank())).pairwise_accuracy;
+        const double accuracy = valid_accuracy();
         if (accuracy > best_accuracy) {
             best_accuracy = accuracy;
-            best_rounds = round + 1;
-        } else if (round + 1 - best_rounds >= opts_.early_stopping_rounds) {
+            best_rounds = iteration + 1;
+        } else if (iteration + 1 - best_rounds >= opts_.early_stopping_rounds) {
             break;
         }
     }
@@ -379,29 +421,54 @@ std::vector<uint8_t> XGBoostModel::save() const {
     return w.take();
 }
 
-void XGBoostModel::load(const std::vector<uint8_t>& blob) {
+XGBoostModel::Blob XGBoostModel::parse(const std::vector<uint8_t>& blob) const {
     detail::BlobReader r(blob, name());
     std::string objective = r.str();
     if (objective != opts_.objective)
         throw UserError() << "cost-model blob was trained with objective '" << objective
                           << "', this model uses '" << opts_.objective << "'";
-    auto row_length = static_cast<size_t>(r.u64());
-    int64_t num_trained = r.i64();
-    std::vector<uint8_t> model = r.bytes();
+    Blob out;
+    out.row_length = static_cast<size_t>(r.u64());
+    out.num_trained = r.i64();
+    out.booster = r.bytes();
     r.expect_end();
+    return out;
+}
+
+/// A booster holding the trees of an XGBoost UBJ model; throws UserError when XGBoost cannot
+/// read it.
+Booster read_booster(const std::vector<uint8_t>& ubj) {
+    BoosterHandle h = nullptr;
+    check_xgb(XGBoosterCreate(nullptr, 0, &h), "XGBoosterCreate");
+    Booster b(h);
+    if (XGBoosterLoadModelFromBuffer(h, ubj.data(), ubj.size()) != 0)
+        throw UserError() << "cost-model blob holds an unreadable XGBoost model: "
+                          << XGBGetLastError();
+    return b;
+}
+
+void XGBoostModel::load(const std::vector<uint8_t>& blob) {
+    Blob parsed = parse(blob);
     Booster b;
-    if (!model.empty()) {
-        BoosterHandle h = nullptr;
-        check_xgb(XGBoosterCreate(nullptr, 0, &h), "XGBoosterCreate");
-        b.reset(h);
-        if (XGBoosterLoadModelFromBuffer(h, model.data(), model.size()) != 0)
-            throw UserError() << "cost-model blob holds an unreadable XGBoost model: "
-                              << XGBGetLastError();
-        set_runtime_params(h);
+    if (!parsed.booster.empty()) {
+        b = read_booster(parsed.booster);
+        set_runtime_params(b.get());
     }
     booster_ = std::move(b);
-    row_length_ = row_length;
-    num_trained_ = booster_ ? num_trained : 0;
+    row_length_ = parsed.row_length;
+    num_trained_ = booster_ ? parsed.num_trained : 0;
+}
+
+void XGBoostModel::set_prior(const std::vector<uint8_t>& blob) {
+    Blob parsed = parse(blob);
+    if (parsed.booster.empty() || parsed.row_length == 0)
+        throw UserError() << "cost-model blob holds an untrained model: nothing to start from";
+    Booster b = read_booster(parsed.booster);
+    set_runtime_params(b.get());
+    booster_ = std::move(b);
+    row_length_ = prior_row_length_ = parsed.row_length;
+    num_trained_ = 0;
+    prior_ = std::move(parsed.booster);
 }
 
 } // namespace

@@ -89,8 +89,8 @@ const char* to_string(LookupTier t) {
         return "isa_class";
     case LookupTier::Compatible:
         return "compatible";
-    case LookupTier::None:
-        return "none";
+    case LookupTier::Default:
+        return "default";
     }
     return "?";
 }
@@ -124,16 +124,19 @@ std::string recording_cpu(const TuningRecord& r) {
     return "fp " + r.fingerprint.substr(0, 8);
 }
 
-std::vector<OtherMachine> other_machines(const TuningDatabase& db, const std::string& workload_key,
-                                         const LookupKey& key, const NeedsOf& needs_of) {
+namespace {
+
+/// other_machines over the workload's records, read once by the caller.
+std::vector<OtherMachine> machines_of(const std::vector<TuningRecord>& all, const LookupKey& key,
+                                      const NeedsOf& needs_of) {
     // Grouped by (fingerprint, target family): one machine may hold records of several targets.
     std::map<std::pair<std::string, std::string>, std::vector<TuningRecord>> groups;
-    for (TuningRecord& r : db.records_of(workload_key)) {
+    for (const TuningRecord& r : all) {
         if (r.error_code != MeasureError::Ok)
             continue;
         if (r.fingerprint == key.fingerprint && r.target == key.target)
             continue; // this machine's own: the exact tier
-        groups[{r.fingerprint, target_family(r.target)}].push_back(std::move(r));
+        groups[{r.fingerprint, target_family(r.target)}].push_back(r);
     }
     std::vector<OtherMachine> out;
     for (auto& [id, records] : groups) {
@@ -159,6 +162,13 @@ std::vector<OtherMachine> other_machines(const TuningDatabase& db, const std::st
     return out;
 }
 
+} // namespace
+
+std::vector<OtherMachine> other_machines(const TuningDatabase& db, const std::string& workload_key,
+                                         const LookupKey& key, const NeedsOf& needs_of) {
+    return machines_of(db.records_of(workload_key), key, needs_of);
+}
+
 LookupResult lookup_best(const TuningDatabase& db, const std::string& workload_key,
                          const LookupKey& key, const NeedsOf& needs_of) {
     LookupResult r;
@@ -172,15 +182,16 @@ LookupResult lookup_best(const TuningDatabase& db, const std::string& workload_k
     // Foreign = usable by neither of the first two tiers: another ISA class, or another target
     // family (an exact-tier record has this very target, so it is of this family too).
     const std::string family = target_family(key.target);
-    for (const TuningRecord& rec : db.records_of(workload_key)) {
+    const std::vector<TuningRecord> records = db.records_of(workload_key);
+    for (const TuningRecord& rec : records) {
         if (rec.error_code != MeasureError::Ok)
             continue;
         if (rec.isa_class != key.isa_class || target_family(rec.target) != family)
             ++r.foreign_records;
     }
-    if (r.tier == LookupTier::None && r.foreign_records > 0) {
+    if (r.tier == LookupTier::Default && r.foreign_records > 0) {
         std::vector<std::string> why;
-        for (const OtherMachine& m : other_machines(db, workload_key, key, needs_of)) {
+        for (const OtherMachine& m : machines_of(records, key, needs_of)) {
             if (m.best_usable && !r.record) {
                 r.tier = LookupTier::Compatible;
                 r.record = m.best_usable;

@@ -297,12 +297,13 @@ class TaskTuner {
             pick_json.push_back(std::move(json));
         }
 
-        // While the model has learnt nothing, its scores would rank the evolution's states at
-        // random, and random states are far slower than a good default: the round measures
-        // mutations of the best measured states instead (a local search around the default
-        // schedule and the transfer seeds), which also gives the model its first lessons.
+        // While the model has learnt nothing (no records, no pretrained prior), its scores
+        // would rank the evolution's states at random, and random states are far slower than
+        // a good default: the round measures mutations of the best measured states instead (a
+        // local search around the default schedule and the transfer seeds), which also gives
+        // the model its first lessons.
         neighbour_picks_.clear();
-        if (int(picks.size()) < n && model_.num_trained() == 0)
+        if (int(picks.size()) < n && model_.num_trained() == 0 && !model_.has_prior())
             neighbour_picks_ = neighbours_of_best(measured_best, n - int(picks.size()), picked);
         for (const sched::State& s : neighbour_picks_) {
             std::string json = sched::steps_to_json(s.steps);

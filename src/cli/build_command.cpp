@@ -135,7 +135,7 @@ int run_build(const BuildCommandOptions& opts, std::ostream& out, std::ostream& 
         std::string missing;
         int n = 0;
         for (const compile::TaskCoverage& r : build.coverage) {
-            if (r.source != compile::ScheduleSource::Default)
+            if (r.source != tune::LookupTier::Default)
                 continue;
             missing += fmt::format("{}#{} {} ({})", n++ ? ", " : "", r.task, r.pattern, r.note);
         }

@@ -1,32 +1,20 @@
-// `tessera costmodel eval`: rebuild the training set of a tuning database, hold part of it
+// `tessera costmodel eval`: load the records of a tuning database, hold part of it
 // out, train a model on the rest and report how well it ranks what it never saw.
 #include "costmodel_command.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <filesystem>
-#include <limits>
 #include <map>
 #include <memory>
-#include <optional>
 #include <set>
-#include <unordered_map>
 #include <vector>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
-#include "tune_command.h"
 #include "tessera/cost_model/cost_model.h"
-#include "tessera/cost_model/features.h"
-#include "tessera/schedule/lower_state.h"
-#include "tessera/schedule/schedule.h"
-#include "tessera/schedule/step.h"
 #include "tessera/support/error.h"
 #include "tessera/support/rng.h"
-#include "tessera/te/op_registry.h"
-#include "tessera/te/workload_key.h"
 #include "tessera/tuner/database.h"
 
 namespace tessera::cli {
@@ -34,101 +22,19 @@ namespace tessera::cli {
 namespace {
 
 void check_options(const CostModelEvalOptions& o) {
-    if (o.db.empty())
-        throw UserError() << "--db is required";
     if (o.model != "xgboost" && o.model != "random")
         throw UserError() << "--model must be xgboost or random, got '" << o.model << "'";
     if (o.holdout != "records" && o.holdout != "tasks")
         throw UserError() << "--holdout must be records or tasks, got '" << o.holdout << "'";
     if (!(o.holdout_share > 0 && o.holdout_share < 1))
         throw UserError() << "--holdout-share must be in (0, 1), got " << o.holdout_share;
-}
-
-/// The registry op a workload's records name (kOpSpecSettingsKey), if it rebuilds the workload.
-std::optional<te::OpInstance> rebuild_workload(const std::string& key,
-                                               const std::vector<tune::TuningRecord>& records) {
-    std::set<std::string> tried;
-    for (const tune::TuningRecord& r : records) {
-        const nlohmann::json j = nlohmann::json::parse(r.measure_settings_json, nullptr, false);
-        if (!j.is_object() || !j.contains(kOpSpecSettingsKey) ||
-            !j[kOpSpecSettingsKey].is_string())
-            continue;
-        const std::string spec = j[kOpSpecSettingsKey].get<std::string>();
-        if (!tried.insert(spec).second)
-            continue;
-        try {
-            te::OpInstance inst = te::make_op(spec);
-            if (te::workload_key(inst.compute) == key)
-                return inst;
-        } catch (const UserError&) {
-            // A spec of another tessera version's registry: try the next record's.
-        }
-    }
-    return std::nullopt;
-}
-
-/// One usable record: its example and the workload it belongs to (the "tasks" split unit).
-struct Example {
-    cost::TrainingExample example;
-    std::string workload_key;
-};
-
-/// Every usable record of the database as an example, tasks in key order, records in id order.
-std::vector<Example> load_examples(const tune::TuningDatabase& db, CostModelEvalResult& res) {
-    std::vector<Example> all;
-    for (const std::string& key : db.workload_keys()) {
-        const std::vector<tune::TuningRecord> records = db.records_of(key);
-        if (records.empty())
-            continue;
-        const std::optional<te::OpInstance> inst = rebuild_workload(key, records);
-        if (!inst) {
-            ++res.skipped_workloads;
-            continue;
-        }
-        ++res.workloads;
-        // A task is the workload on one target and machine: times of different machines are
-        // not comparable. std::map: tasks in a deterministic order.
-        std::map<std::string, double> best_of_task;
-        auto task_of = [&](const tune::TuningRecord& r) {
-            return key.substr(0, 16) + "/" + r.target + "/" + r.fingerprint;
-        };
-        for (const tune::TuningRecord& r : records) {
-            double& best = best_of_task.try_emplace(task_of(r), 0.0).first->second;
-            if (r.error_code == tune::MeasureError::Ok && r.median_secs > 0)
-                best = std::max(best, 1.0 / r.median_secs);
-        }
-        // The same schedule measured on two machines is lowered once.
-        std::unordered_map<std::string, std::optional<cost::ProgramFeatures>> features;
-        for (const tune::TuningRecord& r : records) {
-            auto it = features.find(r.schedule_json);
-            if (it == features.end()) {
-                std::optional<cost::ProgramFeatures> f;
-                try {
-                    const sched::State s =
-                        sched::replay(inst->compute, sched::steps_from_json(r.schedule_json));
-                    f = cost::extract_features(sched::lower_state(s, "record"));
-                } catch (const ScheduleError&) {
-                } catch (const UserError&) { // a schedule JSON of another format version
-                }
-                it = features.emplace(r.schedule_json, std::move(f)).first;
-            }
-            if (!it->second) {
-                ++res.unusable_records;
-                continue;
-            }
-            Example e;
-            e.workload_key = key;
-            e.example.features = *it->second;
-            e.example.task = task_of(r);
-            const double best = best_of_task[e.example.task];
-            const bool ok = r.error_code == tune::MeasureError::Ok && r.median_secs > 0;
-            e.example.normalized_throughput = ok && best > 0 ? (1.0 / r.median_secs) / best : 0;
-            res.error_records += ok ? 0 : 1;
-            ++res.records;
-            all.push_back(std::move(e));
-        }
-    }
-    return all;
+    if (o.finetune < 0)
+        throw UserError() << "--finetune must be >= 0, got " << o.finetune;
+    if (o.finetune > 0 && o.holdout != "tasks")
+        throw UserError() << "--finetune needs --holdout tasks (it refines a model on the first "
+                             "records of tasks it never saw)";
+    if (o.finetune > 0 && o.model != "xgboost")
+        throw UserError() << "--finetune needs --model xgboost (the model that takes a prior)";
 }
 
 /// Seeded shuffle (Fisher-Yates with tessera::Rng: the same on every standard library).
@@ -138,7 +44,7 @@ template <typename T> void shuffle(std::vector<T>& v, Rng& rng) {
 }
 
 /// Which examples are held out (true) under opts.holdout.
-std::vector<bool> split(const std::vector<Example>& all, const CostModelEvalOptions& opts) {
+std::vector<bool> split(const std::vector<CorpusExample>& all, const CostModelEvalOptions& opts) {
     Rng rng(opts.seed);
     std::vector<bool> test(all.size(), false);
     if (opts.holdout == "records") {
@@ -157,7 +63,7 @@ std::vector<bool> split(const std::vector<Example>& all, const CostModelEvalOpti
         return test;
     }
     std::vector<std::string> workloads;
-    for (const Example& e : all)
+    for (const CorpusExample& e : all)
         if (workloads.empty() || workloads.back() != e.workload_key)
             workloads.push_back(e.workload_key); // examples are grouped by workload already
     if (workloads.size() < 2)
@@ -180,21 +86,56 @@ int count_tasks(const std::vector<cost::TrainingExample>& v) {
     return int(tasks.size());
 }
 
+FinetuneQuality quality_of(const std::vector<cost::TrainingExample>& test, cost::CostModel& m) {
+    std::vector<cost::ProgramFeatures> programs;
+    programs.reserve(test.size());
+    for (const cost::TrainingExample& e : test)
+        programs.push_back(e.features);
+    const cost::RankingQuality q = cost::ranking_quality(test, m.predict(programs));
+    return {q.pairwise_accuracy, q.peak_score_at_5};
+}
+
+/// The --finetune comparison: each held-out task's first k examples (measurement order) refine,
+/// the rest are ranked by the pretrained model alone, by a model of the k alone, and by the
+/// pretrained model refined by them.
+void compare_finetuning(const std::vector<cost::TrainingExample>& held_out, int k,
+                        cost::CostModel& pretrained, const CostModelEvalOptions& opts,
+                        CostModelEvalResult& res, std::ostream& out) {
+    std::map<std::string, int> seen;
+    std::vector<cost::TrainingExample> first, rest;
+    for (const cost::TrainingExample& e : held_out)
+        (seen[e.task]++ < k ? first : rest).push_back(e);
+    if (rest.empty())
+        throw UserError() << "--finetune " << k << ": no held-out task has more than " << k
+                          << " records";
+    res.pretrained_alone = quality_of(rest, pretrained);
+    std::unique_ptr<cost::CostModel> own = cost::make_model(opts.model, opts.seed);
+    own->train(first);
+    res.own_records_alone = quality_of(rest, *own);
+    std::unique_ptr<cost::CostModel> refined = cost::make_model(opts.model, opts.seed);
+    refined->set_prior(pretrained.save());
+    refined->train(first);
+    res.pretrained_refined = quality_of(rest, *refined);
+    out << fmt::format("finetune  the first {} records of each held-out task refine, the other "
+                       "{} are ranked:\n", k, rest.size());
+    auto line = [&](const char* what, const FinetuneQuality& q) {
+        out << fmt::format("  {:<34} pairwise accuracy {:.4f}  peak score @5 {:.4f}\n", what,
+                           q.pairwise_accuracy, q.peak_score_at_5);
+    };
+    line("pretrained on the other tasks", res.pretrained_alone);
+    line(fmt::format("trained on the {} records alone", k).c_str(), res.own_records_alone);
+    line("pretrained, refined by them", res.pretrained_refined);
+}
+
 } // namespace
 
 CostModelEvalResult run_costmodel_eval(const CostModelEvalOptions& opts, std::ostream& out) {
     check_options(opts);
-    std::error_code ec;
-    if (!tune::is_server_database(opts.db) && !std::filesystem::is_regular_file(opts.db, ec))
-        throw UserError() << "--db " << opts.db << ": no such file";
-    const tune::TuningDatabase db(opts.db);
+    const tune::TuningDatabase db = open_corpus_database(opts.db);
 
     CostModelEvalResult res;
-    const std::vector<Example> all = load_examples(db, res);
-    out << fmt::format("database  {}: {} workloads, {} records ({} errors), {} records that no "
-                       "longer replay, {} workloads skipped (no record names their op)\n",
-                       opts.db, res.workloads, res.records, res.error_records,
-                       res.unusable_records, res.skipped_workloads);
+    const std::vector<CorpusExample> all = load_corpus(db, opts.tasks_of, res.corpus);
+    print_corpus_counts(opts.db, res.corpus, out);
     if (all.empty())
         throw UserError() << "--db " << opts.db << ": no usable records to evaluate on";
 
@@ -239,6 +180,8 @@ CostModelEvalResult run_costmodel_eval(const CostModelEvalOptions& opts, std::os
                        q.peak_score_at_1, q.num_tasks);
     out << fmt::format("peak score @5      {:.4f}\n", q.peak_score_at_5);
     out << fmt::format("peak score @32     {:.4f}\n", q.peak_score_at_32);
+    if (opts.finetune > 0)
+        compare_finetuning(test, opts.finetune, *model, opts, res, out);
     return res;
 }
 

@@ -13,6 +13,7 @@
 #include "build_command.h"
 #include "costmodel_command.h"
 #include "costmodel_features.h"
+#include "costmodel_train.h"
 #include "db_command.h"
 #include "hw_command.h"
 #include "inspect_command.h"
@@ -228,6 +229,14 @@ int main(int argc, char** argv) {
                          "Cost model: xgboost, or random (a random-search baseline); saved in "
                          "and warm-started from the database")
         ->capture_default_str();
+    tune_cmd->add_option("--pretrained", tune_opts.pretrained,
+                         "What a task's xgboost model starts from when tuning this CPU: builtin "
+                         "(the model trained on a corpus of tasks, built into tessera; "
+                         "scripts/train_cost_model.sh), none (an untrained model, a local "
+                         "search around the default until it has records), or the path of a "
+                         "blob `tessera costmodel train` wrote. The task's own records add trees "
+                         "on top of it")
+        ->capture_default_str();
     tune_cmd->add_option("--runner", tune_opts.runner,
                          "local: build and run every candidate on this machine (checked "
                          "against the reference); simulated: synthetic times computed from the "
@@ -258,7 +267,8 @@ int main(int argc, char** argv) {
 
     // The cost model: its accuracy on a database, the speed of its features.
     CLI::App* costmodel = app.add_subcommand(
-        "costmodel", "Evaluate the cost model on a tuning database, or time its features");
+        "costmodel", "Evaluate the cost model on a tuning database, train the pretrained model, "
+                     "or time its features");
     costmodel->require_subcommand(1);
     cli::CostModelEvalOptions eval_opts;
     CLI::App* cm_eval = costmodel->add_subcommand(
@@ -275,6 +285,28 @@ int main(int argc, char** argv) {
                         "Share of records (or workloads) held out, in (0, 1)")
         ->capture_default_str();
     cm_eval->add_option("--seed", eval_opts.seed, "Seeds the split and the model")
+        ->capture_default_str();
+    const char* tasks_of_help =
+        "ONNX model whose tasks rebuild the workloads of its `tune MODEL` records (repeatable; "
+        "`tune --op` records name their op themselves)";
+    cm_eval->add_option("--tasks-of", eval_opts.tasks_of, tasks_of_help);
+    cm_eval->add_option("--finetune", eval_opts.finetune,
+                        "With --holdout tasks: also rank each held-out task's records after its "
+                        "first K three ways: the model of the other tasks alone, a model of the K "
+                        "alone, and the first refined by the K (what tune does with the "
+                        "pretrained model)")
+        ->capture_default_str();
+    cli::CostModelTrainOptions train_opts;
+    CLI::App* cm_train = costmodel->add_subcommand(
+        "train", "Train the pretrained cost model on every record of a corpus database "
+                 "(scripts/train_cost_model.sh makes the corpus) and write its blob and a JSON "
+                 "sidecar; `tune --pretrained FILE` uses it, cost_model/pretrained/ is built in");
+    cm_train->add_option("--db", train_opts.db, "The corpus tuning database")->required();
+    cm_train->add_option("--tasks-of", train_opts.tasks_of, tasks_of_help);
+    cm_train->add_option("--out", train_opts.out,
+                         "The model blob to write (the sidecar: the same path with .json)")
+        ->required();
+    cm_train->add_option("--seed", train_opts.seed, "Seeds the model's validation draw")
         ->capture_default_str();
     std::string features_spec;
     int features_samples = 1000;
@@ -343,6 +375,8 @@ int main(int argc, char** argv) {
                                          isatty(STDERR_FILENO) == 1);
         } else if (*cm_eval) {
             cli::run_costmodel_eval(eval_opts, std::cout);
+        } else if (*cm_train) {
+            cli::run_costmodel_train(train_opts, std::cout);
         } else if (*cm_features) {
             return cli::run_costmodel_features(features_spec, features_samples, features_seed,
                                                std::cout);

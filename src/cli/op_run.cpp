@@ -122,7 +122,7 @@ double percentile(std::vector<double> v, double p) {
 
 /// The schedule `op run --db` chose: a replayed record, or none (the default schedule runs).
 struct DbSchedule {
-    DbTier tier = DbTier::Default;
+    tune::LookupTier tier = tune::LookupTier::Default;
     int64_t record_id = 0;
     std::optional<sched::State> state; ///< Empty: run the default schedule.
     LoweredFunc func;                  ///< state lowered, when state is set.
@@ -151,7 +151,7 @@ DbSchedule schedule_from_db(const te::OpInstance& inst, const std::string& db_pa
             ? fmt::format(" ({} records of other targets or ISA classes passed over)",
                           found.foreign_records)
             : std::string();
-    if (found.tier == tune::LookupTier::None || !found.record) {
+    if (found.tier == tune::LookupTier::Default || !found.record) {
         chosen.note = fmt::format(
             "default: {} has no ok record of this workload (key {}) for target '{}' on this "
             "machine, its ISA class ({}) or a compatible CPU{}; running {}",
@@ -160,15 +160,13 @@ DbSchedule schedule_from_db(const te::OpInstance& inst, const std::string& db_pa
         return chosen;
     }
     const tune::TuningRecord& rec = *found.record;
-    chosen.tier = found.tier == tune::LookupTier::Exact      ? DbTier::Exact
-                  : found.tier == tune::LookupTier::IsaClass ? DbTier::IsaClass
-                                                             : DbTier::Compatible;
+    chosen.tier = found.tier;
     try {
         sched::State s = sched::replay(inst.compute, sched::steps_from_json(rec.schedule_json));
         chosen.func = sched::lower_state(s, "kernel", lower_opts);
         chosen.state = std::move(s);
     } catch (const std::exception& e) { // ScheduleError or UserError (another JSON version)
-        chosen.tier = DbTier::Default;
+        chosen.tier = tune::LookupTier::Default;
         chosen.note = fmt::format("default: record {} of {} does not replay on this version of "
                                   "tessera ({}); running {}",
                                   rec.id, db_path, e.what(), fallback);
@@ -177,11 +175,11 @@ DbSchedule schedule_from_db(const te::OpInstance& inst, const std::string& db_pa
     chosen.record_id = rec.id;
     const double tuned_gflops = inst.flops / rec.median_secs / 1e9;
     chosen.note =
-        chosen.tier == DbTier::Exact
+        chosen.tier == tune::LookupTier::Exact
             ? fmt::format("exact: best record {} measured on this machine (fingerprint {}), "
                           "{:.4g} ms, {:.2f} GFLOP/s when tuned{}",
                           rec.id, rec.fingerprint, rec.median_secs * 1e3, tuned_gflops, foreign)
-        : chosen.tier == DbTier::IsaClass
+        : chosen.tier == tune::LookupTier::IsaClass
             ? fmt::format("isa_class: best record {} measured on {}, another machine of this ISA "
                           "class (fingerprint {}, class {}), {:.4g} ms there{}",
                           rec.id, found.record_cpu, rec.fingerprint, rec.isa_class,
@@ -297,22 +295,6 @@ std::unique_ptr<KernelRunner> make_runner(bool gpu, const LoweredFunc& f, size_t
 }
 
 } // namespace
-
-const char* to_string(DbTier t) {
-    switch (t) {
-    case DbTier::None:
-        return "none";
-    case DbTier::Exact:
-        return "exact";
-    case DbTier::IsaClass:
-        return "isa_class";
-    case DbTier::Compatible:
-        return "compatible";
-    case DbTier::Default:
-        return "default";
-    }
-    return "?";
-}
 
 OpRunResult run_op(const OpRunOptions& opts, std::ostream& out) {
     if (opts.repeat < 1) throw UserError() << "--repeat must be at least 1, got " << opts.repeat;
@@ -469,8 +451,8 @@ OpRunResult run_op(const OpRunOptions& opts, std::ostream& out) {
         j["op"] = r.op;
         j["spec"] = r.spec;
         j["schedule"] = r.schedule;
-        if (r.tier != DbTier::None) {
-            j["tier"] = to_string(r.tier);
+        if (r.tier) {
+            j["tier"] = to_string(*r.tier);
             j["record_id"] = r.record_id ? nlohmann::ordered_json(r.record_id) : nullptr;
         }
         j["target"] = opts.target;

@@ -2,8 +2,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <ostream>
 #include <string>
+
+#include "tessera/tuner/lookup.h"
 
 namespace tessera::cli {
 
@@ -29,21 +32,12 @@ struct OpRunOptions {
     std::string target = "llvm";
 };
 
-/// Which lookup tier chose the schedule of `op run --db`.
-enum class DbTier : uint8_t {
-    None,       ///< No --db given.
-    Exact,      ///< A record measured on this machine (same fingerprint hash).
-    IsaClass,   ///< A record of another machine of the same ISA class.
-    Compatible, ///< A record of another CPU model whose code runs here (tune/lookup.h).
-    Default,    ///< No usable record: the default schedule ran.
-};
-/// "none", "exact", "isa_class", "compatible", "default".
-const char* to_string(DbTier t);
-
 /// What one `op run` measured.
 struct OpRunResult {
     std::string op, spec, schedule;
-    DbTier tier = DbTier::None; ///< With --db: where the schedule came from.
+    /// With --db: the lookup tier that chose the schedule (Default: none served, the
+    /// default schedule ran); empty without --db.
+    std::optional<tune::LookupTier> tier;
     int64_t record_id = 0;      ///< With --db and a record found: its id.
     int threads = 0;
     std::string device;         ///< --target cuda: the GPU ("NVIDIA H200 (sm_90)").

@@ -17,6 +17,7 @@
 #include "progress_line.h"
 #include "tessera/backends/host.h"
 #include "tessera/cost_model/cost_model.h"
+#include "tessera/cost_model/pretrained.h"
 #include "tessera/support/error.h"
 #include "tessera/te/op_registry.h"
 #include "tessera/tuner/database.h"
@@ -269,7 +270,8 @@ class CurveWriter {
 };
 
 void print_summary(const TuneOptions& o, const te::OpInstance& inst, const tune::TuneTarget& t,
-                   const tune::TuneResult& r, int64_t db_records, std::ostream& out) {
+                   const tune::TuneResult& r, bool uses_prior, int64_t db_records,
+                   std::ostream& out) {
     const double best_secs =
         r.best ? r.best->median_secs : std::numeric_limits<double>::infinity();
     const double gflops = r.best ? inst.flops / best_secs / 1e9 : 0;
@@ -290,6 +292,7 @@ void print_summary(const TuneOptions& o, const te::OpInstance& inst, const tune:
         j["errors"] = r.errors;
         j["skipped"] = r.skipped_already_measured;
         j["warm_start"] = r.warm_start;
+        j["pretrained"] = uses_prior;
         j["best_ms"] = r.best ? nlohmann::ordered_json(best_secs * 1e3) : nullptr;
         j["best_gflops"] = gflops;
         j["best_record_id"] = r.best ? nlohmann::ordered_json(r.best->id) : nullptr;
@@ -310,7 +313,9 @@ void print_summary(const TuneOptions& o, const te::OpInstance& inst, const tune:
     out << fmt::format("trials    {} measured in {} rounds, {} errors, {} skipped (already in "
                        "the database){}\n",
                        r.trials, r.rounds, r.errors, r.skipped_already_measured,
-                       r.warm_start ? "; warm-started model" : "");
+                       r.warm_start ? "; warm-started model"
+                       : uses_prior ? "; model started from the pretrained one"
+                                    : "");
     if (r.best)
         out << fmt::format("best      {}, {:.2f} GFLOP/s (record {})\n", ms_text(best_secs), gflops,
                            r.best->id);
@@ -332,6 +337,35 @@ tune::TuneTarget host_tune_target() {
     return t;
 }
 
+std::function<std::unique_ptr<cost::CostModel>()>
+tune_cost_models(const TuneOptions& opts, std::ostream& note, bool& uses_prior) {
+    const bool explicit_file = opts.pretrained != "builtin" && opts.pretrained != "none";
+    auto blob = std::make_shared<const std::vector<uint8_t>>(cost::pretrained_blob(opts.pretrained));
+    const bool applies = opts.model == "xgboost" && opts.target == "llvm" && opts.runner == "local";
+    uses_prior = false;
+    if (!blob->empty() && applies) {
+        try {
+            cost::make_model(opts.model, opts.seed)->set_prior(*blob);
+            uses_prior = true;
+        } catch (const UserError& e) {
+            if (explicit_file)
+                throw UserError() << "--pretrained " << opts.pretrained << ": " << e.what();
+            note << "note: the built-in pretrained cost model is not used: " << e.what()
+                 << " (scripts/train_cost_model.sh retrains it)\n";
+        }
+    } else if (explicit_file && !applies) {
+        throw UserError() << "--pretrained " << opts.pretrained
+                          << ": a pretrained model serves only --model xgboost, --target llvm "
+                             "and --runner local";
+    }
+    return [model = opts.model, seed = opts.seed, blob, prior = uses_prior] {
+        std::unique_ptr<cost::CostModel> m = cost::make_model(model, seed);
+        if (prior)
+            m->set_prior(*blob);
+        return m;
+    };
+}
+
 tune::TuneResult run_tune(const TuneOptions& opts, std::ostream& out, std::ostream& progress,
                           bool progress_is_terminal, const std::atomic<bool>* cancel) {
     check_tune_options(opts);
@@ -343,7 +377,8 @@ tune::TuneResult run_tune(const TuneOptions& opts, std::ostream& out, std::ostre
 
     tune::TuningDatabase db = open_tune_database(opts.db);
     CurveWriter curve(opts.curve_file, inst.flops);
-    std::unique_ptr<cost::CostModel> model = cost::make_model(opts.model, opts.seed);
+    bool uses_prior = false;
+    std::unique_ptr<cost::CostModel> model = tune_cost_models(opts, progress, uses_prior)();
     std::unique_ptr<tune::Measurer> measurer =
         std::make_unique<SpecRecordingMeasurer>(make_tune_measurer(opts), inst.canonical_spec);
 
@@ -362,7 +397,7 @@ tune::TuneResult run_tune(const TuneOptions& opts, std::ostream& out, std::ostre
     tune::TuneResult r =
         tune::tune_task(inst.compute, inst.flops, target, db, *model, *measurer, so, on_progress);
     line.finish();
-    print_summary(opts, inst, target, r, db.num_records(), out);
+    print_summary(opts, inst, target, r, uses_prior, db.num_records(), out);
     return r;
 }
 

@@ -4,11 +4,13 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "tessera/cost_model/cost_model.h"
 #include "tessera/tuner/database.h"
 #include "tessera/tuner/measure.h"
 #include "tessera/tuner/tune_task.h"
@@ -41,6 +43,9 @@ struct TuneOptions {
     int measure_per_round = 64;            ///< Candidates measured and committed per round.
     double eps_greedy = 0.05;              ///< Share of each round that is random samples.
     std::string model = "xgboost";         ///< "xgboost" or "random".
+    /// The pretrained model a task's xgboost model starts from when tuning this CPU for real:
+    /// "builtin", "none" or the path of a blob `costmodel train` wrote (cost/pretrained.h).
+    std::string pretrained = "builtin";
     /// "local" (real) or "simulated" (synthetic times, under kSimulatedTargetPrefix's target).
     std::string runner = "local";
     /// "llvm" (this CPU) or "cuda" (CUDA device 0: GPU sketches, the CUDA measurer; --op only).
@@ -101,6 +106,15 @@ std::unique_ptr<tune::Measurer> make_tune_measurer(const TuneOptions& opts);
 /// --runner simulated. A simulated cuda run needs no device: without one its target is
 /// "simulated:cuda -arch=sm_90", the architecture the GPU sampling limits assume.
 tune::TuneTarget tune_target_of(const TuneOptions& opts);
+/// The cost models of a run, one per task: opts.model seeded with opts.seed, started from the
+/// pretrained model opts.pretrained names (CostModel::set_prior) when tuning this CPU for real
+/// (--target llvm, --runner local) with xgboost. The prior is checked once here: a built-in
+/// one that does not load (a build whose features changed since it was trained) is reported
+/// on `note` in one line and left out; a --pretrained file that does not load, or one given
+/// where no prior applies, throws UserError naming it. `uses_prior` tells whether models start
+/// from a prior.
+std::function<std::unique_ptr<cost::CostModel>()>
+tune_cost_models(const TuneOptions& opts, std::ostream& note, bool& uses_prior);
 /// Opens the database, creating its folder first (tune_logs/ on a first run); UserError naming
 /// --db and the path when that fails.
 tune::TuningDatabase open_tune_database(const std::string& path);

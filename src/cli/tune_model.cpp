@@ -98,7 +98,7 @@ struct ShardTasks {
 
 void print_summary(const TuneOptions& o, const std::vector<tune::TaskToTune>& tasks,
                    const ShardTasks& st, const tune::TuneTarget& t, const tune::TasksResult& r,
-                   int64_t db_records, std::ostream& out) {
+                   bool uses_prior, int64_t db_records, std::ostream& out) {
     int errors = 0;
     for (const tune::TuneResult& tr : r.tasks)
         errors += tr.errors;
@@ -116,6 +116,7 @@ void print_summary(const TuneOptions& o, const std::vector<tune::TaskToTune>& ta
         j["db"] = o.db;
         j["runner"] = o.runner;
         j["cost_model"] = o.model;
+        j["pretrained"] = uses_prior;
         j["seed"] = o.seed;
         j["trials"] = r.trials;
         j["rounds"] = r.round_tasks.size();
@@ -160,8 +161,9 @@ void print_summary(const TuneOptions& o, const std::vector<tune::TaskToTune>& ta
         st.shard.count > 1 ? fmt::format(" shard {}: {} of {} tasks", task_shard_text(st.shard),
                                          tasks.size(), st.model_tasks)
                            : fmt::format(": {} tasks", tasks.size());
-    out << fmt::format("tuned     {} (-O{}){}, {} trials in {} rounds, {} errors{}\n", o.model_path,
-                       o.opt_level, which, r.trials, r.round_tasks.size(), errors,
+    out << fmt::format("tuned     {} (-O{}){}, {} trials in {} rounds, {} errors{}{}\n",
+                       o.model_path, o.opt_level, which, r.trials, r.round_tasks.size(), errors,
+                       uses_prior ? "; cost models started from the pretrained one" : "",
                        r.cancelled ? "; interrupted" : "");
     out << fmt::format("estimate  {} before -> {} after (end-to-end: sum of count x best)\n",
                        ms_text(r.estimated_secs_before), ms_text(r.estimated_secs_after));
@@ -285,7 +287,8 @@ tune::TasksResult run_tune_model(const TuneOptions& opts, std::ostream& out, std
     tune::TuningDatabase db = open_tune_database(opts.db);
     ModelCurveWriter curve(opts.curve_file);
     std::unique_ptr<tune::Measurer> measurer = make_tune_measurer(opts);
-    auto make_model = [&] { return cost::make_model(opts.model, opts.seed); };
+    bool uses_prior = false;
+    const auto make_model = tune_cost_models(opts, progress, uses_prior);
 
     LatestProgress<tune::TasksProgress> latest; // outlives the line, whose refresher reads it
     ProgressLine line(progress, progress_is_terminal);
@@ -303,13 +306,13 @@ tune::TasksResult run_tune_model(const TuneOptions& opts, std::ostream& out, std
     if (tasks.empty()) { // a shard beyond the model's task count: nothing to do, not an error
         tune::TasksResult none;
         none.estimated_secs_before = none.estimated_secs_after = kInf;
-        print_summary(opts, tasks, st, target, none, db.num_records(), out);
+        print_summary(opts, tasks, st, target, none, uses_prior, db.num_records(), out);
         return none;
     }
     const tune::TasksResult r =
         tune::tune_tasks(tasks, target, db, make_model, *measurer, so, {}, on_progress);
     line.finish();
-    print_summary(opts, tasks, st, target, r, db.num_records(), out);
+    print_summary(opts, tasks, st, target, r, uses_prior, db.num_records(), out);
     return r;
 }
 

@@ -23,7 +23,7 @@ std::string time_text(double secs) {
 /// follow the table), so that rows stay aligned.
 std::string short_source_text(const TaskCoverage& row) {
     const size_t colon = row.note.find(": ");
-    if (row.source != ScheduleSource::Default || colon == std::string::npos)
+    if (row.source != tune::LookupTier::Default || colon == std::string::npos)
         return schedule_source_text(row);
     return "default (" + row.note.substr(0, colon) + ", see below)";
 }
@@ -37,12 +37,12 @@ bool nothing_timed(const ModelBuild& b) {
 
 std::string schedule_source_text(const TaskCoverage& row) {
     switch (row.source) {
-    case ScheduleSource::Exact:
+    case tune::LookupTier::Exact:
         return fmt::format("exact #{}", row.record_id);
-    case ScheduleSource::IsaClass:
-    case ScheduleSource::Compatible:
+    case tune::LookupTier::IsaClass:
+    case tune::LookupTier::Compatible:
         return fmt::format("{} #{} from {}", to_string(row.source), row.record_id, row.record_cpu);
-    case ScheduleSource::Default:
+    case tune::LookupTier::Default:
         return row.note.empty() ? "default" : "default (" + row.note + ")";
     }
     return "?";
@@ -67,10 +67,10 @@ void print_coverage_table(std::ostream& os, const ModelBuild& b) {
     for (const TaskCoverage& r : b.coverage)
         if (short_source_text(r) != schedule_source_text(r))
             os << fmt::format("  task {}: {}\n", r.task, r.note);
-    const int exact = b.tasks_served_by(ScheduleSource::Exact);
-    const int isa = b.tasks_served_by(ScheduleSource::IsaClass);
-    const int compatible = b.tasks_served_by(ScheduleSource::Compatible);
-    const int def = b.tasks_served_by(ScheduleSource::Default);
+    const int exact = b.tasks_served_by(tune::LookupTier::Exact);
+    const int isa = b.tasks_served_by(tune::LookupTier::IsaClass);
+    const int compatible = b.tasks_served_by(tune::LookupTier::Compatible);
+    const int def = b.tasks_served_by(tune::LookupTier::Default);
     os << fmt::format("tasks: {} (exact {}, isa_class {}, compatible {}, default {})",
                       b.coverage.size(), exact, isa, compatible, def);
     if (b.db_path.empty())
@@ -124,10 +124,10 @@ std::string coverage_json(const ModelBuild& b, const LibrarySummary* library) {
         tasks.push_back(std::move(t));
     }
     j["tasks"] = std::move(tasks);
-    j["tiers"] = {{"exact", b.tasks_served_by(ScheduleSource::Exact)},
-                  {"isa_class", b.tasks_served_by(ScheduleSource::IsaClass)},
-                  {"compatible", b.tasks_served_by(ScheduleSource::Compatible)},
-                  {"default", b.tasks_served_by(ScheduleSource::Default)}};
+    j["tiers"] = {{"exact", b.tasks_served_by(tune::LookupTier::Exact)},
+                  {"isa_class", b.tasks_served_by(tune::LookupTier::IsaClass)},
+                  {"compatible", b.tasks_served_by(tune::LookupTier::Compatible)},
+                  {"default", b.tasks_served_by(tune::LookupTier::Default)}};
     j["prepare_secs"] = b.prepare_secs;
     if (library) {
         j["output"] = library->so_path;

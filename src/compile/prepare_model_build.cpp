@@ -92,26 +92,11 @@ LoweredTask replay_record(const te::Compute& c, const tune::TuningRecord& rec,
     return lower_task(sched::replay(c, sched::steps_from_json(rec.schedule_json)), symbol, target);
 }
 
-/// The coverage source of a lookup tier that served.
-ScheduleSource source_of(tune::LookupTier t) {
-    switch (t) {
-    case tune::LookupTier::Exact:
-        return ScheduleSource::Exact;
-    case tune::LookupTier::IsaClass:
-        return ScheduleSource::IsaClass;
-    case tune::LookupTier::Compatible:
-        return ScheduleSource::Compatible;
-    case tune::LookupTier::None:
-        break;
-    }
-    return ScheduleSource::Default;
-}
-
 /// Fills the time estimates and shares of the rows (see TaskCoverage).
 void estimate_shares(std::vector<TaskCoverage>& rows) {
     double tuned_flops = 0, tuned_secs = 0;
     for (TaskCoverage& r : rows) {
-        if (r.source == ScheduleSource::Default)
+        if (r.source == tune::LookupTier::Default)
             continue;
         r.total_secs = r.tuned_secs * r.count;
         tuned_flops += static_cast<double>(r.flops) * r.count;
@@ -120,7 +105,7 @@ void estimate_shares(std::vector<TaskCoverage>& rows) {
     const double rate = tuned_secs > 0 ? tuned_flops / tuned_secs : 0;
     double total = 0, total_flops = 0;
     for (TaskCoverage& r : rows) {
-        if (r.source == ScheduleSource::Default && rate > 0) {
+        if (r.source == tune::LookupTier::Default && rate > 0) {
             r.total_secs = static_cast<double>(r.flops) * r.count / rate;
             r.estimated = true;
         }
@@ -139,21 +124,7 @@ void estimate_shares(std::vector<TaskCoverage>& rows) {
 
 } // namespace
 
-const char* to_string(ScheduleSource s) {
-    switch (s) {
-    case ScheduleSource::Exact:
-        return "exact";
-    case ScheduleSource::IsaClass:
-        return "isa_class";
-    case ScheduleSource::Compatible:
-        return "compatible";
-    case ScheduleSource::Default:
-        return "default";
-    }
-    return "?";
-}
-
-int ModelBuild::tasks_served_by(ScheduleSource s) const {
+int ModelBuild::tasks_served_by(tune::LookupTier s) const {
     return static_cast<int>(std::count_if(coverage.begin(), coverage.end(),
                                           [s](const TaskCoverage& r) { return r.source == s; }));
 }
@@ -249,12 +220,12 @@ ModelBuild prepare_model_build(const BuildOptions& opts) {
             const tune::LookupResult lr = tune::lookup_best(*db, task.workload_key, opts.lookup,
                                                             tune::needs_by_replay(c));
             row.foreign_records = lr.foreign_records;
-            if (lr.tier != tune::LookupTier::None) {
+            if (lr.tier != tune::LookupTier::Default) {
                 const tune::TuningRecord& rec = *lr.record;
                 row.record_id = rec.id;
                 try {
                     lowered = replay_record(c, rec, symbol, opts.target);
-                    row.source = source_of(lr.tier);
+                    row.source = lr.tier;
                     row.record_cpu = lr.record_cpu;
                     row.tuned_secs = rec.median_secs;
                 } catch (const ScheduleError& e) {

@@ -332,6 +332,12 @@ TEST_F(TuneCli, BadOptionsAreOneLineErrors) {
         {"op run matmul:m=2,n=2,k=2 --db " + path("missing.db"), "missing.db"},
         {"costmodel eval --db " + path("missing.db"), "missing.db"},
         {"costmodel eval", "--db"},
+        {"costmodel eval --finetune 4 --db " + path("missing.db"), "--holdout tasks"},
+        {"costmodel train --db " + path("missing.db"), "--out"},
+        {"costmodel train --out x.tscm --db " + path("missing.db"), "missing.db"},
+        {"tune --op matmul:m=2,n=2,k=2 --trials 1 --pretrained " + path("none.tscm") + " --db " +
+             path("p.db"),
+         "none.tscm"},
         {"costmodel", "subcommand"},
     };
     for (const auto& [args, fragment] : cases) {
@@ -347,6 +353,7 @@ TEST_F(TuneCli, BadOptionsAreOneLineErrors) {
 
 TEST_F(TuneCli, HelpOfTheNewCommands) {
     for (const char* sub : {"tune --help", "costmodel --help", "costmodel eval --help",
+                            "costmodel train --help",
                             "costmodel features --help", "op run --help"}) {
         const Output o = run_tessera(sub, path("help"));
         EXPECT_EQ(o.code, 0) << sub << "\n" << o.out << o.err;
@@ -452,6 +459,58 @@ TEST_F(TuneCli, CostModelEvalPrintsRankingQuality) {
     Output bad = run_tessera("costmodel eval --holdout-share 1 --db " + db, path("eval"));
     EXPECT_EQ(bad.code, 1);
     EXPECT_NE(bad.err.find("--holdout-share"), std::string::npos) << bad.err;
+}
+
+TEST_F(TuneCli, CostModelTrainWritesAPretrainedModelThatTuneStartsFrom) {
+    const std::string db = path("corpus.db");
+    for (const char* spec :
+         {"matmul:m=13,n=7,k=127", "matmul:m=31,n=17,k=64", "matmul:m=9,n=21,k=33"}) {
+        Output t = run_tessera(std::string("tune --op ") + spec +
+                                   " --runner simulated --population 24 --generations 1 "
+                                   "--measure-per-round 16 --trials 32 --db " + db,
+                               path("tune"));
+        ASSERT_EQ(t.code, 0) << t.out << t.err;
+    }
+    const std::string blob = path("pretrained/m.tscm");
+    const Output train = run_tessera("costmodel train --db " + db + " --out " + blob, path("train"));
+    ASSERT_EQ(train.code, 0) << train.out << train.err;
+    EXPECT_NE(train.out.find("3 workloads, 96 records"), std::string::npos) << train.out;
+    EXPECT_NE(train.out.find("trained on 96 records of 3 tasks"), std::string::npos) << train.out;
+    ASSERT_TRUE(std::filesystem::is_regular_file(blob));
+    std::ifstream info_file(path("pretrained/m.json"));
+    const nlohmann::json info = nlohmann::json::parse(info_file);
+    EXPECT_EQ(info["records"], 96);
+    EXPECT_EQ(info["tasks"], 3);
+    EXPECT_TRUE(info.contains("feature_layout_version"));
+
+    // The comparison of a prior refined by a task's first records, on tasks held out.
+    const Output eval = run_tessera(
+        "costmodel eval --holdout tasks --holdout-share 0.34 --finetune 8 --db " + db,
+        path("eval"));
+    ASSERT_EQ(eval.code, 0) << eval.out << eval.err;
+    for (const char* line : {"pretrained on the other tasks", "trained on the 8 records alone",
+                             "pretrained, refined by them"})
+        EXPECT_NE(eval.out.find(line), std::string::npos) << line << "\n" << eval.out;
+
+    // A real tune starts from it; the simulated runner has no use for it.
+    const Output real = run_tessera(std::string("tune --op ") + kSpec +
+                                        " --runner local --trials 4 --population 8 "
+                                        "--generations 1 --measure-per-round 4 --threads 1 "
+                                        "--json --pretrained " + blob + " --db " + path("real.db"),
+                                    path("real"));
+    ASSERT_EQ(real.code, 0) << real.out << real.err;
+    EXPECT_TRUE(parse_json_summary(real)["pretrained"].get<bool>()) << real.out;
+    const Output simulated = run_tessera(std::string("tune --op ") + kSpec +
+                                             " --runner simulated --trials 4 --json --db " + db,
+                                         path("sim"));
+    ASSERT_EQ(simulated.code, 0) << simulated.out << simulated.err;
+    EXPECT_FALSE(parse_json_summary(simulated)["pretrained"].get<bool>()) << simulated.out;
+    const Output refused = run_tessera(std::string("tune --op ") + kSpec +
+                                           " --runner simulated --trials 4 --pretrained " + blob +
+                                           " --db " + db,
+                                       path("refused"));
+    EXPECT_EQ(refused.code, 1);
+    EXPECT_NE(refused.err.find("serves only"), std::string::npos) << refused.err;
 }
 
 TEST_F(TuneCli, CostModelFeaturesIsWired) {

@@ -367,8 +367,8 @@ TEST(CudaBuildLookup, CudaRecordOfAnotherMachineServesItsIsaClassAndCpuRecordsDo
     opts.db_path = db_path;
     opts.lookup = {"cuda -arch=sm_90", this_machine, "cuda;sm_90"};
     const compile::ModelBuild b = compile::prepare_model_build(opts);
-    EXPECT_EQ(b.coverage[0].source, compile::ScheduleSource::IsaClass) << b.coverage[0].note;
-    EXPECT_EQ(b.coverage[1].source, compile::ScheduleSource::Default);
+    EXPECT_EQ(b.coverage[0].source, tune::LookupTier::IsaClass) << b.coverage[0].note;
+    EXPECT_EQ(b.coverage[1].source, tune::LookupTier::Default);
     EXPECT_EQ(b.coverage[1].foreign_records, 1);
     ASSERT_EQ(b.cuda_modules.size(), b.tasks.size());
     EXPECT_FALSE(b.cuda_modules[0].launches.empty());

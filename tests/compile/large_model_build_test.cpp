@@ -64,9 +64,9 @@ TEST_P(LargeModel, BuildWithARecordForEveryTaskMatchesReference) {
     opts_.db_path = db;
     opts_.lookup = testing::host_key();
     const compile::ModelBuild b = compile::prepare_model_build(opts_);
-    EXPECT_EQ(b.tasks_served_by(compile::ScheduleSource::Exact), static_cast<int>(b.tasks.size()));
+    EXPECT_EQ(b.tasks_served_by(tune::LookupTier::Exact), static_cast<int>(b.tasks.size()));
     for (const compile::TaskCoverage& r : b.coverage)
-        EXPECT_EQ(r.source, compile::ScheduleSource::Exact) << r.task << " " << r.note;
+        EXPECT_EQ(r.source, tune::LookupTier::Exact) << r.task << " " << r.note;
     build_and_check(b);
 }
 

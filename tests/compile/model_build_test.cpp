@@ -145,7 +145,7 @@ TEST_F(ModelBuild, CoverageWithoutDatabaseIsAllDefaultAndSharesAreFlops) {
     ASSERT_FALSE(b.coverage.empty());
     double share = 0;
     for (const compile::TaskCoverage& r : b.coverage) {
-        EXPECT_EQ(r.source, compile::ScheduleSource::Default);
+        EXPECT_EQ(r.source, tune::LookupTier::Default);
         EXPECT_EQ(compile::schedule_source_text(r), "default (no database)");
         EXPECT_TRUE(r.share_is_flops);
         share += r.share;

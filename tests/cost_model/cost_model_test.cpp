@@ -276,6 +276,84 @@ TEST(XGBoostModel, LoadRejectsOtherKindsLayoutsObjectivesAndGarbage) {
     EXPECT_NE(msg.find("truncated"), std::string::npos) << msg;
 }
 
+// ---- priors (pretrained models) ----------------------------------------------------------
+
+TEST(XGBoostModel, PriorPredictsLikeThePretrainedModelUntilTrained) {
+    std::unique_ptr<CostModel> pretrained = make_xgboost_model();
+    pretrained->train(synthetic_programs(3, 127, 13, 81));
+    const std::vector<ProgramFeatures> test = features_of(synthetic_programs(2, 17, 13, 82));
+
+    std::unique_ptr<CostModel> m = make_xgboost_model();
+    EXPECT_FALSE(m->has_prior());
+    m->set_prior(pretrained->save());
+    EXPECT_TRUE(m->has_prior());
+    EXPECT_EQ(m->num_trained(), 0); // the prior's examples are not the task's
+    const std::vector<double> expected = pretrained->predict(test);
+    EXPECT_EQ(m->predict(test), expected);
+    // Nothing to learn from: the prior alone still predicts.
+    m->train({});
+    EXPECT_EQ(m->num_trained(), 0);
+    EXPECT_EQ(m->predict(test), expected);
+}
+
+TEST(XGBoostModel, PriorRefinedByAFewRecordsRanksANewTaskBetterThanTheRecordsAlone) {
+    // The corpus: tasks 0..3 of the family. The new task: task 5 of another draw, whose first
+    // 12 programs are all a tune has measured so far; the next 127 are what it will meet.
+    std::unique_ptr<CostModel> pretrained = make_xgboost_model();
+    pretrained->train(synthetic_programs(4, 127, 13, 91));
+    std::vector<TrainingExample> task5;
+    for (TrainingExample& e : synthetic_programs(6, 139, 13, 92))
+        if (e.task == "task5")
+            task5.push_back(std::move(e));
+    const std::vector<TrainingExample> first(task5.begin(), task5.begin() + 12);
+    const std::vector<TrainingExample> rest(task5.begin() + 12, task5.end());
+
+    std::unique_ptr<CostModel> own = make_xgboost_model();
+    own->train(first);
+    std::unique_ptr<CostModel> refined = make_xgboost_model();
+    refined->set_prior(pretrained->save());
+    refined->train(first);
+    EXPECT_EQ(refined->num_trained(), 12);
+    const double own_acc = ranking_quality(rest, own->predict(features_of(rest))).pairwise_accuracy;
+    const double refined_acc =
+        ranking_quality(rest, refined->predict(features_of(rest))).pairwise_accuracy;
+    EXPECT_GE(refined_acc, 0.75);
+    EXPECT_GT(refined_acc, own_acc);
+    // The refined model is the prior's trees plus new ones: it no longer predicts the prior's
+    // scores, it saves and loads like any model, and retraining it is deterministic.
+    EXPECT_NE(refined->predict(features_of(rest)), pretrained->predict(features_of(rest)));
+    std::unique_ptr<CostModel> loaded = make_xgboost_model();
+    loaded->load(refined->save());
+    EXPECT_EQ(loaded->predict(features_of(rest)), refined->predict(features_of(rest)));
+    std::unique_ptr<CostModel> again = make_xgboost_model();
+    again->set_prior(pretrained->save());
+    again->train(first);
+    EXPECT_EQ(again->predict(features_of(rest)), refined->predict(features_of(rest)));
+}
+
+TEST(XGBoostModel, SetPriorRejectsUntrainedOtherLayoutAndKindsWithoutPriors) {
+    std::unique_ptr<CostModel> trained = make_xgboost_model();
+    trained->train(synthetic_programs(1, 13, 7, 101));
+    const std::vector<uint8_t> blob = trained->save();
+    const std::vector<ProgramFeatures> test = features_of(synthetic_programs(1, 5, 7, 102));
+
+    std::unique_ptr<CostModel> m = make_xgboost_model();
+    std::string msg = user_error_of([&] { m->set_prior(make_xgboost_model()->save()); });
+    EXPECT_NE(msg.find("untrained"), std::string::npos) << msg;
+    std::vector<uint8_t> other_layout = blob;
+    other_layout[layout_version_offset("xgboost")] ^= 0x40;
+    msg = user_error_of([&] { m->set_prior(other_layout); });
+    EXPECT_NE(msg.find("layout version"), std::string::npos) << msg;
+    // A failed set_prior leaves the model as it was.
+    EXPECT_FALSE(m->has_prior());
+    EXPECT_EQ(m->predict(test), std::vector<double>(test.size(), 0.0));
+
+    msg = user_error_of([&] { make_random_model(1)->set_prior(blob); });
+    EXPECT_NE(msg.find("random cost model cannot start from a pretrained model"),
+              std::string::npos)
+        << msg;
+}
+
 TEST(XGBoostModel, BadOptionsAreUserErrors) {
     XGBoostOptions o;
     o.objective = "lambdamart";

@@ -142,7 +142,7 @@ TEST(CompatibleTier, AnotherCpuModelServesWhenItsCodeRunsHere) {
     EXPECT_EQ(z1.record->id, slow8);
 
     // Without a check of the code's needs the tier is not used.
-    EXPECT_EQ(lookup_best(db, key, kZen5Box.key()).tier, LookupTier::None);
+    EXPECT_EQ(lookup_best(db, key, kZen5Box.key()).tier, LookupTier::Default);
 }
 
 TEST(CompatibleTier, RefusedRecordsSayWhyInWords) {
@@ -152,7 +152,7 @@ TEST(CompatibleTier, RefusedRecordsSayWhyInWords) {
     for (int i = 0; i < 12; ++i)
         record(db, key, kRocketLakeBox, vectorized(c, 16 + 16 * (i % 3)), 1e-3 * (i + 1));
     LookupResult r = lookup_best(db, key, kZen1Box.key(), needs_by_replay(c));
-    EXPECT_EQ(r.tier, LookupTier::None);
+    EXPECT_EQ(r.tier, LookupTier::Default);
     EXPECT_FALSE(r.record.has_value());
     EXPECT_EQ(r.why_none, "12 records from rocketlake: they need avx512f, absent here");
 
@@ -168,7 +168,7 @@ TEST(CompatibleTier, RefusedRecordsSayWhyInWords) {
     cuda[0].run_secs = {1e-5};
     db.commit_batch(cuda);
     r = lookup_best(db, key, kZen1Box.key(), needs_by_replay(c));
-    EXPECT_EQ(r.tier, LookupTier::None);
+    EXPECT_EQ(r.tier, LookupTier::Default);
     EXPECT_NE(r.why_none.find("12 records from rocketlake: they need avx512f, absent here"),
               std::string::npos)
         << r.why_none;

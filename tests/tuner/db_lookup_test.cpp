@@ -132,13 +132,13 @@ TEST(DbLookup, IsaClassTierServesAnotherCpuNameOfTheSameKind) {
 
     // Another ISA class, or another target family on the same class, is never served.
     LookupResult ra = lookup_best(db, key, amd.key());
-    EXPECT_EQ(ra.tier, LookupTier::None);
+    EXPECT_EQ(ra.tier, LookupTier::Default);
     EXPECT_FALSE(ra.record.has_value());
     EXPECT_EQ(ra.foreign_records, 4);
     LookupKey sim = clx.key();
     sim.target = "simulated:" + sim.target;
     LookupResult rs = lookup_best(db, key, sim);
-    EXPECT_EQ(rs.tier, LookupTier::None);
+    EXPECT_EQ(rs.tier, LookupTier::Default);
     EXPECT_EQ(rs.foreign_records, 4);
 
     // Once clx has its own record, the exact tier wins even though skx's is faster.
@@ -154,7 +154,7 @@ TEST(DbLookup, IsaClassTierServesAnotherCpuNameOfTheSameKind) {
     EXPECT_EQ(re.tier, LookupTier::Exact);
     EXPECT_EQ(re.record->schedule_json, sched(50));
     // An unknown workload is tier None, not an error.
-    EXPECT_EQ(lookup_best(db, "feed", clx.key()).tier, LookupTier::None);
+    EXPECT_EQ(lookup_best(db, "feed", clx.key()).tier, LookupTier::Default);
 }
 
 TEST(DbPrune, KeepsTheBestPerTaskAndDropsErrorsUnlessAsked) {

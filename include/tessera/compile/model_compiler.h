@@ -71,18 +71,6 @@ struct BuildOptions {
     std::string cuda_arch = "sm_90";
 };
 
-/// Where a task's schedule came from.
-enum class ScheduleSource : uint8_t {
-    Exact,    ///< A record measured on this machine.
-    IsaClass, ///< A record measured on another machine of this ISA class.
-    /// A record of another CPU model whose code needs only what this CPU has (lookup.h).
-    Compatible,
-    Default, ///< No usable record: the default schedule (see TaskCoverage::note for why).
-};
-
-/// "exact", "isa_class", "compatible", "default".
-const char* to_string(ScheduleSource s);
-
 /// One row of the coverage table: a task, where its schedule came from and its estimated
 /// share of a model run.
 struct TaskCoverage {
@@ -91,7 +79,9 @@ struct TaskCoverage {
     std::string workload_key;
     int count = 0;     ///< Groups (kernel calls) of this task per model run.
     int64_t flops = 0; ///< Of one call.
-    ScheduleSource source = ScheduleSource::Default;
+    /// Where its schedule came from: the lookup tier that served (tune::LookupTier;
+    /// Default: no usable record, see note for why).
+    tune::LookupTier source = tune::LookupTier::Default;
     int64_t record_id =
         0; ///< The record served (Exact/IsaClass/Compatible), or the one that failed to replay.
     /// The CPU that recorded the record served (tune::recording_cpu, e.g. "rocketlake").
@@ -138,7 +128,7 @@ struct ModelBuild {
     double prepare_secs = 0;            ///< Wall time of prepare_model_build.
 
     /// Rows served by `s`.
-    int tasks_served_by(ScheduleSource s) const;
+    int tasks_served_by(tune::LookupTier s) const;
 };
 
 /// What write_model_library produced.

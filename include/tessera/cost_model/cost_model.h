@@ -43,6 +43,17 @@ class CostModel {
     virtual void load(const std::vector<uint8_t>& blob) = 0;
     /// Number of examples the current model was trained on (0 = untrained).
     virtual int64_t num_trained() const = 0;
+    /// Starts the model from pretrained knowledge: a blob save() wrote for a corpus of other
+    /// tasks (the built-in one comes from pretrained.h). From then on an untrained model
+    /// predicts with the prior, and train() fits its examples on top of the prior instead of
+    /// starting empty (XGBoost: boosting continues from the prior's trees), so a task's first
+    /// records refine what the corpus taught rather than replace it. Replaces the current
+    /// model by the prior. Throws UserError like load() on a blob this model cannot start from
+    /// (another kind, feature layout or objective, or damaged); the model is unchanged then.
+    /// The default: this kind of model has no use for a prior (UserError).
+    virtual void set_prior(const std::vector<uint8_t>& blob);
+    /// Whether set_prior() succeeded: predictions carry information even before train().
+    virtual bool has_prior() const { return false; }
 };
 
 /// Options of the XGBoost model, one documented default each. The defaults were chosen by
@@ -62,6 +73,10 @@ struct XGBoostOptions {
     /// after this many rounds without a better held-out pairwise accuracy, keeping the best.
     int early_stopping_rounds = 20;
     uint64_t seed = 0; ///< Seed of the validation draw and of XGBoost's pair sampling.
+    /// Rounds added to a prior (CostModel::set_prior) when there are too few programs to
+    /// validate on (fewer than 100): then nothing stops the new trees from fitting a handful
+    /// of records at the corpus's expense, so they are few (cost_model/README.md, fine-tuning).
+    int prior_rounds_unvalidated = 20;
 };
 
 /// The XGBoost model (C API, tree_method hist). Untrained, it predicts 0 for every program;

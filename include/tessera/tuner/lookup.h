@@ -34,10 +34,10 @@ enum class LookupTier : uint8_t {
     Exact,      ///< Measured for this target on a machine with this fingerprint.
     IsaClass,   ///< Measured for this target family on another machine of this ISA class.
     Compatible, ///< Measured on another CPU model whose code runs here (see the file comment).
-    None,       ///< No usable record: the caller falls back to its default schedule.
+    Default,    ///< No usable record: the caller runs its default schedule.
 };
 
-/// "exact", "isa_class", "compatible", "none".
+/// "exact", "isa_class", "compatible", "default".
 const char* to_string(LookupTier t);
 
 /// The machine and target a lookup is for (TuneTarget's fields).
@@ -86,9 +86,9 @@ std::vector<OtherMachine> other_machines(const TuningDatabase& db, const std::st
                                          const LookupKey& key, const NeedsOf& needs_of);
 
 struct LookupResult {
-    LookupTier tier = LookupTier::None;
-    std::optional<TuningRecord> record; ///< Set unless tier is None.
-    /// recording_cpu() of the record served (empty for tier None).
+    LookupTier tier = LookupTier::Default;
+    std::optional<TuningRecord> record; ///< Set unless tier is Default.
+    /// recording_cpu() of the record served (empty for tier Default).
     std::string record_cpu;
     /// Ok records of the workload that neither the exact nor the ISA-class tier may use:
     /// measured for another target family, or on a machine of another ISA class.
@@ -100,7 +100,7 @@ struct LookupResult {
 
 /// Looks up the best record of `workload_key` for `key` (exact, ISA class, compatible).
 /// needs_of decides the compatible tier (without it that tier is skipped). Deterministic (ties
-/// by record id). An unknown workload gives tier None.
+/// by record id). An unknown workload gives tier Default.
 LookupResult lookup_best(const TuningDatabase& db, const std::string& workload_key,
                          const LookupKey& key, const NeedsOf& needs_of = {});
 

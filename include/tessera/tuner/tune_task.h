@@ -18,7 +18,8 @@
 //      samples, the rest the best predicted ones; never a schedule JSON already measured for
 //      (workload, target, fingerprint) in the database or earlier in this call (those are
 //      counted in skipped_already_measured). While the model has learnt nothing (fewer than
-//      retrain_min_records Ok records so far), the rest are instead mutations (1 to 3 each) of
+//      retrain_min_records Ok records so far and no pretrained prior, cost::CostModel::
+//      set_prior), the rest are instead mutations (1 to 3 each) of
 //      the task's best measured states, fastest most often: an untrained model ranks at random,
 //      and random schedules are far slower than a good default, so the first searched round
 //      is a local search around the default and the transfer seeds (ResNet-18 on a 2-core Zen 1,

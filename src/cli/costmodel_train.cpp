@@ -1,0 +1,103 @@
+// `tessera costmodel train` (costmodel_train.h).
+#include "costmodel_train.h"
+
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "costmodel_corpus.h"
+#include "tessera/cost_model/cost_model.h"
+#include "tessera/cost_model/features.h"
+#include "tessera/support/error.h"
+
+namespace tessera::cli {
+
+namespace {
+
+/// Writes `bytes` to `path` through a temporary file and a rename (all or nothing).
+void write_atomically(const std::string& path, const std::string& bytes) {
+    const std::string tmp = path + ".tmp";
+    {
+        std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+        f.write(bytes.data(), std::streamsize(bytes.size()));
+        f.close();
+        if (!f)
+            throw UserError() << "--out " << path << ": cannot be written";
+    }
+    std::error_code ec;
+    std::filesystem::rename(tmp, path, ec);
+    if (ec)
+        throw UserError() << "--out " << path << ": " << ec.message();
+}
+
+std::string utc_date() {
+    const std::time_t now = std::time(nullptr);
+    std::tm tm{};
+    gmtime_r(&now, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
+
+} // namespace
+
+std::string pretrained_info_path(const std::string& blob) {
+    return std::filesystem::path(blob).replace_extension(".json").string();
+}
+
+void run_costmodel_train(const CostModelTrainOptions& opts, std::ostream& out) {
+    if (opts.out.empty())
+        throw UserError() << "--out is required";
+    const tune::TuningDatabase db = open_corpus_database(opts.db);
+    CorpusCounts counts;
+    const std::vector<CorpusExample> corpus = load_corpus(db, opts.tasks_of, counts);
+    print_corpus_counts(opts.db, counts, out);
+    if (corpus.empty())
+        throw UserError() << "--db " << opts.db << ": no usable records to train on";
+
+    std::vector<cost::TrainingExample> examples;
+    std::set<std::string> tasks, targets;
+    for (const CorpusExample& e : corpus) {
+        examples.push_back(e.example);
+        tasks.insert(e.example.task);
+        targets.insert(e.target);
+    }
+    std::unique_ptr<cost::CostModel> model = cost::make_model("xgboost", opts.seed);
+    const auto t0 = std::chrono::steady_clock::now();
+    model->train(examples);
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const std::vector<uint8_t> blob = model->save();
+
+    nlohmann::ordered_json info;
+    info["what"] = "tessera pretrained cost model (scripts/train_cost_model.sh)";
+    info["model"] = model->name();
+    info["feature_layout_version"] = cost::kFeatureLayoutVersion;
+    info["records"] = counts.records;
+    info["error_records"] = counts.error_records;
+    info["workloads"] = counts.workloads;
+    info["tasks"] = tasks.size();
+    info["targets"] = targets; // std::set: sorted, the same on every run
+    info["seed"] = opts.seed;
+    info["trained_at"] = utc_date();
+
+    const std::filesystem::path dir = std::filesystem::path(opts.out).parent_path();
+    std::error_code ec;
+    if (!dir.empty())
+        std::filesystem::create_directories(dir, ec);
+    write_atomically(opts.out, std::string(blob.begin(), blob.end()));
+    const std::string info_path = pretrained_info_path(opts.out);
+    write_atomically(info_path, info.dump(2) + "\n");
+    out << fmt::format("model     {} trained on {} records of {} tasks in {:.2f} s\n",
+                       model->name(), examples.size(), tasks.size(), secs);
+    out << fmt::format("wrote     {} ({} bytes, feature layout {}) and {}\n", opts.out,
+                       blob.size(), cost::kFeatureLayoutVersion, info_path);
+}
+
+} // namespace tessera::cli
