@@ -20,6 +20,11 @@
 namespace tessera::tune {
 
 namespace {
+/// Neighbours drawn per neighbour measured when a pretrained prior ranks them.
+constexpr int kNeighbourOversample = 4;
+} // namespace
+
+namespace {
 
 /// The evolution's share of the search options.
 EvolutionOptions evolution_options(const SearchOptions& opts) {
@@ -297,14 +302,23 @@ class TaskTuner {
             pick_json.push_back(std::move(json));
         }
 
-        // While the model has learnt nothing (no records, no pretrained prior), its scores
-        // would rank the evolution's states at random, and random states are far slower than
-        // a good default: the round measures mutations of the best measured states instead (a
-        // local search around the default schedule and the transfer seeds), which also gives
-        // the model its first lessons.
+        // While the model has learnt nothing of this task, the round measures mutations of the
+        // best measured states (a local search around the default schedule and the transfer
+        // seeds), which also gives the model its first lessons: random states are far slower
+        // than a good default. Without a prior the neighbours are drawn at random; with one,
+        // kNeighbourOversample times as many are drawn and the prior keeps the best predicted.
+        // (ResNet-18 on a 2-core Zen 1, 300 s: letting the prior rank the evolution's states
+        // instead measured 262 candidates, slower to build, and ended 5% above the unranked
+        // local search's 50.9 ms.)
         neighbour_picks_.clear();
-        if (int(picks.size()) < n && model_.num_trained() == 0 && !model_.has_prior())
-            neighbour_picks_ = neighbours_of_best(measured_best, n - int(picks.size()), picked);
+        if (int(picks.size()) < n && model_.num_trained() == 0) {
+            const int wanted = n - int(picks.size());
+            neighbour_picks_ = neighbours_of_best(
+                measured_best, model_.has_prior() ? kNeighbourOversample * wanted : wanted,
+                picked);
+            if (model_.has_prior())
+                keep_best_predicted(neighbour_picks_, wanted);
+        }
         for (const sched::State& s : neighbour_picks_) {
             std::string json = sched::steps_to_json(s.steps);
             picked.insert(json);
@@ -363,6 +377,26 @@ class TaskTuner {
             out.push_back(std::move(*child));
         }
         return out;
+    }
+
+    /// Keeps the n states of `states` the model predicts fastest (ties: the earlier first).
+    void keep_best_predicted(std::vector<sched::State>& states, int n) {
+        if (int(states.size()) <= n)
+            return;
+        std::vector<cost::ProgramFeatures> features;
+        features.reserve(states.size());
+        for (const sched::State& s : states) // neighbours_of_best cached every one
+            features.push_back(*search_cache_.find(sched::steps_to_json(s.steps)));
+        const std::vector<double> score = model_.predict(features);
+        std::vector<size_t> order(states.size());
+        for (size_t i = 0; i < order.size(); ++i)
+            order[i] = i;
+        std::stable_sort(order.begin(), order.end(),
+                         [&](size_t a, size_t b) { return score[a] > score[b]; });
+        std::vector<sched::State> kept;
+        for (int i = 0; i < n; ++i)
+            kept.push_back(std::move(states[order[size_t(i)]]));
+        states = std::move(kept);
     }
 
     /// After a round's measurements: retrain, record the curve point, report.

@@ -17,13 +17,15 @@
 //      default schedule and the transfer seeds, below), floor(eps_greedy * n) random fresh
 //      samples, the rest the best predicted ones; never a schedule JSON already measured for
 //      (workload, target, fingerprint) in the database or earlier in this call (those are
-//      counted in skipped_already_measured). While the model has learnt nothing (fewer than
-//      retrain_min_records Ok records so far and no pretrained prior, cost::CostModel::
-//      set_prior), the rest are instead mutations (1 to 3 each) of
-//      the task's best measured states, fastest most often: an untrained model ranks at random,
-//      and random schedules are far slower than a good default, so the first searched round
-//      is a local search around the default and the transfer seeds (ResNet-18 on a 2-core Zen 1,
-//      300 s from an empty database: the estimated model time fell 14% with it, 0% without);
+//      counted in skipped_already_measured). While the model has learnt nothing of the task
+//      (fewer than retrain_min_records Ok records so far), the rest are instead mutations (1 to
+//      3 each) of the task's best measured states, fastest most often: random schedules are far
+//      slower than a good default, so the first searched round is a local search around the
+//      default and the transfer seeds (ResNet-18 on a 2-core Zen 1, 300 s from an empty
+//      database: the estimated model time fell 14% with it, 0% without). A model started from
+//      a pretrained prior (cost::CostModel::set_prior) ranks four times as many mutations and
+//      the best predicted are measured; an untrained one would rank at random, so they are
+//      drawn as they come;
 //   4. measure and commit in batches of commit_every candidates (failures as error records
 //      with their message; the clock is read between batches and the round ends early once
 //      the deadline has passed), retrain the model on all records of the task for (target,
