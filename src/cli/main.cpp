@@ -204,6 +204,14 @@ int main(int argc, char** argv) {
                        "processes on a busy machine cannot disturb the timings (needs root or "
                        "CAP_SYS_NICE; otherwise one warning and normal scheduling; records note "
                        "it in their measurement settings)");
+    tune_cmd->add_option("--min-repeat-secs", tune_opts.min_repeat_secs,
+                         "Time each candidate's repeats for at least this long in total (at "
+                         "least 5 repeats, at most 200; the median is recorded)")
+        ->capture_default_str();
+    tune_cmd->add_option("--slow-factor", tune_opts.slow_factor,
+                         "A candidate whose checked run is slower than this many times the "
+                         "task's best so far is timed once instead of repeated (0: never)")
+        ->capture_default_str();
     tune_cmd
         ->add_option("--weights", tune_opts.weights,
                      "Caches of each task's weights in timed runs: cold (evicted before "

@@ -104,6 +104,12 @@ void check_tune_options(const TuneOptions& o) {
     }
     if (o.threads < 0)
         throw UserError() << "--threads must be >= 0, got " << o.threads;
+    if (!(o.min_repeat_secs >= 0) || !std::isfinite(o.min_repeat_secs))
+        throw UserError() << "--min-repeat-secs must be a number of seconds >= 0, got "
+                          << o.min_repeat_secs;
+    if (!(o.slow_factor == 0 || o.slow_factor >= 1) || !std::isfinite(o.slow_factor))
+        throw UserError() << "--slow-factor must be 0 (never cut) or at least 1, got "
+                          << o.slow_factor;
     if (o.population < 1)
         throw UserError() << "--population must be at least 1, got " << o.population;
     if (o.generations < 0)
@@ -181,6 +187,8 @@ std::unique_ptr<tune::Measurer> make_tune_measurer(const TuneOptions& o) {
     tune::MeasureOptions mo;
     mo.kernel_threads = o.threads;
     mo.realtime = o.realtime;
+    mo.min_repeat_secs = o.min_repeat_secs;
+    mo.slow_factor = o.slow_factor;
     mo.cold_weights = o.weights == "cold" || (o.weights == "auto" && !o.model_path.empty());
     mo.seed = o.seed;
     return tune::make_local_measurer(mo);

@@ -34,6 +34,12 @@ struct TuneOptions {
     int threads = 0;                       ///< Threads of the measured kernels; 0 = all cores.
     /// Time candidates in a real-time (SCHED_FIFO) worker (tune::MeasureOptions::realtime).
     bool realtime = false;
+    /// Timed repeats of a candidate last at least this long in total
+    /// (tune::MeasureOptions::min_repeat_secs).
+    double min_repeat_secs = tune::MeasureOptions{}.min_repeat_secs;
+    /// A candidate whose checked run is slower than this many times the task's best is timed
+    /// once (tune::MeasureOptions::slow_factor; 0 = never cut).
+    double slow_factor = tune::MeasureOptions{}.slow_factor;
     /// Whether each task's weights are evicted from the caches before every timed run
     /// (tune::MeasureOptions::cold_weights): "cold", "warm", or "auto" (cold when tuning a
     /// model, whose kernels find their weights evicted by the others; warm for one operator).

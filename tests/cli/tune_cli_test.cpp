@@ -334,6 +334,10 @@ TEST_F(TuneCli, BadOptionsAreOneLineErrors) {
         {"costmodel eval", "--db"},
         {"costmodel eval --finetune 4 --db " + path("missing.db"), "--holdout tasks"},
         {"costmodel train --db " + path("missing.db"), "--out"},
+        {"tune --op matmul:m=2,n=2,k=2 --trials 1 --min-repeat-secs -1 --db " + path("p.db"),
+         "--min-repeat-secs"},
+        {"tune --op matmul:m=2,n=2,k=2 --trials 1 --slow-factor 0.5 --db " + path("p.db"),
+         "--slow-factor"},
         {"costmodel train --out x.tscm --db " + path("missing.db"), "missing.db"},
         {"tune --op matmul:m=2,n=2,k=2 --trials 1 --pretrained " + path("none.tscm") + " --db " +
              path("p.db"),
