@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
 
 namespace tessera::cost {
@@ -147,7 +148,7 @@ class XGBoostModel : public CostModel {
     void load(const std::vector<uint8_t>& blob) override;
     int64_t num_trained() const override { return num_trained_; }
     void set_prior(const std::vector<uint8_t>& blob) override;
-    bool has_prior() const override { return !prior_.empty(); }
+    bool has_prior() const override { return prior_.has_value(); }
 
   private:
     /// The fields of a blob save() wrote, checked against this model's kind and objective.
@@ -169,8 +170,7 @@ class XGBoostModel : public CostModel {
     Booster booster_;       ///< null while untrained without a prior
     size_t row_length_ = 0; ///< features per row the booster was trained on
     int64_t num_trained_ = 0;
-    std::vector<uint8_t> prior_; ///< the prior's XGBoost UBJ model; empty without one
-    size_t prior_row_length_ = 0;
+    std::optional<Blob> prior_; ///< set_prior's blob (its booster is never empty)
 };
 
 Dataset XGBoostModel::make_dataset(const std::vector<const TrainingExample*>& programs) const {
@@ -247,7 +247,7 @@ Booster XGBoostModel::new_booster(const std::vector<DMatrixHandle>& cache,
 void XGBoostModel::train(const std::vector<TrainingExample>& examples) {
     booster_.reset();
     num_trained_ = 0;
-    row_length_ = prior_row_length_; // 0 without a prior: the first example decides
+    row_length_ = prior_ ? prior_->row_length : 0; // 0: the first example decides
     // Programs without stores have no rows to learn from.
     std::vector<const TrainingExample*> usable;
     for (const TrainingExample& e : examples) {
@@ -261,8 +261,8 @@ void XGBoostModel::train(const std::vector<TrainingExample>& examples) {
         usable.push_back(&e);
     }
     if (usable.empty() || row_length_ == 0) {
-        if (!prior_.empty()) // nothing to add: the prior alone
-            booster_ = new_booster({}, prior_);
+        if (prior_) // nothing to add: the prior alone
+            booster_ = new_booster({}, prior_->booster);
         return;
     }
 
@@ -289,13 +289,13 @@ void XGBoostModel::train(const std::vector<TrainingExample>& examples) {
         dvalid = make_dmatrix(valid, rank());
         cache.push_back(dvalid.get());
     }
-    Booster b = new_booster(cache, prior_);
+    Booster b = new_booster(cache, prior_ ? prior_->booster : std::vector<uint8_t>{});
     // With a prior, its trees stay and new ones are added: rounds count from the prior's.
     int prior_rounds = 0;
     check_xgb(XGBoosterBoostedRounds(b.get(), &prior_rounds), "XGBoosterBoostedRounds");
     // Without a validation set to stop early, a prior gets few new trees: a handful of a
     // task's records cannot say much beyond what the corpus taught (README.md, fine-tuning).
-    const int num_rounds = prior_.empty() || dvalid ? opts_.num_rounds
+    const int num_rounds = !prior_ || dvalid ? opts_.num_rounds
                                                    : std::min(opts_.num_rounds,
                                                               opts_.prior_rounds_unvalidated);
     auto valid_accuracy = [&] {
@@ -466,9 +466,9 @@ void XGBoostModel::set_prior(const std::vector<uint8_t>& blob) {
     Booster b = read_booster(parsed.booster);
     set_runtime_params(b.get());
     booster_ = std::move(b);
-    row_length_ = prior_row_length_ = parsed.row_length;
+    row_length_ = parsed.row_length;
     num_trained_ = 0;
-    prior_ = std::move(parsed.booster);
+    prior_ = std::move(parsed);
 }
 
 } // namespace

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <ctime>
 #include <limits>
 #include <sstream>
 
@@ -89,15 +88,6 @@ std::string record_identity(const TuningRecord& r) {
         nlohmann::json::array({r.workload_key, r.target, r.fingerprint, r.schedule_json,
                                r.created_at, run_secs_to_json(r.run_secs)});
     return sha256_hex(fields.dump());
-}
-
-std::string utc_now() {
-    std::time_t t = std::time(nullptr);
-    std::tm tm{};
-    gmtime_r(&t, &tm);
-    char buf[32];
-    std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return buf;
 }
 
 static double median(std::vector<double> v) {

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "tessera/support/utc_time.h"
 #include "tessera/tuner/database.h"
 
 namespace tessera::tune {
@@ -84,9 +85,6 @@ std::unique_ptr<DatabaseEngine> open_postgres_engine(const std::string& url);
 /// record (unknown error code, Ok without a valid run time, invalid JSON, schema version out of
 /// range). Returns record_identity(r) of the filled record. Does not check the workload.
 std::string prepare_record(TuningRecord& r, size_t index, bool import, const std::string& now);
-
-/// The current time as ISO 8601 UTC ("2026-01-02T03:04:05Z").
-std::string utc_now();
 
 /// The stored form of run_secs: a JSON array, non-finite times as null; and back (null -> NaN).
 std::string run_secs_to_json(const std::vector<double>& secs);

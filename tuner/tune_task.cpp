@@ -20,11 +20,9 @@
 namespace tessera::tune {
 
 namespace {
+
 /// Neighbours drawn per neighbour measured when a pretrained prior ranks them.
 constexpr int kNeighbourOversample = 4;
-} // namespace
-
-namespace {
 
 /// The evolution's share of the search options.
 EvolutionOptions evolution_options(const SearchOptions& opts) {
@@ -319,11 +317,10 @@ class TaskTuner {
             if (model_.has_prior())
                 keep_best_predicted(neighbour_picks_, wanted);
         }
-        for (const sched::State& s : neighbour_picks_) {
-            std::string json = sched::steps_to_json(s.steps);
-            picked.insert(json);
-            picks.push_back(&s);
-            pick_json.push_back(std::move(json));
+        for (const ScoredState& s : neighbour_picks_) {
+            picked.insert(s.schedule_json);
+            picks.push_back(&s.state);
+            pick_json.push_back(s.schedule_json);
         }
 
         // The evolution (skipped when the whole round is random picks).
@@ -352,11 +349,11 @@ class TaskTuner {
 
     /// Up to n distinct states, none measured or in `picked`, each 1 to 3 mutations of one of
     /// `parents` (the task's best measured states on this machine, fastest first; the fastest
-    /// drawn most often), that lower. CPU states only (GPU states have mutations of their
-    /// own): none otherwise.
-    std::vector<sched::State> neighbours_of_best(const std::vector<sched::State>& parents, int n,
-                                                 const std::set<std::string>& picked) {
-        std::vector<sched::State> out;
+    /// drawn most often), that lower, with their JSON (scores 0). CPU states only (GPU states
+    /// have mutations of their own): none otherwise.
+    std::vector<ScoredState> neighbours_of_best(const std::vector<sched::State>& parents, int n,
+                                                const std::set<std::string>& picked) {
+        std::vector<ScoredState> out;
         if (parents.empty() || sched::is_gpu_state(parents.front()))
             return out;
         std::set<std::string> seen = picked;
@@ -374,29 +371,25 @@ class TaskTuner {
             if (measured_.count(json) || !seen.insert(json).second ||
                 !search_cache_.features(*child, json, result_.search))
                 continue;
-            out.push_back(std::move(*child));
+            out.push_back({std::move(*child), std::move(json), 0.0});
         }
         return out;
     }
 
     /// Keeps the n states of `states` the model predicts fastest (ties: the earlier first).
-    void keep_best_predicted(std::vector<sched::State>& states, int n) {
+    void keep_best_predicted(std::vector<ScoredState>& states, int n) {
         if (int(states.size()) <= n)
             return;
         std::vector<cost::ProgramFeatures> features;
         features.reserve(states.size());
-        for (const sched::State& s : states) // neighbours_of_best cached every one
-            features.push_back(*search_cache_.find(sched::steps_to_json(s.steps)));
+        for (const ScoredState& s : states) // neighbours_of_best cached every one
+            features.push_back(*search_cache_.find(s.schedule_json));
         const std::vector<double> score = model_.predict(features);
-        std::vector<size_t> order(states.size());
-        for (size_t i = 0; i < order.size(); ++i)
-            order[i] = i;
-        std::stable_sort(order.begin(), order.end(),
-                         [&](size_t a, size_t b) { return score[a] > score[b]; });
-        std::vector<sched::State> kept;
-        for (int i = 0; i < n; ++i)
-            kept.push_back(std::move(states[order[size_t(i)]]));
-        states = std::move(kept);
+        for (size_t i = 0; i < states.size(); ++i)
+            states[i].score = score[i];
+        std::stable_sort(states.begin(), states.end(),
+                         [](const ScoredState& a, const ScoredState& b) { return a.score > b.score; });
+        states.erase(states.begin() + n, states.end());
     }
 
     /// After a round's measurements: retrain, record the curve point, report.
@@ -522,7 +515,7 @@ class TaskTuner {
     /// Measured first: the default schedule (when made), then the transfer seeds.
     std::vector<sched::State> seeds_;
     /// The neighbours of the best picked in the current round (the round's picks point here).
-    std::vector<sched::State> neighbour_picks_;
+    std::vector<ScoredState> neighbour_picks_;
 
     TuneResult result_;
     std::string model_name_;

@@ -16,12 +16,15 @@
 #include "tessera/support/error.h"
 #include "tessera/support/rng.h"
 #include "tessera/tuner/database.h"
+#include "tune_command.h"
 
 namespace tessera::cli {
 
 namespace {
 
 void check_options(const CostModelEvalOptions& o) {
+    if (o.db.empty())
+        throw UserError() << "--db is required";
     if (o.model != "xgboost" && o.model != "random")
         throw UserError() << "--model must be xgboost or random, got '" << o.model << "'";
     if (o.holdout != "records" && o.holdout != "tasks")
@@ -86,12 +89,17 @@ int count_tasks(const std::vector<cost::TrainingExample>& v) {
     return int(tasks.size());
 }
 
-FinetuneQuality quality_of(const std::vector<cost::TrainingExample>& test, cost::CostModel& m) {
+/// How `m` ranks the examples (within their tasks).
+cost::RankingQuality ranking_of(const std::vector<cost::TrainingExample>& test, cost::CostModel& m) {
     std::vector<cost::ProgramFeatures> programs;
     programs.reserve(test.size());
     for (const cost::TrainingExample& e : test)
         programs.push_back(e.features);
-    const cost::RankingQuality q = cost::ranking_quality(test, m.predict(programs));
+    return cost::ranking_quality(test, m.predict(programs));
+}
+
+FinetuneQuality quality_of(const std::vector<cost::TrainingExample>& test, cost::CostModel& m) {
+    const cost::RankingQuality q = ranking_of(test, m);
     return {q.pairwise_accuracy, q.peak_score_at_5};
 }
 
@@ -131,7 +139,7 @@ void compare_finetuning(const std::vector<cost::TrainingExample>& held_out, int 
 
 CostModelEvalResult run_costmodel_eval(const CostModelEvalOptions& opts, std::ostream& out) {
     check_options(opts);
-    const tune::TuningDatabase db = open_corpus_database(opts.db);
+    const tune::TuningDatabase db = open_existing_tune_database(opts.db, "--db " + opts.db);
 
     CostModelEvalResult res;
     const std::vector<CorpusExample> all = load_corpus(db, opts.tasks_of, res.corpus);
@@ -160,11 +168,7 @@ CostModelEvalResult run_costmodel_eval(const CostModelEvalOptions& opts, std::os
     model->train(train);
     const double train_secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::vector<cost::ProgramFeatures> programs;
-    programs.reserve(test.size());
-    for (const cost::TrainingExample& e : test)
-        programs.push_back(e.features);
-    const cost::RankingQuality q = cost::ranking_quality(test, model->predict(programs));
+    const cost::RankingQuality q = ranking_of(test, *model);
     res.pairwise_accuracy = q.pairwise_accuracy;
     res.peak_score_at_1 = q.peak_score_at_1;
     res.peak_score_at_5 = q.peak_score_at_5;

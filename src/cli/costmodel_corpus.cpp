@@ -2,7 +2,6 @@
 #include "costmodel_corpus.h"
 
 #include <algorithm>
-#include <filesystem>
 #include <map>
 #include <optional>
 #include <set>
@@ -125,15 +124,6 @@ void print_corpus_counts(const std::string& db, const CorpusCounts& c, std::ostr
                        "nor a --tasks-of model rebuilds them)\n",
                        db, c.workloads, c.records, c.error_records, c.unusable_records,
                        c.skipped_workloads);
-}
-
-tune::TuningDatabase open_corpus_database(const std::string& path) {
-    if (path.empty())
-        throw UserError() << "--db is required";
-    std::error_code ec;
-    if (!tune::is_server_database(path) && !std::filesystem::is_regular_file(path, ec))
-        throw UserError() << "--db " << path << ": no such file";
-    return tune::TuningDatabase(path);
 }
 
 } // namespace tessera::cli

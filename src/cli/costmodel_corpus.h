@@ -44,7 +44,4 @@ std::vector<CorpusExample> load_corpus(const tune::TuningDatabase& db,
 /// The one-line account of a loaded corpus: "database  PATH: W workloads, R records (...)".
 void print_corpus_counts(const std::string& db, const CorpusCounts& c, std::ostream& out);
 
-/// Opens an existing tuning database for reading; UserError naming --db when there is none.
-tune::TuningDatabase open_corpus_database(const std::string& path);
-
 } // namespace tessera::cli

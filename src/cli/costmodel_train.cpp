@@ -2,7 +2,6 @@
 #include "costmodel_train.h"
 
 #include <chrono>
-#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -12,9 +11,11 @@
 #include <nlohmann/json.hpp>
 
 #include "costmodel_corpus.h"
+#include "tune_command.h"
 #include "tessera/cost_model/cost_model.h"
 #include "tessera/cost_model/features.h"
 #include "tessera/support/error.h"
+#include "tessera/support/utc_time.h"
 
 namespace tessera::cli {
 
@@ -36,15 +37,6 @@ void write_atomically(const std::string& path, const std::string& bytes) {
         throw UserError() << "--out " << path << ": " << ec.message();
 }
 
-std::string utc_date() {
-    const std::time_t now = std::time(nullptr);
-    std::tm tm{};
-    gmtime_r(&now, &tm);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return buf;
-}
-
 } // namespace
 
 std::string pretrained_info_path(const std::string& blob) {
@@ -52,9 +44,11 @@ std::string pretrained_info_path(const std::string& blob) {
 }
 
 void run_costmodel_train(const CostModelTrainOptions& opts, std::ostream& out) {
+    if (opts.db.empty())
+        throw UserError() << "--db is required";
     if (opts.out.empty())
         throw UserError() << "--out is required";
-    const tune::TuningDatabase db = open_corpus_database(opts.db);
+    const tune::TuningDatabase db = open_existing_tune_database(opts.db, "--db " + opts.db);
     CorpusCounts counts;
     const std::vector<CorpusExample> corpus = load_corpus(db, opts.tasks_of, counts);
     print_corpus_counts(opts.db, counts, out);
@@ -85,7 +79,7 @@ void run_costmodel_train(const CostModelTrainOptions& opts, std::ostream& out) {
     info["tasks"] = tasks.size();
     info["targets"] = targets; // std::set: sorted, the same on every run
     info["seed"] = opts.seed;
-    info["trained_at"] = utc_date();
+    info["trained_at"] = utc_now();
 
     const std::filesystem::path dir = std::filesystem::path(opts.out).parent_path();
     std::error_code ec;

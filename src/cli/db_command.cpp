@@ -31,10 +31,7 @@ namespace fs = std::filesystem;
 
 /// Opens a database that must already exist (reading commands must not create an empty one).
 tune::TuningDatabase open_existing(const std::string& path) {
-    std::error_code ec;
-    if (!tune::is_server_database(path) && !fs::is_regular_file(path, ec))
-        throw UserError() << "tuning database '" << path << "': no such file";
-    return tune::TuningDatabase(path);
+    return open_existing_tune_database(path, "tuning database '" + path + "'");
 }
 
 /// Creates the folder of a file about to be written.

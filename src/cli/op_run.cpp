@@ -136,10 +136,7 @@ DbSchedule schedule_from_db(const te::OpInstance& inst, const std::string& db_pa
                             const tune::TuneTarget& target, const sched::LowerOptions& lower_opts) {
     // What runs without a record: on a GPU there is no rule-based default schedule yet.
     const char* fallback = lower_opts.gpu ? "a sampled GPU schedule" : "the default schedule";
-    std::error_code ec;
-    if (!tune::is_server_database(db_path) && !std::filesystem::is_regular_file(db_path, ec))
-        throw UserError() << "--db " << db_path << ": no such file";
-    const tune::TuningDatabase db(db_path);
+    const tune::TuningDatabase db = open_existing_tune_database(db_path, "--db " + db_path);
     const std::string key = te::workload_key(inst.compute);
 
     DbSchedule chosen;

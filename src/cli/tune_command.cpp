@@ -217,6 +217,14 @@ tune::TuneTarget tune_target_of(const TuneOptions& o) {
     return target;
 }
 
+tune::TuningDatabase open_existing_tune_database(const std::string& path,
+                                                const std::string& named) {
+    std::error_code ec;
+    if (!tune::is_server_database(path) && !std::filesystem::is_regular_file(path, ec))
+        throw UserError() << named << ": no such file";
+    return tune::TuningDatabase(path);
+}
+
 tune::TuningDatabase open_tune_database(const std::string& path) {
     const std::filesystem::path parent = std::filesystem::path(path).parent_path();
     if (!parent.empty() && !tune::is_server_database(path)) {
@@ -345,12 +353,11 @@ tune::TuneTarget host_tune_target() {
     return t;
 }
 
-std::function<std::unique_ptr<cost::CostModel>()>
-tune_cost_models(const TuneOptions& opts, std::ostream& note, bool& uses_prior) {
+TuneCostModels tune_cost_models(const TuneOptions& opts, std::ostream& note) {
     const bool explicit_file = opts.pretrained != "builtin" && opts.pretrained != "none";
     auto blob = std::make_shared<const std::vector<uint8_t>>(cost::pretrained_blob(opts.pretrained));
     const bool applies = opts.model == "xgboost" && opts.target == "llvm" && opts.runner == "local";
-    uses_prior = false;
+    bool uses_prior = false;
     if (!blob->empty() && applies) {
         try {
             cost::make_model(opts.model, opts.seed)->set_prior(*blob);
@@ -366,12 +373,13 @@ tune_cost_models(const TuneOptions& opts, std::ostream& note, bool& uses_prior) 
                           << ": a pretrained model serves only --model xgboost, --target llvm "
                              "and --runner local";
     }
-    return [model = opts.model, seed = opts.seed, blob, prior = uses_prior] {
+    auto make = [model = opts.model, seed = opts.seed, blob, prior = uses_prior] {
         std::unique_ptr<cost::CostModel> m = cost::make_model(model, seed);
         if (prior)
             m->set_prior(*blob);
         return m;
     };
+    return {make, uses_prior};
 }
 
 tune::TuneResult run_tune(const TuneOptions& opts, std::ostream& out, std::ostream& progress,
@@ -385,8 +393,9 @@ tune::TuneResult run_tune(const TuneOptions& opts, std::ostream& out, std::ostre
 
     tune::TuningDatabase db = open_tune_database(opts.db);
     CurveWriter curve(opts.curve_file, inst.flops);
-    bool uses_prior = false;
-    std::unique_ptr<cost::CostModel> model = tune_cost_models(opts, progress, uses_prior)();
+    const TuneCostModels models = tune_cost_models(opts, progress);
+    const bool uses_prior = models.uses_prior;
+    std::unique_ptr<cost::CostModel> model = models.make();
     std::unique_ptr<tune::Measurer> measurer =
         std::make_unique<SpecRecordingMeasurer>(make_tune_measurer(opts), inst.canonical_spec);
 

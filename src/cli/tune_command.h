@@ -117,10 +117,15 @@ tune::TuneTarget tune_target_of(const TuneOptions& opts);
 /// (--target llvm, --runner local) with xgboost. The prior is checked once here: a built-in
 /// one that does not load (a build whose features changed since it was trained) is reported
 /// on `note` in one line and left out; a --pretrained file that does not load, or one given
-/// where no prior applies, throws UserError naming it. `uses_prior` tells whether models start
-/// from a prior.
-std::function<std::unique_ptr<cost::CostModel>()>
-tune_cost_models(const TuneOptions& opts, std::ostream& note, bool& uses_prior);
+/// where no prior applies, throws UserError naming it.
+struct TuneCostModels {
+    std::function<std::unique_ptr<cost::CostModel>()> make; ///< A fresh model per call.
+    bool uses_prior = false;                                ///< The models start from a prior.
+};
+TuneCostModels tune_cost_models(const TuneOptions& opts, std::ostream& note);
+/// Opens a database that must already exist (reading commands must not create an empty one);
+/// UserError "<named>: no such file" when `path` is neither a file nor a server URL.
+tune::TuningDatabase open_existing_tune_database(const std::string& path, const std::string& named);
 /// Opens the database, creating its folder first (tune_logs/ on a first run); UserError naming
 /// --db and the path when that fails.
 tune::TuningDatabase open_tune_database(const std::string& path);

@@ -287,8 +287,8 @@ tune::TasksResult run_tune_model(const TuneOptions& opts, std::ostream& out, std
     tune::TuningDatabase db = open_tune_database(opts.db);
     ModelCurveWriter curve(opts.curve_file);
     std::unique_ptr<tune::Measurer> measurer = make_tune_measurer(opts);
-    bool uses_prior = false;
-    const auto make_model = tune_cost_models(opts, progress, uses_prior);
+    const TuneCostModels models = tune_cost_models(opts, progress);
+    const bool uses_prior = models.uses_prior;
 
     LatestProgress<tune::TasksProgress> latest; // outlives the line, whose refresher reads it
     ProgressLine line(progress, progress_is_terminal);
@@ -310,7 +310,7 @@ tune::TasksResult run_tune_model(const TuneOptions& opts, std::ostream& out, std
         return none;
     }
     const tune::TasksResult r =
-        tune::tune_tasks(tasks, target, db, make_model, *measurer, so, {}, on_progress);
+        tune::tune_tasks(tasks, target, db, models.make, *measurer, so, {}, on_progress);
     line.finish();
     print_summary(opts, tasks, st, target, r, uses_prior, db.num_records(), out);
     return r;
