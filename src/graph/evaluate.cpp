@@ -3,6 +3,7 @@
 
 #include "eval_ops.h"
 #include "layout_ops.h"
+#include "winograd_ops.h"
 
 namespace tessera::graph {
 
@@ -187,6 +188,12 @@ std::vector<TensorData> evaluate_node(const Node& n, const std::vector<const Ten
         break;
     case Op::MaxPoolBlocked:
         outs = eval_max_pool_blocked(n, in, where);
+        break;
+    case Op::WinogradInput:
+        outs = eval_winograd_input(n, in, where);
+        break;
+    case Op::WinogradOutput:
+        outs = eval_winograd_output(n, in, where);
         break;
     }
     // Kernels with optional outputs (LayerNormalization) compute them all; keep what the node

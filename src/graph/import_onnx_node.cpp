@@ -62,7 +62,9 @@ OpSpec spec_of(Op op) {
     case Op::LayoutToBlocked:
     case Op::LayoutFromBlocked:
     case Op::ConvBlocked:
-    case Op::MaxPoolBlocked: return {1 << 30, 1, 3, 1, {}};
+    case Op::MaxPoolBlocked:
+    case Op::WinogradInput:
+    case Op::WinogradOutput: return {1 << 30, 1, 3, 1, {}};
     case Op::HardSwish: return {14, 1, 1, 1, {}};
     case Op::Clip: return {1, 1, 3, 1, {{"min", K::Float, 1, 11}, {"max", K::Float, 1, 11}}};
     case Op::LeakyRelu: return {1, 1, 1, 1, {{"alpha", K::Float}}};
@@ -526,6 +528,8 @@ void NodeImport::run() {
     case Op::LayoutFromBlocked:
     case Op::ConvBlocked:
     case Op::MaxPoolBlocked:
+    case Op::WinogradInput:
+    case Op::WinogradOutput:
     case Op::MatMul:
     case Op::Range:
     case Op::Expand:

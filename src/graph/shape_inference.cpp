@@ -5,6 +5,7 @@
 
 #include "eval_ops.h"
 #include "layout_ops.h"
+#include "winograd_ops.h"
 #include "op_util.h"
 #include "tessera/graph/evaluate.h"
 
@@ -491,10 +492,14 @@ TypeList NodeTypes::infer() {
     case Op::LayoutToBlocked:
     case Op::LayoutFromBlocked:
     case Op::ConvBlocked:
-    case Op::MaxPoolBlocked: {
+    case Op::MaxPoolBlocked:
+    case Op::WinogradInput:
+    case Op::WinogradOutput: {
         std::vector<const Value*> ins;
         for (size_t i = 0; i < n_.inputs.size(); ++i)
             ins.push_back(has(i) ? &in(i, "input") : nullptr);
+        if (n_.op == Op::WinogradInput || n_.op == Op::WinogradOutput)
+            return winograd_types(n_, ins, where_);
         return blocked_layout_types(n_, ins, where_);
     }
     }

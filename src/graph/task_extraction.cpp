@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "op_util.h"
+#include "winograd_ops.h"
 #include "tessera/graph/shape_inference.h"
 #include "tessera/ir/op.h"
 #include "tessera/te/flops.h"
@@ -119,12 +120,24 @@ class GroupBuilder {
         }
         gc.compute = te::make_compute(std::move(inputs), std::move(outputs));
         for (size_t i = 0; i < gc.inputs.size(); ++i)
-            if (g_.value(gc.inputs[i]).is_constant())
+            if (g_.value(gc.inputs[i]).is_constant() && !is_transform_table(gc.inputs[i]))
                 gc.compute.weight_inputs.push_back(static_cast<int>(i));
         return gc;
     }
 
   private:
+    // A Winograd transform's table (operand 1): a few hundred coefficients read by broadcast.
+    // As a weight, sketches would vectorize along its rows, the outermost axis of the
+    // transform's output, and scatter every store.
+    bool is_transform_table(ValueId v) const {
+        for (NodeId id : g_.users(v)) {
+            const Node& n = g_.node(id);
+            if ((n.op != Op::WinogradInput && n.op != Op::WinogradOutput) || n.input(1) != v)
+                return false;
+        }
+        return true;
+    }
+
     Tensor tensor(ValueId v) const {
         auto it = env_.find(v);
         TESSERA_CHECK(it != env_.end()) << "value '" << g_.value(v).name << "' has no tensor";
@@ -256,6 +269,17 @@ class GroupBuilder {
             y = te::conv2d_nchwc(x(), w, p, opt_tensor(n, 2), n.attr_int("depthwise", 0) != 0);
             break;
         }
+        case Op::WinogradInput: {
+            const te::WinogradTile t = detail::winograd_input_tile(
+                n, g_.value(n.inputs.at(0)).shape, g_.value(n.inputs.at(1)).shape, where);
+            y = te::winograd_input_nchwc(x(), tensor(n.inputs.at(1)), t);
+            break;
+        }
+        case Op::WinogradOutput:
+            y = te::winograd_output_nchwc(x(), tensor(n.inputs.at(1)), opt_tensor(n, 2),
+                                          detail::winograd_output_tile(n),
+                                          n.attr_int("block", 0));
+            break;
         case Op::LayoutToBlocked:
             y = te::layout_to_nchwc(x(), n.attr_int("block", 0));
             break;

@@ -164,6 +164,35 @@ Built build_conv(const Values& v, bool depthwise) {
     return b;
 }
 
+// The transforms of a Winograd F(m x m, 3 x 3) conv in NCHW[block]c (the winograd pass's
+// tasks), with random tables: their cost does not depend on the table's values.
+Built build_winograd(const Values& v, bool input) {
+    const int64_t n = v["n"], block = v["block"], m = v["tile"], alpha = m + 2;
+    if (m != 2 && m != 4)
+        throw UserError() << "winograd: tile " << m << " must be 2 or 4";
+    WinogradTile t;
+    t.m = m;
+    if (input) {
+        t.pad_top = t.pad_left = v["pad"];
+        t.out_h = v["h"] + 2 * v["pad"] - 2;
+        t.out_w = v["w"] + 2 * v["pad"] - 2;
+        Tensor x = placeholder({n, (v["c"] + block - 1) / block, v["h"], v["w"], block}, f32, "x");
+        Tensor table = placeholder({alpha * alpha, alpha * alpha}, f32, "table");
+        Tensor y = winograd_input_nchwc(x, table, t);
+        // The table is not a weight: as in a model's task (task extraction), it is read by
+        // broadcasts and never packed.
+        return single({x, table}, y, 2.0 * elems(y) * alpha * alpha);
+    }
+    t.out_h = v["h"];
+    t.out_w = v["w"];
+    const int64_t tiles = n * ((t.out_h + m - 1) / m) * ((t.out_w + m - 1) / m);
+    const int64_t k = (v["k"] + block - 1) / block * block;
+    Tensor mm = placeholder({alpha * alpha, tiles, k}, f32, "m");
+    Tensor table = placeholder({m * m, alpha * alpha}, f32, "table");
+    Tensor y = winograd_output_nchwc(mm, table, Tensor(), t, block);
+    return single({mm, table}, y, 2.0 * elems(y) * alpha * alpha);
+}
+
 Built build_pool(const Values& v, bool avg) {
     Tensor x = placeholder({v["n"], v["c"], v["h"], v["w"]}, f32, "x");
     Pool2dParams p = Pool2dParams::make(v["kernel"], v["stride"], v["pad"]);
@@ -264,6 +293,18 @@ const std::vector<OpDef>& table() {
                                       flag("relu", "apply relu")};
         t.push_back(
             {"depthwise_conv2d", dw_keys, [](const Values& v) { return build_conv(v, true); }});
+        t.push_back({"winograd_input",
+                     {size_or("n", 1, "batch"), size("c", "channels"), size("h", "input height"),
+                      size("w", "input width"), size_or("block", 8, "channels per block"),
+                      size_or("tile", 2, "output tile m of F(m x m, 3 x 3)"),
+                      non_negative("pad", 1, "the conv's padding (all sides)")},
+                     [](const Values& v) { return build_winograd(v, true); }});
+        t.push_back({"winograd_output",
+                     {size_or("n", 1, "batch"), size("k", "output channels"),
+                      size("h", "output height"), size("w", "output width"),
+                      size_or("block", 8, "channels per block"),
+                      size_or("tile", 2, "output tile m of F(m x m, 3 x 3)")},
+                     [](const Values& v) { return build_winograd(v, false); }});
         std::vector<OpKey> pool_keys = {size_or("n", 1, "batch"),
                                         size("c", "channels"),
                                         size("h", "input height"),

@@ -31,6 +31,7 @@
 #include "tessera/graph/fusion.h"
 #include "tessera/graph/import_onnx.h"
 #include "tessera/graph/tasks.h"
+#include "tessera/graph/winograd.h"
 #include "tessera/lower/lower_default.h"
 #include "tessera/schedule/default_schedule.h"
 #include "tessera/schedule/layout.h"
@@ -275,6 +276,35 @@ std::vector<OpCase> op_cases() {
                   {"depthwise", I(0)}});
              return {c.op(Op::LayoutFromBlocked, {y}, {{"block", I(4)}, {"channels", I(8)}})};
          }});
+    for (int64_t m : {2, 4}) {
+        // A Winograd conv as the winograd pass makes it: 7 channels in blocks of 4 (one padding
+        // channel), 5 outputs, a 13x7 image with uneven pads, so the last tiles hang over the
+        // image; the real transform tables, random transformed weights and bias.
+        cs.push_back(
+            {"WinogradConvTile" + std::to_string(m),
+             {Op::WinogradInput, Op::MatMul, Op::WinogradOutput},
+             [m](Case& c) -> std::vector<ValueId> {
+                 // The F(4x4) input table's entries reach 25: its sums of 36 terms cancel to
+                 // values near 0 with errors of the terms' size.
+                 c.atol = 1e-4;
+                 const ValueId x = c.input(floats({1, 7, 13, 7}, 1));
+                 const ValueId xb = c.op(Op::LayoutToBlocked, {x}, attr("block", I(4)));
+                 const int64_t alpha = m + 2, oh = 13 + 1 + 0 - 2, ow = 7 + 1 + 1 - 2;
+                 const ValueId v = c.op(
+                     Op::WinogradInput, {xb, c.constant(winograd_input_table(m))},
+                     {{"tile", I(m)}, {"pads", Is({1, 1, 0, 1})}});
+                 const ValueId mm =
+                     c.op(Op::MatMul, {v, c.constant(floats({alpha * alpha, 8, 8}, 2))});
+                 const ValueId y = c.op(Op::WinogradOutput,
+                                        {mm, c.constant(winograd_output_table(m)),
+                                         c.constant(floats({2, 4}, 3))},
+                                        {{"tile", I(m)},
+                                         {"block", I(4)},
+                                         {"out_h", I(oh)},
+                                         {"out_w", I(ow)}});
+                 return {c.op(Op::LayoutFromBlocked, {y}, {{"block", I(4)}, {"channels", I(5)}})};
+             }});
+    }
     cs.push_back(
         {"BlockedLayoutMaxPool", {Op::MaxPoolBlocked}, [](Case& c) -> std::vector<ValueId> {
              // 7 channels in blocks of 4; a 3x3 window, strides 2 and 1, ceil mode.

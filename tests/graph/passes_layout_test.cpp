@@ -222,6 +222,7 @@ TEST(LayoutPass, Resnet18AtO3IsBlockedWithConversionsAtTheEdges) {
     Graph g = import_onnx(path);
     PipelineOptions o;
     o.level = 3;
+    o.disabled_passes.insert("winograd"); // passes_winograd_test.cpp covers what follows it
     optimize(g, o);
     // Every conv is blocked (conv1 reads its 3 channels as one block), and so is the max pool.
     EXPECT_EQ(count_op(g, Op::Conv), 0);

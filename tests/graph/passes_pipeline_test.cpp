@@ -57,10 +57,14 @@ TEST(Pipeline, LevelsRunTheirPasses) {
     std::vector<PassResult> log = optimize(g3, level(3));
     EXPECT_EQ(op_histogram(g3), (std::map<std::string, int>{{"Add", 1}, {"Relu", 1}}));
     ASSERT_GE(log.size(), 2u);
-    EXPECT_EQ(log.back().pass, "layout"); // O3 ends with the layout pass (no conv here)
+    ASSERT_GE(log.size(), 3u);
+    // O3 ends with the layout and winograd passes (no conv here).
+    EXPECT_EQ(log[log.size() - 2].pass, "layout");
+    EXPECT_EQ(log.back().pass, "winograd");
+    EXPECT_EQ(log[log.size() - 2].changes, 0);
     EXPECT_EQ(log.back().changes, 0);
-    EXPECT_EQ(log[log.size() - 2].changes, 0); // the sweeps stop at one that changes nothing
-    EXPECT_EQ(pipeline_pass_names().size(), 6u);
+    EXPECT_EQ(log[log.size() - 3].changes, 0); // the sweeps stop at one that changes nothing
+    EXPECT_EQ(pipeline_pass_names().size(), 7u);
 }
 
 TEST(Pipeline, PrintAfterTimeAndDisable) {
@@ -158,17 +162,21 @@ INSTANTIATE_TEST_SUITE_P(
     // -O3 ends with the layout pass: convs with at least 8 output channels become ConvBlocked
     // (NCHW8c; the first convs of resnet18 and small_cnn read their 3 and 1 input channels as
     // one block), max pools of blocked values MaxPoolBlocked, with conversions only where
-    // blocked values meet NCHW ops (the global pool, Flatten, the graph input and outputs).
+    // blocked values meet NCHW ops (the global pool, Flatten, the graph input and outputs);
+    // then the winograd pass takes resnet18's 10 stride-1 3x3 convs before its 7x7 stage.
     ::testing::Values(ModelCase{"resnet18",
                                 {{"Add", 8},
-                                 {"ConvBlocked", 20},
+                                 {"ConvBlocked", 10},
                                  {"Flatten", 1},
                                  {"Gemm", 1},
                                  {"GlobalAveragePool", 1},
                                  {"LayoutFromBlocked", 1},
                                  {"LayoutToBlocked", 1},
+                                 {"MatMul", 10},
                                  {"MaxPoolBlocked", 1},
-                                 {"Relu", 17}}},
+                                 {"Relu", 17},
+                                 {"WinogradInput", 10},
+                                 {"WinogradOutput", 10}}},
                       ModelCase{"bert_emb_op13",
                                 {{"Add", 32},
                                  {"Div", 4},

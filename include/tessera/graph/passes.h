@@ -82,6 +82,30 @@ PassResult simplify_algebra(Graph& g);
 ///    LayoutToBlocked(LayoutFromBlocked(b)) / LayoutFromBlocked(LayoutToBlocked(x)) pairs
 ///    cancel. Dead nodes are removed. Throws UserError when block < 1.
 PassResult convert_layout_nchwc(Graph& g, int64_t block);
+/// Which convolutions the winograd pass rewrites, and how.
+struct WinogradOptions {
+    /// The largest output tile m of F(m x m, 3 x 3): 4 or 2; 0 turns the pass off. Each conv
+    /// takes the largest m <= max_tile that leaves it min_tiles tiles. F(2x2) does 2.25x fewer
+    /// multiply-adds than the direct conv, F(4x4) 4x fewer, with larger transforms and a
+    /// rounding error a few times larger (ResNet-18's logits: 2.7e-6 and 7.3e-6 relative).
+    int64_t max_tile = 4;
+    /// The fewest input and output channels (padding included) of a rewritten conv: the
+    /// transforms cost per channel what the matmul saves per channel pair.
+    int64_t min_channels = 64;
+    /// The fewest output tiles (N * ceil(OH / m) * ceil(OW / m)): with few tiles the batched
+    /// matmul streams the transformed weights (16/9 of the conv's) for little work, and a
+    /// 7x7 image pads to 8x8 (ResNet's last stage ran 10% slower in F(2x2)).
+    int64_t min_tiles = 32;
+};
+
+/// "winograd" (-O3, after layout): a ConvBlocked with a 3x3 kernel, strides and dilations 1,
+/// not depthwise, input blocks of `block` channels, constant weights, at least
+/// opts.min_channels input and output channels and min_tiles output tiles becomes
+/// WinogradInput -> MatMul with the weights transformed at compile time (U [E, C, K]) ->
+/// WinogradOutput (which takes the bias), defining the conv's output value (ops.def). Throws
+/// UserError for a max_tile other than 0, 2 and 4.
+PassResult convert_conv_winograd(Graph& g, const WinogradOptions& opts = {});
+
 /// The block used when a pipeline does not choose one (fixed, so that graph-level results do not
 /// depend on the host). Builds and tuning choose layout_block_for(target vector width) instead.
 constexpr int64_t kDefaultLayoutBlock = 8;

@@ -32,6 +32,8 @@ struct PipelineOptions {
     /// The x of NCHW[x]c in the layout pass (-O3). A fixed default, not the host's vector
     /// width, so that results do not depend on the machine; 16 suits AVX-512.
     int64_t layout_block = kDefaultLayoutBlock;
+    /// The winograd pass (-O3, after layout).
+    WinogradOptions winograd;
 };
 
 /// The names of all pipeline passes, in pipeline order (each once).

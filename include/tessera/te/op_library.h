@@ -90,6 +90,32 @@ Tensor layout_from_nchwc(const Tensor& x, int64_t channels);
 Tensor conv2d_nchwc(const Tensor& x, const Tensor& w, const Conv2dParams& p,
                     const Tensor& bias = Tensor(), bool depthwise = false);
 
+// ---- winograd.cpp ----------------------------------------------------------------------------
+// Winograd F(m x m, r x r) convolution as input transform -> batched matmul -> output
+// transform, alpha = m + r - 1, E = alpha^2 tile positions, tiles of m x m outputs numbered
+// p = (n * TH + ty) * TW + tx (TH = ceil(OH / m), TW = ceil(OW / m)).
+
+/// The output tiling of one Winograd convolution.
+struct WinogradTile {
+    int64_t m = 2;                    ///< outputs per tile and axis
+    int64_t out_h = 0, out_w = 0;     ///< the convolution's output size
+    int64_t pad_top = 0, pad_left = 0; ///< the convolution's leading pads
+};
+
+/// Input transform: x [N, CB, H, W, b] (NCHW[b]c), table [E, E] (table[e][q] = Bt[e / alpha]
+/// [q / alpha] * Bt[e % alpha][q % alpha]) -> V [E, N * TH * TW, CB * b] with
+/// V[e, p, c] = sum_q table[e, q] * xpad[n, c / b, ty * m + q / alpha, tx * m + q % alpha, c % b]
+/// (0 outside the image). Stages "winograd_input_pad", "winograd_input". Throws UserError on
+/// shapes that do not fit.
+Tensor winograd_input_nchwc(const Tensor& x, const Tensor& table, const WinogradTile& t);
+/// Output transform: m [E, P, KB * b] (the batched product of V with the transformed weights),
+/// table [m * m, E] (table[r * m + s][e] = At[r][e / alpha] * At[s][e % alpha]), optional
+/// bias [KB, b] -> y [N, KB, OH, OW, b] with y[n, kb, h, w, k] = sum_e table[(h % m) * m +
+/// w % m, e] * m[e, tile of (n, h, w), kb * b + k] (+ bias[kb, k]). Stages "winograd_output",
+/// "winograd_output_bias". Throws UserError on shapes that do not fit.
+Tensor winograd_output_nchwc(const Tensor& m, const Tensor& table, const Tensor& bias,
+                             const WinogradTile& t, int64_t block);
+
 // ---- pooling.cpp -----------------------------------------------------------------------------
 
 struct Pool2dParams {

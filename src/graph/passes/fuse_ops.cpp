@@ -38,6 +38,8 @@ BaseKind base_kind(Op op) {
     case Op::ConvBlocked:
     case Op::Gemm:
     case Op::MatMul:
+    case Op::WinogradInput:
+    case Op::WinogradOutput:
         return BaseKind::OutFusable;
     case Op::BatchNormalization: // inference BN is a per-channel scale and shift
     case Op::Relu:
@@ -160,6 +162,8 @@ std::string fused_op_name(Op op) {
         {Op::LayerNormalization, "layer_norm"},
         {Op::MaxPool, "max_pool2d"},
         {Op::MaxPoolBlocked, "max_pool2d_nchwc"},
+        {Op::WinogradInput, "winograd_input"},
+        {Op::WinogradOutput, "winograd_output"},
         {Op::AveragePool, "avg_pool2d"},
         {Op::GlobalAveragePool, "global_avg_pool2d"},
         {Op::ReduceMean, "reduce_mean"},

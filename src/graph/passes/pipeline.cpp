@@ -23,6 +23,7 @@ struct PassEntry {
 // The passes with their options bound.
 std::vector<PassEntry> all_passes(const PipelineOptions& options = {}) {
     const int64_t block = options.layout_block;
+    const WinogradOptions winograd = options.winograd;
     return {
         {"shape-inference", shape_inference_pass},
         {"constant-folding", fold_constants},
@@ -30,6 +31,7 @@ std::vector<PassEntry> all_passes(const PipelineOptions& options = {}) {
         {"algebraic-simplification", simplify_algebra},
         {"cse", eliminate_common_subexpressions},
         {"layout", [block](Graph& g) { return convert_layout_nchwc(g, block); }},
+        {"winograd", [winograd](Graph& g) { return convert_conv_winograd(g, winograd); }},
     };
 }
 
@@ -98,8 +100,10 @@ std::vector<PassResult> optimize(Graph& g, const PipelineOptions& options) {
         if (changes == 0)
             break;
     }
-    if (options.level >= 3)
+    if (options.level >= 3) {
         run("layout");
+        run("winograd");
+    }
     g.verify();
     return log;
 }

@@ -1,0 +1,254 @@
+// Winograd F(m x m, 3 x 3): transform matrices, tables, the weight transform, reference kernels
+// and shape rules of WinogradInput / WinogradOutput.
+#include "winograd_ops.h"
+
+#include "op_util.h"
+
+namespace tessera::graph::detail {
+
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The operand geometry of a WinogradInput node: X [N, CB, H, W, b], T [E, E].
+struct InputGeometry {
+    int64_t m, alpha, pad_top, pad_left, out_h, out_w, th, tw;
+};
+
+InputGeometry input_geometry(const Node& n, const Shape& x, const Shape& t,
+                             const std::string& where) {
+    if (x.size() != 5)
+        throw UserError() << where << ": X must have rank 5, got " << shape_str(x);
+    const int64_t m = n.attr_int("tile", 0);
+    int64_t alpha = 1;
+    while (t.size() == 2 && alpha * alpha < t[0])
+        ++alpha;
+    if (m < 1 || t.size() != 2 || t[0] != alpha * alpha || t[1] != t[0] || alpha <= m)
+        throw UserError() << where << ": table " << shape_str(t) << " does not fit tiles of "
+                          << m;
+    const std::vector<int64_t> pads = n.attr_ints("pads");
+    if (pads.size() != 4 || pads[0] < 0 || pads[1] < 0 || pads[2] < 0 || pads[3] < 0)
+        throw UserError() << where << ": pads must be 4 non-negative values";
+    const int64_t r = alpha - m + 1; // the kernel size
+    InputGeometry gm{m, alpha, pads[0], pads[1], x[2] + pads[0] + pads[2] - r + 1,
+                     x[3] + pads[1] + pads[3] - r + 1, 0, 0};
+    if (gm.out_h < 1 || gm.out_w < 1)
+        throw UserError() << where << ": a " << r << "x" << r << " kernel does not fit X "
+                          << shape_str(x);
+    gm.th = ceil_div(gm.out_h, m);
+    gm.tw = ceil_div(gm.out_w, m);
+    return gm;
+}
+
+// The operand geometry of a WinogradOutput node: M [E, P, K], T [m*m, E], B [KB, b].
+struct OutputGeometry {
+    int64_t m, block, out_h, out_w, th, tw, n, kb;
+};
+
+OutputGeometry output_geometry(const Node& n, const Shape& mm, const Shape& t, const Shape* bias,
+                               const std::string& where) {
+    OutputGeometry gm{n.attr_int("tile", 0), n.attr_int("block", 0), n.attr_int("out_h", 0),
+                      n.attr_int("out_w", 0), 0, 0, 0, 0};
+    if (gm.m < 1 || gm.block < 1 || gm.out_h < 1 || gm.out_w < 1)
+        throw UserError() << where << ": tile, block, out_h and out_w must be positive";
+    gm.th = ceil_div(gm.out_h, gm.m);
+    gm.tw = ceil_div(gm.out_w, gm.m);
+    if (mm.size() != 3 || mm[1] % (gm.th * gm.tw) != 0 || mm[2] % gm.block != 0 ||
+        t != Shape{gm.m * gm.m, mm[0]})
+        throw UserError() << where << ": M " << shape_str(mm) << " and table " << shape_str(t)
+                          << " do not make " << gm.out_h << "x" << gm.out_w << " outputs in tiles of "
+                          << gm.m << ", blocks of " << gm.block;
+    gm.n = mm[1] / (gm.th * gm.tw);
+    gm.kb = mm[2] / gm.block;
+    if (bias && *bias != Shape{gm.kb, gm.block})
+        throw UserError() << where << ": B has shape " << shape_str(*bias) << ", expected ["
+                          << gm.kb << "," << gm.block << "]";
+    return gm;
+}
+
+} // namespace
+
+te::WinogradTile winograd_input_tile(const Node& n, const Shape& x, const Shape& t,
+                                     const std::string& where) {
+    const InputGeometry gm = input_geometry(n, x, t, where);
+    te::WinogradTile tile;
+    tile.m = gm.m;
+    tile.out_h = gm.out_h;
+    tile.out_w = gm.out_w;
+    tile.pad_top = gm.pad_top;
+    tile.pad_left = gm.pad_left;
+    return tile;
+}
+
+te::WinogradTile winograd_output_tile(const Node& n) {
+    te::WinogradTile tile;
+    tile.m = n.attr_int("tile", 0);
+    tile.out_h = n.attr_int("out_h", 0);
+    tile.out_w = n.attr_int("out_w", 0);
+    return tile;
+}
+
+EvalOutputs eval_winograd_input(const Node& n, const EvalInputs& in, const std::string& where) {
+    const TensorData& x = require_input(in, 0, where);
+    const TensorData& t = require_input(in, 1, where);
+    const InputGeometry gm = input_geometry(n, x.shape(), t.shape(), where);
+    const int64_t N = x.shape()[0], CB = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
+    const int64_t b = x.shape()[4], a = gm.alpha, E = a * a, P = N * gm.th * gm.tw;
+    TensorData v(DType::F32, {E, P, CB * b});
+    const float* xs = x.data<float>();
+    const float* ts = t.data<float>();
+    float* vs = v.data<float>();
+    for (int64_t p = 0; p < P; ++p) {
+        const int64_t img = p / (gm.th * gm.tw), ty = p / gm.tw % gm.th, tx = p % gm.tw;
+        for (int64_t c = 0; c < CB * b; ++c) {
+            std::vector<double> d(static_cast<size_t>(E), 0.0); // the tile, 0 outside
+            for (int64_t q = 0; q < E; ++q) {
+                const int64_t h = ty * gm.m + q / a - gm.pad_top;
+                const int64_t w = tx * gm.m + q % a - gm.pad_left;
+                if (h >= 0 && h < H && w >= 0 && w < W)
+                    d[q] = xs[(((img * CB + c / b) * H + h) * W + w) * b + c % b];
+            }
+            for (int64_t e = 0; e < E; ++e) {
+                double acc = 0;
+                for (int64_t q = 0; q < E; ++q)
+                    acc += ts[e * E + q] * d[q];
+                vs[(e * P + p) * CB * b + c] = static_cast<float>(acc);
+            }
+        }
+    }
+    return {v};
+}
+
+EvalOutputs eval_winograd_output(const Node& n, const EvalInputs& in, const std::string& where) {
+    const TensorData& mm = require_input(in, 0, where);
+    const TensorData& t = require_input(in, 1, where);
+    const TensorData* bias = in.size() > 2 ? in[2] : nullptr;
+    const OutputGeometry gm =
+        output_geometry(n, mm.shape(), t.shape(), bias ? &bias->shape() : nullptr, where);
+    const int64_t E = mm.shape()[0], P = mm.shape()[1], K = mm.shape()[2];
+    TensorData y(DType::F32, {gm.n, gm.kb, gm.out_h, gm.out_w, gm.block});
+    const float* ms = mm.data<float>();
+    const float* ts = t.data<float>();
+    const float* bs = bias ? bias->data<float>() : nullptr;
+    float* ys = y.data<float>();
+    for (int64_t img = 0; img < gm.n; ++img)
+        for (int64_t k = 0; k < K; ++k)
+            for (int64_t h = 0; h < gm.out_h; ++h)
+                for (int64_t w = 0; w < gm.out_w; ++w) {
+                    const int64_t tile = (img * gm.th + h / gm.m) * gm.tw + w / gm.m;
+                    const int64_t pos = (h % gm.m) * gm.m + w % gm.m;
+                    double acc = bs ? bs[k] : 0.0;
+                    for (int64_t e = 0; e < E; ++e)
+                        acc += ts[pos * E + e] * ms[(e * P + tile) * K + k];
+                    ys[(((img * gm.kb + k / gm.block) * gm.out_h + h) * gm.out_w + w) * gm.block +
+                       k % gm.block] = static_cast<float>(acc);
+                }
+    return {y};
+}
+
+std::vector<std::pair<DType, Shape>> winograd_types(const Node& n,
+                                                    const std::vector<const Value*>& inputs,
+                                                    const std::string& where) {
+    auto input = [&](size_t i, const char* what) -> const Value& {
+        if (i >= inputs.size() || !inputs[i])
+            throw UserError() << where << ": input " << i << " (" << what << ") is missing";
+        if (inputs[i]->dtype != DType::F32)
+            throw UserError() << where << ": " << what << " must be f32";
+        return *inputs[i];
+    };
+    if (n.op == Op::WinogradInput) {
+        const Value& x = input(0, "X");
+        const Value& t = input(1, "T");
+        const InputGeometry gm = input_geometry(n, x.shape, t.shape, where);
+        return {{DType::F32,
+                 {t.shape[0], x.shape[0] * gm.th * gm.tw, x.shape[1] * x.shape[4]}}};
+    }
+    TESSERA_CHECK(n.op == Op::WinogradOutput) << where << " is not a Winograd op";
+    const Value& mm = input(0, "M");
+    const Value& t = input(1, "T");
+    const Value* bias = inputs.size() > 2 && inputs[2] ? &input(2, "B") : nullptr;
+    const OutputGeometry gm =
+        output_geometry(n, mm.shape, t.shape, bias ? &bias->shape : nullptr, where);
+    return {{DType::F32, {gm.n, gm.kb, gm.out_h, gm.out_w, gm.block}}};
+}
+
+} // namespace tessera::graph::detail
+
+namespace tessera::graph {
+
+namespace {
+
+TensorData f32_table(Shape shape, const std::vector<double>& v) {
+    std::vector<float> f(v.begin(), v.end());
+    return TensorData::from_vector<float>(std::move(shape), f);
+}
+
+} // namespace
+
+const WinogradMatrices& winograd_matrices(int64_t m) {
+    // F(2, 3) and F(4, 3) with the interpolation points 0, +-1 (and +-2, 1/2 ... for m = 4) of
+    // Lavin and Gray; the last row/column is the point at infinity.
+    static const WinogradMatrices f2{2,
+                                     4,
+                                     {1, 0, -1, 0, 0, 1, 1, 0, 0, -1, 1, 0, 0, 1, 0, -1},
+                                     {1, 0, 0, .5, .5, .5, .5, -.5, .5, 0, 0, 1},
+                                     {1, 1, 1, 0, 0, 1, -1, -1}};
+    static const WinogradMatrices f4{
+        4,
+        6,
+        {4, 0, -5, 0, 1, 0, 0, -4, -4, 1, 1, 0, 0, 4, -4, -1, 1, 0,
+         0, -2, -1, 2, 1, 0, 0, 2, -1, -2, 1, 0, 0, 4, 0, -5, 0, 1},
+        {1. / 4, 0, 0, -1. / 6, -1. / 6, -1. / 6, -1. / 6, 1. / 6, -1. / 6, 1. / 24, 1. / 12,
+         1. / 6, 1. / 24, -1. / 12, 1. / 6, 0, 0, 1},
+        {1, 1, 1, 1, 1, 0, 0, 1, -1, 2, -2, 0, 0, 1, 1, 4, 4, 0, 0, 1, -1, 8, -8, 1}};
+    if (m == 2)
+        return f2;
+    if (m == 4)
+        return f4;
+    throw UserError() << "Winograd tile " << m << " is not supported (2 or 4)";
+}
+
+TensorData winograd_input_table(int64_t m) {
+    const WinogradMatrices& w = winograd_matrices(m);
+    const int64_t a = w.alpha, e = a * a;
+    std::vector<double> t(static_cast<size_t>(e * e));
+    for (int64_t r = 0; r < e; ++r)
+        for (int64_t q = 0; q < e; ++q)
+            t[r * e + q] = w.bt[(r / a) * a + q / a] * w.bt[(r % a) * a + q % a];
+    return f32_table({e, e}, t);
+}
+
+TensorData winograd_output_table(int64_t m) {
+    const WinogradMatrices& w = winograd_matrices(m);
+    const int64_t a = w.alpha, e = a * a;
+    std::vector<double> t(static_cast<size_t>(m * m * e));
+    for (int64_t pos = 0; pos < m * m; ++pos)
+        for (int64_t q = 0; q < e; ++q)
+            t[pos * e + q] = w.at[(pos / m) * a + q / a] * w.at[(pos % m) * a + q % a];
+    return f32_table({m * m, e}, t);
+}
+
+TensorData winograd_weight(const TensorData& w, int64_t m) {
+    TESSERA_CHECK(w.rank() == 4 && w.shape()[2] == 3 && w.shape()[3] == 3 &&
+                  w.dtype() == DType::F32)
+        << "Winograd weight of " << shape_str(w.shape());
+    const WinogradMatrices& wm = winograd_matrices(m);
+    const int64_t K = w.shape()[0], C = w.shape()[1], a = wm.alpha;
+    TensorData u(DType::F32, {a * a, C, K});
+    const float* src = w.data<float>();
+    float* dst = u.data<float>();
+    for (int64_t k = 0; k < K; ++k)
+        for (int64_t c = 0; c < C; ++c) {
+            const float* g = src + (k * C + c) * 9;
+            for (int64_t e = 0; e < a * a; ++e) {
+                double acc = 0;
+                for (int i = 0; i < 3; ++i)
+                    for (int j = 0; j < 3; ++j)
+                        acc += wm.g[(e / a) * 3 + i] * wm.g[(e % a) * 3 + j] * g[i * 3 + j];
+                dst[(e * C + c) * K + k] = static_cast<float>(acc);
+            }
+        }
+    return u;
+}
+
+} // namespace tessera::graph
