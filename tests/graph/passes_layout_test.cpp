@@ -143,6 +143,44 @@ TEST(LayoutPass, MaxPoolsOfBlockedValuesStayBlocked) {
     expect_no_cancelling_pairs(g);
 }
 
+// A SqueezeNet Fire module: squeeze 1x1 -> relu -> expand 1x1 (16) and expand 3x3 (13)
+// -> channel Concat -> max pool -> conv. With blocks of 8 the 16 channels fill whole blocks:
+// the Concat joins the blocked outputs (the 3x3's padding channels end the result) and the pool
+// and the next conv read it blocked, with no conversion in between. With a first part of 13
+// channels (not whole blocks) it stays NCHW.
+Graph fire_module(int64_t first_expand) {
+    GraphBuilder b;
+    const ValueId x = b.input("x", {1, 11, 9, 7});
+    const ValueId sq = b.op(Op::Relu, {b.op(Op::Conv, {x, b.constant_f32({8, 11, 1, 1}, 1)},
+                                            conv_attrs(1, 1, 0))});
+    const ValueId e1 = b.op(Op::Relu, {b.op(Op::Conv, {sq, b.constant_f32({first_expand, 8, 1, 1}, 2)},
+                                            conv_attrs(1, 1, 0))});
+    const ValueId e3 = b.op(Op::Relu, {b.op(Op::Conv, {sq, b.constant_f32({13, 8, 3, 3}, 3)},
+                                            conv_attrs(3, 1, 1))});
+    const ValueId cat = b.op(Op::Concat, {e1, e3}, {{"axis", Attribute::of_int(1)}});
+    const ValueId pool = b.op(Op::MaxPool, {cat}, {{"kernel_shape", Attribute::of_ints({3, 3})},
+                                                   {"strides", Attribute::of_ints({2, 2})}});
+    const ValueId out = b.op(Op::Conv, {pool, b.constant_f32({8, first_expand + 13, 1, 1}, 4)},
+                             conv_attrs(1, 1, 0));
+    return b.finish({out});
+}
+
+TEST(LayoutPass, ChannelConcatsOfBlockedValuesStayBlocked) {
+    Graph g = fire_module(16);
+    PassResult r = check_pass(g, [](Graph& gr) { return convert_layout_nchwc(gr, 8); });
+    const Node& cat = first_node(g, Op::Concat);
+    EXPECT_EQ(cat.attr_int("axis", 0), 1);
+    EXPECT_EQ(g.value(cat.outputs[0]).shape, (Shape{1, 4, 9, 7, 8})) << to_string(g);
+    EXPECT_EQ(count_op(g, Op::MaxPoolBlocked), 1);
+    EXPECT_EQ(count_op(g, Op::LayoutToBlocked), 1);   // the graph input
+    EXPECT_EQ(count_op(g, Op::LayoutFromBlocked), 1); // the graph output
+    EXPECT_NE(r.summary.find("1 concats"), std::string::npos) << r.summary;
+
+    Graph odd = fire_module(13);
+    check_pass(odd, [](Graph& gr) { return convert_layout_nchwc(gr, 8); });
+    EXPECT_EQ(odd.value(first_node(odd, Op::Concat).outputs[0]).shape.size(), 4u) << to_string(odd);
+}
+
 TEST(LayoutPass, LeavesUnblockableConvsAndOpsInNchw) {
     GraphBuilder b;
     const ValueId x = b.input("x", {1, 8, 7, 7});

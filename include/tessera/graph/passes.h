@@ -71,6 +71,9 @@ PassResult simplify_algebra(Graph& g);
 ///    stay NCHW;
 ///  - a MaxPool (no indices output, storage_order 0) whose input is blocked becomes
 ///    MaxPoolBlocked;
+///  - a Concat along the channels of 4-D f32 values, one of them blocked, whose parts but the
+///    last have a multiple of x channels becomes the Concat of the blocked values along axis 1
+///    (the channel blocks);
 ///  - Relu, LeakyRelu, Clip, Sigmoid, HardSigmoid, HardSwish, Tanh, Gelu, Neg and the
 ///    binary Add, Sub, Mul, Max, Min over a 4-D f32 NCHW output stay blocked when an operand
 ///    is already blocked; their other operands are same-shaped tensors (converted) or

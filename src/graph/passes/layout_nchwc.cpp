@@ -58,6 +58,8 @@ class LayoutRewriter {
                 pools_ += rewrite_max_pool(id);
             else if (blockable_unary(op) || blockable_binary(op))
                 elementwise_ += rewrite_elementwise(id);
+            else if (op == Op::Concat)
+                concats_ += rewrite_concat(id);
         }
         cancel_pairs();
         g_.remove_dead_nodes();
@@ -66,10 +68,10 @@ class LayoutRewriter {
             to += g_.node(id).op == Op::LayoutToBlocked;
             from += g_.node(id).op == Op::LayoutFromBlocked;
         }
-        r.changes = convs_ + pools_ + elementwise_ + cancelled_;
+        r.changes = convs_ + pools_ + elementwise_ + concats_ + cancelled_;
         std::ostringstream os;
-        os << convs_ << " convs, " << pools_ << " max pools and " << elementwise_
-           << " elementwise ops to NCHW" << block_ << "c, " << to << " to / " << from
+        os << convs_ << " convs, " << pools_ << " max pools, " << concats_ << " concats and "
+           << elementwise_ << " elementwise ops to NCHW" << block_ << "c, " << to << " to / " << from
            << " from conversions";
         if (cancelled_)
             os << ", " << cancelled_ << " conversion pairs cancelled";
@@ -263,6 +265,36 @@ class LayoutRewriter {
         return 1;
     }
 
+    // A channel Concat of values of which one at least is blocked (SqueezeNet's Fire modules
+    // join two convs' outputs): the blocked Concat of the blocked twins along the channel-block
+    // axis, when every part but the last fills whole blocks (the last one's padding channels
+    // then end the result, where its own padding belongs). Without it, each part goes back to
+    // NCHW, is concatenated, and the result is blocked again for the next conv: three passes
+    // over memory instead of one.
+    int rewrite_concat(NodeId id) {
+        const Node n = g_.node(id);
+        const Value out = g_.value(n.outputs[0]);
+        if (n.outputs.size() != 1 || n.inputs.empty() || !is_f32_nchw(out))
+            return 0;
+        const int64_t axis = n.attr_int("axis", 0);
+        if (axis != 1 && axis != -3)
+            return 0;
+        bool any_twin = false;
+        for (size_t i = 0; i < n.inputs.size(); ++i) {
+            const Value& v = g_.value(n.inputs[i]);
+            if (!is_f32_nchw(v) || (i + 1 < n.inputs.size() && v.shape[1] % block_ != 0))
+                return 0;
+            any_twin = any_twin || has_twin(n.inputs[i]);
+        }
+        if (!any_twin)
+            return 0;
+        std::vector<ValueId> ins;
+        for (ValueId v : n.inputs)
+            ins.push_back(blocked(v));
+        replace_blocked(id, Op::Concat, std::move(ins), {{"axis", Attribute::of_int(1)}});
+        return 1;
+    }
+
     // LayoutToBlocked(LayoutFromBlocked(b)) -> b and LayoutFromBlocked(LayoutToBlocked(x)) -> x
     // when the shapes agree (graphs built elsewhere, or a second run).
     void cancel_pairs() {
@@ -290,7 +322,7 @@ class LayoutRewriter {
     const int64_t block_;
     std::map<ValueId, ValueId> twin_;         // NCHW value -> its blocked twin
     std::map<ValueId, ValueId> single_block_; // NCHW image -> [N, 1, H, W, C]
-    int convs_ = 0, pools_ = 0, elementwise_ = 0, cancelled_ = 0;
+    int convs_ = 0, pools_ = 0, elementwise_ = 0, concats_ = 0, cancelled_ = 0;
 };
 
 } // namespace
