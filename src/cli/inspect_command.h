@@ -21,13 +21,17 @@ struct InspectOptions {
     std::vector<std::string> disabled_passes;
     bool json = false; ///< one JSON object instead of text
     int64_t layout_block = 0; ///< x of NCHW[x]c at -O3; 0: graph::layout_block_for(host)
+    /// A task (its index in the task list, or a prefix of its workload key): print its default
+    /// schedule on this host instead of the report. Empty: the report.
+    std::string schedule_task;
 };
 
 /// Runs the inspection and writes the report to `out` (graph printouts from print_after go
 /// there too, before the report). Throws UserError for an unreadable or unsupported model, a
 /// malformed input shape, an opt level outside 0..3, a layout block < 1 or an unknown pass
 /// name. A group that has no tensor program yet does not fail the report: the task section
-/// then names the op and node instead.
+/// then names the op and node instead. With schedule_task, throws UserError when it names no
+/// task, or a key prefix names several.
 void run_inspect(const InspectOptions& options, std::ostream& out);
 
 } // namespace tessera::cli

@@ -160,8 +160,12 @@ int main(int argc, char** argv) {
                       "Report the wall time of each pass and of import, fusion and planning");
     inspect->add_option("--disable-pass", inspect_opts.disabled_passes,
                         "Skip this pipeline pass (repeatable): shape-inference, "
-                        "constant-folding, dce, algebraic-simplification, cse, layout")
+                        "constant-folding, dce, algebraic-simplification, cse, layout, winograd")
         ->allow_extra_args(false);
+    inspect->add_option("--schedule", inspect_opts.schedule_task,
+                        "Print the default schedule of one task on this host (what an untuned "
+                        "build runs): its loop structure and step-list JSON. TASK is its index "
+                        "in the task list or a prefix of its workload key");
     inspect->add_flag("--json", inspect_opts.json,
                       "Print one JSON object instead of text (graph printouts go to stderr)");
 

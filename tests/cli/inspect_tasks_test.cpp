@@ -5,6 +5,7 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -73,6 +74,33 @@ TEST_F(InspectTasks, JsonTasksCoverEveryGroup) {
         EXPECT_GE(t["flops"].get<int64_t>(), 0);
     }
     EXPECT_EQ(groups, j["fused_groups"]["count"].get<int>());
+}
+
+TEST_F(InspectTasks, ScheduleOfOneTaskByIndexOrKeyPrefix) {
+    const std::string model = kModels + "/conv_bn_relu/model.onnx -O3";
+    Output first = run_inspect(model + " --schedule 0");
+    ASSERT_EQ(first.code, 0) << first.out;
+    EXPECT_EQ(first.out.rfind("task 0 ", 0), 0u) << first.out;
+    EXPECT_NE(first.out.find("default schedule on this host"), std::string::npos) << first.out;
+    // The last line is the step list, as `op default` prints it.
+    const size_t json_at = first.out.rfind("{\"version\":1,\"steps\":[");
+    ASSERT_NE(json_at, std::string::npos) << first.out;
+    const nlohmann::json steps = nlohmann::json::parse(first.out.substr(json_at));
+    EXPECT_FALSE(steps["steps"].empty());
+    // A key prefix names the same task as its index.
+    Output listed = run_inspect(model + " --json");
+    ASSERT_EQ(listed.code, 0);
+    const nlohmann::json j = nlohmann::json::parse(listed.out);
+    const std::string key = j["tasks"]["list"][1]["workload_key"].get<std::string>();
+    Output by_index = run_inspect(model + " --schedule 1");
+    Output by_key = run_inspect(model + " --schedule " + key.substr(0, 10));
+    ASSERT_EQ(by_key.code, 0) << by_key.out;
+    EXPECT_EQ(by_key.out, by_index.out);
+    // A task that does not exist: one error line, exit 1.
+    Output bad = tessera::testing::capture_tessera("inspect " + model + " --schedule 99");
+    EXPECT_EQ(bad.code, 1);
+    EXPECT_EQ(bad.out.rfind("error: --schedule 99: no task", 0), 0u) << bad.out;
+    EXPECT_EQ(std::count(bad.out.begin(), bad.out.end(), '\n'), 1) << bad.out;
 }
 
 } // namespace
