@@ -200,8 +200,14 @@ bool State::elementwise_match(int producer, int consumer) const {
             return;
         any = true;
         for (size_t d = 0; d < r->indices.size(); ++d) {
+            if (d >= c.axes.size()) {
+                all = false;
+                continue;
+            }
             const auto* v = r->indices[d].as<Variable>();
-            if (!v || d >= c.axes.size() || c.axes[d].get() != v)
+            const auto* k = r->indices[d].as<ir::IntImm>();
+            const bool unit_zero = k && k->value == 0 && c.tensor.shape()[d] == 1;
+            if (!unit_zero && (!v || c.axes[d].get() != v))
                 all = false;
         }
     });

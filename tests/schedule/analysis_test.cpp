@@ -1,5 +1,6 @@
 // The State queries the sketch rules use: data flow, access analysis, attachment.
 #include "schedule_test_util.h"
+#include "tessera/schedule/sketch.h"
 
 namespace tessera::testing {
 namespace {
@@ -62,6 +63,28 @@ TEST(Analysis, MatmulAndElementwise) {
     State u = sched::make_initial_state(g);
     for (size_t i = 1; i < u.stages.size(); ++i)
         EXPECT_FALSE(u.needs_multi_level_tiling(static_cast<int>(i)));
+}
+
+TEST(Analysis, UnitBatchDimReadAsZeroStillMatchesElementwise) {
+    // An ONNX MatMul [1, 7, 13] x [13, 11] plus a bias: the Add broadcasts, and reads the
+    // product at [0, i, j] on its unit batch axis. It is still an elementwise consumer the
+    // product can be fused into; a read at 0 on an axis longer than 1 is not.
+    te::Tensor a = te::placeholder({1, 7, 13}, ir::DataType::f32(), "a");
+    te::Tensor w = te::placeholder({13, 11}, ir::DataType::f32(), "w");
+    te::Tensor b = te::placeholder({11}, ir::DataType::f32(), "b");
+    te::Tensor y = te::add(te::matmul(a, w), b);
+    State s = sched::make_initial_state(te::make_compute({a, w, b}, {y}));
+    const int mm = s.stage_id_of("matmul"), out = static_cast<int>(s.stages.size()) - 1;
+    ASSERT_GE(mm, 0);
+    EXPECT_TRUE(s.elementwise_match(mm, out));
+    EXPECT_EQ(sched::fusible_consumer(s, mm), out);
+
+    te::Tensor x = te::placeholder({2, 5}, ir::DataType::f32(), "x");
+    te::Tensor first = te::relu(x);
+    te::Tensor row0 = te::compute(
+        {2, 5}, [&](const std::vector<te::Var>& i) { return first(te::Expr(0), i[1]); }, "row0");
+    State r = sched::make_initial_state(te::make_compute({x}, {row0}));
+    EXPECT_FALSE(r.elementwise_match(r.stage_id_of("relu"), r.stage_id_of("row0")));
 }
 
 } // namespace

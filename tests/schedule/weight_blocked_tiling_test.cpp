@@ -69,6 +69,26 @@ TEST(WeightBlockedTiling, ConvTileRunsAlongOutputChannels) {
     }
 }
 
+TEST(WeightBlockedTiling, MatmulWeightIsPackedInPanels) {
+    // A MatMul whose B [K, N] is a weight, blocked along N: panels [N/b][K][b], contiguous
+    // over the reduction, not [K][N/b][b] with N floats between reduce steps.
+    te::Tensor a = te::placeholder({7, 13}, ir::DataType::f32(), "a");
+    te::Tensor w = te::placeholder({13, 19}, ir::DataType::f32(), "w");
+    te::Compute c = te::make_compute({a, w}, {te::matmul(a, w)});
+    sched::SketchOptions o = fuzz_sketch_options();
+    o.weight_inputs = {1};
+    int blocked = 0;
+    for (const State& s : sched::generate_sketches(c, o)) {
+        const sched::Stage& ws = s.stages[s.stage_id_of("w")];
+        if (ws.layout.is_identity())
+            continue;
+        ++blocked;
+        EXPECT_EQ(ws.layout.order, (std::vector<int>{1, 0, 2}));
+        EXPECT_GT(ws.layout.factors[1], 1);
+    }
+    EXPECT_GT(blocked, 0);
+}
+
 TEST(WeightBlockedTiling, DepthwiseBlocksItsPaddedInputToo) {
     const te::OpInstance dw = te::make_op("depthwise_conv2d:n=1,c=21,h=7,w=9,r=3,pad=1");
     const auto blocked = blocked_sketches(dw);

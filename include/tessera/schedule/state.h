@@ -184,6 +184,8 @@ struct State {
     bool needs_multi_level_tiling(int sid) const;
     /// True when `consumer` reads `producer` exactly at its own axes (same shape, indices are
     /// the consumer's axes in order) in every read: a consumer that can follow producer tiles.
+    /// Index 0 on an axis of extent 1 counts as that axis (a broadcasting op reads a unit
+    /// batch dim so: MatMul [1, M, K] x [K, N] + bias).
     bool elementwise_match(int producer, int consumer) const;
     /// Stages computed at some loop of `sid` (ascending ids).
     std::vector<int> attached_stages(int sid) const;
