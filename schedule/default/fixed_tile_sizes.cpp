@@ -42,10 +42,29 @@ struct ReduceShape {
     bool gemm_like() const { return !window && longest >= kMinGemmReduce; }
 };
 
+/// Whether reduce variable `v` slides a window: some read index adds it to a spatial axis
+/// (oh * stride + ry). A short reduction over channels (the 2 channel blocks of a 1x1 conv on
+/// 16 channels) is no window: its tile should not repeat over rows that reload the
+/// accumulators at every step of the channel loop (MobileNetV2's 1x1 convs ran at 16-25
+/// GFLOP/s so, on a 2-core Zen 1).
+bool slides_window(const Stage& st, const ir::Var& v) {
+    std::vector<const ir::Variable*> spatial;
+    for (const ir::Var& a : st.axes)
+        spatial.push_back(a.get());
+    bool window = false;
+    if (st.body.defined())
+        for_each_read(inline_lets(st.body), [&](const ir::TensorRead* r) {
+            for (const ir::Expr& index : r->indices)
+                window = window || (uses_any(index, {v.get()}) && uses_any(index, spatial));
+        });
+    return window;
+}
+
 ReduceShape reduce_shape(const Stage& st) {
     ReduceShape r;
     for (const ir::IterVar& v : st.reduce_axes()) {
-        r.window = r.window || (v.extent > 1 && v.extent <= kMaxInnerReduce);
+        r.window = r.window ||
+                   (v.extent > 1 && v.extent <= kMaxInnerReduce && slides_window(st, v.var));
         r.longest = std::max(r.longest, v.extent);
     }
     return r;

@@ -226,6 +226,47 @@ TEST(DefaultSchedule, BlockedMaxPoolVectorizesTheChannelBlockWithItsPaddingInlin
     EXPECT_EQ(check_numerics({s}, {f}, Reference(c, 5), nopts), 1);
 }
 
+// The spatial loops of the conv's tile between its outermost reduce loop and its register
+// tile: a cache tile of rows shows up as a loop of extent > 1 there.
+int64_t rows_inside_reduction(const State& s) {
+    int64_t rows = 1;
+    for (const sched::Stage& st : s.stages) {
+        if (!st.has_reduce())
+            continue; // the conv, or its local cache stage
+        bool in_reduction = false;
+        for (const sched::Iterator& it : st.iters) {
+            in_reduction = in_reduction || it.kind == sched::IterKind::Reduce;
+            if (in_reduction && it.kind == sched::IterKind::Spatial &&
+                it.name.rfind("oh.", 0) == 0)
+                rows *= it.extent;
+        }
+    }
+    return rows;
+}
+
+TEST(DefaultSchedule, BlockedOneByOneConvKeepsItsTileOverTheWholeChannelLoop) {
+    // A 1x1 conv on 2 channel blocks reduces over rcb (2) and rc (8), neither a window: its
+    // register tile accumulates over both, with no rows of a cache tile inside the channel
+    // loop (which reload the accumulators at every channel step). A 3x3 conv of the same sizes
+    // slides a window and keeps its cache tile of rows.
+    const te::Tensor x = te::placeholder({1, 2, 29, 28, 8}, ir::DataType::f32(), "x");
+    const te::Tensor w1 = te::placeholder({6, 2, 1, 1, 8, 8}, ir::DataType::f32(), "w");
+    const te::Tensor w3 = te::placeholder({6, 2, 3, 3, 8, 8}, ir::DataType::f32(), "w");
+    const sched::DefaultScheduleOptions o = options(8);
+    const te::Compute one = te::make_compute(
+        {x, w1}, {te::conv2d_nchwc(x, w1, te::Conv2dParams::make(1, 0, 1, 1))});
+    const State s1 = sched::default_schedule(one, o);
+    EXPECT_EQ(rows_inside_reduction(s1), 1) << sched::to_string(s1);
+    ir::LoweredFunc f = check_structure(one, s1, o);
+    NumericsOptions nopts;
+    nopts.jit_every = 1;
+    EXPECT_EQ(check_numerics({s1}, {f}, Reference(one, 5), nopts), 1);
+    const te::Compute three = te::make_compute(
+        {x, w3}, {te::conv2d_nchwc(x, w3, te::Conv2dParams::make(1, 1, 1, 1))});
+    const State s3 = sched::default_schedule(three, o);
+    EXPECT_GT(rows_inside_reduction(s3), 1) << sched::to_string(s3);
+}
+
 TEST(DefaultSchedule, WideVectorsLowerAndMatch) {
     // AVX-512 widths: a two-vector tile of 32 along k.
     const te::OpInstance op = te::make_op("conv2d:n=1,c=3,h=13,w=7,k=37,r=3,pad=1,bias=1,relu=1");
