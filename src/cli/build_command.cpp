@@ -70,6 +70,10 @@ CLI::App* add_build_command(CLI::App& app, BuildCommandOptions& opts) {
     cmd->add_option("-O,--opt-level", opts.opt_level,
                     "Graph optimization level 0..3 (-O3 also moves convolutions to NCHW[x]c)")
         ->capture_default_str();
+    cmd->add_flag("--no-winograd", opts.no_winograd,
+                  "Keep every 3x3 conv direct: no Winograd F(4x4)/F(2x2) transform (2.25-4x fewer "
+                  "multiply-adds, a rounding error a few times the direct conv's). The tasks "
+                  "differ, so tune and build a model with the same choice");
     cmd->add_flag("--json", opts.json,
                   "Print one JSON object (coverage rows, tiers, sizes, times) instead of the "
                   "table");
@@ -93,6 +97,7 @@ int run_build(const BuildCommandOptions& opts, std::ostream& out, std::ostream& 
     compile::BuildOptions bo;
     bo.model_path = opts.model;
     bo.opt_level = opts.opt_level;
+    bo.winograd = !opts.no_winograd;
     bo.jobs = opts.jobs;
     if (opts.target == "cuda") {
         bo.target = compile::BuildTarget::Cuda;

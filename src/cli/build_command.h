@@ -24,6 +24,7 @@ struct BuildCommandOptions {
     bool strict = false; ///< Fail (exit 1) when any task has no usable record.
     bool no_db = false;   ///< --no-db: ignore every database (an untuned build).
     int opt_level = 3;   ///< Graph optimization level 0..3.
+    bool no_winograd = false; ///< --no-winograd: every 3x3 conv stays direct.
     bool json = false;   ///< One JSON object on stdout instead of the table.
     std::vector<std::string> input_shapes; ///< "name=1x3x224x224" each.
     int jobs = 0; ///< Code generation threads; 0 = one per hardware thread.

@@ -22,6 +22,7 @@ struct TuneOptions {
     std::string op;                        ///< NAME:key=value,... (see `tessera op list`).
     std::string model_path;                ///< An ONNX model (exactly one of op, model_path).
     int opt_level = 3;                     ///< Graph pipeline level for a model (as `build`).
+    bool no_winograd = false; ///< --no-winograd: a model's 3x3 convs stay direct (as `build`).
     /// Candidates to measure in this run (all tasks of a model together); 0 = no limit (then
     /// time_budget_secs must be > 0).
     int trials = 1000;

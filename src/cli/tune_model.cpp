@@ -235,7 +235,7 @@ std::vector<size_t> shard_task_indices(const std::vector<tune::TaskToTune>& task
 }
 
 std::vector<tune::TaskToTune> model_tasks(const std::string& model_path, int opt_level,
-                                          const std::string& target) {
+                                          const std::string& target, bool winograd) {
     if (opt_level < 0 || opt_level > 3)
         throw UserError() << "-O must be 0..3, got " << opt_level;
     graph::Graph g = graph::import_onnx(model_path);
@@ -246,6 +246,8 @@ std::vector<tune::TaskToTune> model_tasks(const std::string& model_path, int opt
     popts.layout_block = graph::layout_block_for(backend::host_info().vector_bits);
     if (target == "cuda")
         popts.disabled_passes.insert("layout");
+    if (!winograd)
+        popts.disabled_passes.insert("winograd");
     graph::optimize(g, popts);
     const std::vector<graph::FusedGroup> groups = graph::fuse_ops(g);
     std::vector<tune::TaskToTune> tasks;
@@ -273,7 +275,8 @@ tune::TasksResult run_tune_model(const TuneOptions& opts, std::ostream& out, std
     if (!opts.shard.empty())
         st.shard = parse_task_shard(opts.shard);
     const tune::TuneTarget target = tune_target_of(opts);
-    std::vector<tune::TaskToTune> tasks = model_tasks(opts.model_path, opts.opt_level, opts.target);
+    std::vector<tune::TaskToTune> tasks =
+        model_tasks(opts.model_path, opts.opt_level, opts.target, !opts.no_winograd);
     st.model_tasks = tasks.size();
     st.index = shard_task_indices(tasks, st.shard);
     if (st.index.size() != tasks.size()) {

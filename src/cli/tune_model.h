@@ -17,9 +17,11 @@ namespace tessera::cli {
 /// for similarity by its anchor op (the pattern's first op) and its work. A task without flops
 /// (pure data movement: layout changes, flatten) counts one operation per output element, so
 /// that its throughput is still defined. Throws UserError for a file that is not a model, a
-/// level outside 0..3 or an op without a tensor program.
+/// level outside 0..3 or an op without a tensor program. `winograd` false keeps 3x3 convs direct
+/// (as `build --no-winograd`).
 std::vector<tune::TaskToTune> model_tasks(const std::string& model_path, int opt_level,
-                                          const std::string& target = "llvm");
+                                          const std::string& target = "llvm",
+                                          bool winograd = true);
 
 /// Share `index` of `count` of a model's tasks (`tune MODEL --shard I/N`).
 struct TaskShard {

@@ -193,6 +193,8 @@ ModelBuild prepare_model_build(const BuildOptions& opts) {
     po.layout_block = graph::layout_block_for(backend::host_info().vector_bits);
     if (opts.target == BuildTarget::Cuda) // NCHW[x]c blocks channels for CPU vector registers
         po.disabled_passes.insert("layout");
+    if (!opts.winograd)
+        po.disabled_passes.insert("winograd");
     graph::optimize(b.graph, po);
     b.groups = graph::fuse_ops(b.graph);
     b.tasks = graph::extract_tasks(b.graph, b.groups);

@@ -315,8 +315,35 @@ TEST_F(ModelBuild, CliReportsBadInputsInOneLine) {
     r = testing::run_command(bin + " build --help", dir.file("d"));
     EXPECT_EQ(r.code, 0);
     for (const char* opt :
-         {"--output", "--db", "--strict", "--opt-level", "--json", "--input-shape", "--jobs"})
+         {"--output", "--db", "--strict", "--opt-level", "--json", "--input-shape", "--jobs",
+          "--no-winograd"})
         EXPECT_NE(r.out.find(opt), std::string::npos) << opt << " missing from --help";
+}
+
+TEST_F(ModelBuild, NoWinogradKeepsResnetConvsDirectAndBothLibrariesMatch) {
+    if (!have_model("resnet18"))
+        GTEST_SKIP() << "shared model resnet18 not found";
+    ScratchDir dir("tessera_compile_winograd");
+    const std::string model = model_dir("resnet18");
+    const auto inputs = read_data_set(model, 0, "input");
+    const auto ref = read_data_set(model, 0, "output");
+    int kernels[2] = {0, 0};
+    for (int direct = 0; direct < 2; ++direct) {
+        const std::string so = dir.file(direct ? "direct.so" : "winograd.so");
+        testing::CommandResult r = testing::run_command(
+            std::string(TESSERA_BINARY) + " build " + model + "/model.onnx --no-db --json -o " +
+                so + (direct ? " --no-winograd" : ""),
+            dir.file("build" + std::to_string(direct)));
+        ASSERT_EQ(r.code, 0) << r.err;
+        kernels[direct] = nlohmann::json::parse(r.out)["kernels"].get<int>();
+        LoadedModel m(so);
+        EXPECT_TRUE(outputs_match(m.run(inputs), ref, 1e-4, 1e-4))
+            << (direct ? "direct" : "winograd");
+    }
+    // Direct: 19 kernels. Winograd: 10 stride-1 3x3 convs in 4 distinct shapes become an input
+    // transform, a matmul and an output transform each (25 kernels).
+    EXPECT_EQ(kernels[1], 19);
+    EXPECT_EQ(kernels[0], 25);
 }
 
 TEST_F(ModelBuild, TwoModelsInOneProcessStayIndependent) {

@@ -58,6 +58,8 @@ struct BuildOptions {
     /// Required when db_path is set.
     tune::LookupKey lookup;
     int opt_level = 3; ///< Graph pipeline level 0..3 (graph/pipeline.h).
+    /// The winograd pass at -O3 (graph/passes.h); false keeps every conv direct.
+    bool winograd = true;
     /// Static shapes for graph inputs with symbolic dims (graph::ImportOptions::input_shapes).
     std::map<std::string, graph::Shape> input_shapes;
     /// Cores the default schedules assume; 0: this host's physical cores.
