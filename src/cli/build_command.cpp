@@ -72,7 +72,7 @@ CLI::App* add_build_command(CLI::App& app, BuildCommandOptions& opts) {
         ->capture_default_str();
     cmd->add_flag("--no-winograd", opts.no_winograd,
                   "Keep every 3x3 conv direct: no Winograd F(4x4)/F(2x2) transform (2.25-4x fewer "
-                  "multiply-adds, a rounding error a few times the direct conv's). The tasks "
+                  "multiply-adds, about twice the direct conv's rounding error). The tasks "
                   "differ, so tune and build a model with the same choice");
     cmd->add_flag("--json", opts.json,
                   "Print one JSON object (coverage rows, tiers, sizes, times) instead of the "

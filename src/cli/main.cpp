@@ -188,7 +188,7 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     tune_cmd->add_flag("--no-winograd", tune_opts.no_winograd,
                        "Keep every 3x3 conv direct: no Winograd F(4x4)/F(2x2) transform (2.25-4x fewer "
-                       "multiply-adds, a rounding error a few times the direct conv's). The tasks "
+                       "multiply-adds, about twice the direct conv's rounding error). The tasks "
                        "differ, so tune and build a model with the same choice");
     CLI::Option* trials_opt =
         tune_cmd->add_option("--trials", tune_opts.trials,

@@ -24,14 +24,19 @@ InputGeometry input_geometry(const Node& n, const Shape& x, const Shape& t,
     while (t.size() == 2 && alpha * alpha < t[0])
         ++alpha;
     if (m < 1 || t.size() != 2 || t[0] != alpha * alpha || t[1] != t[0] || alpha <= m)
-        throw UserError() << where << ": table " << shape_str(t) << " does not fit tiles of "
-                          << m;
+        throw UserError() << where << ": table " << shape_str(t) << " does not fit tiles of " << m;
     const std::vector<int64_t> pads = n.attr_ints("pads");
     if (pads.size() != 4 || pads[0] < 0 || pads[1] < 0 || pads[2] < 0 || pads[3] < 0)
         throw UserError() << where << ": pads must be 4 non-negative values";
     const int64_t r = alpha - m + 1; // the kernel size
-    InputGeometry gm{m, alpha, pads[0], pads[1], x[2] + pads[0] + pads[2] - r + 1,
-                     x[3] + pads[1] + pads[3] - r + 1, 0, 0};
+    InputGeometry gm{m,
+                     alpha,
+                     pads[0],
+                     pads[1],
+                     x[2] + pads[0] + pads[2] - r + 1,
+                     x[3] + pads[1] + pads[3] - r + 1,
+                     0,
+                     0};
     if (gm.out_h < 1 || gm.out_w < 1)
         throw UserError() << where << ": a " << r << "x" << r << " kernel does not fit X "
                           << shape_str(x);
@@ -47,8 +52,14 @@ struct OutputGeometry {
 
 OutputGeometry output_geometry(const Node& n, const Shape& mm, const Shape& t, const Shape* bias,
                                const std::string& where) {
-    OutputGeometry gm{n.attr_int("tile", 0), n.attr_int("block", 0), n.attr_int("out_h", 0),
-                      n.attr_int("out_w", 0), 0, 0, 0, 0};
+    OutputGeometry gm{n.attr_int("tile", 0),
+                      n.attr_int("block", 0),
+                      n.attr_int("out_h", 0),
+                      n.attr_int("out_w", 0),
+                      0,
+                      0,
+                      0,
+                      0};
     if (gm.m < 1 || gm.block < 1 || gm.out_h < 1 || gm.out_w < 1)
         throw UserError() << where << ": tile, block, out_h and out_w must be positive";
     gm.th = ceil_div(gm.out_h, gm.m);
@@ -56,8 +67,8 @@ OutputGeometry output_geometry(const Node& n, const Shape& mm, const Shape& t, c
     if (mm.size() != 3 || mm[1] % (gm.th * gm.tw) != 0 || mm[2] % gm.block != 0 ||
         t != Shape{gm.m * gm.m, mm[0]})
         throw UserError() << where << ": M " << shape_str(mm) << " and table " << shape_str(t)
-                          << " do not make " << gm.out_h << "x" << gm.out_w << " outputs in tiles of "
-                          << gm.m << ", blocks of " << gm.block;
+                          << " do not make " << gm.out_h << "x" << gm.out_w
+                          << " outputs in tiles of " << gm.m << ", blocks of " << gm.block;
     gm.n = mm[1] / (gm.th * gm.tw);
     gm.kb = mm[2] / gm.block;
     if (bias && *bias != Shape{gm.kb, gm.block})
@@ -146,9 +157,8 @@ EvalOutputs eval_winograd_output(const Node& n, const EvalInputs& in, const std:
     return {y};
 }
 
-std::vector<std::pair<DType, Shape>> winograd_types(const Node& n,
-                                                    const std::vector<const Value*>& inputs,
-                                                    const std::string& where) {
+std::vector<std::pair<DType, Shape>>
+winograd_types(const Node& n, const std::vector<const Value*>& inputs, const std::string& where) {
     auto input = [&](size_t i, const char* what) -> const Value& {
         if (i >= inputs.size() || !inputs[i])
             throw UserError() << where << ": input " << i << " (" << what << ") is missing";
@@ -160,8 +170,7 @@ std::vector<std::pair<DType, Shape>> winograd_types(const Node& n,
         const Value& x = input(0, "X");
         const Value& t = input(1, "T");
         const InputGeometry gm = input_geometry(n, x.shape, t.shape, where);
-        return {{DType::F32,
-                 {t.shape[0], x.shape[0] * gm.th * gm.tw, x.shape[1] * x.shape[4]}}};
+        return {{DType::F32, {t.shape[0], x.shape[0] * gm.th * gm.tw, x.shape[1] * x.shape[4]}}};
     }
     TESSERA_CHECK(n.op == Op::WinogradOutput) << where << " is not a Winograd op";
     const Value& mm = input(0, "M");
@@ -196,8 +205,8 @@ const WinogradMatrices& winograd_matrices(int64_t m) {
     static const WinogradMatrices f4{
         4,
         6,
-        {4, 0, -5, 0, 1, 0, 0, -4, -4, 1, 1, 0, 0, 4, -4, -1, 1, 0,
-         0, -2, -1, 2, 1, 0, 0, 2, -1, -2, 1, 0, 0, 4, 0, -5, 0, 1},
+        {4, 0,  -5, 0, 1, 0, 0, -4, -4, 1,  1, 0, 0, 4, -4, -1, 1, 0,
+         0, -2, -1, 2, 1, 0, 0, 2,  -1, -2, 1, 0, 0, 4, 0,  -5, 0, 1},
         {1. / 4, 0, 0, -1. / 6, -1. / 6, -1. / 6, -1. / 6, 1. / 6, -1. / 6, 1. / 24, 1. / 12,
          1. / 6, 1. / 24, -1. / 12, 1. / 6, 0, 0, 1},
         {1, 1, 1, 1, 1, 0, 0, 1, -1, 2, -2, 0, 0, 1, 1, 4, 4, 0, 0, 1, -1, 8, -8, 1}};

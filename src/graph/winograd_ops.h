@@ -24,8 +24,7 @@ EvalOutputs eval_winograd_output(const Node& n, const EvalInputs& in, const std:
 
 /// Output types of WinogradInput / WinogradOutput from their typed inputs (null when absent).
 /// Throws UserError prefixed with `where` on a rank, dtype or shape mismatch.
-std::vector<std::pair<DType, Shape>> winograd_types(const Node& n,
-                                                    const std::vector<const Value*>& inputs,
-                                                    const std::string& where);
+std::vector<std::pair<DType, Shape>>
+winograd_types(const Node& n, const std::vector<const Value*>& inputs, const std::string& where);
 
 } // namespace tessera::graph::detail

@@ -33,18 +33,19 @@ Attributes conv_attrs(int64_t k, int64_t stride, std::vector<int64_t> pads, int6
 Graph conv_net() {
     GraphBuilder b;
     const ValueId x = b.input("x", {1, 13, 11, 9});
-    const ValueId a = b.op(Op::Conv, {x, b.constant_f32({19, 13, 3, 3}, 1)},
-                           conv_attrs(3, 1, {1, 0, 1, 1}));
+    const ValueId a =
+        b.op(Op::Conv, {x, b.constant_f32({19, 13, 3, 3}, 1)}, conv_attrs(3, 1, {1, 0, 1, 1}));
     const ValueId r = b.op(Op::Relu, {a});
-    const ValueId c = b.op(Op::Conv, {r, b.constant_f32({19, 19, 3, 3}, 2), b.constant_f32({19}, 3)},
-                           conv_attrs(3, 1, {1, 1, 1, 1}));
+    const ValueId c =
+        b.op(Op::Conv, {r, b.constant_f32({19, 19, 3, 3}, 2), b.constant_f32({19}, 3)},
+             conv_attrs(3, 1, {1, 1, 1, 1}));
     const ValueId s = b.op(Op::Relu, {b.op(Op::Add, {c, a})});
-    const ValueId strided = b.op(Op::Conv, {s, b.constant_f32({16, 19, 3, 3}, 4)},
-                                 conv_attrs(3, 2, {1, 1, 1, 1}));
+    const ValueId strided =
+        b.op(Op::Conv, {s, b.constant_f32({16, 19, 3, 3}, 4)}, conv_attrs(3, 2, {1, 1, 1, 1}));
     const ValueId dw = b.op(Op::Conv, {strided, b.constant_f32({16, 1, 3, 3}, 5)},
                             conv_attrs(3, 1, {1, 1, 1, 1}, 16));
-    const ValueId pw = b.op(Op::Conv, {dw, b.constant_f32({16, 16, 1, 1}, 6)},
-                            conv_attrs(1, 1, {0, 0, 0, 0}));
+    const ValueId pw =
+        b.op(Op::Conv, {dw, b.constant_f32({16, 16, 1, 1}, 6)}, conv_attrs(1, 1, {0, 0, 0, 0}));
     return b.finish({s, pw});
 }
 
@@ -101,14 +102,14 @@ INSTANTIATE_TEST_SUITE_P(Tiles, WinogradTileTest, ::testing::Values(2, 4));
 
 TEST(WinogradPass, TakesTheLargestTileThatLeavesEnoughTilesAndSkipsSmallConvs) {
     // 11x8 outputs: 3x2 = 6 tiles of 4x4, 6x4 = 24 tiles of 2x2.
-    for (const auto& [min_tiles, want] :
-         std::vector<std::pair<int64_t, std::vector<int64_t>>>{
+    for (const auto& [min_tiles, want] : std::vector<std::pair<int64_t, std::vector<int64_t>>>{
              {6, {4, 4}}, {7, {2, 2}}, {24, {2, 2}}, {25, {}}}) {
         Graph g = conv_net();
         convert_layout_nchwc(g, 8);
         WinogradOptions o = any_size(4);
         o.min_tiles = min_tiles;
-        check_pass(g, [&](Graph& gr) { return convert_conv_winograd(gr, o); }, 7, kScaleTol);
+        check_pass(
+            g, [&](Graph& gr) { return convert_conv_winograd(gr, o); }, 7, kScaleTol);
         EXPECT_EQ(tiles_of(g), want) << "min_tiles " << min_tiles;
     }
     // 16 padded input channels for the first conv, 24 for the second.

@@ -88,8 +88,8 @@ class WinogradRewriter {
         if (added) {
             const std::string name =
                 "winograd_f" + std::to_string(m) + (input ? "_input" : "_output");
-            it->second = g_.add_constant(name, input ? winograd_input_table(m)
-                                                     : winograd_output_table(m));
+            it->second =
+                g_.add_constant(name, input ? winograd_input_table(m) : winograd_output_table(m));
         }
         return it->second;
     }
@@ -101,8 +101,8 @@ class WinogradRewriter {
         const Value w = g_.value(n.inputs[1]);
         const Value y = g_.value(n.outputs[0]);
         const int64_t block = n.attr_int("block", 0);
-        std::vector<int64_t> pads = n.has_attr("pads") ? n.attr_ints("pads")
-                                                       : std::vector<int64_t>{0, 0, 0, 0};
+        std::vector<int64_t> pads =
+            n.has_attr("pads") ? n.attr_ints("pads") : std::vector<int64_t>{0, 0, 0, 0};
         // The transformed weights of every output and input channel, padding ones included
         // (their weights are 0, as the blocked conv's).
         const TensorData u = winograd_weight(unblock_conv_weight(*w.constant, false), m);

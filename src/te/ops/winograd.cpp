@@ -52,17 +52,17 @@ Tensor winograd_input_nchwc(const Tensor& x, const Tensor& table, const Winograd
     Tensor in = pad_named(x, {0, 0, t.pad_top, t.pad_left, 0}, {0, 0, below, right, 0},
                           constant(x.dtype(), 0.0), PadMode::Constant, op + "_pad");
     IterVar q = reduce_axis(alpha * alpha, "q");
-    return compute(
-        {alpha * alpha, n * th * tw, cb * block},
-        [&](const std::vector<Var>& i) {
-            Expr p = i[1];
-            Expr img = p / Expr(th * tw), ty = p / Expr(tw) % Expr(th), tx = p % Expr(tw);
-            Expr c = i[2];
-            Expr v = in(img, c / Expr(block), ty * Expr(t.m) + q.var / Expr(alpha),
-                        tx * Expr(t.m) + q.var % Expr(alpha), c % Expr(block));
-            return sum(table(i[0], q.var) * v, {q});
-        },
-        op, {"e", "p", "c"});
+    return compute({alpha * alpha, n * th * tw, cb * block},
+                   [&](const std::vector<Var>& i) {
+                       Expr p = i[1];
+                       Expr img = p / Expr(th * tw), ty = p / Expr(tw) % Expr(th),
+                            tx = p % Expr(tw);
+                       Expr c = i[2];
+                       Expr v = in(img, c / Expr(block), ty * Expr(t.m) + q.var / Expr(alpha),
+                                   tx * Expr(t.m) + q.var % Expr(alpha), c % Expr(block));
+                       return sum(table(i[0], q.var) * v, {q});
+                   },
+                   op, {"e", "p", "c"});
 }
 
 Tensor winograd_output_nchwc(const Tensor& m, const Tensor& table, const Tensor& bias,
@@ -99,12 +99,11 @@ Tensor winograd_output_nchwc(const Tensor& m, const Tensor& table, const Tensor&
         op, {"n", "kb", "oh", "ow", "k"});
     if (!bias.defined())
         return y;
-    return compute(
-        {n, kb, t.out_h, t.out_w, block},
-        [&](const std::vector<Var>& i) {
-            return y(i[0], i[1], i[2], i[3], i[4]) + bias(i[1], i[4]);
-        },
-        op + "_bias", {"n", "kb", "oh", "ow", "k"});
+    return compute({n, kb, t.out_h, t.out_w, block},
+                   [&](const std::vector<Var>& i) {
+                       return y(i[0], i[1], i[2], i[3], i[4]) + bias(i[1], i[4]);
+                   },
+                   op + "_bias", {"n", "kb", "oh", "ow", "k"});
 }
 
 } // namespace tessera::te
