@@ -52,11 +52,14 @@ std::optional<te::Compute> rebuild_from_spec(const std::string& key,
 std::vector<CorpusExample> load_corpus(const tune::TuningDatabase& db,
                                        const std::vector<std::string>& tasks_of,
                                        CorpusCounts& counts) {
-    // The models' tasks by workload key (std::map: the first model naming a key wins, always).
+    // The models' tasks by workload key (std::map: the first model naming a key wins, always),
+    // with and without the winograd pass: records tuned either way (`tune --no-winograd`, or
+    // before the pass existed) find their workloads.
     std::map<std::string, te::Compute> model_workloads;
     for (const std::string& path : tasks_of)
-        for (tune::TaskToTune& t : model_tasks(path, 3, "llvm"))
-            model_workloads.try_emplace(te::workload_key(t.compute), std::move(t.compute));
+        for (bool winograd : {true, false})
+            for (tune::TaskToTune& t : model_tasks(path, 3, "llvm", winograd))
+                model_workloads.try_emplace(te::workload_key(t.compute), std::move(t.compute));
 
     std::vector<CorpusExample> all;
     for (const std::string& key : db.workload_keys()) {
