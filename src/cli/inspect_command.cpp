@@ -12,12 +12,12 @@
 #include <nlohmann/json.hpp>
 
 #include "tessera/backends/host.h"
+#include "tessera/compile/model_compiler.h"
 #include "tessera/graph/fusion.h"
 #include "tessera/graph/import_onnx.h"
 #include "tessera/graph/memory_plan.h"
 #include "tessera/graph/pipeline.h"
 #include "tessera/graph/tasks.h"
-#include "tessera/schedule/default_schedule.h"
 #include "tessera/schedule/schedule.h"
 #include "tessera/support/error.h"
 
@@ -72,9 +72,8 @@ std::vector<PatternCount> count_groups(const graph::Graph& g,
 
 // The task named by `which`: an index into `tasks`, or a unique prefix of a workload key.
 size_t find_task(const std::vector<graph::Task>& tasks, const std::string& which) {
-    const bool index = std::all_of(which.begin(), which.end(), [](char c) {
-        return c >= '0' && c <= '9';
-    });
+    const bool index =
+        std::all_of(which.begin(), which.end(), [](char c) { return c >= '0' && c <= '9'; });
     if (index && which.size() < 10) {
         const size_t i = std::stoul(which);
         if (i < tasks.size())
@@ -87,10 +86,10 @@ size_t find_task(const std::vector<graph::Task>& tasks, const std::string& which
     if (hits.size() == 1)
         return hits[0];
     throw UserError() << "--schedule " << which << ": "
-                      << (hits.empty() ? "no task has this index or key prefix (the model has " +
-                                             std::to_string(tasks.size()) + " tasks)"
-                                       : std::to_string(hits.size()) +
-                                             " tasks' keys start with it");
+                      << (hits.empty()
+                              ? "no task has this index or key prefix (the model has " +
+                                    std::to_string(tasks.size()) + " tasks)"
+                              : std::to_string(hits.size()) + " tasks' keys start with it");
 }
 
 } // namespace
@@ -164,11 +163,8 @@ void run_inspect(const InspectOptions& options, std::ostream& out) {
             throw UserError() << tasks_error;
         const size_t i = find_task(tasks, options.schedule_task);
         const graph::Task& t = tasks[i];
-        const backend::HostInfo& host = backend::host_info();
-        sched::DefaultScheduleOptions dso;
-        dso.num_cores = std::max(1, host.cores);
-        dso.vector_lanes = std::max(4, host.vector_bits / 32);
-        const sched::State s = sched::default_schedule(t.compute.compute, dso);
+        const sched::State s = sched::default_schedule(
+            t.compute.compute, compile::build_default_schedule_options(compile::BuildTarget::Cpu));
         out << "task " << i << " " << t.workload_key.substr(0, 12) << " " << t.pattern
             << ": default schedule on this host (" << s.steps.size() << " steps)\n"
             << sched::to_string(s) << sched::steps_to_json(s.steps) << "\n";

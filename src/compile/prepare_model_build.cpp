@@ -141,6 +141,16 @@ const char* to_string(BuildTarget t) {
 
 std::string kernel_symbol(int task) { return "tessera_kernel_" + std::to_string(task); }
 
+sched::DefaultScheduleOptions build_default_schedule_options(BuildTarget target, int num_cores) {
+    const backend::HostInfo& host = backend::host_info();
+    sched::DefaultScheduleOptions dso;
+    dso.num_cores = num_cores > 0 ? num_cores : std::max(1, host.cores);
+    dso.vector_lanes = std::max(4, host.vector_bits / 32);
+    if (target == BuildTarget::Cuda)
+        dso.target = sched::TargetKind::Gpu;
+    return dso;
+}
+
 ModelBuild prepare_model_build(const BuildOptions& opts) {
     const Clock::time_point t0 = Clock::now();
     if (opts.opt_level < 0 || opts.opt_level > 3)
@@ -199,12 +209,7 @@ ModelBuild prepare_model_build(const BuildOptions& opts) {
     b.groups = graph::fuse_ops(b.graph);
     b.tasks = graph::extract_tasks(b.graph, b.groups);
 
-    const backend::HostInfo& host = backend::host_info();
-    sched::DefaultScheduleOptions dso;
-    dso.num_cores = opts.num_cores > 0 ? opts.num_cores : std::max(1, host.cores);
-    dso.vector_lanes = std::max(4, host.vector_bits / 32);
-    if (opts.target == BuildTarget::Cuda)
-        dso.target = sched::TargetKind::Gpu;
+    sched::DefaultScheduleOptions dso = build_default_schedule_options(opts.target, opts.num_cores);
 
     for (size_t i = 0; i < b.tasks.size(); ++i) {
         const graph::Task& task = b.tasks[i];

@@ -8,11 +8,10 @@ namespace tessera::graph::detail {
 
 namespace {
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 // The operand geometry of a WinogradInput node: X [N, CB, H, W, b], T [E, E].
 struct InputGeometry {
-    int64_t m, alpha, pad_top, pad_left, out_h, out_w, th, tw;
+    te::WinogradTile tile;
+    int64_t alpha = 0;
 };
 
 InputGeometry input_geometry(const Node& n, const Shape& x, const Shape& t,
@@ -29,47 +28,40 @@ InputGeometry input_geometry(const Node& n, const Shape& x, const Shape& t,
     if (pads.size() != 4 || pads[0] < 0 || pads[1] < 0 || pads[2] < 0 || pads[3] < 0)
         throw UserError() << where << ": pads must be 4 non-negative values";
     const int64_t r = alpha - m + 1; // the kernel size
-    InputGeometry gm{m,
-                     alpha,
-                     pads[0],
-                     pads[1],
-                     x[2] + pads[0] + pads[2] - r + 1,
-                     x[3] + pads[1] + pads[3] - r + 1,
-                     0,
-                     0};
-    if (gm.out_h < 1 || gm.out_w < 1)
+    InputGeometry gm;
+    gm.alpha = alpha;
+    gm.tile.m = m;
+    gm.tile.pad_top = pads[0];
+    gm.tile.pad_left = pads[1];
+    gm.tile.out_h = x[2] + pads[0] + pads[2] - r + 1;
+    gm.tile.out_w = x[3] + pads[1] + pads[3] - r + 1;
+    if (gm.tile.out_h < 1 || gm.tile.out_w < 1)
         throw UserError() << where << ": a " << r << "x" << r << " kernel does not fit X "
                           << shape_str(x);
-    gm.th = ceil_div(gm.out_h, m);
-    gm.tw = ceil_div(gm.out_w, m);
     return gm;
 }
 
 // The operand geometry of a WinogradOutput node: M [E, P, K], T [m*m, E], B [KB, b].
 struct OutputGeometry {
-    int64_t m, block, out_h, out_w, th, tw, n, kb;
+    te::WinogradTile tile;
+    int64_t block = 0, n = 0, kb = 0;
 };
 
 OutputGeometry output_geometry(const Node& n, const Shape& mm, const Shape& t, const Shape* bias,
                                const std::string& where) {
-    OutputGeometry gm{n.attr_int("tile", 0),
-                      n.attr_int("block", 0),
-                      n.attr_int("out_h", 0),
-                      n.attr_int("out_w", 0),
-                      0,
-                      0,
-                      0,
-                      0};
-    if (gm.m < 1 || gm.block < 1 || gm.out_h < 1 || gm.out_w < 1)
+    OutputGeometry gm;
+    gm.tile = winograd_output_tile(n);
+    gm.block = n.attr_int("block", 0);
+    const te::WinogradTile& tl = gm.tile;
+    if (tl.m < 1 || gm.block < 1 || tl.out_h < 1 || tl.out_w < 1)
         throw UserError() << where << ": tile, block, out_h and out_w must be positive";
-    gm.th = ceil_div(gm.out_h, gm.m);
-    gm.tw = ceil_div(gm.out_w, gm.m);
-    if (mm.size() != 3 || mm[1] % (gm.th * gm.tw) != 0 || mm[2] % gm.block != 0 ||
-        t != Shape{gm.m * gm.m, mm[0]})
+    const int64_t tiles = tl.tiles_h() * tl.tiles_w();
+    if (mm.size() != 3 || mm[1] % tiles != 0 || mm[2] % gm.block != 0 ||
+        t != Shape{tl.m * tl.m, mm[0]})
         throw UserError() << where << ": M " << shape_str(mm) << " and table " << shape_str(t)
-                          << " do not make " << gm.out_h << "x" << gm.out_w
-                          << " outputs in tiles of " << gm.m << ", blocks of " << gm.block;
-    gm.n = mm[1] / (gm.th * gm.tw);
+                          << " do not make " << tl.out_h << "x" << tl.out_w
+                          << " outputs in tiles of " << tl.m << ", blocks of " << gm.block;
+    gm.n = mm[1] / tiles;
     gm.kb = mm[2] / gm.block;
     if (bias && *bias != Shape{gm.kb, gm.block})
         throw UserError() << where << ": B has shape " << shape_str(*bias) << ", expected ["
@@ -81,14 +73,7 @@ OutputGeometry output_geometry(const Node& n, const Shape& mm, const Shape& t, c
 
 te::WinogradTile winograd_input_tile(const Node& n, const Shape& x, const Shape& t,
                                      const std::string& where) {
-    const InputGeometry gm = input_geometry(n, x, t, where);
-    te::WinogradTile tile;
-    tile.m = gm.m;
-    tile.out_h = gm.out_h;
-    tile.out_w = gm.out_w;
-    tile.pad_top = gm.pad_top;
-    tile.pad_left = gm.pad_left;
-    return tile;
+    return input_geometry(n, x, t, where).tile;
 }
 
 te::WinogradTile winograd_output_tile(const Node& n) {
@@ -103,19 +88,21 @@ EvalOutputs eval_winograd_input(const Node& n, const EvalInputs& in, const std::
     const TensorData& x = require_input(in, 0, where);
     const TensorData& t = require_input(in, 1, where);
     const InputGeometry gm = input_geometry(n, x.shape(), t.shape(), where);
+    const te::WinogradTile& tl = gm.tile;
+    const int64_t th = tl.tiles_h(), tw = tl.tiles_w();
     const int64_t N = x.shape()[0], CB = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
-    const int64_t b = x.shape()[4], a = gm.alpha, E = a * a, P = N * gm.th * gm.tw;
+    const int64_t b = x.shape()[4], a = gm.alpha, E = a * a, P = N * th * tw;
     TensorData v(DType::F32, {E, P, CB * b});
     const float* xs = x.data<float>();
     const float* ts = t.data<float>();
     float* vs = v.data<float>();
     for (int64_t p = 0; p < P; ++p) {
-        const int64_t img = p / (gm.th * gm.tw), ty = p / gm.tw % gm.th, tx = p % gm.tw;
+        const int64_t img = p / (th * tw), ty = p / tw % th, tx = p % tw;
         for (int64_t c = 0; c < CB * b; ++c) {
             std::vector<double> d(static_cast<size_t>(E), 0.0); // the tile, 0 outside
             for (int64_t q = 0; q < E; ++q) {
-                const int64_t h = ty * gm.m + q / a - gm.pad_top;
-                const int64_t w = tx * gm.m + q % a - gm.pad_left;
+                const int64_t h = ty * tl.m + q / a - tl.pad_top;
+                const int64_t w = tx * tl.m + q % a - tl.pad_left;
                 if (h >= 0 && h < H && w >= 0 && w < W)
                     d[q] = xs[(((img * CB + c / b) * H + h) * W + w) * b + c % b];
             }
@@ -136,22 +123,24 @@ EvalOutputs eval_winograd_output(const Node& n, const EvalInputs& in, const std:
     const TensorData* bias = in.size() > 2 ? in[2] : nullptr;
     const OutputGeometry gm =
         output_geometry(n, mm.shape(), t.shape(), bias ? &bias->shape() : nullptr, where);
+    const te::WinogradTile& tl = gm.tile;
+    const int64_t th = tl.tiles_h(), tw = tl.tiles_w();
     const int64_t E = mm.shape()[0], P = mm.shape()[1], K = mm.shape()[2];
-    TensorData y(DType::F32, {gm.n, gm.kb, gm.out_h, gm.out_w, gm.block});
+    TensorData y(DType::F32, {gm.n, gm.kb, tl.out_h, tl.out_w, gm.block});
     const float* ms = mm.data<float>();
     const float* ts = t.data<float>();
     const float* bs = bias ? bias->data<float>() : nullptr;
     float* ys = y.data<float>();
     for (int64_t img = 0; img < gm.n; ++img)
         for (int64_t k = 0; k < K; ++k)
-            for (int64_t h = 0; h < gm.out_h; ++h)
-                for (int64_t w = 0; w < gm.out_w; ++w) {
-                    const int64_t tile = (img * gm.th + h / gm.m) * gm.tw + w / gm.m;
-                    const int64_t pos = (h % gm.m) * gm.m + w % gm.m;
+            for (int64_t h = 0; h < tl.out_h; ++h)
+                for (int64_t w = 0; w < tl.out_w; ++w) {
+                    const int64_t tile = (img * th + h / tl.m) * tw + w / tl.m;
+                    const int64_t pos = (h % tl.m) * tl.m + w % tl.m;
                     double acc = bs ? bs[k] : 0.0;
                     for (int64_t e = 0; e < E; ++e)
                         acc += ts[pos * E + e] * ms[(e * P + tile) * K + k];
-                    ys[(((img * gm.kb + k / gm.block) * gm.out_h + h) * gm.out_w + w) * gm.block +
+                    ys[(((img * gm.kb + k / gm.block) * tl.out_h + h) * tl.out_w + w) * gm.block +
                        k % gm.block] = static_cast<float>(acc);
                 }
     return {y};
@@ -169,8 +158,9 @@ winograd_types(const Node& n, const std::vector<const Value*>& inputs, const std
     if (n.op == Op::WinogradInput) {
         const Value& x = input(0, "X");
         const Value& t = input(1, "T");
-        const InputGeometry gm = input_geometry(n, x.shape, t.shape, where);
-        return {{DType::F32, {t.shape[0], x.shape[0] * gm.th * gm.tw, x.shape[1] * x.shape[4]}}};
+        const te::WinogradTile tl = input_geometry(n, x.shape, t.shape, where).tile;
+        return {{DType::F32,
+                 {t.shape[0], x.shape[0] * tl.tiles_h() * tl.tiles_w(), x.shape[1] * x.shape[4]}}};
     }
     TESSERA_CHECK(n.op == Op::WinogradOutput) << where << " is not a Winograd op";
     const Value& mm = input(0, "M");
@@ -178,7 +168,7 @@ winograd_types(const Node& n, const std::vector<const Value*>& inputs, const std
     const Value* bias = inputs.size() > 2 && inputs[2] ? &input(2, "B") : nullptr;
     const OutputGeometry gm =
         output_geometry(n, mm.shape, t.shape, bias ? &bias->shape : nullptr, where);
-    return {{DType::F32, {gm.n, gm.kb, gm.out_h, gm.out_w, gm.block}}};
+    return {{DType::F32, {gm.n, gm.kb, gm.tile.out_h, gm.tile.out_w, gm.block}}};
 }
 
 } // namespace tessera::graph::detail

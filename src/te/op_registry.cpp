@@ -185,7 +185,7 @@ Built build_winograd(const Values& v, bool input) {
     }
     t.out_h = v["h"];
     t.out_w = v["w"];
-    const int64_t tiles = n * ((t.out_h + m - 1) / m) * ((t.out_w + m - 1) / m);
+    const int64_t tiles = n * t.tiles_h() * t.tiles_w();
     const int64_t k = (v["k"] + block - 1) / block * block;
     Tensor mm = placeholder({alpha * alpha, tiles, k}, f32, "m");
     Tensor table = placeholder({m * m, alpha * alpha}, f32, "table");

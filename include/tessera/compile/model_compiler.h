@@ -34,6 +34,7 @@
 #include "tessera/graph/tasks.h"
 #include "tessera/ir/stmt.h"
 #include "tessera/runtime/model_plan.h"
+#include "tessera/schedule/default_schedule.h"
 #include "tessera/schedule/state.h"
 #include "tessera/tuner/lookup.h"
 
@@ -150,6 +151,12 @@ struct LibrarySummary {
 /// missing database file or an unusable option (naming the value), and as import_onnx,
 /// optimize and extract_tasks do.
 ModelBuild prepare_model_build(const BuildOptions& opts);
+
+/// The default-schedule options an untuned build uses for `target` on this host: num_cores
+/// (0: this host's cores) and one vector register of f32 lanes (at least 4). `inspect
+/// --schedule` shows the same schedules through it.
+sched::DefaultScheduleOptions build_default_schedule_options(BuildTarget target,
+                                                             int num_cores = 0);
 
 /// The runtime plan of a prepared build, with the weights it references (each at its
 /// PlanTensor::offset, packed as the schedules read them). Kernel i of the plan is task i's

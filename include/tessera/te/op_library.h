@@ -100,6 +100,10 @@ struct WinogradTile {
     int64_t m = 2;                    ///< outputs per tile and axis
     int64_t out_h = 0, out_w = 0;     ///< the convolution's output size
     int64_t pad_top = 0, pad_left = 0; ///< the convolution's leading pads
+
+    /// Tiles along the height and the width: ceil(out / m). Pre: m >= 1.
+    int64_t tiles_h() const { return (out_h + m - 1) / m; }
+    int64_t tiles_w() const { return (out_w + m - 1) / m; }
 };
 
 /// Input transform: x [N, CB, H, W, b] (NCHW[b]c), table [E, E] (table[e][q] = Bt[e / alpha]

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "../layout_ops.h"
+#include "../op_util.h"
 #include "../winograd_ops.h"
 #include "pass_util.h"
 #include "tessera/graph/passes.h"
@@ -48,7 +49,7 @@ class WinogradRewriter {
 
   private:
     static int64_t tiles_of(const Shape& y, int64_t m) {
-        return y[0] * ((y[2] + m - 1) / m) * ((y[3] + m - 1) / m);
+        return y[0] * ceil_div(y[2], m) * ceil_div(y[3], m);
     }
 
     // The largest tile m <= max_tile leaving min_tiles tiles, or 0 when the conv stays direct.

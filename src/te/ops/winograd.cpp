@@ -12,8 +12,6 @@ using namespace detail;
 
 namespace {
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 /// alpha = sqrt(table columns) for an input table [alpha^2, alpha^2]; throws unless square.
 int64_t tile_span(const Tensor& table, const std::string& op) {
     check_rank(table, 2, op, "table");
@@ -41,7 +39,7 @@ Tensor winograd_input_nchwc(const Tensor& x, const Tensor& table, const Winograd
                           << " does not fit output tiles of " << t.m;
     const auto& xs = x.shape();
     const int64_t n = xs[0], cb = xs[1], block = xs[4];
-    const int64_t th = ceil_div(t.out_h, t.m), tw = ceil_div(t.out_w, t.m);
+    const int64_t th = t.tiles_h(), tw = t.tiles_w();
     // The tiles read rows pad_top above the image to th * m + alpha - m rows in all; rows past
     // the image (the conv's bottom padding and a partial last tile) read 0.
     const int64_t rows = th * t.m + alpha - t.m, cols = tw * t.m + alpha - t.m;
@@ -74,8 +72,11 @@ Tensor winograd_output_nchwc(const Tensor& m, const Tensor& table, const Tensor&
     check_rank(m, 3, op, "input");
     check_rank(table, 2, op, "table");
     const int64_t e = m.shape()[0], p = m.shape()[1], k = m.shape()[2];
-    const int64_t th = ceil_div(t.out_h, t.m), tw = ceil_div(t.out_w, t.m);
-    if (block < 1 || k % block != 0 || t.m < 1 || p % (th * tw) != 0 ||
+    if (t.m < 1 || t.out_h < 1 || t.out_w < 1)
+        throw UserError() << op << ": tile " << t.m << " and output " << t.out_h << "x" << t.out_w
+                          << " must be positive";
+    const int64_t th = t.tiles_h(), tw = t.tiles_w();
+    if (block < 1 || k % block != 0 || p % (th * tw) != 0 ||
         table.shape() != std::vector<int64_t>{t.m * t.m, e})
         throw UserError() << op << ": input " << shape_to_string(m.shape()) << " and table "
                           << shape_to_string(table.shape()) << " do not make " << t.out_h << "x"
