@@ -25,6 +25,9 @@ State fill_fixed_tile_sizes(const State& sketch, const DefaultScheduleOptions& o
 /// (matmul, dense, 1x1 convolution). Its default tile accumulates over the whole reduction in
 /// registers, with rows of tiles outside (fixed_tile_sizes.cpp).
 bool is_gemm_like(const Stage& st);
+/// Whether st reduces over a kernel window: a reduce loop of 2 to 7 steps that slides over a
+/// spatial axis of some read (a 3x3 convolution's ry and rx, not a short channel loop).
+bool has_window(const Stage& st);
 
 /// Adds the fixed annotation to a filled state (no compute location changes): the outer
 /// spatial loops of each root stage with at least 4096 loop iterations fused and parallel up

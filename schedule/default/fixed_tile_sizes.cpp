@@ -289,6 +289,8 @@ RegisterTile register_tile(const Stage& st, const DefaultScheduleOptions& opts) 
 
 bool is_gemm_like(const Stage& st) { return reduce_shape(st).gemm_like(); }
 
+bool has_window(const Stage& st) { return reduce_shape(st).window; }
+
 State fill_fixed_tile_sizes(const State& sketch, const DefaultScheduleOptions& opts) {
     std::map<std::string, RegisterTile> tiles;
     for (const Stage& st : sketch.stages)

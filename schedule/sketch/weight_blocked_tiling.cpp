@@ -30,8 +30,25 @@ struct WeightRead {
     int axis = -1;   ///< The reading stage's spatial axis.
 };
 
-/// The first weight of opts that stage `sid` reads with exactly one dimension indexed by a
-/// bare spatial axis and the others free of spatial axes (in every read), or weight = -1.
+/// The spatial axes of `st` that index some read of a tensor other than `weight` (the batch
+/// axis of a batched matmul indexes its activation as well as its weight).
+std::vector<bool> axes_read_besides(const Stage& st, const ir::Tensor& weight) {
+    std::vector<bool> used(st.axes.size(), false);
+    for_each_read(inline_lets(st.body), [&](const TensorRead* r) {
+        if (r->tensor.same_as(weight))
+            return;
+        for (size_t a = 0; a < st.axes.size(); ++a)
+            for (const ir::Expr& index : r->indices)
+                used[a] = used[a] || uses_any(index, {st.axes[a].get()});
+    });
+    return used;
+}
+
+/// The first weight of opts that stage `sid` reads, in every read, with one dimension indexed
+/// by a bare spatial axis (an output channel), the rest free of spatial axes, except for
+/// dimensions indexed by bare spatial axes that also index the activation when another one
+/// does not (the batch of a batched matmul: Winograd's per-position filters [P][C][K], packed
+/// outside the call instead of inside it); weight = -1 when there is none.
 WeightRead find_weight_read(const State& s, int sid, const std::vector<int>& weight_inputs) {
     const Stage& st = s.stages[sid];
     std::vector<const Variable*> spatial;
@@ -44,28 +61,38 @@ WeightRead find_weight_read(const State& s, int sid, const std::vector<int>& wei
         if (wid < 0 || !s.stages[wid].is_input() || !s.stages[wid].layout.is_identity() ||
             s.consumers(wid) != std::vector<int>{sid})
             continue;
+        const std::vector<bool> shared = axes_read_besides(st, s.stages[wid].tensor);
         WeightRead found{wid, -1, -1};
         bool ok = true;
         for_each_read(inline_lets(st.body), [&](const TensorRead* r) {
             if (!r->tensor.same_as(s.stages[wid].tensor) || !ok)
                 return;
-            int dim = -1, axis = -1;
-            for (size_t d = 0; d < r->indices.size(); ++d) {
+            std::vector<std::pair<int, int>> indexed; // (dim, axis) of bare spatial indices
+            for (size_t d = 0; d < r->indices.size() && ok; ++d) {
                 if (!uses_any(r->indices[d], spatial))
                     continue;
                 const auto* v = r->indices[d].as<Variable>();
                 const auto at = std::find(spatial.begin(), spatial.end(), v);
-                if (dim >= 0 || !v || at == spatial.end()) {
-                    ok = false;
-                    return;
-                }
-                dim = static_cast<int>(d);
-                axis = static_cast<int>(at - spatial.begin());
+                ok = v && at != spatial.end();
+                if (ok)
+                    indexed.push_back(
+                        {static_cast<int>(d), static_cast<int>(at - spatial.begin())});
             }
-            if (dim < 0 || (found.dim >= 0 && (found.dim != dim || found.axis != axis)))
+            // Of several, the batch dimensions (axes the activation reads too) are left out.
+            if (indexed.size() > 1)
+                indexed.erase(std::remove_if(indexed.begin(), indexed.end(),
+                                             [&](const std::pair<int, int>& da) {
+                                                 return shared[static_cast<size_t>(da.second)];
+                                             }),
+                              indexed.end());
+            const WeightRead here{wid, indexed.empty() ? -1 : indexed[0].first,
+                                  indexed.empty() ? -1 : indexed[0].second};
+            if (!ok || indexed.size() != 1 ||
+                (found.dim >= 0 && (found.dim != here.dim || found.axis != here.axis))) {
                 ok = false;
-            found.dim = dim;
-            found.axis = axis;
+                return;
+            }
+            found = here;
         });
         if (ok && found.dim >= 0 && s.stages[wid].tensor.shape()[found.dim] > 1)
             return found;

@@ -267,6 +267,42 @@ TEST(DefaultSchedule, BlockedOneByOneConvKeepsItsTileOverTheWholeChannelLoop) {
     EXPECT_GT(rows_inside_reduction(s3), 1) << sched::to_string(s3);
 }
 
+/// The auto_unroll_max_step of the stage that reduces (the register tile).
+int64_t tile_unroll_steps(const State& s) {
+    for (const sched::Stage& st : s.stages)
+        if (!st.is_input() && st.has_reduce() && st.location.kind != sched::ComputeLocKind::Inlined)
+            return st.auto_unroll_max_step;
+    return -1;
+}
+
+TEST(DefaultSchedule, WindowTilesUnrollTheirWholeWindowAtEveryVectorWidth) {
+    // The unroll pragma counts vector lanes, so a 3x3 conv's 7 x 2-vector tile (7 x 7 image)
+    // needs 2 x 9 x 7 x 16 = 2016 steps at 16 lanes for its window to unroll whole (its
+    // accumulators then stay in registers over 9 FMA steps): the window tile's steps scale
+    // with the lanes. A tile with a partial last tile (27 x 27 in tiles of 7 columns) keeps
+    // 512, as a GEMM-like one does.
+    const sched::DefaultScheduleOptions o16 = options(16), o8 = options(8);
+    const auto conv = [](int64_t width, int64_t block, int64_t blocks) {
+        const te::Tensor x = te::placeholder({1, 3, width, width, block}, ir::DataType::f32(), "x");
+        const te::Tensor w =
+            te::placeholder({blocks, 3, 3, 3, block, block}, ir::DataType::f32(), "w");
+        return te::make_compute({x, w},
+                                {te::conv2d_nchwc(x, w, te::Conv2dParams::make(1, 1, 1, 1))});
+    };
+    const te::Compute c16 = conv(7, 16, 4);
+    const State s16 = sched::default_schedule(c16, o16);
+    EXPECT_EQ(tile_unroll_steps(s16), 2048) << sched::to_string(s16);
+    ir::LoweredFunc f = check_structure(c16, s16, o16);
+    NumericsOptions nopts;
+    nopts.jit_every = 1;
+    EXPECT_EQ(check_numerics({s16}, {f}, Reference(c16, 7), nopts), 1);
+    EXPECT_EQ(tile_unroll_steps(sched::default_schedule(conv(8, 8, 4), o8)), 1024); // 4-row tiles
+    EXPECT_EQ(tile_unroll_steps(sched::default_schedule(conv(27, 16, 4), o16)), 512);
+    // A GEMM-like stage (a long reduction, no window) keeps 512.
+    const te::OpInstance mm = te::make_op("matmul:m=13,n=64,k=256");
+    EXPECT_EQ(tile_unroll_steps(sched::default_schedule(mm.compute, o16)), 512);
+}
+
 TEST(DefaultSchedule, WideVectorsLowerAndMatch) {
     // AVX-512 widths: a two-vector tile of 32 along k.
     const te::OpInstance op = te::make_op("conv2d:n=1,c=3,h=13,w=7,k=37,r=3,pad=1,bias=1,relu=1");

@@ -25,11 +25,12 @@ sched::SampleOptions lanes8() {
     return o;
 }
 
-/// The sketches whose weight input `w` has a blocked layout.
+/// The sketches whose (first) weight input has a blocked layout.
 std::vector<State> blocked_sketches(const te::OpInstance& op) {
     std::vector<State> out;
+    const ir::Tensor& w = op.compute.inputs.at(static_cast<size_t>(op.weight_inputs.at(0)));
     for (State& s : sched::generate_sketches(op.compute, with_weights(op)))
-        if (!s.stages[s.stage_id_of("w")].layout.is_identity())
+        if (!s.stages[s.stage_id_of(w)].layout.is_identity())
             out.push_back(std::move(s));
     return out;
 }
@@ -101,11 +102,38 @@ TEST(WeightBlockedTiling, DepthwiseBlocksItsPaddedInputToo) {
     }
 }
 
-/// Samples of the blocked sketches of `spec`: every block width equals panel_width_for, and
+/// A batched matmul whose b [B, K, N] is a weight (Winograd's per-position filters).
+te::OpInstance batch_matmul_with_weight(int64_t b, int64_t m, int64_t n, int64_t k) {
+    te::OpInstance op = te::make_op("batch_matmul:b=" + std::to_string(b) + ",m=" +
+                                    std::to_string(m) + ",n=" + std::to_string(n) +
+                                    ",k=" + std::to_string(k));
+    op.weight_inputs = {1};
+    return op;
+}
+
+TEST(WeightBlockedTiling, BatchedWeightIsPackedInPanelsPerBatch) {
+    // b indexes the activation too, so it is a batch dimension: the weight is blocked along
+    // N only, panels [N/b][B][K][b], prepared outside the call (not packed inside it).
+    const te::OpInstance op = batch_matmul_with_weight(5, 7, 37, 13);
+    const std::vector<State> blocked = blocked_sketches(op);
+    ASSERT_FALSE(blocked.empty());
+    for (const State& s : blocked) {
+        const sched::Stage& w = s.stages[s.stage_id_of("b")];
+        EXPECT_EQ(w.layout.order, (std::vector<int>{2, 0, 1, 3}));
+        EXPECT_GT(w.layout.factors[2], 1);
+        EXPECT_EQ(w.layout.factors[0], 1);
+    }
+}
+
+TEST(WeightBlockedTiling, BatchMatmulWithoutAWeightIsNotBlocked) {
+    const te::OpInstance op = te::make_op("batch_matmul:b=5,m=7,n=37,k=13");
+    for (const State& s : sched::generate_sketches(op.compute, with_weights(op)))
+        EXPECT_TRUE(s.stages[s.stage_id_of("b")].layout.is_identity());
+}
+
+/// Samples of the blocked sketches of `op`: every block width equals panel_width_for, and
 /// every valid sample replays from JSON and matches the reference.
-void check_samples(const std::string& spec, uint64_t seed, bool mutate) {
-    SCOPED_TRACE(spec);
-    const te::OpInstance op = te::make_op(spec);
+void check_samples(const te::OpInstance& op, uint64_t seed, bool mutate) {
     const std::vector<State> sketches = blocked_sketches(op);
     ASSERT_FALSE(sketches.empty());
     const sched::SampleOptions opts = lanes8();
@@ -147,6 +175,11 @@ void check_samples(const std::string& spec, uint64_t seed, bool mutate) {
     check_numerics(states, funcs, ref, nopts);
 }
 
+void check_samples(const std::string& spec, uint64_t seed, bool mutate) {
+    SCOPED_TRACE(spec);
+    check_samples(te::make_op(spec), seed, mutate);
+}
+
 TEST(WeightBlockedTiling, SampledConvMatchesTheReference) {
     check_samples("conv2d:n=1,c=5,h=7,w=9,k=19,r=3,pad=1", 0xc0, false);
 }
@@ -157,6 +190,10 @@ TEST(WeightBlockedTiling, SampledDepthwiseMatchesTheReference) {
 
 TEST(WeightBlockedTiling, SampledDenseMatchesTheReference) {
     check_samples("dense:m=7,n=37,k=13,bias=1,relu=1", 0xde, false);
+}
+
+TEST(WeightBlockedTiling, SampledBatchedWeightMatchesTheReference) {
+    check_samples(batch_matmul_with_weight(5, 7, 37, 13), 0xb3, false);
 }
 
 TEST(WeightBlockedTiling, MutatedBlocksFollowTheTile) {

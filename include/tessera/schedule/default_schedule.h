@@ -15,7 +15,8 @@
 //     vectors with 32 registers that accumulates over the whole reduction (inner 4 steps
 //     unrolled), with as many rows of tiles around the local buffer as the parallel loops
 //     allow, so a packed panel of B stays in cache while A streams past; matmul's activation B
-//     packed into panels; auto_unroll_max_step 512;
+//     packed into panels; auto_unroll_max_step 512, or 128 x the vector lanes for a tile
+//     over a kernel window without a partial last tile (its window then unrolls whole);
 //   - other reductions (pools, softmax, layer norm, reduce ops) and injective stages:
 //     strictly inlinable stages inlined, the innermost spatial loop vectorized (split by the
 //     vector width when longer), the outer spatial loops fused and parallel;
