@@ -29,11 +29,19 @@ bool is_gemm_like(const Stage& st);
 /// spatial axis of some read (a 3x3 convolution's ry and rx, not a short channel loop).
 bool has_window(const Stage& st);
 
+/// Moves each intermediate that one tiled stage reads slice by slice (a depthwise conv's
+/// padded input) into the outer tile loop of the nest that holds its reader, when the tiles
+/// together compute at most twice its size (the halo), so each tile's slice stays in
+/// cache instead of the whole buffer going through memory. Before annotate_fixed; a move
+/// that does not apply is left out (producers_at_tile.cpp).
+void compute_producers_at_tiles(State& s);
+
 /// Adds the fixed annotation to a filled state (no compute location changes): the outer
 /// spatial loops of each root stage with at least 4096 loop iterations fused and parallel up
 /// to 16 x num_cores iterations (a GEMM-like stage's up to 4 x num_cores, so that its rows of
 /// tiles stay a serial loop whose partial last tile is peeled), pragma
-/// auto_unroll_max_step (512 on tiled stages, 16 on other reductions), the register tile's
+/// auto_unroll_max_step (512 on tiled stages, 128 x the lanes on window tiles without a
+/// partial last tile, 16 on other reductions), the register tile's
 /// vector axis split into vector-wide parts (vectorized, the outer part unrolled), and the
 /// innermost contiguous loop of untiled stages split by the vector width and vectorized.
 /// Throws ScheduleError when a step is illegal.

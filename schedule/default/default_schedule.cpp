@@ -113,6 +113,7 @@ State default_schedule(const te::Compute& c, const DefaultScheduleOptions& opts)
         (void)rank;
         try {
             State s = detail::fill_fixed_tile_sizes(sketches[i], opts);
+            detail::compute_producers_at_tiles(s);
             detail::annotate_fixed(s, opts);
             check_lowers(s);
             return s;

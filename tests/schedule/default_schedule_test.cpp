@@ -303,6 +303,34 @@ TEST(DefaultSchedule, WindowTilesUnrollTheirWholeWindowAtEveryVectorWidth) {
     EXPECT_EQ(tile_unroll_steps(sched::default_schedule(mm.compute, o16)), 512);
 }
 
+TEST(DefaultSchedule, DepthwisePaddingIsComputedPerTile) {
+    // A depthwise conv reads its padded input at the output channel: each tile pads only the
+    // rows and channels it reads, inside the outer tile loop, instead of the whole image
+    // before the nest. A regular conv with several output-channel tiles reads every input
+    // channel in each: its padded input stays one whole buffer.
+    const sched::DefaultScheduleOptions o = options(16);
+    const te::Tensor x = te::placeholder({1, 3, 29, 23, 16}, ir::DataType::f32(), "x");
+    const te::Tensor wd = te::placeholder({3, 1, 3, 3, 1, 16}, ir::DataType::f32(), "w");
+    const te::Compute dw = te::make_compute(
+        {x, wd}, {te::conv2d_nchwc(x, wd, te::Conv2dParams::make(2, 1), te::Tensor(), true)});
+    const State sd = sched::default_schedule(dw, o);
+    const int pad = sd.stage_id_of("conv2d_nchwc_pad");
+    ASSERT_GE(pad, 0) << sched::to_string(sd);
+    EXPECT_EQ(sd.stages[pad].location.kind, sched::ComputeLocKind::At) << sched::to_string(sd);
+    ir::LoweredFunc f = check_structure(dw, sd, o);
+    NumericsOptions nopts;
+    nopts.jit_every = 1;
+    EXPECT_EQ(check_numerics({sd}, {f}, Reference(dw, 11), nopts), 1);
+
+    const te::Tensor w = te::placeholder({8, 3, 3, 3, 16, 16}, ir::DataType::f32(), "w");
+    const te::Compute conv = te::make_compute(
+        {x, w}, {te::conv2d_nchwc(x, w, te::Conv2dParams::make(1, 1, 1, 1))});
+    const State sc = sched::default_schedule(conv, o);
+    const int cpad = sc.stage_id_of("conv2d_nchwc_pad");
+    ASSERT_GE(cpad, 0) << sched::to_string(sc);
+    EXPECT_EQ(sc.stages[cpad].location.kind, sched::ComputeLocKind::Root) << sched::to_string(sc);
+}
+
 TEST(DefaultSchedule, WideVectorsLowerAndMatch) {
     // AVX-512 widths: a two-vector tile of 32 along k.
     const te::OpInstance op = te::make_op("conv2d:n=1,c=3,h=13,w=7,k=37,r=3,pad=1,bias=1,relu=1");

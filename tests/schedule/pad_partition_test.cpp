@@ -54,8 +54,10 @@ struct InteriorFinder : ir::IRVisitor {
 };
 
 TEST(PadPartition, InteriorColumnsOfAPadStageLoadWithoutClamps) {
-    for (const char* spec : {"depthwise_conv2d:n=1,c=3,h=21,w=37,r=3,s=3,stride=1,pad=1",
-                             "depthwise_conv2d:n=1,c=5,h=17,w=29,r=5,s=5,stride=1,pad=2"}) {
+    // Convs whose tiles each read every input channel keep their padding stage whole, before
+    // the nest (a depthwise conv's is computed per tile: DefaultSchedule tests).
+    for (const char* spec : {"conv2d:n=1,c=3,h=21,w=37,k=40,r=3,s=3,stride=1,pad=1",
+                             "conv2d:n=1,c=5,h=17,w=29,k=40,r=5,s=5,stride=1,pad=2"}) {
         sched::DefaultScheduleOptions o;
         o.num_cores = 2;
         o.vector_lanes = 8;
@@ -78,7 +80,7 @@ TEST(PadPartition, ASmallMiddleRangeIsNotSplitOff) {
     o.num_cores = 2;
     o.vector_lanes = 8;
     const sched::State s = sched::default_schedule(
-        op_compute("depthwise_conv2d:n=1,c=32,h=112,w=112,r=3,s=3,stride=1,pad=1"), o);
+        op_compute("conv2d:n=1,c=32,h=112,w=112,k=64,r=3,s=3,stride=1,pad=1"), o);
     const ir::LoweredFunc f = sched::lower_state(s, "padded");
     struct FirstParallel : ir::IRVisitor {
         using ir::IRVisitor::visit;
