@@ -36,6 +36,13 @@ bool has_window(const Stage& st);
 /// that does not apply is left out (producers_at_tile.cpp).
 void compute_producers_at_tiles(State& s);
 
+/// Factors each plain reduction along its input's contiguous last axis (a row: softmax's max
+/// and sum, layer norm's moments) by the vector width: a stage computed per row accumulates
+/// one vector of partials, the original reduces its lanes. Before annotate_fixed (which
+/// vectorizes the partials); a reduction it cannot factor stays as it is
+/// (vector_row_reductions.cpp).
+void factor_row_reductions(State& s, const DefaultScheduleOptions& opts);
+
 /// Adds the fixed annotation to a filled state (no compute location changes): the outer
 /// spatial loops of each root stage with at least 4096 loop iterations fused and parallel up
 /// to 16 x num_cores iterations (a GEMM-like stage's up to 4 x num_cores, so that its rows of

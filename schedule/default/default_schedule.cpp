@@ -114,6 +114,7 @@ State default_schedule(const te::Compute& c, const DefaultScheduleOptions& opts)
         try {
             State s = detail::fill_fixed_tile_sizes(sketches[i], opts);
             detail::compute_producers_at_tiles(s);
+            detail::factor_row_reductions(s, opts);
             detail::annotate_fixed(s, opts);
             check_lowers(s);
             return s;

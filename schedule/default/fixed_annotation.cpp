@@ -141,11 +141,18 @@ void vectorize_untiled(State& s, int sid, int64_t lanes) {
 }
 
 /// About how many innermost iterations a root stage's nest runs: its spatial size times the
-/// longest reduction among it and the stages computed inside it (a fused register tile).
+/// longest reduction among it and the stages computed inside it (a fused register tile), or
+/// all the loops of a stage of partial reductions computed per output element (a factored
+/// row reduction runs a whole row for each).
 int64_t loop_work(const State& s, int sid) {
     int64_t reduce = s.reduce_size(sid);
-    for (int a : s.attached_stages(sid))
-        reduce = std::max(reduce, s.reduce_size(a));
+    for (int a : s.attached_stages(sid)) {
+        int64_t per_iteration = s.reduce_size(a);
+        if (s.stages[a].origin == StageOrigin::Rfactor)
+            for (const Iterator& it : s.stages[a].iters)
+                per_iteration *= it.kind == IterKind::Spatial ? it.extent : 1;
+        reduce = std::max(reduce, per_iteration);
+    }
     return s.spatial_size(sid) * reduce;
 }
 

@@ -331,6 +331,36 @@ TEST(DefaultSchedule, DepthwisePaddingIsComputedPerTile) {
     EXPECT_EQ(sc.stages[cpad].location.kind, sched::ComputeLocKind::Root) << sched::to_string(sc);
 }
 
+/// The stages of s that rfactor made, each attached per row with its factored axis a vector.
+int vector_partial_stages(const State& s) {
+    int n = 0;
+    for (const sched::Stage& st : s.stages)
+        n += st.origin == sched::StageOrigin::Rfactor &&
+             st.location.kind == sched::ComputeLocKind::At && !st.iters.empty() &&
+             st.iters.back().annotation == sched::IterAnnotation::Vectorize;
+    return n;
+}
+
+TEST(DefaultSchedule, RowReductionsAccumulateVectorsOfPartials) {
+    // Softmax's max and sum and layer norm's mean and variance reduce rows of contiguous
+    // floats: each is factored by the vector width into a vector of partials per row (the
+    // variance reads the per-row mean besides its row). A row that is not a whole number of
+    // vectors stays a scalar chain.
+    const sched::DefaultScheduleOptions o = options(16);
+    NumericsOptions nopts;
+    nopts.jit_every = 1;
+    for (const auto& [spec, partials] :
+         {std::make_pair("softmax:m=37,n=128", 2), std::make_pair("layer_norm:m=37,n=96", 2),
+          std::make_pair("reduce_sum:m=37,n=64", 1), std::make_pair("softmax:m=37,n=100", 0)}) {
+        SCOPED_TRACE(spec);
+        const te::OpInstance op = te::make_op(spec);
+        const State s = sched::default_schedule(op.compute, o);
+        EXPECT_EQ(vector_partial_stages(s), partials) << sched::to_string(s);
+        ir::LoweredFunc f = check_structure(op.compute, s, o);
+        EXPECT_EQ(check_numerics({s}, {f}, Reference(op.compute, 13), nopts), 1);
+    }
+}
+
 TEST(DefaultSchedule, WideVectorsLowerAndMatch) {
     // AVX-512 widths: a two-vector tile of 32 along k.
     const te::OpInstance op = te::make_op("conv2d:n=1,c=3,h=13,w=7,k=37,r=3,pad=1,bias=1,relu=1");
