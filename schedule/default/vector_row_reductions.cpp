@@ -14,31 +14,43 @@ namespace tessera::sched::detail {
 
 namespace {
 
-bool uses_any_index(const ir::TensorRead* r, const ir::Var& v) {
-    for (const ir::Expr& index : r->indices)
-        if (uses_any(index, {v.get()}))
-            return true;
-    return false;
-}
-
-/// Whether every read of `body` that uses `v` has it as its last index, alone, and some read
-/// does (a row; a per-row value such as layer norm's mean may be read besides).
-bool reads_rows_along(const ir::Expr& body, const ir::Var& v) {
+/// Whether every read of `body` that uses some of the reduce variables `vars` indexes its
+/// last dimensions with exactly them, in order, each spanning its whole dimension (so they
+/// walk one contiguous row), and some read does (a row; a per-row value such as layer norm's
+/// mean may be read besides).
+bool reads_rows_along(const ir::Expr& body, const std::vector<ir::IterVar>& vars) {
+    std::vector<const ir::Variable*> vs;
+    for (const ir::IterVar& v : vars)
+        vs.push_back(v.var.get());
     bool rows = true, any = false;
     for_each_read(inline_lets(body), [&](const ir::TensorRead* r) {
-        if (!uses_any_index(r, v))
+        bool uses = false;
+        for (const ir::Expr& index : r->indices)
+            uses = uses || uses_any(index, vs);
+        if (!uses)
             return;
         any = true;
-        rows = rows && r->indices.back().as<ir::Variable>() == v.get();
-        for (size_t d = 0; d + 1 < r->indices.size(); ++d)
-            rows = rows && !uses_any(r->indices[d], {v.get()});
+        const size_t n = r->indices.size(), m = vars.size();
+        if (n < m) {
+            rows = false;
+            return;
+        }
+        for (size_t d = 0; d < n; ++d) {
+            if (d + m < n) {
+                rows = rows && !uses_any(r->indices[d], vs);
+                continue;
+            }
+            const ir::IterVar& v = vars[d + m - n];
+            rows = rows && r->indices[d].as<ir::Variable>() == v.var.get() &&
+                   r->tensor.shape()[d] == v.extent;
+        }
     });
     return any && rows;
 }
 
-/// Whether stage st is a plain row reduction: untouched loops (its spatial axes, then one
-/// reduce loop whose extent is a multiple of `lanes`, at least two vectors) over rows of its
-/// inputs (reads_rows_along).
+/// Whether stage st is a plain row reduction: untouched loops (its spatial axes, then its
+/// reduce loops, together at least two vectors long, the innermost a whole number of
+/// vectors) over rows of its inputs (reads_rows_along).
 bool is_row_reduction(const State& s, int sid, int64_t lanes) {
     const Stage& st = s.stages[static_cast<size_t>(sid)];
     if (st.is_input() || st.origin != StageOrigin::Original ||
@@ -46,10 +58,17 @@ bool is_row_reduction(const State& s, int sid, int64_t lanes) {
         st.predicate.defined() || is_tiled(st) || !s.attached_stages(sid).empty())
         return false;
     const std::vector<ir::IterVar> reduce = st.reduce_axes();
-    if (reduce.size() != 1 || st.iters.empty() || st.iters.back().kind != IterKind::Reduce)
+    if (reduce.empty() || st.iters.size() < reduce.size())
         return false;
-    const int64_t e = reduce.front().extent;
-    return e >= 2 * lanes && e % lanes == 0 && reads_rows_along(st.body, reduce.front().var);
+    int64_t e = 1;
+    for (size_t k = 0; k < reduce.size(); ++k) {
+        if (st.iters[st.iters.size() - reduce.size() + k].kind != IterKind::Reduce)
+            return false;
+        e *= reduce[k].extent;
+    }
+    // The innermost reduce loop splits into whole vectors (a partial vector would need a
+    // guard in the vector loop).
+    return e >= 2 * lanes && reduce.back().extent % lanes == 0 && reads_rows_along(st.body, reduce);
 }
 
 } // namespace
@@ -63,6 +82,7 @@ void factor_row_reductions(State& s, const DefaultScheduleOptions& opts) {
             continue;
         State next = s;
         try {
+            // The innermost reduce loop (a global pool's w, inside its h) split by the lanes.
             const int last =
                 static_cast<int>(next.stages[static_cast<size_t>(sid)].iters.size()) - 1;
             split(next, sid, last, {lanes});
