@@ -14,7 +14,8 @@ namespace tessera::sched::detail {
 /// level is a register tile of whole vectors along the sketch's innermost axis (the vector
 /// axis) by a few rows of the innermost other axis of extent > 1 (the width axis), every
 /// other spatial level 1, except a block axis that gives more vectors when the vector axis
-/// is shorter than two (an NCHW[x]c convolution's channel blocks), and a cache tile of rows in
+/// is shorter than two (an NCHW[x]c convolution's channel blocks) or, when it is not, more
+/// accumulators per loaded input vector (Winograd's tile positions), and a cache tile of rows in
 /// the second level (for a GEMM-like stage, rows in the first level, outside the local buffer);
 /// small reduce loops (kernel windows) lie whole inside the tile's reduce level, a GEMM-like
 /// stage's long reduction keeps 4 steps there. Panel layouts get their reader's tile width.

@@ -364,6 +364,35 @@ TEST(DefaultSchedule, RowReductionsAccumulateVectorsOfPartials) {
     }
 }
 
+TEST(DefaultSchedule, WinogradInputTileSpansSeveralPositions) {
+    // Every tile position e of the input transform reads the same tile values: the register
+    // tile covers 4 positions (each loaded value feeds 4 x 2 vectors of accumulators) instead
+    // of re-reading the input once per position.
+    for (const int64_t lanes : {8, 16}) {
+        SCOPED_TRACE(lanes);
+        const te::OpInstance op =
+            te::make_op("winograd_input:n=1,c=64,h=13,w=11,block=16,tile=4,pad=1");
+        const sched::DefaultScheduleOptions o = options(lanes);
+        const State s = sched::default_schedule(op.compute, o);
+        int64_t positions = 0;
+        for (const sched::Stage& st : s.stages) {
+            if (st.origin != sched::StageOrigin::CacheWrite)
+                continue;
+            bool inside = false; // past the innermost reduce loop: the register tile
+            for (const sched::Iterator& it : st.iters) {
+                inside = inside || (it.kind == sched::IterKind::Reduce && it.extent > 1);
+                if (inside && it.name.rfind("e.", 0) == 0 && it.extent > 1)
+                    positions = it.extent;
+            }
+        }
+        EXPECT_EQ(positions, lanes == 16 ? 4 : 2) << sched::to_string(s);
+        ir::LoweredFunc f = check_structure(op.compute, s, o);
+        NumericsOptions nopts;
+        nopts.jit_every = 1;
+        EXPECT_EQ(check_numerics({s}, {f}, Reference(op.compute, 17), nopts), 1);
+    }
+}
+
 TEST(DefaultSchedule, WideVectorsLowerAndMatch) {
     // AVX-512 widths: a two-vector tile of 32 along k.
     const te::OpInstance op = te::make_op("conv2d:n=1,c=3,h=13,w=7,k=37,r=3,pad=1,bias=1,relu=1");
