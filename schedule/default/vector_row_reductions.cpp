@@ -87,16 +87,7 @@ void factor_row_reductions(State& s, const DefaultScheduleOptions& opts) {
                 static_cast<int>(next.stages[static_cast<size_t>(sid)].iters.size()) - 1;
             split(next, sid, last, {lanes});
             const int rf = rfactor(next, sid, last + 1);
-            // The factored (vector) axis innermost, inside the remaining reduce loop.
-            const Stage& r = next.stages[static_cast<size_t>(rf)];
-            const int n = static_cast<int>(r.iters.size());
-            const int factored = static_cast<int>(r.axes.size()) - 1;
-            std::vector<int> order;
-            for (int k = 0; k < n; ++k)
-                if (k != factored)
-                    order.push_back(k);
-            order.push_back(factored);
-            reorder(next, rf, order);
+            move_factored_axis_innermost(next, rf); // the vector of partials
             // The partial vector is computed per row of the final reduction: one parallel loop,
             // the partials in registers.
             const Stage& final_stage = next.stages[static_cast<size_t>(rf + 1)];

@@ -35,19 +35,8 @@ class AddRfactor : public SketchRule {
         for (int part = 0; part < 2; ++part) {
             State next = base;
             const int rf = rfactor(next, stage, fused + part);
-            if (part == 1) {
-                // The rfactor stage's loops are its spatial axes, the factored axis, then the
-                // other reduce loop: move the factored (inner) axis innermost.
-                const Stage& r = next.stages[rf];
-                const int n = static_cast<int>(r.iters.size());
-                const int factored = static_cast<int>(r.axes.size()) - 1;
-                std::vector<int> order;
-                for (int k = 0; k < n; ++k)
-                    if (k != factored)
-                        order.push_back(k);
-                order.push_back(factored);
-                reorder(next, rf, order);
-            }
+            if (part == 1)
+                move_factored_axis_innermost(next, rf); // the factored (inner) part
             // Both the rfactor stage (at `stage`) and the original (stage + 1) are done.
             out.push_back({std::move(next), stage - 1});
         }
@@ -80,6 +69,21 @@ class AddRfactor : public SketchRule {
 };
 
 } // namespace
+
+void move_factored_axis_innermost(State& s, int rf) {
+    const Stage& r = s.stage(rf, "rfactor stage");
+    if (r.origin != StageOrigin::Rfactor || r.axes.empty())
+        throw ScheduleError("move_factored_axis_innermost: '" + r.tensor.name() +
+                            "' was not made by rfactor");
+    const int n = static_cast<int>(r.iters.size());
+    const int factored = static_cast<int>(r.axes.size()) - 1;
+    std::vector<int> order;
+    for (int k = 0; k < n; ++k)
+        if (k != factored)
+            order.push_back(k);
+    order.push_back(factored);
+    reorder(s, rf, order);
+}
 
 std::unique_ptr<SketchRule> make_add_rfactor_rule(const SketchOptions& opts) {
     return std::make_unique<AddRfactor>(opts);

@@ -124,6 +124,15 @@ const std::vector<std::string>& registry_specs() {
     return specs;
 }
 
+/// check_structure, then the schedule's numerics against the reference on seeded inputs.
+void expect_lowers_and_matches(const te::Compute& c, const State& s,
+                               const sched::DefaultScheduleOptions& o, uint64_t seed) {
+    ir::LoweredFunc f = check_structure(c, s, o);
+    NumericsOptions nopts;
+    nopts.jit_every = 1;
+    EXPECT_EQ(check_numerics({s}, {f}, Reference(c, seed), nopts), 1);
+}
+
 TEST(DefaultSchedule, EveryRegistryOpIsCovered) {
     for (const std::string& op : te::list_ops()) {
         bool found = false;
@@ -257,10 +266,7 @@ TEST(DefaultSchedule, BlockedOneByOneConvKeepsItsTileOverTheWholeChannelLoop) {
         {x, w1}, {te::conv2d_nchwc(x, w1, te::Conv2dParams::make(1, 0, 1, 1))});
     const State s1 = sched::default_schedule(one, o);
     EXPECT_EQ(rows_inside_reduction(s1), 1) << sched::to_string(s1);
-    ir::LoweredFunc f = check_structure(one, s1, o);
-    NumericsOptions nopts;
-    nopts.jit_every = 1;
-    EXPECT_EQ(check_numerics({s1}, {f}, Reference(one, 5), nopts), 1);
+    expect_lowers_and_matches(one, s1, o, 5);
     const te::Compute three = te::make_compute(
         {x, w3}, {te::conv2d_nchwc(x, w3, te::Conv2dParams::make(1, 1, 1, 1))});
     const State s3 = sched::default_schedule(three, o);
@@ -292,10 +298,7 @@ TEST(DefaultSchedule, WindowTilesUnrollTheirWholeWindowAtEveryVectorWidth) {
     const te::Compute c16 = conv(7, 16, 4);
     const State s16 = sched::default_schedule(c16, o16);
     EXPECT_EQ(tile_unroll_steps(s16), 2048) << sched::to_string(s16);
-    ir::LoweredFunc f = check_structure(c16, s16, o16);
-    NumericsOptions nopts;
-    nopts.jit_every = 1;
-    EXPECT_EQ(check_numerics({s16}, {f}, Reference(c16, 7), nopts), 1);
+    expect_lowers_and_matches(c16, s16, o16, 7);
     EXPECT_EQ(tile_unroll_steps(sched::default_schedule(conv(8, 8, 4), o8)), 1024); // 4-row tiles
     EXPECT_EQ(tile_unroll_steps(sched::default_schedule(conv(27, 16, 4), o16)), 512);
     // A GEMM-like stage (a long reduction, no window) keeps 512.
@@ -317,10 +320,7 @@ TEST(DefaultSchedule, DepthwisePaddingIsComputedPerTile) {
     const int pad = sd.stage_id_of("conv2d_nchwc_pad");
     ASSERT_GE(pad, 0) << sched::to_string(sd);
     EXPECT_EQ(sd.stages[pad].location.kind, sched::ComputeLocKind::At) << sched::to_string(sd);
-    ir::LoweredFunc f = check_structure(dw, sd, o);
-    NumericsOptions nopts;
-    nopts.jit_every = 1;
-    EXPECT_EQ(check_numerics({sd}, {f}, Reference(dw, 11), nopts), 1);
+    expect_lowers_and_matches(dw, sd, o, 11);
 
     const te::Tensor w = te::placeholder({8, 3, 3, 3, 16, 16}, ir::DataType::f32(), "w");
     const te::Compute conv = te::make_compute(
@@ -347,8 +347,6 @@ TEST(DefaultSchedule, RowReductionsAccumulateVectorsOfPartials) {
     // variance reads the per-row mean besides its row); a global pool's rows of h x w, with
     // w split into vectors. A row that is not a whole number of vectors stays a scalar chain.
     const sched::DefaultScheduleOptions o = options(16);
-    NumericsOptions nopts;
-    nopts.jit_every = 1;
     for (const auto& [spec, partials] :
          {std::make_pair("softmax:m=37,n=128", 2), std::make_pair("layer_norm:m=37,n=96", 2),
           std::make_pair("reduce_sum:m=37,n=64", 1),
@@ -359,8 +357,7 @@ TEST(DefaultSchedule, RowReductionsAccumulateVectorsOfPartials) {
         const te::OpInstance op = te::make_op(spec);
         const State s = sched::default_schedule(op.compute, o);
         EXPECT_EQ(vector_partial_stages(s), partials) << sched::to_string(s);
-        ir::LoweredFunc f = check_structure(op.compute, s, o);
-        EXPECT_EQ(check_numerics({s}, {f}, Reference(op.compute, 13), nopts), 1);
+        expect_lowers_and_matches(op.compute, s, o, 13);
     }
 }
 
@@ -386,10 +383,7 @@ TEST(DefaultSchedule, WinogradInputTileSpansSeveralPositions) {
             }
         }
         EXPECT_EQ(positions, lanes == 16 ? 4 : 2) << sched::to_string(s);
-        ir::LoweredFunc f = check_structure(op.compute, s, o);
-        NumericsOptions nopts;
-        nopts.jit_every = 1;
-        EXPECT_EQ(check_numerics({s}, {f}, Reference(op.compute, 17), nopts), 1);
+        expect_lowers_and_matches(op.compute, s, o, 17);
     }
 }
 

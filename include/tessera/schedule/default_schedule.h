@@ -19,9 +19,14 @@
 //     allow, so a packed panel of B stays in cache while A streams past; matmul's activation B
 //     packed into panels; auto_unroll_max_step 512, or 128 x the vector lanes for a tile
 //     over a kernel window without a partial last tile (its window then unrolls whole);
+//   - an intermediate that one tiled stage reads slice by slice (a depthwise conv's padded
+//     input) computed inside its reader's outer tile loop when the tiles together compute at
+//     most twice its size (each tile pads its rows in cache, not the whole image in memory);
 //   - other reductions (pools, softmax, layer norm, reduce ops) and injective stages:
 //     strictly inlinable stages inlined, the innermost spatial loop vectorized (split by the
-//     vector width when longer), the outer spatial loops fused and parallel;
+//     vector width when longer), the outer spatial loops fused and parallel; a reduction over
+//     contiguous rows (softmax's max and sum, layer norm's moments, a global pool whose rows
+//     are whole vectors) factored by the vector width into a vector of partials per row;
 //   - in every root stage with at least 4096 loop iterations, the outer spatial loops are
 //     fused and parallel up to 16 x num_cores iterations (a GEMM-like stage's up to 4 x
 //     num_cores, leaving its rows of tiles a serial loop).

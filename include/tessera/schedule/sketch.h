@@ -153,6 +153,12 @@ int fusible_consumer(const State& s, int sid);
 /// letter other than S and R or no S.
 std::vector<int> multi_level_tile(State& s, int stage, const std::string& structure);
 
+/// Reorders the loops of `rf`, a stage that rfactor made (its spatial axes, the factored
+/// axis, then the remaining reduce loops), so that the factored axis is innermost, inside the
+/// remaining reduce loops: each of its steps accumulates a vector of partials. Throws
+/// ScheduleError when `rf` was not made by rfactor.
+void move_factored_axis_innermost(State& s, int rf);
+
 /// True when a stage was tiled by a split (it has split relations).
 bool is_tiled(const Stage& st);
 
