@@ -361,29 +361,40 @@ TEST(DefaultSchedule, RowReductionsAccumulateVectorsOfPartials) {
     }
 }
 
-TEST(DefaultSchedule, WinogradInputTileSpansSeveralPositions) {
+/// The extent of the loop of axis `axis` (iterators named "axis.") in the register tile of s:
+/// inside the innermost reduce loop of a stage that reduces; 1 when it has none there.
+int64_t register_tile_extent(const State& s, const std::string& axis) {
+    int64_t extent = 1;
+    for (const sched::Stage& st : s.stages) {
+        bool inside = false;
+        for (const sched::Iterator& it : st.iters) {
+            inside = inside || (it.kind == sched::IterKind::Reduce && it.extent > 1);
+            if (inside && it.name.rfind(axis + ".", 0) == 0 && it.extent > 1)
+                extent = it.extent;
+        }
+    }
+    return extent;
+}
+
+TEST(DefaultSchedule, WinogradTransformTilesReuseTheirLoads) {
     // Every tile position e of the input transform reads the same tile values: the register
-    // tile covers 4 positions (each loaded value feeds 4 x 2 vectors of accumulators) instead
-    // of re-reading the input once per position.
+    // tile covers 4 positions (2 with 16 registers) instead of re-reading the input once per
+    // position. The output transform's table entry of an output position serves every
+    // channel block: its tile covers 2 blocks.
     for (const int64_t lanes : {8, 16}) {
         SCOPED_TRACE(lanes);
-        const te::OpInstance op =
-            te::make_op("winograd_input:n=1,c=64,h=13,w=11,block=16,tile=4,pad=1");
         const sched::DefaultScheduleOptions o = options(lanes);
-        const State s = sched::default_schedule(op.compute, o);
-        int64_t positions = 0;
-        for (const sched::Stage& st : s.stages) {
-            if (st.origin != sched::StageOrigin::CacheWrite)
-                continue;
-            bool inside = false; // past the innermost reduce loop: the register tile
-            for (const sched::Iterator& it : st.iters) {
-                inside = inside || (it.kind == sched::IterKind::Reduce && it.extent > 1);
-                if (inside && it.name.rfind("e.", 0) == 0 && it.extent > 1)
-                    positions = it.extent;
-            }
-        }
-        EXPECT_EQ(positions, lanes == 16 ? 4 : 2) << sched::to_string(s);
-        expect_lowers_and_matches(op.compute, s, o, 17);
+        const te::OpInstance in =
+            te::make_op("winograd_input:n=1,c=64,h=13,w=11,block=16,tile=4,pad=1");
+        const State si = sched::default_schedule(in.compute, o);
+        EXPECT_EQ(register_tile_extent(si, "e"), lanes == 16 ? 4 : 2) << sched::to_string(si);
+        expect_lowers_and_matches(in.compute, si, o, 17);
+        const te::OpInstance out =
+            te::make_op("winograd_output:n=1,k=64,h=13,w=11,block=" + std::to_string(lanes) +
+                        ",tile=4");
+        const State so = sched::default_schedule(out.compute, o);
+        EXPECT_EQ(register_tile_extent(so, "kb"), 2) << sched::to_string(so);
+        expect_lowers_and_matches(out.compute, so, o, 19);
     }
 }
 

@@ -10,7 +10,8 @@
 //     contiguous axis) by up to 8 rows of the next axis, sized to the register file; channel
 //     blocks added when the vector axis is shorter than two vectors (NCHW[x]c), and with
 //     enough vectors a block of an axis that reuses each loaded input vector (Winograd's tile
-//     positions) up to a quarter of the registers per row; for a conv,
+//     positions) up to a quarter of the registers per row (a block axis: one that some read
+//     of the width axis leaves out); for a conv,
 //     a cache tile of up to 2048 elements around it (the window loops inside the register
 //     tile, its rows - an axis the weight leaves out - repeated); for a GEMM-like stage (a long
 //     reduction without a window: matmul, dense, 1x1 conv) a register tile of 6 rows x 4
