@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "tessera/schedule/default_schedule.h"
 #include "tessera/schedule/state.h"
@@ -22,6 +23,10 @@ namespace tessera::sched::detail {
 /// Throws ScheduleError when a step is illegal with these lengths.
 State fill_fixed_tile_sizes(const State& sketch, const DefaultScheduleOptions& opts);
 
+/// The root axis (index into the stage's nodes: spatial axes, then reduce axes) that
+/// iterator node `node` was split from, or -1 when it comes from a fuse.
+int root_axis(const Stage& st, int node);
+
 /// Whether st reduces like a GEMM: a reduction of at least 128 steps without a kernel window
 /// (matmul, dense, 1x1 convolution). Its default tile accumulates over the whole reduction in
 /// registers, with rows of tiles outside (fixed_tile_sizes.cpp).
@@ -29,6 +34,14 @@ bool is_gemm_like(const Stage& st);
 /// Whether st reduces over a kernel window: a reduce loop of 2 to 7 steps that slides over a
 /// spatial axis of some read (a 3x3 convolution's ry and rx, not a short channel loop).
 bool has_window(const Stage& st);
+
+/// Stores each weight (of `weight_inputs`, in the graph's layout) that a register tile reads
+/// over several blocks of output channels in the order the tile reads it: the tile's blocks
+/// next to the vector dimension, the reduce dimensions in the order of the tile's reduce
+/// loops (an NCHW[x]c conv's [KB][CB][R][S][c][k] filters as [KB/b][CB][c][R][S][b][k]),
+/// prepared outside the call. A weight it cannot order keeps its layout
+/// (weights_in_tile_order.cpp).
+void order_weights_for_tiles(State& s, const std::vector<int>& weight_inputs);
 
 /// Moves each intermediate that one tiled stage reads slice by slice (a depthwise conv's
 /// padded input) into the outer tile loop of the nest that holds its reader, when the tiles

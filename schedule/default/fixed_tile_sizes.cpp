@@ -70,27 +70,6 @@ ReduceShape reduce_shape(const Stage& st) {
     return r;
 }
 
-/// The root axis (index into the stage's nodes: spatial axes, then reduce axes) that
-/// iterator node `node` was split from, or -1 when it comes from a fuse.
-int root_axis(const Stage& st, int node) {
-    const int n_roots = static_cast<int>(st.axes.size() + st.reduce_axes().size());
-    while (node >= n_roots) {
-        bool found = false;
-        for (const IterRelation& r : st.relations) {
-            if (std::find(r.outputs.begin(), r.outputs.end(), node) == r.outputs.end())
-                continue;
-            if (r.kind != IterRelation::Kind::Split)
-                return -1;
-            node = r.inputs.front();
-            found = true;
-            break;
-        }
-        if (!found)
-            return -1;
-    }
-    return node;
-}
-
 /// The register tile of one tiled stage: its extent along each spatial axis it covers.
 struct RegisterTile {
     int vector_axis = -1;
@@ -302,6 +281,25 @@ RegisterTile register_tile(const Stage& st, const DefaultScheduleOptions& opts) 
 }
 
 } // namespace
+
+int root_axis(const Stage& st, int node) {
+    const int n_roots = static_cast<int>(st.axes.size() + st.reduce_axes().size());
+    while (node >= n_roots) {
+        bool found = false;
+        for (const IterRelation& r : st.relations) {
+            if (std::find(r.outputs.begin(), r.outputs.end(), node) == r.outputs.end())
+                continue;
+            if (r.kind != IterRelation::Kind::Split)
+                return -1;
+            node = r.inputs.front();
+            found = true;
+            break;
+        }
+        if (!found)
+            return -1;
+    }
+    return node;
+}
 
 bool is_gemm_like(const Stage& st) { return reduce_shape(st).gemm_like(); }
 

@@ -398,6 +398,34 @@ TEST(DefaultSchedule, WinogradTransformTilesReuseTheirLoads) {
     }
 }
 
+TEST(DefaultSchedule, BlockedConvWeightsAreStoredInTheTilesReadOrder) {
+    // The register tile of an NCHW16c 3x3 conv covers 2 output-channel blocks and reads its
+    // filters [KB][CB][R][S][c][k] channel by channel, the window innermost: they are stored
+    // [KB/2] then the channel dimensions (CB, c) in the tile's loop order, then [R][S][2][k],
+    // one sequential stream per tile (resnet18's 7x7 convs: [KB/2][CB][c][R][S][2][k]).
+    const sched::DefaultScheduleOptions o = options(16);
+    const te::Tensor x = te::placeholder({1, 3, 7, 7, 16}, ir::DataType::f32(), "x");
+    const te::Tensor w = te::placeholder({4, 3, 3, 3, 16, 16}, ir::DataType::f32(), "w");
+    const te::Compute c =
+        te::make_compute({x, w}, {te::conv2d_nchwc(x, w, te::Conv2dParams::make(1, 1, 1, 1))});
+    sched::DefaultScheduleOptions ow = o;
+    ow.weight_inputs = {1};
+    const State s = sched::default_schedule(c, ow);
+    const sched::Stage& ws = s.stages[s.stage_id_of("w")];
+    ASSERT_EQ(ws.layout.order.size(), 7u) << sched::to_string(s);
+    const std::vector<int> channels(ws.layout.order.begin() + 1, ws.layout.order.begin() + 3);
+    EXPECT_TRUE(channels == (std::vector<int>{2, 5}) || channels == (std::vector<int>{5, 2}));
+    EXPECT_EQ(ws.layout.order[0], 0);
+    EXPECT_EQ(std::vector<int>(ws.layout.order.begin() + 3, ws.layout.order.end()),
+              (std::vector<int>{3, 4, 1, 6}))
+        << sched::to_string(s);
+    EXPECT_EQ(ws.layout.factors, (std::vector<int64_t>{2, 1, 1, 1, 1, 1}));
+    expect_lowers_and_matches(c, s, ow, 23);
+    // Not a weight: the graph's layout stays.
+    const State plain = sched::default_schedule(c, o);
+    EXPECT_TRUE(plain.stages[plain.stage_id_of("w")].layout.is_identity());
+}
+
 TEST(DefaultSchedule, WideVectorsLowerAndMatch) {
     // AVX-512 widths: a two-vector tile of 32 along k.
     const te::OpInstance op = te::make_op("conv2d:n=1,c=3,h=13,w=7,k=37,r=3,pad=1,bias=1,relu=1");

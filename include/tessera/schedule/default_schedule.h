@@ -20,6 +20,9 @@
 //     allow, so a packed panel of B stays in cache while A streams past; matmul's activation B
 //     packed into panels; auto_unroll_max_step 512, or 128 x the vector lanes for a tile
 //     over a kernel window without a partial last tile (its window then unrolls whole);
+//   - a weight in the graph's layout that a register tile reads over several blocks of
+//     output channels (an NCHW[x]c conv's filters) stored, outside the call, in the tile's
+//     read order: [KB/b], the reduce dimensions in the tile's loop order, [b][k];
 //   - an intermediate that one tiled stage reads slice by slice (a depthwise conv's padded
 //     input) computed inside its reader's outer tile loop when the tiles together compute at
 //     most twice its size (each tile pads its rows in cache, not the whole image in memory);
