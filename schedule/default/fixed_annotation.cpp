@@ -91,12 +91,7 @@ void hoist_window_reduce(State& s, int sid) {
         --inner;
     if (inner < 0 || !is_free(s, sid, inner))
         return;
-    std::vector<int> order;
-    for (int k = 0; k < n; ++k)
-        if (k != inner)
-            order.push_back(k);
-    order.push_back(inner);
-    reorder(s, sid, order);
+    move_innermost(s, sid, inner);
 }
 
 /// An untiled stage: a long innermost spatial loop is split by the vector width (its guarded

@@ -7,6 +7,7 @@
 // time as memmove on one Rocket Lake core.
 #include <algorithm>
 
+#include "../search_space/search_space_util.h"
 #include "default_rules.h"
 #include "tessera/schedule/schedule.h"
 #include "tessera/schedule/sketch.h"
@@ -29,13 +30,6 @@ int64_t product_of_extents(const Stage& st, size_t begin, size_t end) {
     return p;
 }
 
-/// The root stage whose nest holds stage `sid` (itself when it is at root).
-int root_holder(const State& s, int sid) {
-    while (s.stages[static_cast<size_t>(sid)].location.kind == ComputeLocKind::At)
-        sid = s.stages[static_cast<size_t>(sid)].location.stage;
-    return sid;
-}
-
 } // namespace
 
 void compute_producers_at_tiles(State& s) {
@@ -48,7 +42,7 @@ void compute_producers_at_tiles(State& s) {
         const std::vector<int> readers = s.consumers(sid);
         if (readers.size() != 1 || !is_tiled(s.stages[static_cast<size_t>(readers[0])]))
             continue;
-        const int holder = root_holder(s, readers[0]);
+        const int holder = root_stage(s, readers[0]);
         const Stage& h = s.stages[static_cast<size_t>(holder)];
         // The innermost loop of the holder's outer tile level (one loop per axis).
         const size_t n_axes = h.axes.size();

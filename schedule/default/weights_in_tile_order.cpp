@@ -10,6 +10,7 @@
 
 #include "../internal/body_util.h"
 #include "default_rules.h"
+#include "tessera/schedule/sampling.h"
 #include "tessera/schedule/schedule.h"
 
 namespace tessera::sched::detail {
@@ -60,19 +61,6 @@ std::vector<int> outermost_loops(const Stage& st) {
     return first;
 }
 
-/// The product of the extents of root `root`'s loops inside the innermost reduce loop (with
-/// more than one iteration) of st: its extent in the register tile.
-int64_t tile_extent(const Stage& st, int root) {
-    int64_t e = 1;
-    for (const Iterator& it : st.iters) {
-        if (it.kind == IterKind::Reduce && it.extent > 1)
-            e = 1;
-        else if (root_axis(st, it.node) == root)
-            e *= it.extent;
-    }
-    return e;
-}
-
 } // namespace
 
 void order_weights_for_tiles(State& s, const std::vector<int>& weight_inputs) {
@@ -103,7 +91,7 @@ void order_weights_for_tiles(State& s, const std::vector<int>& weight_inputs) {
             }
         if (!ok || block < 0)
             continue;
-        const int64_t b = tile_extent(st, roots[static_cast<size_t>(block)]);
+        const int64_t b = register_tile_width(st, roots[static_cast<size_t>(block)]);
         if (b < 2 || w.shape()[static_cast<size_t>(block)] % b != 0)
             continue;
         // Split dimensions: block -> (block, block + 1); later ones shift by one.

@@ -40,4 +40,17 @@ void reorder(State& s, int stage, const std::vector<int>& order) {
     apply_step(s, st);
 }
 
+void move_innermost(State& s, int stage, int iter) {
+    const int n = static_cast<int>(s.stage(stage, "move_innermost stage").iters.size());
+    if (iter < 0 || iter >= n)
+        throw ScheduleError("move_innermost: loop " + std::to_string(iter) + " of " +
+                            std::to_string(n));
+    std::vector<int> order;
+    for (int k = 0; k < n; ++k)
+        if (k != iter)
+            order.push_back(k);
+    order.push_back(iter);
+    reorder(s, stage, order);
+}
+
 } // namespace tessera::sched

@@ -81,17 +81,7 @@ bool is_panel_layout_step(const State& s, const Step& step) {
     return dim >= 0 && reader_axis(s, step.stage, dim).first >= 0;
 }
 
-int64_t panel_width_for(const State& s, int stage, int dim, const SampleOptions& opts) {
-    const Stage& cs = s.stage(stage, "panel stage");
-    if (dim < 0 || dim >= static_cast<int>(cs.tensor.ndim()))
-        throw ScheduleError("panel dimension " + std::to_string(dim) + " of '" +
-                            cs.tensor.name() + "' is out of range");
-    const auto [reader, axis] = reader_axis(s, stage, dim);
-    if (reader < 0)
-        throw ScheduleError("panel stage '" + cs.tensor.name() +
-                            "' has no single reader that indexes dimension " +
-                            std::to_string(dim) + " by one of its axes");
-    const Stage& r = s.stages[reader];
+int64_t register_tile_width(const Stage& r, int axis) {
     // Root node `axis` and every node derived from it (relations are recorded in order, so
     // one pass sees parents before children).
     std::set<int> derived = {axis};
@@ -122,6 +112,20 @@ int64_t panel_width_for(const State& s, int stage, int dim, const SampleOptions&
     int64_t width = 1;
     for (int node : inside)
         width *= r.nodes[static_cast<size_t>(node)].extent;
+    return width;
+}
+
+int64_t panel_width_for(const State& s, int stage, int dim, const SampleOptions& opts) {
+    const Stage& cs = s.stage(stage, "panel stage");
+    if (dim < 0 || dim >= static_cast<int>(cs.tensor.ndim()))
+        throw ScheduleError("panel dimension " + std::to_string(dim) + " of '" +
+                            cs.tensor.name() + "' is out of range");
+    const auto [reader, axis] = reader_axis(s, stage, dim);
+    if (reader < 0)
+        throw ScheduleError("panel stage '" + cs.tensor.name() +
+                            "' has no single reader that indexes dimension " +
+                            std::to_string(dim) + " by one of its axes");
+    const int64_t width = register_tile_width(s.stages[reader], axis);
     const int64_t extent = cs.tensor.shape()[static_cast<size_t>(dim)];
     const int64_t lo = std::min<int64_t>(std::max<int64_t>(opts.max_vectorize_lanes, 2), extent);
     return std::clamp(width, lo, extent);

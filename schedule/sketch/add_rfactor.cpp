@@ -75,14 +75,7 @@ void move_factored_axis_innermost(State& s, int rf) {
     if (r.origin != StageOrigin::Rfactor || r.axes.empty())
         throw ScheduleError("move_factored_axis_innermost: '" + r.tensor.name() +
                             "' was not made by rfactor");
-    const int n = static_cast<int>(r.iters.size());
-    const int factored = static_cast<int>(r.axes.size()) - 1;
-    std::vector<int> order;
-    for (int k = 0; k < n; ++k)
-        if (k != factored)
-            order.push_back(k);
-    order.push_back(factored);
-    reorder(s, rf, order);
+    move_innermost(s, rf, static_cast<int>(r.axes.size()) - 1); // the factored axis
 }
 
 std::unique_ptr<SketchRule> make_add_rfactor_rule(const SketchOptions& opts) {

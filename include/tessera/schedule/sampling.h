@@ -85,6 +85,11 @@ std::vector<std::pair<int, int>> compute_location_candidates(const State& s, int
 /// [N/w][K][w], weight_blocked_tiling's [K/b][C][R][S][b]).
 bool is_panel_layout_step(const State& s, const Step& step);
 
+/// The extent that stage r's loops of root axis `axis` (an index into r.axes) cover inside its
+/// innermost reduce loop (its register tile's width along that axis; all of its loops when r
+/// has no reduce loop).
+int64_t register_tile_width(const Stage& r, int axis);
+
 /// The panel width for dimension `dim` of stage `stage` (an input or a copy of one) in `s`:
 /// the extent its single reader's loops cover along the reader axis that indexes that
 /// dimension, counting only the loops inside the reader's innermost reduce loop (the register

@@ -45,6 +45,9 @@ int fuse(State& s, int stage, const std::vector<int>& iters);
 /// Reorders the iterators of `stage`: order[k] is the id of the iterator that becomes k-th.
 /// Pre: a permutation of 0..iters.size()-1. Attached stages follow their loop.
 void reorder(State& s, int stage, const std::vector<int>& order);
+/// reorder with loop `iter` moved innermost, the other loops keeping their order. Throws
+/// ScheduleError when `iter` is out of range.
+void move_innermost(State& s, int stage, int iter);
 
 /// Annotates one loop. Parallel and Vectorize need a spatial iterator (a reduce loop would
 /// race, and the vectorizer cannot widen an accumulation); GPU bindings are recorded as is.
