@@ -50,6 +50,9 @@ void order_weights_for_tiles(State& s, const std::vector<int>& weight_inputs);
 /// that does not apply is left out (producers_at_tile.cpp).
 void compute_producers_at_tiles(State& s);
 
+void order_outer_loops_for_threads(State& s, int holder, const std::vector<int>& weight_inputs,
+                                   int num_cores);
+
 /// Factors each plain reduction along its input's contiguous last axis (a row: softmax's max
 /// and sum, layer norm's moments) by the vector width: a stage computed per row accumulates
 /// one vector of partials, the original reduces its lanes. Before annotate_fixed (which

@@ -155,6 +155,10 @@ int64_t loop_work(const State& s, int sid) {
 
 void annotate_fixed(State& s, const DefaultScheduleOptions& opts) {
     const int64_t lanes = std::max<int64_t>(1, opts.vector_lanes);
+    // Tiled by the sketch (the thread split below adds a split to untiled stages too).
+    std::vector<bool> tiled;
+    for (const Stage& st : s.stages)
+        tiled.push_back(is_tiled(st));
     if (lanes > 1)
         for (int sid = 0; sid < static_cast<int>(s.stages.size()); ++sid) {
             const Stage& st = s.stages[sid];
@@ -166,12 +170,15 @@ void annotate_fixed(State& s, const DefaultScheduleOptions& opts) {
                 vectorize_untiled(s, sid, lanes);
         }
 
+    const std::vector<int>& weights =
+        opts.weight_inputs.empty() ? s.compute.weight_inputs : opts.weight_inputs;
     const int64_t max_degree = int64_t{16} * std::max(1, opts.num_cores);
     const int64_t gemm_degree = int64_t{4} * std::max(1, opts.num_cores);
     for (int sid = 0; sid < static_cast<int>(s.stages.size()); ++sid) {
         if (s.stages[sid].is_input() || s.stages[sid].location.kind != ComputeLocKind::Root ||
             loop_work(s, sid) < kMinParallelWork)
             continue;
+        order_outer_loops_for_threads(s, sid, weights, opts.num_cores);
         bool gemm = is_gemm_like(s.stages[sid]);
         for (int a : s.attached_stages(sid))
             gemm = gemm || is_gemm_like(s.stages[a]);
@@ -184,7 +191,7 @@ void annotate_fixed(State& s, const DefaultScheduleOptions& opts) {
             !st.has_reduce())
             continue;
         int64_t steps = kReductionUnrollSteps;
-        if (is_tiled(st))
+        if (tiled[static_cast<size_t>(sid)])
             steps = has_window(st) && !has_partial_tile(s, sid)
                         ? std::max(kTileUnrollSteps, kWindowTileUnrollVectorSteps * lanes)
                         : kTileUnrollSteps;

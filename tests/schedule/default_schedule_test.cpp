@@ -71,8 +71,13 @@ ir::LoweredFunc check_structure(const te::Compute& c, const State& s,
     bool wants_tiles = false, tiled = false;
     for (int sid = 0; sid < static_cast<int>(initial.stages.size()); ++sid)
         wants_tiles = wants_tiles || initial.needs_multi_level_tiling(sid);
-    for (const sched::Stage& st : s.stages)
-        tiled = tiled || (!st.is_input() && sched::is_tiled(st) && st.has_reduce());
+    for (const sched::Stage& st : s.stages) {
+        // Multi-level tiling splits every axis; splitting the rows among the threads, one.
+        int splits = 0;
+        for (const sched::IterRelation& r : st.relations)
+            splits += r.kind == sched::IterRelation::Kind::Split;
+        tiled = tiled || (!st.is_input() && splits >= 2 && st.has_reduce());
+    }
     EXPECT_EQ(tiled, wants_tiles) << sched::to_string(s);
     return f;
 }
@@ -424,6 +429,55 @@ TEST(DefaultSchedule, BlockedConvWeightsAreStoredInTheTilesReadOrder) {
     // Not a weight: the graph's layout stays.
     const State plain = sched::default_schedule(c, o);
     EXPECT_TRUE(plain.stages[plain.stage_id_of("w")].layout.is_identity());
+}
+
+/// The name of the parallel loop of the root stage that reduces or holds the stage that
+/// does ("" when none): its fused loops, outermost first.
+std::string parallel_loop(const State& s) {
+    for (const sched::Stage& st : s.stages)
+        if (st.location.kind == sched::ComputeLocKind::Root && !st.is_input())
+            for (const sched::Iterator& it : st.iters)
+                if (it.annotation == sched::IterAnnotation::Parallel &&
+                    (st.has_reduce() || !s.attached_stages(s.stage_id_of(st.tensor)).empty()))
+                    return it.name;
+    return "";
+}
+
+TEST(DefaultSchedule, ThreadsSplitTheRowsWhenActivationsOutweighTheWeights) {
+    // Each thread runs one contiguous chunk of the parallel loop. A 1x1 conv on a large image
+    // with small filters splits its rows (oh: axis i2 of the epilogue) among the cores,
+    // outermost, so that each thread reads the rows the previous task's thread wrote; the
+    // channel blocks stay inside each chunk. One core, or filters bigger than the image:
+    // the channel blocks (i1) stay outermost.
+    sched::DefaultScheduleOptions o = options(8);
+    o.num_cores = 2;
+    o.weight_inputs = {1};
+    const te::Tensor x = te::placeholder({1, 4, 30, 29, 8}, ir::DataType::f32(), "x");
+    const te::Tensor w = te::placeholder({4, 4, 1, 1, 8, 8}, ir::DataType::f32(), "w");
+    const te::Compute conv = te::make_compute(
+        {x, w}, {te::relu(te::conv2d_nchwc(x, w, te::Conv2dParams::make(1, 0, 1, 1)))});
+    const State rows = sched::default_schedule(conv, o);
+    EXPECT_EQ(parallel_loop(rows).rfind("i2.0.0.", 0), 0u) << sched::to_string(rows);
+    expect_lowers_and_matches(conv, rows, o, 29);
+    sched::DefaultScheduleOptions one = o;
+    one.num_cores = 1;
+    EXPECT_EQ(sched::default_schedule(conv, one).steps.size() + 2, rows.steps.size());
+
+    const te::Tensor small = te::placeholder({1, 4, 6, 6, 8}, ir::DataType::f32(), "x");
+    const te::Tensor big = te::placeholder({8, 4, 3, 3, 8, 8}, ir::DataType::f32(), "w");
+    const te::Compute heavy = te::make_compute(
+        {small, big}, {te::conv2d_nchwc(small, big, te::Conv2dParams::make(1, 1, 1, 1))});
+    const State blocks = sched::default_schedule(heavy, o);
+    EXPECT_EQ(parallel_loop(blocks).rfind("i2.0.0.", 0), std::string::npos)
+        << sched::to_string(blocks);
+
+    // A max pool over 15 rows (no even split): its loops sorted, rows first.
+    const te::Tensor px = te::placeholder({1, 3, 15, 15, 8}, ir::DataType::f32(), "x");
+    const te::Compute pool =
+        te::make_compute({px}, {te::max_pool2d_nchwc(px, te::Pool2dParams::make(3, 1, 1))});
+    const State ps = sched::default_schedule(pool, o);
+    EXPECT_EQ(parallel_loop(ps).rfind("i2.", 0), 0u) << sched::to_string(ps);
+    expect_lowers_and_matches(pool, ps, o, 31);
 }
 
 TEST(DefaultSchedule, WideVectorsLowerAndMatch) {
