@@ -37,7 +37,6 @@ bool is_free(const State& s, int sid, int k) {
            s.attached_at(sid, k).empty();
 }
 
-
 /// Whether some split of stage sid, or of the stage it is computed at (whose tiles its loops
 /// cover), leaves a partial last tile: its parts span more than their parent.
 bool has_partial_tile(const State& s, int sid) {
@@ -76,14 +75,14 @@ void vectorize_tile(State& s, int sid, int64_t lanes) {
     }
 }
 
-/// A short window reduction (a pool over NCHW[x]c) whose innermost output axis is contiguous
-/// in every operand: the reduce loops move outside that axis so that it becomes the vector
-/// loop (one vector max per window step instead of scalar windows).
+/// A reduction whose innermost output axis is contiguous in every operand (a pool or a
+/// global pool over NCHW[x]c, a column sum): the reduce loops move outside that axis so that
+/// it becomes the vector loop (one vector max or add per reduce step instead of a scalar
+/// chain per output).
 void hoist_window_reduce(State& s, int sid) {
     const Stage& st = s.stages[sid];
     const int n = static_cast<int>(st.iters.size());
-    if (n < 2 || !st.has_reduce() || st.iters.back().kind != IterKind::Reduce ||
-        s.reduce_size(sid) > kMaxPoolWindow || st.axes.empty() ||
+    if (n < 2 || !st.has_reduce() || st.iters.back().kind != IterKind::Reduce || st.axes.empty() ||
         !reads_along_last_axis(st.body, st.axes.back()))
         return;
     int inner = n - 1;

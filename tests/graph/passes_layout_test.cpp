@@ -71,11 +71,11 @@ TEST_P(LayoutBlockTest, ConvNetKeepsValuesAndStaysBlocked) {
     EXPECT_EQ(r.pass, "layout");
     EXPECT_EQ(count_op(g, Op::Conv), 0) << to_string(g);
     EXPECT_EQ(count_op(g, Op::ConvBlocked), 4);
-    // One conversion in (x feeds two convs through one LayoutToBlocked), one out per NCHW
-    // reader: the graph output and the pool.
+    // One conversion in (x feeds two convs through one LayoutToBlocked), one out per graph
+    // output: the conv's and the pooled values (the pool averages the blocked tensor).
     EXPECT_EQ(count_op(g, Op::LayoutToBlocked), 1) << to_string(g);
     EXPECT_EQ(count_op(g, Op::LayoutFromBlocked), 2) << to_string(g);
-    EXPECT_EQ(r.changes, 4 + 5); // 4 convs; Relu, Add, Mul, Add, Relu
+    EXPECT_EQ(r.changes, 4 + 5 + 1); // 4 convs; Relu, Add, Mul, Add, Relu; the pool
     for (NodeId id : g.node_ids()) {
         const Node& n = g.node(id);
         if (n.op == Op::LayoutToBlocked) {
@@ -140,6 +140,24 @@ TEST(LayoutPass, MaxPoolsOfBlockedValuesStayBlocked) {
     EXPECT_EQ(count_op(g, Op::MaxPoolBlocked), 1) << to_string(g);
     EXPECT_EQ(count_op(g, Op::MaxPool), 1) << to_string(g);
     EXPECT_EQ(count_op(g, Op::ConvBlocked), 2) << to_string(g);
+    expect_no_cancelling_pairs(g);
+}
+
+TEST(LayoutPass, GlobalAveragePoolsOfBlockedValuesAverageEachBlock) {
+    // conv (13 channels: the last block padded) -> relu -> global average pool: the pool
+    // averages the blocked tensor's rows and columns (a ReduceMean over axes 2 and 3) and only
+    // the pooled [1, 13, 1, 1] goes back to NCHW; a pool of an input stays NCHW.
+    GraphBuilder b;
+    const ValueId x = b.input("x", {1, 11, 9, 7});
+    const ValueId c = b.op(
+        Op::Relu, {b.op(Op::Conv, {x, b.constant_f32({13, 11, 3, 3}, 1)}, conv_attrs(3, 1, 1))});
+    const ValueId p = b.op(Op::GlobalAveragePool, {c});
+    const ValueId q = b.op(Op::GlobalAveragePool, {b.input("z", {1, 5, 3, 9})});
+    Graph g = b.finish({p, q});
+    check_pass(g, [](Graph& gr) { return convert_layout_nchwc(gr, 8); });
+    EXPECT_EQ(count_op(g, Op::ReduceMean), 1) << to_string(g);
+    EXPECT_EQ(count_op(g, Op::GlobalAveragePool), 1) << to_string(g);
+    EXPECT_EQ(count_op(g, Op::LayoutFromBlocked), 1) << to_string(g);
     expect_no_cancelling_pairs(g);
 }
 

@@ -161,19 +161,20 @@ INSTANTIATE_TEST_SUITE_P(
     SharedModels, PipelineModelTest,
     // -O3 ends with the layout pass: convs with at least 8 output channels become ConvBlocked
     // (NCHW8c; the first convs of resnet18 and small_cnn read their 3 and 1 input channels as
-    // one block), max pools of blocked values MaxPoolBlocked, with conversions only where
-    // blocked values meet NCHW ops (the global pool, Flatten, the graph input and outputs);
+    // one block), max pools of blocked values MaxPoolBlocked, global pools ReduceMean over the
+    // blocked rows and columns, with conversions only where blocked values meet NCHW ops
+    // (Flatten, the graph input and outputs);
     // then the winograd pass takes resnet18's 10 stride-1 3x3 convs before its 7x7 stage.
     ::testing::Values(ModelCase{"resnet18",
                                 {{"Add", 8},
                                  {"ConvBlocked", 10},
                                  {"Flatten", 1},
                                  {"Gemm", 1},
-                                 {"GlobalAveragePool", 1},
                                  {"LayoutFromBlocked", 1},
                                  {"LayoutToBlocked", 1},
                                  {"MatMul", 10},
                                  {"MaxPoolBlocked", 1},
+                                 {"ReduceMean", 1},
                                  {"Relu", 17},
                                  {"WinogradInput", 10},
                                  {"WinogradOutput", 10}}},

@@ -70,7 +70,8 @@ PassResult simplify_algebra(Graph& g);
 ///    [K/x, 1, R, S, C, x]) so that padding does not multiply its work; other grouped convs
 ///    stay NCHW;
 ///  - a MaxPool (no indices output, storage_order 0) whose input is blocked becomes
-///    MaxPoolBlocked;
+///    MaxPoolBlocked; a GlobalAveragePool whose input is blocked becomes a ReduceMean over
+///    axes 2 and 3 (keepdims) of the blocked tensor, [N, C/x, 1, 1, x];
 ///  - a Concat along the channels of 4-D f32 values, one of them blocked, whose parts but the
 ///    last have a multiple of x channels becomes the Concat of the blocked values along axis 1
 ///    (the channel blocks);

@@ -56,6 +56,8 @@ class LayoutRewriter {
                 convs_ += rewrite_conv(id);
             else if (op == Op::MaxPool)
                 pools_ += rewrite_max_pool(id);
+            else if (op == Op::GlobalAveragePool)
+                pools_ += rewrite_global_average_pool(id);
             else if (blockable_unary(op) || blockable_binary(op))
                 elementwise_ += rewrite_elementwise(id);
             else if (op == Op::Concat)
@@ -200,6 +202,22 @@ class LayoutRewriter {
         attrs.erase("storage_order");
         attrs["block"] = Attribute::of_int(block_);
         replace_blocked(id, Op::MaxPoolBlocked, {blocked(n.inputs[0])}, std::move(attrs));
+        return 1;
+    }
+
+    // A global average pool of a blocked value averages each channel block's rows and columns
+    // in place, [N, CB, H, W, x] -> [N, CB, 1, 1, x]: a vector of x channels per step, and
+    // only the pooled values go back to NCHW. (In NCHW, the whole image went back first and
+    // each channel became one chain of scalar adds: SqueezeNet's 1000-channel 13 x 13 pool
+    // took 0.11 ms on one Rocket Lake core.) Padding channels average to finite values that
+    // the conversion back drops.
+    int rewrite_global_average_pool(NodeId id) {
+        const Node n = g_.node(id);
+        if (n.outputs.size() != 1 || n.inputs.size() != 1 || !has_twin(n.inputs[0]) ||
+            !is_f32_nchw(g_.value(n.outputs[0])))
+            return 0;
+        replace_blocked(id, Op::ReduceMean, {blocked(n.inputs[0])},
+                        {{"axes", Attribute::of_ints({2, 3})}, {"keepdims", Attribute::of_int(1)}});
         return 1;
     }
 
