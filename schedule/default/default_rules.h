@@ -43,13 +43,19 @@ bool has_window(const Stage& st);
 /// (weights_in_tile_order.cpp).
 void order_weights_for_tiles(State& s, const std::vector<int>& weight_inputs);
 
-/// Moves each intermediate that one tiled stage reads slice by slice (a depthwise conv's
-/// padded input) into the outer tile loop of the nest that holds its reader, when the tiles
-/// together compute at most twice its size (the halo), so each tile's slice stays in
-/// cache instead of the whole buffer going through memory. Before annotate_fixed; a move
-/// that does not apply is left out (producers_at_tile.cpp).
-void compute_producers_at_tiles(State& s);
+/// Inlines each intermediate that one tiled stage reads slice by slice (a depthwise conv's
+/// padded input) when the reader's tiles together read at most twice its size (the halo):
+/// the reader reads the image itself instead of a whole padded copy going through memory;
+/// computed in the outer tile loop when it cannot be inlined. Before annotate_fixed; a move
+/// that does not apply is left out (sliced_producers.cpp).
+void inline_sliced_producers(State& s);
 
+/// Splits the row loop of root stage `holder` into one chunk per core, outermost, so that
+/// each thread reads the rows the previous task's thread wrote, when the task's activations
+/// outweigh its weights and the loop the threads split now is a weight axis (output channel
+/// blocks); without an even split, sorts the outer loops rows first when the weights are small.
+/// No-op for num_cores < 2 or when nothing applies. Called by annotate_fixed before the
+/// parallel loops are fused (outer_loops_for_threads.cpp).
 void order_outer_loops_for_threads(State& s, int holder, const std::vector<int>& weight_inputs,
                                    int num_cores);
 

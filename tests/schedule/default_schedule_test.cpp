@@ -311,11 +311,12 @@ TEST(DefaultSchedule, WindowTilesUnrollTheirWholeWindowAtEveryVectorWidth) {
     EXPECT_EQ(tile_unroll_steps(sched::default_schedule(mm.compute, o16)), 512);
 }
 
-TEST(DefaultSchedule, DepthwisePaddingIsComputedPerTile) {
-    // A depthwise conv reads its padded input at the output channel: each tile pads only the
-    // rows and channels it reads, inside the outer tile loop, instead of the whole image
-    // before the nest. A regular conv with several output-channel tiles reads every input
-    // channel in each: its padded input stays one whole buffer.
+TEST(DefaultSchedule, DepthwisePaddingIsReadInPlace) {
+    // A depthwise conv reads its padded input at the output channel, each tile only the rows
+    // and channels it needs: the padding is inlined (the conv reads the image, zero outside
+    // it) instead of a whole padded copy before the nest. A regular conv with several
+    // output-channel tiles reads every input channel in each: its padded input stays one
+    // whole buffer.
     const sched::DefaultScheduleOptions o = options(16);
     const te::Tensor x = te::placeholder({1, 3, 29, 23, 16}, ir::DataType::f32(), "x");
     const te::Tensor wd = te::placeholder({3, 1, 3, 3, 1, 16}, ir::DataType::f32(), "w");
@@ -324,7 +325,8 @@ TEST(DefaultSchedule, DepthwisePaddingIsComputedPerTile) {
     const State sd = sched::default_schedule(dw, o);
     const int pad = sd.stage_id_of("conv2d_nchwc_pad");
     ASSERT_GE(pad, 0) << sched::to_string(sd);
-    EXPECT_EQ(sd.stages[pad].location.kind, sched::ComputeLocKind::At) << sched::to_string(sd);
+    EXPECT_EQ(sd.stages[pad].location.kind, sched::ComputeLocKind::Inlined)
+        << sched::to_string(sd);
     expect_lowers_and_matches(dw, sd, o, 11);
 
     const te::Tensor w = te::placeholder({8, 3, 3, 3, 16, 16}, ir::DataType::f32(), "w");
