@@ -23,9 +23,11 @@ constexpr int64_t kMaxUnrolledVectors = 8;
 /// AVX-512 core so, 127 with the window unrolled). A GEMM-like tile, or one with a partial
 /// last tile, keeps 512: unrolling a GEMM's 4 reduce steps too made bert_emb_op13 20% slower
 /// on the same core, and unrolled windows of SqueezeNet's 27-wide rows in tiles of 7 spilled
-/// accumulators (its 3x3 expand convs: 169 -> 130 GFLOP/s).
+/// accumulators (its 3x3 expand convs: 169 -> 130 GFLOP/s). The window steps cover a 3x3
+/// window over the largest register tile, 2 vectors by 8 columns (144 vector steps; with
+/// 128, conv_bn_relu's 32 x 32 convs kept their 8-column tiles' windows rolled: 5% slower).
 constexpr int64_t kTileUnrollSteps = 512;
-constexpr int64_t kWindowTileUnrollVectorSteps = 128;
+constexpr int64_t kWindowTileUnrollVectorSteps = 144;
 constexpr int64_t kReductionUnrollSteps = 16;
 /// Stages with fewer loop iterations than this (spatial x reduce) stay serial: waking the
 /// thread pool costs more than they do.

@@ -289,9 +289,9 @@ int64_t tile_unroll_steps(const State& s) {
 TEST(DefaultSchedule, WindowTilesUnrollTheirWholeWindowAtEveryVectorWidth) {
     // The unroll pragma counts vector lanes, so a 3x3 conv's 7 x 2-vector tile (7 x 7 image)
     // needs 2 x 9 x 7 x 16 = 2016 steps at 16 lanes for its window to unroll whole (its
-    // accumulators then stay in registers over 9 FMA steps): the window tile's steps scale
-    // with the lanes. A tile with a partial last tile (27 x 27 in tiles of 7 columns) keeps
-    // 512, as a GEMM-like one does.
+    // accumulators then stay in registers over 9 FMA steps), an 8-column tile (32 x 32) 2304:
+    // the window tile's steps scale with the lanes. A tile with a partial last tile (27 x 27
+    // in tiles of 7 columns) keeps 512, as a GEMM-like one does.
     const sched::DefaultScheduleOptions o16 = options(16), o8 = options(8);
     const auto conv = [](int64_t width, int64_t block, int64_t blocks) {
         const te::Tensor x = te::placeholder({1, 3, width, width, block}, ir::DataType::f32(), "x");
@@ -302,9 +302,10 @@ TEST(DefaultSchedule, WindowTilesUnrollTheirWholeWindowAtEveryVectorWidth) {
     };
     const te::Compute c16 = conv(7, 16, 4);
     const State s16 = sched::default_schedule(c16, o16);
-    EXPECT_EQ(tile_unroll_steps(s16), 2048) << sched::to_string(s16);
+    EXPECT_GE(tile_unroll_steps(s16), 2016) << sched::to_string(s16);
     expect_lowers_and_matches(c16, s16, o16, 7);
-    EXPECT_EQ(tile_unroll_steps(sched::default_schedule(conv(8, 8, 4), o8)), 1024); // 4-row tiles
+    EXPECT_GE(tile_unroll_steps(sched::default_schedule(conv(32, 16, 4), o16)), 2304);
+    EXPECT_GE(tile_unroll_steps(sched::default_schedule(conv(8, 8, 4), o8)), 1024); // 4-row tiles
     EXPECT_EQ(tile_unroll_steps(sched::default_schedule(conv(27, 16, 4), o16)), 512);
     // A GEMM-like stage (a long reduction, no window) keeps 512.
     const te::OpInstance mm = te::make_op("matmul:m=13,n=64,k=256");
