@@ -84,8 +84,8 @@ void vectorize_tile(State& s, int sid, int64_t lanes) {
 void hoist_window_reduce(State& s, int sid) {
     const Stage& st = s.stages[sid];
     const int n = static_cast<int>(st.iters.size());
-    if (n < 2 || !st.has_reduce() || st.iters.back().kind != IterKind::Reduce || st.axes.empty() ||
-        !reads_along_last_axis(st.body, st.axes.back()))
+    if (n < 2 || !st.has_reduce() || st.iters.back().kind != IterKind::Reduce ||
+        st.axes.empty() || !reads_along_last_axis(st.body, st.axes.back()))
         return;
     int inner = n - 1;
     while (inner >= 0 && st.iters[static_cast<size_t>(inner)].kind == IterKind::Reduce)
@@ -156,10 +156,6 @@ int64_t loop_work(const State& s, int sid) {
 
 void annotate_fixed(State& s, const DefaultScheduleOptions& opts) {
     const int64_t lanes = std::max<int64_t>(1, opts.vector_lanes);
-    // Tiled by the sketch (the thread split below adds a split to untiled stages too).
-    std::vector<bool> tiled;
-    for (const Stage& st : s.stages)
-        tiled.push_back(is_tiled(st));
     if (lanes > 1)
         for (int sid = 0; sid < static_cast<int>(s.stages.size()); ++sid) {
             const Stage& st = s.stages[sid];
@@ -171,6 +167,10 @@ void annotate_fixed(State& s, const DefaultScheduleOptions& opts) {
                 vectorize_untiled(s, sid, lanes);
         }
 
+    // Split before the threads' split below (which splits untiled stages too).
+    std::vector<bool> tiled;
+    for (const Stage& st : s.stages)
+        tiled.push_back(is_tiled(st));
     const std::vector<int>& weights =
         opts.weight_inputs.empty() ? s.compute.weight_inputs : opts.weight_inputs;
     const int64_t max_degree = int64_t{16} * std::max(1, opts.num_cores);

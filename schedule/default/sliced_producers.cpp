@@ -5,8 +5,8 @@
 // inputs (96 x 112 x 112 for the first stride-2 one, 4.8 MB) took 15% of the model's time as
 // memmove on one Rocket Lake core. Padding each tile's slice into a small buffer inside the
 // outer tile loop instead still copied the halo of every tile, through memcpy calls that
-// reloaded the input from L2: the depthwise convs ran 1.3-2x slower so than inlined
-// (MobileNetV2 5.70 -> 5.09 ms on one core, 3.23 -> 3.05 on two).
+// reloaded the input from L2: the depthwise convs ran 1.2-2x slower than with the padding
+// inlined (MobileNetV2 5.70 -> 5.09 ms on one core, 3.23 -> 3.05 on two).
 #include <algorithm>
 
 #include "../search_space/search_space_util.h"
