@@ -18,22 +18,28 @@
 //     vectors with 32 registers that accumulates over the whole reduction (inner 4 steps
 //     unrolled), with as many rows of tiles around the local buffer as the parallel loops
 //     allow, so a packed panel of B stays in cache while A streams past; matmul's activation B
-//     packed into panels; auto_unroll_max_step 512, or 128 x the vector lanes for a tile
+//     packed into panels; auto_unroll_max_step 512, or 144 x the vector lanes for a tile
 //     over a kernel window without a partial last tile (its window then unrolls whole);
 //   - a weight in the graph's layout that a register tile reads over several blocks of
 //     output channels (an NCHW[x]c conv's filters) stored, outside the call, in the tile's
 //     read order: [KB/b], the reduce dimensions in the tile's loop order, [b][k];
 //   - an intermediate that one tiled stage reads slice by slice (a depthwise conv's padded
-//     input) computed inside its reader's outer tile loop when the tiles together compute at
-//     most twice its size (each tile pads its rows in cache, not the whole image in memory);
+//     input) inlined when the tiles together read at most twice its size (the reader reads
+//     the image, zero outside it, instead of a padded copy in memory);
 //   - other reductions (pools, softmax, layer norm, reduce ops) and injective stages:
 //     strictly inlinable stages inlined, the innermost spatial loop vectorized (split by the
 //     vector width when longer), the outer spatial loops fused and parallel; a reduction over
 //     contiguous rows (softmax's max and sum, layer norm's moments, a global pool whose rows
-//     are whole vectors) factored by the vector width into a vector of partials per row;
+//     are whole vectors) factored by the vector width into a vector of partials per row; a
+//     reduction whose innermost output axis is contiguous in every operand (a pool or global
+//     pool over NCHW[x]c) with its reduce loops outside that axis, the vector loop;
 //   - in every root stage with at least 4096 loop iterations, the outer spatial loops are
 //     fused and parallel up to 16 x num_cores iterations (a GEMM-like stage's up to 4 x
-//     num_cores, leaving its rows of tiles a serial loop).
+//     num_cores, leaving its rows of tiles a serial loop). Each thread runs one contiguous
+//     chunk, so when the task's activations outweigh its weights and the outer loop is a
+//     weight axis (output channel blocks), the row loop is first split into num_cores chunks,
+//     outermost (each thread then reads the rows it wrote in the previous task); without an
+//     even split and with weights of at most 16 KiB, the outer loops are sorted rows first.
 // Sketches are ranked (blocked weight, fused tile, packed panel; one that re-lays out an
 // activation last) and the first that fills and lowers wins; when none does, the default nest
 // with inlining and vectors, then without inlining, then with only parallel outer loops, then
