@@ -163,7 +163,8 @@ class PlanBuilder {
         for (const graph::BufferAssignment& a : mp.assignments) {
             if (tensor_of_.count(a.value))
                 continue; // a graph output: the caller's buffer
-            const int64_t offset = buffer_offset.at(static_cast<size_t>(a.buffer));
+            // A view (an in-place concat's operand) lies inside its concat's output.
+            const int64_t offset = buffer_offset.at(static_cast<size_t>(a.buffer)) + a.offset;
             tensor_of_[a.value] = add_value_tensor(a.value, runtime::TensorStorage::Arena, offset);
         }
     }
@@ -194,6 +195,8 @@ class PlanBuilder {
             for (int gi : b_.tasks[t].groups)
                 task_of.at(static_cast<size_t>(gi)) = static_cast<int>(t);
         for (size_t gi = 0; gi < b_.groups.size(); ++gi) {
+            if (b_.groups[gi].in_place_concat)
+                continue; // its operands were written in place
             const int t = task_of[gi];
             TESSERA_CHECK(t >= 0) << "group " << gi << " belongs to no task";
             const graph::Task& task = b_.tasks[static_cast<size_t>(t)];

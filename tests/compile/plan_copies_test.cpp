@@ -1,6 +1,7 @@
-// Models whose outputs are not all computed by a kernel: a graph input, a constant and a value
-// listed twice as outputs become copy calls; built from small ModelProtos with odd sizes and
-// checked against the graph's reference evaluator.
+// Models whose values are not all computed by a kernel: a graph input, a constant and a value
+// listed twice as outputs become copy calls, a channel concat is written in place by the
+// kernels of its operands; built from small ModelProtos with odd sizes and checked against
+// the graph's reference evaluator.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -97,6 +98,52 @@ TEST(PlanCopies, ElementwiseChainsOverOddShapesReuseTheArena) {
         const graph::TensorData x = random_tensor({1, 127}, seed);
         testing::LoadedModel lib(so);
         const auto want = graph::evaluate(graph::import_onnx(dir.file("chain.onnx")), {x});
+        EXPECT_TRUE(testing::outputs_match(lib.run({x}), want)) << "seed " << seed;
+    }
+}
+
+TEST(PlanCopies, ChannelConcatsAreWrittenInPlace) {
+    // A SqueezeNet Fire module (squeeze 1x1 -> relu -> expand 1x1 and 3x3 -> relu -> channel
+    // Concat) and a conv after it: the expand convs write their outputs into the concat's
+    // buffer, the concat runs no kernel and is no task.
+    testing::ScratchDir dir("tessera_compile_concat");
+    ModelBuilder m(13);
+    m.input("x", DType::F32, {1, 11, 9, 8});
+    m.initializer("ws", random_tensor({16, 11, 1, 1}, 8));
+    m.initializer("w1", random_tensor({16, 16, 1, 1}, 9));
+    m.initializer("w3", random_tensor({32, 16, 3, 3}, 10));
+    m.initializer("wo", random_tensor({16, 48, 1, 1}, 11));
+    m.node("Conv", {"x", "ws"}, {"s0"});
+    m.node("Relu", {"s0"}, {"s"});
+    m.node("Conv", {"s", "w1"}, {"e10"});
+    m.node("Relu", {"e10"}, {"e1"});
+    m.node("Conv", {"s", "w3"}, {"e30"}).ints("pads", {1, 1, 1, 1});
+    m.node("Relu", {"e30"}, {"e3"});
+    m.node("Concat", {"e1", "e3"}, {"cat"}).i("axis", 1);
+    m.node("Conv", {"cat", "wo"}, {"y"});
+    m.output("y", DType::F32, {1, 16, 9, 8});
+
+    const std::string onnx = dir.file("fire.onnx");
+    { std::ofstream(onnx, std::ios::binary) << m.bytes(); }
+    compile::BuildOptions opts;
+    opts.model_path = onnx;
+    const compile::ModelBuild b = compile::prepare_model_build(opts);
+    int in_place = 0;
+    for (const graph::FusedGroup& grp : b.groups)
+        in_place += grp.in_place_concat;
+    EXPECT_EQ(in_place, 1);
+    for (const graph::Task& t : b.tasks)
+        EXPECT_EQ(t.pattern.find("concat"), std::string::npos) << t.pattern;
+    std::vector<uint8_t> weights;
+    const runtime::ModelPlan plan = compile::make_model_plan(b, weights);
+    EXPECT_EQ(plan.calls.size(), b.groups.size() - 1);
+    const std::string so = dir.file("fire.so");
+    compile::write_model_library(b, so, opts);
+
+    for (uint64_t seed : {12, 13}) {
+        const graph::TensorData x = random_tensor({1, 11, 9, 8}, seed);
+        testing::LoadedModel lib(so);
+        const auto want = graph::evaluate(graph::import_onnx(onnx), {x});
         EXPECT_TRUE(testing::outputs_match(lib.run({x}), want)) << "seed " << seed;
     }
 }

@@ -17,25 +17,49 @@ namespace {
 
 /// Checks every invariant of a plan against the groups it was made for.
 void check_plan(const Graph& g, const std::vector<FusedGroup>& groups, const MemoryPlan& plan) {
+    // The first group that defines and the last that reads each value.
+    auto live_range = [&](ValueId v) {
+        int def = -1, last = -1;
+        for (size_t s = 0; s < groups.size(); ++s) {
+            if (def < 0 && std::find(groups[s].outputs.begin(), groups[s].outputs.end(), v) !=
+                               groups[s].outputs.end())
+                def = static_cast<int>(s);
+            if (std::find(groups[s].inputs.begin(), groups[s].inputs.end(), v) !=
+                groups[s].inputs.end())
+                last = static_cast<int>(s);
+        }
+        return std::make_pair(def, std::max(def, last));
+    };
     int64_t naive = 0;
     for (const BufferAssignment& a : plan.assignments) {
         ASSERT_GE(a.buffer, 0);
         ASSERT_LT(a.buffer, static_cast<int>(plan.buffer_bytes.size()));
         EXPECT_LE(a.bytes, plan.buffer_bytes[a.buffer]) << g.value(a.value).name;
         EXPECT_LE(a.def, a.last_use);
-        naive += a.bytes;
-        // def is the group defining the value, last_use the last group reading it.
-        const FusedGroup& d = groups[a.def];
-        EXPECT_NE(std::find(d.outputs.begin(), d.outputs.end(), a.value), d.outputs.end());
-        int last = a.def;
-        for (size_t s = 0; s < groups.size(); ++s)
-            if (std::find(groups[s].inputs.begin(), groups[s].inputs.end(), a.value) !=
-                groups[s].inputs.end())
-                last = static_cast<int>(s);
+        naive += a.view_of < 0 ? a.bytes : 0;
+        auto [def, last] = live_range(a.value);
+        // An in-place concat's output lives from its first operand to the last read of it or
+        // of an operand; its operands lie inside it.
+        for (const BufferAssignment& view : plan.assignments)
+            if (view.view_of >= 0 && plan.assignments[view.view_of].value == a.value) {
+                const auto [vdef, vlast] = live_range(view.value);
+                def = std::min(def, vdef);
+                last = std::max(last, vlast);
+            }
+        EXPECT_EQ(a.def, def) << g.value(a.value).name;
         EXPECT_EQ(a.last_use, last) << g.value(a.value).name;
+        if (a.view_of >= 0) {
+            const BufferAssignment& whole = plan.assignments[a.view_of];
+            EXPECT_EQ(a.buffer, whole.buffer) << g.value(a.value).name;
+            EXPECT_GE(a.offset, 0);
+            EXPECT_LE(a.offset + a.bytes, whole.bytes) << g.value(a.value).name;
+            EXPECT_EQ(a.offset % 64, 0);
+            EXPECT_FALSE(a.in_place);
+        }
     }
     // Pairwise: values sharing a buffer have disjoint live intervals, except an in-place value
-    // defined exactly at the other's last use, by an elementwise group that reads it.
+    // defined exactly at the other's last use, by an elementwise group that reads it, and a
+    // concat's output and its operands (whose bytes do not overlap each other).
     for (size_t i = 0; i < plan.assignments.size(); ++i)
         for (size_t j = i + 1; j < plan.assignments.size(); ++j) {
             const BufferAssignment& a = plan.assignments[i];
@@ -45,6 +69,13 @@ void check_plan(const Graph& g, const std::vector<FusedGroup>& groups, const Mem
             const bool disjoint = a.last_use < b.def || b.last_use < a.def;
             if (disjoint)
                 continue;
+            if (a.view_of == static_cast<int>(j) || b.view_of == static_cast<int>(i))
+                continue;
+            if (a.view_of >= 0 && a.view_of == b.view_of) {
+                EXPECT_TRUE(a.offset + a.bytes <= b.offset || b.offset + b.bytes <= a.offset)
+                    << g.value(a.value).name << " and " << g.value(b.value).name;
+                continue;
+            }
             const BufferAssignment& later = a.def < b.def ? b : a;
             const BufferAssignment& earlier = a.def < b.def ? a : b;
             EXPECT_TRUE(later.in_place && earlier.last_use == later.def &&
@@ -101,26 +132,70 @@ TEST(MemoryPlan, ElementwiseGroupRunsInPlace) {
     EXPECT_LT(plan.planned_bytes, plan.naive_bytes);
 }
 
+Attributes conv_1x1() {
+    return {{"kernel_shape", Attribute::of_ints({1, 1})}, {"pads", Attribute::of_ints({0, 0, 0, 0})},
+            {"strides", Attribute::of_ints({1, 1})}, {"dilations", Attribute::of_ints({1, 1})},
+            {"group", Attribute::of_int(1)}};
+}
+
+TEST(MemoryPlan, ConcatOperandsAreWrittenInsideItsOutput) {
+    // Two convs concatenated along the channels of a batch of 1, read by a third: the concat
+    // runs nothing, its operands are views at byte offsets 0 and 8 x 5 x 8 x 4 of its output,
+    // which is live from the first conv on. With a batch of 2 the operands are not contiguous
+    // slices: a copy. A graph input is not the memory plan's to place: a copy too.
+    for (int64_t batch : {1, 2}) {
+        GraphBuilder b;
+        const ValueId x = b.input("x", {batch, 8, 5, 8});
+        const ValueId p = b.op(Op::Conv, {x, b.constant_f32({8, 8, 1, 1}, 1)}, conv_1x1());
+        const ValueId q = b.op(Op::Conv, {x, b.constant_f32({12, 8, 1, 1}, 2)}, conv_1x1());
+        const ValueId c = b.op(Op::Concat, {p, q}, {{"axis", Attribute::of_int(1)}});
+        const ValueId r = b.op(Op::Conv, {c, b.constant_f32({3, 20, 1, 1}, 3)}, conv_1x1());
+        const ValueId y = b.op(Op::Concat, {x, r}, {{"axis", Attribute::of_int(1)}});
+        Graph g = b.finish({y});
+        std::vector<FusedGroup> groups = fuse_ops(g);
+        MemoryPlan plan = plan_memory(g, groups);
+        SCOPED_TRACE("batch " + std::to_string(batch));
+        check_plan(g, groups, plan);
+        int in_place = 0, views = 0;
+        for (const FusedGroup& grp : groups)
+            in_place += grp.in_place_concat;
+        for (const BufferAssignment& a : plan.assignments)
+            if (a.view_of >= 0) {
+                ++views;
+                EXPECT_EQ(a.offset, a.value == p ? 0 : 8 * 5 * 8 * 4);
+                EXPECT_EQ(plan.assignments[a.view_of].value, c);
+            }
+        EXPECT_EQ(in_place, batch == 1 ? 1 : 0);
+        EXPECT_EQ(views, batch == 1 ? 2 : 0);
+    }
+}
+
 TEST(MemoryPlan, RandomGraphsKeepInvariants) {
+    int in_place_concats = 0;
     for (uint64_t seed = 1; seed <= 30; ++seed) {
         Rng rng(seed);
         GraphBuilder b;
-        std::vector<ValueId> pool{b.input("x", {5, 5})};
+        std::vector<ValueId> pool{b.input("x", {8, 8})};
         for (int i = 0; i < 16; ++i) {
             ValueId p = pool[rng.uniform_int(0, static_cast<int64_t>(pool.size()) - 1)];
             ValueId q = pool[rng.uniform_int(0, static_cast<int64_t>(pool.size()) - 1)];
-            switch (rng.uniform_int(0, 3)) {
+            switch (rng.uniform_int(0, 4)) {
             case 0:
                 pool.push_back(b.op(Op::Relu, {p}));
                 break;
-            case 1:
-                pool.push_back(b.op(Op::Mul, {p, q}));
+            case 4: {
+                // Two Gemms one above the other, [16, 8] (contiguous slices), back to [8, 8]
+                // by a third: an in-place concat (it runs alone: an anchor absorbs no
+                // producer).
+                const ValueId l = b.op(Op::Gemm, {p, b.constant_f32({8, 8}, 40 + i)});
+                const ValueId r = b.op(Op::Gemm, {q, b.constant_f32({8, 8}, 60 + i)});
+                pool.push_back(b.op(
+                    Op::Gemm, {b.constant_f32({8, 16}, 80 + i),
+                               b.op(Op::Concat, {l, r}, {{"axis", Attribute::of_int(0)}})}));
                 break;
-            case 2:
-                pool.push_back(b.op(Op::Gemm, {p, q}));
-                break;
+            }
             default:
-                // A different size: a [1,5] row broadcast back.
+                // A different size: a [1,8] row broadcast back.
                 pool.push_back(b.op(Op::Add, {b.op(Op::ReduceSum, {p, b.ints({0})},
                                                    {{"keepdims", Attribute::of_int(1)}}),
                                               q}));
@@ -132,7 +207,10 @@ TEST(MemoryPlan, RandomGraphsKeepInvariants) {
         SCOPED_TRACE("seed " + std::to_string(seed));
         std::vector<FusedGroup> groups = fuse_ops(g);
         check_plan(g, groups, plan_memory(g, groups));
+        for (const FusedGroup& grp : groups)
+            in_place_concats += grp.in_place_concat;
     }
+    EXPECT_GT(in_place_concats, 0); // the graphs exercise the views
 }
 
 namespace fs = std::filesystem;

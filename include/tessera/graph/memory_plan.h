@@ -11,6 +11,11 @@
 //  - the smallest free buffer at least as large (best fit); otherwise
 //  - the largest free buffer, grown to the value's size; otherwise
 //  - a new buffer.
+// The operands of an in-place concat (FusedGroup::in_place_concat) are views: each lives in
+// its concat's output buffer at its byte offset. That output is live from the first step
+// that defines an operand to the last step that reads it or an operand, and takes its buffer
+// at that first step; a view never serves an in-place output (the rest of the buffer is
+// still live).
 // Graph inputs, graph outputs and constants are owned by the caller and not planned.
 #pragma once
 
@@ -30,6 +35,10 @@ struct BufferAssignment {
     int def = 0;           ///< defining group step
     int last_use = 0;      ///< last reading group step (>= def)
     bool in_place = false; ///< shares the buffer of an input dying at step `def`
+    /// An operand of an in-place concat: `offset` bytes into the buffer of the assignment
+    /// `view_of` (the concat's output), which holds it; -1 for a value with its own buffer.
+    int view_of = -1;
+    int64_t offset = 0;
 };
 
 struct MemoryPlan {
@@ -39,7 +48,7 @@ struct MemoryPlan {
     std::vector<int64_t> buffer_bytes;
     /// Sum of buffer_bytes: the memory the plan needs for intermediates.
     int64_t planned_bytes = 0;
-    /// Sum of every planned value's size: the memory without reuse.
+    /// Sum of every planned value's size (views excluded): the memory without reuse.
     int64_t naive_bytes = 0;
     /// Largest total size of simultaneously live values (a value and the one computed in place
     /// over it count once): no plan with the same in-place choices can need less.

@@ -61,7 +61,8 @@ struct Task {
 };
 
 /// One task per distinct workload key, in order of first occurrence among `groups` (which
-/// must be fuse_ops(g)). Deterministic. Throws as group_compute does.
+/// must be fuse_ops(g)); in-place concats run nothing and get none. Deterministic. Throws as
+/// group_compute does.
 std::vector<Task> extract_tasks(const Graph& g, const std::vector<FusedGroup>& groups);
 
 } // namespace tessera::graph

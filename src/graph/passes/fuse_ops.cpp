@@ -420,6 +420,7 @@ std::vector<FusedGroup> fuse_ops(const Graph& g) {
     std::vector<FusedGroup> out;
     for (int gi : b.group_order())
         out.push_back(b.finish(gi));
+    mark_in_place_concats(g, out);
     return out;
 }
 
