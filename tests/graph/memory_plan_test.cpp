@@ -133,8 +133,10 @@ TEST(MemoryPlan, ElementwiseGroupRunsInPlace) {
 }
 
 Attributes conv_1x1() {
-    return {{"kernel_shape", Attribute::of_ints({1, 1})}, {"pads", Attribute::of_ints({0, 0, 0, 0})},
-            {"strides", Attribute::of_ints({1, 1})}, {"dilations", Attribute::of_ints({1, 1})},
+    return {{"kernel_shape", Attribute::of_ints({1, 1})},
+            {"pads", Attribute::of_ints({0, 0, 0, 0})},
+            {"strides", Attribute::of_ints({1, 1})},
+            {"dilations", Attribute::of_ints({1, 1})},
             {"group", Attribute::of_int(1)}};
 }
 
