@@ -123,6 +123,7 @@ std::vector<CallTiming> profile_calls(ModelInstance& model, const void* const* i
             for (size_t c = 0; c < profiles.size(); ++c) {
                 samples[c].push_back(profiles[c].seconds * 1e3);
                 calls[c].kernel = profiles[c].kernel;
+                calls[c].label = profiles[c].label;
             }
         }
         for (size_t c = 0; c < samples.size(); ++c) {
@@ -143,18 +144,18 @@ void print_profile(const std::vector<CallTiming>& calls, std::ostream& out) {
     char line[256];
     out << "\nper call (median ms over the profiled runs; hot: the call repeated at once, with "
            "warm caches)\n";
-    std::snprintf(line, sizeof line, "%5s  %-22s %10s %7s %10s %9s\n", "call", "kernel", "ms",
-                  "share", "hot ms", "ms/hot");
+    std::snprintf(line, sizeof line, "%5s  %-22s %10s %7s %10s %9s  %s\n", "call", "kernel", "ms",
+                  "share", "hot ms", "ms/hot", "computes");
     out << line;
     for (size_t c = 0; c < calls.size(); ++c) {
         const CallTiming& t = calls[c];
-        std::snprintf(line, sizeof line, "%5zu  %-22s %10.4f %6.1f%% %10.4f %9.2f\n", c,
+        std::snprintf(line, sizeof line, "%5zu  %-22s %10.4f %6.1f%% %10.4f %9.2f  ", c,
                       t.kernel.c_str(), t.ms, total > 0 ? 100.0 * t.ms / total : 0.0, t.hot_ms,
                       t.hot_ms > 0 ? t.ms / t.hot_ms : 0.0);
-        out << line;
+        out << line << t.label << "\n";
     }
-    std::snprintf(line, sizeof line, "%5s  %-22s %10.4f %6.1f%% %10.4f %9.2f\n", "sum", "",
-                  total, 100.0, total_hot, total_hot > 0 ? total / total_hot : 0.0);
+    std::snprintf(line, sizeof line, "%5s  %-22s %10.4f %6.1f%% %10.4f %9.2f\n", "sum", "", total,
+                  100.0, total_hot, total_hot > 0 ? total / total_hot : 0.0);
     out << line;
 }
 
@@ -249,7 +250,8 @@ BenchResult bench_model(const BenchOptions& opts, std::ostream& out) {
         if (opts.profile) {
             nlohmann::ordered_json calls = nlohmann::ordered_json::array();
             for (const CallTiming& c : r.calls)
-                calls.push_back({{"kernel", c.kernel}, {"ms", c.ms}, {"hot_ms", c.hot_ms}});
+                calls.push_back(
+                    {{"kernel", c.kernel}, {"label", c.label}, {"ms", c.ms}, {"hot_ms", c.hot_ms}});
             j["calls"] = calls;
         }
         out << j.dump() << "\n";

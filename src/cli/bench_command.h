@@ -28,6 +28,7 @@ struct BenchOptions {
 /// One call of a model's sequence, timed by `bench --profile`.
 struct CallTiming {
     std::string kernel; ///< Its kernel's symbol (tessera_kernel_<task>), or "copy".
+    std::string label;  ///< What it computes: its group, pattern and output type.
     double ms = 0;      ///< Median milliseconds as it runs in the model's sequence.
     double hot_ms = 0;  ///< Median milliseconds when repeated at once (warm caches).
 };

@@ -120,6 +120,7 @@ ModelLibrary::ModelLibrary(const std::string& path) : path_(path) {
         lookup(handle_, path_, "tessera_model_set_profiling", api_.set_profiling, false);
         lookup(handle_, path_, "tessera_model_num_calls", api_.num_calls, false);
         lookup(handle_, path_, "tessera_model_call_profile", api_.call_profile, false);
+        lookup(handle_, path_, "tessera_model_call_label", api_.call_label, false);
     } catch (...) {
         dlclose(handle_);
         throw;
@@ -194,7 +195,8 @@ std::vector<ModelInstance::CallProfile> ModelInstance::call_profiles() const {
         if (lib_.api().call_profile(model_, i, &p) != 0)
             throw UserError() << "model '" << lib_.path() << "': cannot read the profile of call "
                               << i << ": " << lib_.api().last_error();
-        calls.push_back({p.kernel ? p.kernel : "", p.seconds, p.runs});
+        const char* label = lib_.api().call_label ? lib_.api().call_label(model_, i) : nullptr;
+        calls.push_back({p.kernel ? p.kernel : "", label ? label : "", p.seconds, p.runs});
     }
     return calls;
 }

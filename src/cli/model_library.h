@@ -59,6 +59,8 @@ class ModelLibrary {
         int (*set_profiling)(TesseraModel*, int);
         int (*num_calls)(const TesseraModel*);
         int (*call_profile)(const TesseraModel*, int, TesseraCallProfile*);
+        /// Optional: libraries built before it have no call labels.
+        const char* (*call_label)(const TesseraModel*, int);
     };
     const Api& api() const { return api_; }
 
@@ -97,6 +99,7 @@ class ModelInstance {
     /// One call of the model's sequence and its summed time since set_profiling.
     struct CallProfile {
         std::string kernel;
+        std::string label; ///< What the call computes ("" from a library without labels).
         double seconds = 0;
         int64_t runs = 0;
     };

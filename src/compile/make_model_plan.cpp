@@ -236,7 +236,8 @@ class PlanBuilder {
                     << "' to parameter " << k << " of kernel " << f.name << ", which reads "
                     << need;
             }
-            call.label = fmt::format("group {} {}", gi, b_.groups[gi].pattern);
+            call.label =
+                fmt::format("group {} {}", gi, graph::group_signature(b_.graph, b_.groups[gi]));
             plan_.calls.push_back(std::move(call));
         }
         plan_.arena_bytes = arena_bytes_;

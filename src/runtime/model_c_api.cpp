@@ -111,9 +111,8 @@ int tessera_model_create(TesseraModel** out) {
             tessera::runtime::parse_plan(plan_bytes, static_cast<size_t>(*plan_size));
         auto model = std::make_unique<TesseraModel>();
         if (plan.target == tessera::runtime::PlanTarget::Cuda) {
-            model->cuda = std::make_unique<CudaModelExecutor>(std::move(plan),
-                                                              tessera_model_weights,
-                                                              tessera_model_cubins);
+            model->cuda = std::make_unique<CudaModelExecutor>(
+                std::move(plan), tessera_model_weights, tessera_model_cubins);
             model->plan = &model->cuda->plan();
         } else {
             const TesseraKernelFn* fns = tessera_model_kernels;
@@ -224,8 +223,7 @@ int tessera_model_num_calls(const TesseraModel* model) {
     return model ? static_cast<int>(model->plan->calls.size()) : -1;
 }
 
-int tessera_model_call_profile(const TesseraModel* model, int index,
-                               TesseraCallProfile* profile) {
+int tessera_model_call_profile(const TesseraModel* model, int index, TesseraCallProfile* profile) {
     return guarded("tessera_model_call_profile", [&] {
         if (!model || !profile)
             throw std::runtime_error("tessera_model_call_profile: the model or the profile "
@@ -244,6 +242,20 @@ int tessera_model_call_profile(const TesseraModel* model, int index,
         profile->seconds = static_cast<size_t>(index) < secs.size() ? secs[index] : 0.0;
         profile->runs = model->executor ? model->executor->profiled_runs() : 0;
     });
+}
+
+const char* tessera_model_call_label(const TesseraModel* model, int index) {
+    if (!model) {
+        set_error("tessera_model_call_label: the model is null");
+        return nullptr;
+    }
+    const std::vector<tessera::runtime::PlanCall>& calls = model->plan->calls;
+    if (index < 0 || static_cast<size_t>(index) >= calls.size()) {
+        set_error("model call index " + std::to_string(index) + " is out of range [0, " +
+                  std::to_string(calls.size()) + ")");
+        return nullptr;
+    }
+    return calls[static_cast<size_t>(index)].label.c_str();
 }
 
 const char* tessera_model_last_error(void) { return last_error.c_str(); }

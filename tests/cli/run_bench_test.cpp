@@ -21,9 +21,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/tessera_process.h"
 #include "tessera/graph/tensor_io.h"
 #include "tessera/runtime/tessera_model.h"
-#include "common/tessera_process.h"
 
 namespace fs = std::filesystem;
 using tessera::graph::DType;
@@ -170,8 +170,9 @@ TEST_F(RunBench, BenchJsonHasTheDistribution) {
         EXPECT_NE(text.out.find(field), std::string::npos) << field << " in\n" << text.out;
 }
 
-// --profile: one entry per call of the model's sequence, named by its kernel, each with a
-// positive time in sequence and hot, in the JSON and in the text table.
+// --profile: one entry per call of the model's sequence, named by its kernel and labelled with
+// what it computes (its fused group, pattern and output type), each with a positive time in
+// sequence and hot, in the JSON and in the text table.
 TEST_F(RunBench, BenchProfileTimesEveryCall) {
     const Output o =
         run_tessera("bench " + so() + " --json --warmup 1 --repeat 10 --threads 1 --profile");
@@ -184,6 +185,11 @@ TEST_F(RunBench, BenchProfileTimesEveryCall) {
         const std::string kernel = c.at("kernel");
         kernels += kernel.rfind("tessera_kernel_", 0) == 0;
         EXPECT_TRUE(kernel == "copy" || kernel.rfind("tessera_kernel_", 0) == 0) << kernel;
+        const std::string label = c.at("label");
+        if (kernel != "copy") { // "group 0 dense+relu f32[1,128]"
+            EXPECT_EQ(label.rfind("group ", 0), 0u) << label;
+            EXPECT_NE(label.find(" f32["), std::string::npos) << label;
+        }
         EXPECT_GT(c.at("ms").get<double>(), 0.0) << kernel;
         EXPECT_GT(c.at("hot_ms").get<double>(), 0.0) << kernel;
     }
@@ -191,7 +197,8 @@ TEST_F(RunBench, BenchProfileTimesEveryCall) {
 
     const Output text = run_tessera("bench " + so() + " --repeat 5 --profile");
     ASSERT_EQ(text.code, 0) << text.out;
-    for (const char* field : {"per call", "tessera_kernel_0", "hot ms", "sum"})
+    for (const char* field :
+         {"per call", "tessera_kernel_0", "hot ms", "computes", "group 0 ", "sum"})
         EXPECT_NE(text.out.find(field), std::string::npos) << field << " in\n" << text.out;
 }
 
@@ -216,6 +223,8 @@ TEST_F(RunBench, CApiTwoInstancesThreadsAndMisalignedBuffers) {
     auto run = reinterpret_cast<int (*)(TesseraModel*, const void* const*, void* const*)>(
         sym("tessera_model_run"));
     auto last_error = reinterpret_cast<const char* (*)()>(sym("tessera_model_last_error"));
+    auto call_label = reinterpret_cast<const char* (*)(const TesseraModel*, int)>(
+        sym("tessera_model_call_label"));
     ASSERT_FALSE(HasFailure());
     EXPECT_EQ(abi(), TESSERA_MODEL_ABI_VERSION);
 
@@ -235,6 +244,11 @@ TEST_F(RunBench, CApiTwoInstancesThreadsAndMisalignedBuffers) {
     EXPECT_EQ(set_threads(a, 1), 0);
     EXPECT_NE(std::string(last_error()).find("out of range"), std::string::npos);
     ASSERT_EQ(num_outputs(a), 2);
+    ASSERT_NE(call_label(a, 0), nullptr) << last_error();
+    EXPECT_EQ(std::string(call_label(a, 0)).rfind("group 0 ", 0), 0u) << call_label(a, 0);
+    EXPECT_EQ(call_label(a, 1000), nullptr);
+    EXPECT_NE(std::string(last_error()).find("out of range"), std::string::npos);
+    EXPECT_EQ(call_label(nullptr, 0), nullptr);
 
     const TensorData x0 = tessera::graph::read_npy(data(0, "input_0.npy"));
     const TensorData x1 = tessera::graph::read_npy(data(1, "input_0.npy"));

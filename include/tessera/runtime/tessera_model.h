@@ -112,6 +112,11 @@ typedef struct {
 /* Fills *profile for call number `index`; -1 when index is out of range. */
 int tessera_model_call_profile(const TesseraModel* model, int index, TesseraCallProfile* profile);
 
+/* What call number `index` computes, e.g. "group 3 conv2d_nchwc+relu f32[1,4,55,55,16]" (its
+ * fused group, pattern and output type) or "copy to output y"; valid until the model is freed.
+ * NULL when model is NULL or index is out of range (the message says which). */
+const char* tessera_model_call_label(const TesseraModel* model, int index);
+
 /* The message of the calling thread's last failure ("" when none). */
 const char* tessera_model_last_error(void);
 
