@@ -106,6 +106,29 @@ bool uses_any(const Expr& e, const std::vector<const Variable*>& vars) {
     return u.found;
 }
 
+std::vector<AxisRead> reads_by_axis(const Expr& body, const std::vector<Var>& axes,
+                                    const std::vector<const Variable*>& reduce_vars) {
+    std::vector<AxisRead> reads;
+    if (!body.defined())
+        return reads;
+    for_each_read(inline_lets(body), [&](const TensorRead* r) {
+        AxisRead read;
+        read.tensor = r->tensor.get();
+        read.uses.assign(axes.size(), false);
+        read.slides.assign(axes.size(), false);
+        for (size_t a = 0; a < axes.size(); ++a)
+            for (const Expr& index : r->indices) {
+                if (!uses_any(index, {axes[a].get()}))
+                    continue;
+                read.uses[a] = true;
+                read.slides[a] =
+                    read.slides[a] || (!reduce_vars.empty() && uses_any(index, reduce_vars));
+            }
+        reads.push_back(std::move(read));
+    });
+    return reads;
+}
+
 bool reads_along_last_axis(const Expr& body, const Var& last) {
     bool contiguous = true, any = false;
     for_each_read(inline_lets(body), [&](const TensorRead* r) {

@@ -70,7 +70,7 @@ void factor_row_reductions(State& s, const DefaultScheduleOptions& opts);
 /// spatial loops of each root stage with at least 4096 loop iterations fused and parallel up
 /// to 16 x num_cores iterations (a GEMM-like stage's up to 4 x num_cores, so that its rows of
 /// tiles stay a serial loop whose partial last tile is peeled), pragma
-/// auto_unroll_max_step (512 on tiled stages, 128 x the lanes on window tiles without a
+/// auto_unroll_max_step (512 on tiled stages, 144 x the lanes on window tiles without a
 /// partial last tile, 16 on other reductions), the register tile's
 /// vector axis split into vector-wide parts (vectorized, the outer part unrolled), and the
 /// innermost contiguous loop of untiled stages split by the vector width and vectorized.

@@ -93,17 +93,11 @@ struct RegisterTile {
 
 /// For each read in the body of `st`, which of its spatial axes the read's indices use.
 std::vector<std::vector<bool>> axes_used_by_reads(const Stage& st) {
-    std::vector<std::vector<bool>> uses;
-    if (!st.body.defined())
-        return uses;
     const size_t n_axes = std::min(st.axes.size(), st.tensor.shape().size());
-    for_each_read(inline_lets(st.body), [&](const ir::TensorRead* r) {
-        std::vector<bool> u(n_axes, false);
-        for (size_t a = 0; a < n_axes; ++a)
-            for (const ir::Expr& index : r->indices)
-                u[a] = u[a] || uses_any(index, {st.axes[a].get()});
-        uses.push_back(std::move(u));
-    });
+    const std::vector<ir::Var> axes(st.axes.begin(), st.axes.begin() + static_cast<long>(n_axes));
+    std::vector<std::vector<bool>> uses;
+    for (AxisRead& r : reads_by_axis(st.body, axes, {}))
+        uses.push_back(std::move(r.uses));
     return uses;
 }
 

@@ -15,6 +15,7 @@
 #include "default_rules.h"
 #include "tessera/schedule/schedule.h"
 #include "tessera/schedule/sketch.h"
+#include "tessera/te/tensor.h"
 
 namespace tessera::sched::detail {
 
@@ -23,13 +24,6 @@ namespace {
 /// The weights (in f32 elements: 16 KiB) small enough to stay in L1 while their blocks cycle
 /// inside each row.
 constexpr int64_t kMaxCycledWeightElements = 4096;
-
-int64_t elements(const ir::Tensor& t) {
-    int64_t n = 1;
-    for (int64_t d : t.shape())
-        n *= d;
-    return n;
-}
 
 /// Where a spatial axis goes among the outer loops: rows and columns first, then the other
 /// axes no weight read uses (the batch; the rows of a 1x1 conv), then the weights' axes (the
@@ -44,23 +38,20 @@ std::vector<AxisClass> axis_classes(const State& s, const Stage& decider,
     const size_t n_axes = decider.axes.size();
     std::vector<bool> slides(n_axes, false), by_weight(n_axes, false);
     for (const Stage& st : s.stages) {
-        if (st.is_input() || !st.body.defined() || st.axes.size() != n_axes ||
+        if (st.is_input() || st.axes.size() != n_axes ||
             st.tensor.shape() != decider.tensor.shape())
             continue;
         std::vector<const ir::Variable*> reduce_vars;
         for (const ir::IterVar& r : st.reduce_axes())
             reduce_vars.push_back(r.var.get());
-        for_each_read(inline_lets(st.body), [&](const ir::TensorRead* r) {
+        for (const AxisRead& r : reads_by_axis(st.body, st.axes, reduce_vars)) {
             const bool weight =
-                std::find(weights.begin(), weights.end(), r->tensor.get()) != weights.end();
-            for (size_t a = 0; a < n_axes; ++a)
-                for (const ir::Expr& index : r->indices) {
-                    if (!uses_any(index, {st.axes[a].get()}))
-                        continue;
-                    by_weight[a] = by_weight[a] || weight;
-                    slides[a] = slides[a] || (!reduce_vars.empty() && uses_any(index, reduce_vars));
-                }
-        });
+                std::find(weights.begin(), weights.end(), r.tensor) != weights.end();
+            for (size_t a = 0; a < n_axes; ++a) {
+                by_weight[a] = by_weight[a] || (weight && r.uses[a]);
+                slides[a] = slides[a] || r.slides[a];
+            }
+        }
     }
     std::vector<AxisClass> classes(n_axes);
     for (size_t a = 0; a < n_axes; ++a)
@@ -93,13 +84,13 @@ void order_outer_loops_for_threads(State& s, int holder, const std::vector<int>&
     for (int wi : weight_inputs)
         if (wi >= 0 && wi < static_cast<int>(s.compute.inputs.size())) {
             weights.push_back(s.compute.inputs[static_cast<size_t>(wi)].get());
-            weight_elements += elements(s.compute.inputs[static_cast<size_t>(wi)]);
+            weight_elements += te::num_elements(s.compute.inputs[static_cast<size_t>(wi)].shape());
         }
     for (const ir::Tensor& t : s.compute.inputs)
         if (std::find(weights.begin(), weights.end(), t.get()) == weights.end())
-            activation_elements += elements(t);
+            activation_elements += te::num_elements(t.shape());
     for (const ir::Tensor& t : s.compute.outputs)
-        activation_elements += elements(t);
+        activation_elements += te::num_elements(t.shape());
     const int decider = deciding_stage(s, holder);
     if (activation_elements <= weight_elements || decider < 0)
         return;

@@ -26,6 +26,19 @@ ir::Expr replace_reads(const ir::Expr& e, const ir::Tensor& from, const ir::Tens
 /// True when e uses one of `vars`.
 bool uses_any(const ir::Expr& e, const std::vector<const ir::Variable*>& vars);
 
+/// One read of a body, seen from the loop variables `axes` of its stage.
+struct AxisRead {
+    const ir::TensorNode* tensor = nullptr; ///< What it reads.
+    std::vector<bool> uses;   ///< Per axis: some index of the read uses it.
+    std::vector<bool> slides; ///< Per axis: some index uses it with a reduce variable (oh + ry).
+};
+
+/// Every read of `body` (Lets inlined, in for_each_read order) with the axes its indices use;
+/// `reduce_vars` are the stage's reduce variables. One scan shared by the rules that ask which
+/// axes a weight, an activation or a window reads.
+std::vector<AxisRead> reads_by_axis(const ir::Expr& body, const std::vector<ir::Var>& axes,
+                                    const std::vector<const ir::Variable*>& reduce_vars);
+
 /// True when `body` reads at least one tensor and every read indexes its last dimension with
 /// exactly `last` (a stage's last axis): that axis walks memory contiguously in every operand.
 bool reads_along_last_axis(const ir::Expr& body, const ir::Var& last);

@@ -34,13 +34,10 @@ struct WeightRead {
 /// axis of a batched matmul indexes its activation as well as its weight).
 std::vector<bool> axes_read_besides(const Stage& st, const ir::Tensor& weight) {
     std::vector<bool> used(st.axes.size(), false);
-    for_each_read(inline_lets(st.body), [&](const TensorRead* r) {
-        if (r->tensor.same_as(weight))
-            return;
-        for (size_t a = 0; a < st.axes.size(); ++a)
-            for (const ir::Expr& index : r->indices)
-                used[a] = used[a] || uses_any(index, {st.axes[a].get()});
-    });
+    for (const AxisRead& r : reads_by_axis(st.body, st.axes, {}))
+        if (r.tensor != weight.get())
+            for (size_t a = 0; a < st.axes.size(); ++a)
+                used[a] = used[a] || r.uses[a];
     return used;
 }
 

@@ -20,6 +20,14 @@ int64_t value_bytes(const Value& v) {
     return shape_numel(v.shape) * static_cast<int64_t>(dtype_size(v.dtype));
 }
 
+/// The byte offset of each operand of concat `n` in its output, then where the last one ends.
+std::vector<int64_t> operand_offsets(const Graph& g, const Node& n) {
+    std::vector<int64_t> offsets{0};
+    for (ValueId v : n.inputs)
+        offsets.push_back(offsets.back() + value_bytes(g.value(v)));
+    return offsets;
+}
+
 /// The concat node of a group that is one Concat whose operands are contiguous slices of its
 /// output, each at an aligned offset; nullptr otherwise.
 const Node* sliced_concat(const Graph& g, const FusedGroup& group) {
@@ -40,14 +48,14 @@ const Node* sliced_concat(const Graph& g, const FusedGroup& group) {
     for (int64_t d = 0; d < axis; ++d)
         if (out.shape[static_cast<size_t>(d)] != 1)
             return nullptr;
-    int64_t offset = 0;
-    for (ValueId v : n.inputs) {
-        const Value& in = g.value(v);
-        if (!in.typed || in.dtype != out.dtype || offset % kSliceAlignment != 0)
+    for (ValueId v : n.inputs)
+        if (!g.value(v).typed || g.value(v).dtype != out.dtype)
             return nullptr;
-        offset += value_bytes(in);
-    }
-    return offset == value_bytes(out) ? &n : nullptr;
+    const std::vector<int64_t> offsets = operand_offsets(g, n);
+    for (size_t k = 0; k + 1 < offsets.size(); ++k)
+        if (offsets[k] % kSliceAlignment != 0)
+            return nullptr;
+    return offsets.back() == value_bytes(out) ? &n : nullptr;
 }
 
 } // namespace
@@ -85,12 +93,8 @@ std::vector<int64_t> concat_view_offsets(const Graph& g, const FusedGroup& group
         << "concat_view_offsets of a group that is not an in-place concat";
     const Node& n = g.node(group.nodes[0]);
     TESSERA_CHECK(group.inputs == n.inputs) << "an in-place concat reads its operands in order";
-    std::vector<int64_t> offsets;
-    int64_t offset = 0;
-    for (ValueId v : n.inputs) {
-        offsets.push_back(offset);
-        offset += value_bytes(g.value(v));
-    }
+    std::vector<int64_t> offsets = operand_offsets(g, n);
+    offsets.pop_back(); // where the last operand ends
     return offsets;
 }
 
