@@ -6,14 +6,10 @@
 #include <string>
 
 #include "onnx/onnx.pb.h"
+#include "onnx_dtype.h"
 #include "tessera/graph/tensor_data.h"
 
 namespace tessera::graph::detail {
-
-/// Our dtype for an ONNX TensorProto::DataType code, or nullopt when unsupported.
-std::optional<DType> dtype_from_onnx(int32_t elem_type);
-/// The ONNX name of an element type code ("float16"), for messages.
-std::string onnx_type_name(int32_t elem_type);
 
 /// The tensor's data, from raw_data or the typed fields, or from external data in a file
 /// relative to `base_dir` (empty: external data is an error). `what` names the tensor in

@@ -6,6 +6,7 @@
 #include <queue>
 #include <utility>
 
+#include "../ops/op_def.h"
 #include "tessera/support/error.h"
 
 namespace tessera::graph {
@@ -30,81 +31,6 @@ const char* op_pattern_name(OpPattern p) {
 
 namespace {
 
-enum class BaseKind { Elementwise, Injective, Reduction, OutFusable, Opaque };
-
-BaseKind base_kind(Op op) {
-    switch (op) {
-    case Op::Conv:
-    case Op::ConvBlocked:
-    case Op::Gemm:
-    case Op::MatMul:
-    case Op::WinogradInput:
-    case Op::WinogradOutput:
-        return BaseKind::OutFusable;
-    case Op::BatchNormalization: // inference BN is a per-channel scale and shift
-    case Op::Relu:
-    case Op::Clip:
-    case Op::LeakyRelu:
-    case Op::Sigmoid:
-    case Op::HardSigmoid:
-    case Op::HardSwish:
-    case Op::Tanh:
-    case Op::Erf:
-    case Op::Gelu:
-    case Op::Add:
-    case Op::Sub:
-    case Op::Mul:
-    case Op::Div:
-    case Op::Pow:
-    case Op::Sqrt:
-    case Op::Exp:
-    case Op::Log:
-    case Op::Neg:
-    case Op::Reciprocal:
-    case Op::Max:
-    case Op::Min:
-    case Op::Where:
-    case Op::Cast:
-    case Op::Identity:
-    case Op::Dropout:
-    case Op::Equal:
-    case Op::Less:
-    case Op::Greater:
-    case Op::Not:
-        return BaseKind::Elementwise;
-    case Op::Flatten:
-    case Op::Reshape:
-    case Op::Transpose:
-    case Op::Concat:
-    case Op::Slice:
-    case Op::Gather:
-    case Op::Squeeze:
-    case Op::Unsqueeze:
-    case Op::Expand:
-    case Op::Pad:
-    case Op::LayoutToBlocked:
-    case Op::LayoutFromBlocked:
-        return BaseKind::Injective;
-    case Op::Softmax:
-    case Op::LayerNormalization:
-    case Op::MaxPool:
-    case Op::MaxPoolBlocked:
-    case Op::AveragePool:
-    case Op::GlobalAveragePool:
-    case Op::ReduceMean:
-    case Op::ReduceSum:
-    case Op::ReduceMax:
-        return BaseKind::Reduction;
-    case Op::Split: // several outputs: one kernel per output would duplicate reads
-    case Op::Shape:
-    case Op::Constant:
-    case Op::ConstantOfShape:
-    case Op::Range:
-        return BaseKind::Opaque;
-    }
-    return BaseKind::Opaque;
-}
-
 bool fusable_elementwise(OpPattern p) {
     return p == OpPattern::Elementwise || p == OpPattern::Broadcast;
 }
@@ -119,16 +45,16 @@ OpPattern node_pattern(const Graph& g, NodeId id) {
     int outs = 0;
     for (ValueId v : n.outputs)
         outs += v != kNoValue;
-    switch (base_kind(n.op)) {
-    case BaseKind::OutFusable:
+    switch (detail::op_def(n.op).fusion) {
+    case detail::FusionKind::OutFusable:
         return outs == 1 ? OpPattern::OutFusable : OpPattern::Opaque;
-    case BaseKind::Injective:
+    case detail::FusionKind::Injective:
         return outs == 1 ? OpPattern::Injective : OpPattern::Opaque;
-    case BaseKind::Reduction:
+    case detail::FusionKind::Reduction:
         return outs == 1 ? OpPattern::Reduction : OpPattern::Opaque;
-    case BaseKind::Opaque:
+    case detail::FusionKind::Opaque:
         return OpPattern::Opaque;
-    case BaseKind::Elementwise: {
+    case detail::FusionKind::Elementwise: {
         if (outs != 1)
             return OpPattern::Opaque;
         const Value& out = g.value(n.outputs[0]);
@@ -153,30 +79,9 @@ OpPattern node_pattern(const Graph& g, NodeId id) {
 }
 
 std::string fused_op_name(Op op) {
-    static const std::pair<Op, const char*> kNames[] = {
-        {Op::Conv, "conv2d"},
-        {Op::ConvBlocked, "conv2d_nchwc"},
-        {Op::LayoutToBlocked, "to_nchwc"},
-        {Op::LayoutFromBlocked, "from_nchwc"},
-        {Op::BatchNormalization, "batch_norm"},
-        {Op::LayerNormalization, "layer_norm"},
-        {Op::MaxPool, "max_pool2d"},
-        {Op::MaxPoolBlocked, "max_pool2d_nchwc"},
-        {Op::WinogradInput, "winograd_input"},
-        {Op::WinogradOutput, "winograd_output"},
-        {Op::AveragePool, "avg_pool2d"},
-        {Op::GlobalAveragePool, "global_avg_pool2d"},
-        {Op::ReduceMean, "reduce_mean"},
-        {Op::ReduceSum, "reduce_sum"},
-        {Op::ReduceMax, "reduce_max"},
-        {Op::ConstantOfShape, "constant_of_shape"},
-        {Op::HardSigmoid, "hard_sigmoid"},
-        {Op::HardSwish, "hard_swish"},
-        {Op::LeakyRelu, "leaky_relu"},
-    };
-    for (const auto& [o, name] : kNames)
-        if (o == op)
-            return name;
+    const std::string& name = detail::op_def(op).kernel_name;
+    if (!name.empty())
+        return name;
     // Every other op: its name in lower case ("Relu" -> "relu").
     std::string s = op_name(op);
     for (char& c : s)

@@ -1,6 +1,6 @@
 // The layout pass: CPU 2-D convolutions, max pools and the elementwise ops between them move
-// to the blocked channel layout NCHW[x]c (see passes.h for the rules and layout_ops.h for the
-// data layout).
+// to the blocked channel layout NCHW[x]c (see passes.h for the rules and ops/blocked_layout.h
+// for the data layout).
 //
 // One sweep in topological order. Each rewritten node is replaced by its blocked twin followed
 // by a LayoutFromBlocked that redefines the original NCHW value, so every reader that is not
@@ -12,7 +12,7 @@
 #include <map>
 #include <sstream>
 
-#include "../layout_ops.h"
+#include "../ops/blocked_layout.h"
 #include "rewrite.h"
 
 namespace tessera::graph {

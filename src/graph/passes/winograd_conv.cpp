@@ -11,9 +11,9 @@
 #include <map>
 #include <sstream>
 
-#include "../layout_ops.h"
+#include "../ops/blocked_layout.h"
 #include "../op_util.h"
-#include "../winograd_ops.h"
+#include "../ops/winograd.h"
 #include "pass_util.h"
 #include "tessera/graph/passes.h"
 

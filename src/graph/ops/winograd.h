@@ -1,12 +1,13 @@
-// The reference kernels and shape rules of the ops WinogradInput and WinogradOutput (ops.def
-// documents their operands; tessera/graph/winograd.h has the transforms).
+// The tilings and shape rules of the ops WinogradInput and WinogradOutput, defined in
+// winograd.cpp with their reference kernels (direct loops over the given tables, accumulated
+// in double); ops.def documents their operands, tessera/graph/winograd.h the transforms.
 #pragma once
 
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "eval_ops.h"
+#include "eval_util.h"
 #include "tessera/graph/winograd.h"
 #include "tessera/te/op_library.h"
 
@@ -17,10 +18,6 @@ te::WinogradTile winograd_input_tile(const Node& n, const Shape& x, const Shape&
                                      const std::string& where);
 /// The output tiling of WinogradOutput node n (its attributes, unvalidated).
 te::WinogradTile winograd_output_tile(const Node& n);
-
-// The reference kernels (direct loops over the given tables, accumulated in double).
-EvalOutputs eval_winograd_input(const Node& n, const EvalInputs& in, const std::string& where);
-EvalOutputs eval_winograd_output(const Node& n, const EvalInputs& in, const std::string& where);
 
 /// Output types of WinogradInput / WinogradOutput from their typed inputs (null when absent).
 /// Throws UserError prefixed with `where` on a rank, dtype or shape mismatch.

@@ -1,8 +1,10 @@
 // Winograd F(m x m, 3 x 3): transform matrices, tables, the weight transform, reference kernels
 // and shape rules of WinogradInput / WinogradOutput.
-#include "winograd_ops.h"
+#include "winograd.h"
 
-#include "op_util.h"
+#include "../op_util.h"
+#include "node_kernel.h"
+#include "node_types.h"
 
 namespace tessera::graph::detail {
 
@@ -84,6 +86,8 @@ te::WinogradTile winograd_output_tile(const Node& n) {
     return tile;
 }
 
+namespace {
+
 EvalOutputs eval_winograd_input(const Node& n, const EvalInputs& in, const std::string& where) {
     const TensorData& x = require_input(in, 0, where);
     const TensorData& t = require_input(in, 1, where);
@@ -145,6 +149,8 @@ EvalOutputs eval_winograd_output(const Node& n, const EvalInputs& in, const std:
                 }
     return {y};
 }
+
+} // namespace
 
 std::vector<std::pair<DType, Shape>>
 winograd_types(const Node& n, const std::vector<const Value*>& inputs, const std::string& where) {
@@ -251,3 +257,51 @@ TensorData winograd_weight(const TensorData& w, int64_t m) {
 }
 
 } // namespace tessera::graph
+
+namespace tessera::graph::detail {
+
+namespace {
+
+TypeList winograd_op_types(const NodeTypes& t) {
+    std::vector<const Value*> ins;
+    for (size_t i = 0; i < t.num_inputs(); ++i)
+        ins.push_back(t.has(i) ? &t.in(i, "input") : nullptr);
+    return winograd_types(t.node(), ins, t.where());
+}
+
+void winograd_input_kernel(NodeKernel& k) {
+    const te::WinogradTile tile =
+        winograd_input_tile(k.node(), k.input_value(0).shape, k.input_value(1).shape, k.where());
+    k.set(te::winograd_input_nchwc(k.in(0), k.in(1), tile));
+}
+
+void winograd_output_kernel(NodeKernel& k) {
+    k.set(te::winograd_output_nchwc(k.in(0), k.in(1), k.opt_in(2), winograd_output_tile(k.node()),
+                                    k.node().attr_int("block", 0)));
+}
+
+} // namespace
+
+} // namespace tessera::graph::detail
+
+namespace tessera::graph::ops {
+
+using namespace detail;
+
+// Made by the winograd pass only: no ONNX opset defines them.
+const OpDef WinogradInput = OpDef(Op::WinogradInput)
+                                .onnx(OpDef::kNotOnnx, 1, 3, 1)
+                                .types(winograd_op_types)
+                                .eval(eval_winograd_input)
+                                .fuses_as(FusionKind::OutFusable)
+                                .named("winograd_input")
+                                .builds(winograd_input_kernel);
+const OpDef WinogradOutput = OpDef(Op::WinogradOutput)
+                                 .onnx(OpDef::kNotOnnx, 1, 3, 1)
+                                 .types(winograd_op_types)
+                                 .eval(eval_winograd_output)
+                                 .fuses_as(FusionKind::OutFusable)
+                                 .named("winograd_output")
+                                 .builds(winograd_output_kernel);
+
+} // namespace tessera::graph::ops

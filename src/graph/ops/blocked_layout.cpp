@@ -1,10 +1,14 @@
 // NCHW[x]c conversions, the reference kernels and the shape rules of the blocked-layout ops.
-#include "layout_ops.h"
+#include "blocked_layout.h"
 
 #include <cstring>
 #include <optional>
 
-#include "op_util.h"
+#include "../op_util.h"
+#include "conv_pool.h"
+#include "node_kernel.h"
+#include "node_types.h"
+#include "tessera/te/op_library.h"
 
 namespace tessera::graph::detail {
 
@@ -21,9 +25,8 @@ TensorData to_blocked(const TensorData& x, int64_t block) {
     for (int64_t n = 0; n < N; ++n)
         for (int64_t c = 0; c < C; ++c) {
             const uint8_t* plane = src + static_cast<size_t>((n * C + c) * HW) * es;
-            uint8_t* base = dst + static_cast<size_t>(((n * CB + c / block) * HW) * block +
-                                                      c % block) *
-                                      es;
+            uint8_t* base =
+                dst + static_cast<size_t>(((n * CB + c / block) * HW) * block + c % block) * es;
             for (int64_t p = 0; p < HW; ++p)
                 std::memcpy(base + static_cast<size_t>(p * block) * es, plane + p * es, es);
         }
@@ -51,7 +54,8 @@ TensorData from_blocked(const TensorData& x, int64_t channels) {
 }
 
 TensorData block_conv_weight(const TensorData& w, int64_t block, bool depthwise, int64_t in_block) {
-    TESSERA_CHECK(w.rank() == 4 && w.dtype() == DType::F32) << "conv weight " << shape_str(w.shape());
+    TESSERA_CHECK(w.rank() == 4 && w.dtype() == DType::F32)
+        << "conv weight " << shape_str(w.shape());
     const int64_t K = w.shape()[0], C = w.shape()[1], R = w.shape()[2], S = w.shape()[3];
     const int64_t KB = channel_blocks(K, block);
     const int64_t xc = depthwise ? 1 : in_block > 0 ? in_block : block;
@@ -71,8 +75,8 @@ TensorData block_conv_weight(const TensorData& w, int64_t block, bool depthwise,
 }
 
 TensorData unblock_conv_weight(const TensorData& w, bool depthwise) {
-    TESSERA_CHECK(w.rank() == 6 && w.dtype() == DType::F32) << "blocked weight "
-                                                            << shape_str(w.shape());
+    TESSERA_CHECK(w.rank() == 6 && w.dtype() == DType::F32)
+        << "blocked weight " << shape_str(w.shape());
     const int64_t KB = w.shape()[0], CB = w.shape()[1], R = w.shape()[2], S = w.shape()[3];
     const int64_t xc = w.shape()[4], block = w.shape()[5];
     const int64_t K = KB * block, C = depthwise ? 1 : CB * xc;
@@ -125,8 +129,6 @@ Node plain_conv(const Node& n, int64_t channels) {
     return conv;
 }
 
-} // namespace
-
 EvalOutputs eval_layout_to_blocked(const Node& n, const EvalInputs& in, const std::string& where) {
     const TensorData& x = require_input(in, 0, where);
     require_rank_of(x.shape(), 4, "X", where);
@@ -173,7 +175,7 @@ EvalOutputs eval_conv_blocked(const Node& n, const EvalInputs& in, const std::st
     EvalInputs conv_in = {&xn, &wn};
     if (bn)
         conv_in.push_back(&*bn);
-    EvalOutputs y = eval_conv(plain_conv(n, channels), conv_in, where);
+    EvalOutputs y = op_def(Op::Conv).evaluate(plain_conv(n, channels), conv_in, where);
     return {to_blocked(y[0], block_attr(n, where))};
 }
 
@@ -190,9 +192,11 @@ EvalOutputs eval_max_pool_blocked(const Node& n, const EvalInputs& in, const std
     pool.op = Op::MaxPool;
     pool.attrs.erase("block");
     const TensorData xn = from_blocked(x, x.shape()[1] * block);
-    EvalOutputs y = eval_pool(pool, {&xn}, where);
+    EvalOutputs y = op_def(Op::MaxPool).evaluate(pool, {&xn}, where);
     return {to_blocked(y[0], block)};
 }
+
+} // namespace
 
 std::vector<std::pair<DType, Shape>> blocked_layout_types(const Node& n,
                                                           const std::vector<const Value*>& inputs,
@@ -272,4 +276,51 @@ std::vector<std::pair<DType, Shape>> blocked_layout_types(const Node& n,
     TESSERA_UNREACHABLE();
 }
 
+namespace {
+
+TypeList blocked_types(const NodeTypes& t) {
+    std::vector<const Value*> ins;
+    for (size_t i = 0; i < t.num_inputs(); ++i)
+        ins.push_back(t.has(i) ? &t.in(i, "input") : nullptr);
+    return blocked_layout_types(t.node(), ins, t.where());
+}
+
+// Made by the layout pass only: no ONNX opset defines it.
+OpDef blocked_op(Op op, EvalOutputs (*eval)(const Node&, const EvalInputs&, const std::string&),
+                 FusionKind fusion, const char* name, void (*kernel)(NodeKernel&)) {
+    return OpDef(op)
+        .onnx(OpDef::kNotOnnx, 1, 3, 1)
+        .types(blocked_types)
+        .eval(eval)
+        .fuses_as(fusion)
+        .named(name)
+        .builds(kernel);
+}
+
+} // namespace
+
 } // namespace tessera::graph::detail
+
+namespace tessera::graph::ops {
+
+using namespace detail;
+
+const OpDef LayoutToBlocked = blocked_op(
+    Op::LayoutToBlocked, eval_layout_to_blocked, FusionKind::Injective, "to_nchwc",
+    [](NodeKernel& k) { k.set(te::layout_to_nchwc(k.in(0), k.node().attr_int("block", 0))); });
+const OpDef LayoutFromBlocked = blocked_op(
+    Op::LayoutFromBlocked, eval_layout_from_blocked, FusionKind::Injective, "from_nchwc",
+    [](NodeKernel& k) { k.set(te::layout_from_nchwc(k.in(0), k.node().attr_int("channels", 0))); });
+const OpDef ConvBlocked = blocked_op(
+    Op::ConvBlocked, eval_conv_blocked, FusionKind::OutFusable, "conv2d_nchwc", [](NodeKernel& k) {
+        const te::Tensor w = k.in(1);
+        const te::Conv2dParams p = conv2d_params(k.node(), {w.shape()[2], w.shape()[3]}, k.where());
+        k.set(te::conv2d_nchwc(k.in(0), w, p, k.opt_in(2), k.node().attr_int("depthwise", 0) != 0));
+    });
+const OpDef MaxPoolBlocked =
+    blocked_op(Op::MaxPoolBlocked, eval_max_pool_blocked, FusionKind::Reduction, "max_pool2d_nchwc",
+               [](NodeKernel& k) {
+                   k.set(te::max_pool2d_nchwc(k.in(0), pool2d_params(k.node(), k.where())));
+               });
+
+} // namespace tessera::graph::ops

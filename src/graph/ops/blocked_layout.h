@@ -1,7 +1,7 @@
 // The blocked channel layout NCHW[x]c: data conversions shared by the layout pass (which
-// re-lays out constants at compile time), the reference evaluator and shape inference of the
-// ops LayoutToBlocked, LayoutFromBlocked, ConvBlocked and MaxPoolBlocked (ops.def documents
-// their operands).
+// re-lays out constants at compile time) and the ops LayoutToBlocked, LayoutFromBlocked,
+// ConvBlocked and MaxPoolBlocked defined in blocked_layout.cpp (ops.def documents their
+// operands).
 //
 // Channel c of an NCHW tensor lives at [n, c / x, h, w, c % x] of the blocked tensor; the
 // channel count is padded up to a multiple of x and the padding channels hold 0.
@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "eval_ops.h"
+#include "eval_util.h"
 
 namespace tessera::graph::detail {
 
@@ -32,13 +32,6 @@ TensorData block_conv_weight(const TensorData& w, int64_t block, bool depthwise,
 TensorData unblock_conv_weight(const TensorData& w, bool depthwise);
 /// A per-channel vector [K] -> [KB, x] (padding 0).
 TensorData block_channel_vector(const TensorData& v, int64_t block);
-
-// The reference kernels of the blocked ops.
-EvalOutputs eval_layout_to_blocked(const Node& n, const EvalInputs& in, const std::string& where);
-EvalOutputs eval_layout_from_blocked(const Node& n, const EvalInputs& in,
-                                     const std::string& where);
-EvalOutputs eval_conv_blocked(const Node& n, const EvalInputs& in, const std::string& where);
-EvalOutputs eval_max_pool_blocked(const Node& n, const EvalInputs& in, const std::string& where);
 
 /// Output types of the blocked ops from their typed inputs (`inputs[i]` is node input i, null
 /// when absent). Throws UserError prefixed with `where` on a rank, dtype or shape mismatch.

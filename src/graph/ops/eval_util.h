@@ -1,0 +1,88 @@
+// Helpers of the reference evaluator's kernels (OpDef::evaluate in each op family's file). A
+// kernel takes the node (for its attributes), its inputs (nullptr for an absent optional one)
+// and `where` (the node's description for messages), and returns the node's outputs. Naive
+// loops, no tessera codegen: this is the independent reference the graph passes are checked
+// against.
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "op_def.h"
+
+namespace tessera::graph::detail {
+
+// ---- helpers shared by the kernels (and by shape inference) -----------------------------------
+
+/// Input i, which must be present.
+const TensorData& require_input(const EvalInputs& in, size_t i, const std::string& where);
+/// Error unless t has one of the dtypes in `allowed`.
+void require_dtype(const TensorData& t, std::initializer_list<DType> allowed, const char* what,
+                   const std::string& where);
+/// Error unless t is f32 / has rank `rank`.
+void require_f32(const TensorData& t, const char* what, const std::string& where);
+void require_rank(const TensorData& t, int64_t rank, const char* what, const std::string& where);
+/// The integer elements of an index/shape/axes tensor (i32 or i64), for shape arguments.
+std::vector<int64_t> int_elements(const TensorData& t, const char* what, const std::string& where);
+
+/// Calls f(out_index, offsets) for every element of `out` in row-major order, where offsets[k]
+/// = sum over dims of index * strides[k][dim] + base[k] (strides from broadcast_strides or a
+/// permutation).
+template <size_t K, typename F>
+void for_each_index(const Shape& out, const std::array<std::vector<int64_t>, K>& strides,
+                    const std::array<int64_t, K>& base, F&& f) {
+    const int64_t n = shape_numel(out);
+    if (n == 0)
+        return;
+    const int64_t rank = static_cast<int64_t>(out.size());
+    const int64_t inner = rank ? out[rank - 1] : 1;
+    std::array<int64_t, K> inner_stride{};
+    for (size_t k = 0; k < K; ++k)
+        inner_stride[k] = rank ? strides[k][rank - 1] : 0;
+    std::vector<int64_t> idx(rank, 0);
+    std::array<int64_t, K> off = base;
+    for (int64_t o = 0; o < n; o += inner) {
+        std::array<int64_t, K> cur = off;
+        for (int64_t j = 0; j < inner; ++j) {
+            f(o + j, cur);
+            for (size_t k = 0; k < K; ++k)
+                cur[k] += inner_stride[k];
+        }
+        for (int64_t d = rank - 2; d >= 0; --d) {
+            for (size_t k = 0; k < K; ++k)
+                off[k] += strides[k][d];
+            if (++idx[d] < out[d])
+                break;
+            for (size_t k = 0; k < K; ++k)
+                off[k] -= strides[k][d] * out[d];
+            idx[d] = 0;
+        }
+    }
+}
+
+/// Applies f to a typed null pointer of t's element type (for dtype dispatch):
+/// `dispatch(t, [&](auto tag) { using T = std::remove_pointer_t<decltype(tag)>; ... })`.
+template <typename F> auto dispatch(DType t, F&& f) {
+    switch (t) {
+    case DType::F32:
+        return f(static_cast<float*>(nullptr));
+    case DType::F64:
+        return f(static_cast<double*>(nullptr));
+    case DType::I32:
+        return f(static_cast<int32_t*>(nullptr));
+    case DType::I64:
+        return f(static_cast<int64_t*>(nullptr));
+    case DType::Bool:
+        break;
+    }
+    TESSERA_CHECK(t == DType::Bool) << "dtype " << static_cast<int>(t) << " has no element type";
+    return f(static_cast<uint8_t*>(nullptr));
+}
+
+/// Copies elements of `src` selected by offsets into dst (element-size generic gather):
+/// dst[i] = src[offset(i)] for the index map that for_each_index produces.
+void gather_elements(const TensorData& src, TensorData& dst, const std::vector<int64_t>& strides,
+                     int64_t base);
+
+} // namespace tessera::graph::detail

@@ -1,0 +1,297 @@
+// Normalizations: BatchNormalization(X, scale, B, mean, var) epsilon, inference only, one
+// output; LayerNormalization(X, scale, B?) axis, epsilon, outputs Y, mean?, inv_std_dev?;
+// Softmax(X) axis (opset 13 meaning: along that one axis; older opsets are rewritten).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "../op_util.h"
+#include "eval_util.h"
+#include "node_kernel.h"
+#include "node_types.h"
+#include "op_import.h"
+#include "tessera/te/op_library.h"
+#include "tessera/te/ops_extra.h"
+
+namespace tessera::graph::detail {
+
+namespace {
+
+EvalOutputs eval_batch_norm(const Node& n, const EvalInputs& in, const std::string& where) {
+    const TensorData& x = require_input(in, 0, where);
+    require_f32(x, "X", where);
+    if (x.rank() < 2)
+        throw UserError() << where << ": X must have rank >= 2, got shape " << shape_str(x.shape());
+    const int64_t N = x.shape()[0], C = x.shape()[1],
+                  inner = x.numel() / std::max<int64_t>(1, N * C);
+    const char* names[] = {"scale", "B", "mean", "var"};
+    const float* p[4];
+    for (size_t i = 0; i < 4; ++i) {
+        const TensorData& t = require_input(in, i + 1, where);
+        require_f32(t, names[i], where);
+        if (t.shape() != Shape{C})
+            throw UserError() << where << ": " << names[i] << " has shape " << shape_str(t.shape())
+                              << ", expected [" << C << "]";
+        p[i] = t.data<float>();
+    }
+    const double eps = n.attr_float("epsilon", 1e-5f);
+    TensorData out(DType::F32, x.shape());
+    const float* px = x.data<float>();
+    float* po = out.data<float>();
+    for (int64_t c = 0; c < C; ++c) {
+        const float s = static_cast<float>(p[0][c] / std::sqrt(static_cast<double>(p[3][c]) + eps));
+        const float shift = static_cast<float>(p[1][c] - static_cast<double>(p[2][c]) * s);
+        for (int64_t b = 0; b < N; ++b) {
+            const int64_t base = (b * C + c) * inner;
+            for (int64_t i = 0; i < inner; ++i)
+                po[base + i] = px[base + i] * s + shift;
+        }
+    }
+    return {std::move(out)};
+}
+
+EvalOutputs eval_softmax(const Node& n, const EvalInputs& in, const std::string& where) {
+    const TensorData& x = require_input(in, 0, where);
+    require_f32(x, "input", where);
+    const int64_t rank = x.rank();
+    if (rank == 0)
+        throw UserError() << where << ": softmax of a scalar";
+    const int64_t axis = normalize_axis(n.attr_int("axis", -1), rank, where);
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < axis; ++d)
+        outer *= x.shape()[d];
+    for (int64_t d = axis + 1; d < rank; ++d)
+        inner *= x.shape()[d];
+    const int64_t len = x.shape()[axis];
+    TensorData out(DType::F32, x.shape());
+    const float* px = x.data<float>();
+    float* po = out.data<float>();
+    for (int64_t o = 0; o < outer; ++o)
+        for (int64_t i = 0; i < inner; ++i) {
+            const int64_t base = o * len * inner + i;
+            float mx = -std::numeric_limits<float>::infinity();
+            for (int64_t k = 0; k < len; ++k)
+                mx = std::max(mx, px[base + k * inner]);
+            double sum = 0;
+            for (int64_t k = 0; k < len; ++k) {
+                const float e = std::exp(px[base + k * inner] - mx);
+                po[base + k * inner] = e;
+                sum += e;
+            }
+            for (int64_t k = 0; k < len; ++k)
+                po[base + k * inner] = static_cast<float>(po[base + k * inner] / sum);
+        }
+    return {std::move(out)};
+}
+
+EvalOutputs eval_layer_norm(const Node& n, const EvalInputs& in, const std::string& where) {
+    const TensorData& x = require_input(in, 0, where);
+    const TensorData& scale = require_input(in, 1, where);
+    const TensorData* bias = in.size() > 2 ? in[2] : nullptr;
+    require_f32(x, "X", where);
+    require_f32(scale, "scale", where);
+    if (x.rank() == 0)
+        throw UserError() << where << ": layer norm of a scalar";
+    const int64_t axis = normalize_axis(n.attr_int("axis", -1), x.rank(), where);
+    const double eps = n.attr_float("epsilon", 1e-5f);
+    Shape norm_shape(x.shape().begin() + axis, x.shape().end());
+    int64_t outer = 1;
+    for (int64_t d = 0; d < axis; ++d)
+        outer *= x.shape()[d];
+    const int64_t len = shape_numel(norm_shape);
+    // Scale and bias broadcast (unidirectionally) to the normalized shape.
+    auto expand = [&](const TensorData& t, const char* what) {
+        if (broadcast_shapes({t.shape(), norm_shape}, where) != norm_shape)
+            throw UserError() << where << ": " << what << " " << shape_str(t.shape())
+                              << " does not broadcast to " << shape_str(norm_shape);
+        std::vector<float> v(static_cast<size_t>(len));
+        const float* pt = t.data<float>();
+        for_each_index<1>(norm_shape, {broadcast_strides(t.shape(), norm_shape)}, {0},
+                          [&](int64_t o, const std::array<int64_t, 1>& off) { v[o] = pt[off[0]]; });
+        return v;
+    };
+    std::vector<float> sv = expand(scale, "scale");
+    std::vector<float> bv(static_cast<size_t>(len), 0.0f);
+    if (bias) {
+        require_f32(*bias, "B", where);
+        bv = expand(*bias, "B");
+    }
+    Shape stat_shape(x.shape().begin(), x.shape().begin() + axis);
+    stat_shape.resize(x.shape().size(), 1);
+    TensorData out(DType::F32, x.shape()), mean_out(DType::F32, stat_shape),
+        inv_out(DType::F32, stat_shape);
+    const float* px = x.data<float>();
+    float* po = out.data<float>();
+    for (int64_t o = 0; o < outer; ++o) {
+        const float* row = px + o * len;
+        double mean = 0, var = 0;
+        for (int64_t k = 0; k < len; ++k)
+            mean += row[k];
+        mean /= static_cast<double>(len);
+        for (int64_t k = 0; k < len; ++k)
+            var += (row[k] - mean) * (row[k] - mean);
+        var /= static_cast<double>(len);
+        const double inv = 1.0 / std::sqrt(var + eps);
+        for (int64_t k = 0; k < len; ++k)
+            po[o * len + k] = static_cast<float>((row[k] - mean) * inv * sv[k] + bv[k]);
+        mean_out.data<float>()[o] = static_cast<float>(mean);
+        inv_out.data<float>()[o] = static_cast<float>(inv);
+    }
+    EvalOutputs outs;
+    outs.push_back(std::move(out));
+    outs.push_back(std::move(mean_out));
+    outs.push_back(std::move(inv_out));
+    return outs;
+}
+
+TypeList batch_norm_types(const NodeTypes& t) {
+    const Value& x = t.in(0, "X");
+    t.dtype(x, kF32, "X");
+    t.min_rank(x, 2, "X");
+    const char* names[] = {"scale", "B", "mean", "var"};
+    for (size_t i = 0; i < 4; ++i) {
+        const Value& p = t.in(i + 1, names[i]);
+        t.dtype(p, kF32, names[i]);
+        if (p.shape != Shape{x.shape[1]})
+            t.fail(std::string(names[i]) + " '" + p.name + "' has shape " + shape_str(p.shape) +
+                   ", expected [" + std::to_string(x.shape[1]) + "]");
+    }
+    return {{DType::F32, x.shape}};
+}
+
+TypeList layer_norm_types(const NodeTypes& t) {
+    const Value& x = t.in(0, "X");
+    t.dtype(x, kF32, "X");
+    t.min_rank(x, 1, "X");
+    const int64_t axis = normalize_axis(t.node().attr_int("axis", -1), x.shape.size(), t.where());
+    Shape norm(x.shape.begin() + axis, x.shape.end());
+    for (size_t i = 1; i < 3; ++i) {
+        if (i == 2 && !t.has(2))
+            break;
+        const char* what = i == 1 ? "scale" : "B";
+        const Value& p = t.in(i, what);
+        t.dtype(p, kF32, what);
+        if (broadcast_shapes({p.shape, norm}, t.where()) != norm)
+            t.fail("'" + p.name + "' " + shape_str(p.shape) + " does not broadcast to " +
+                   shape_str(norm));
+    }
+    Shape stat(x.shape.begin(), x.shape.begin() + axis);
+    stat.resize(x.shape.size(), 1);
+    return {{DType::F32, x.shape}, {DType::F32, stat}, {DType::F32, stat}};
+}
+
+TypeList softmax_types(const NodeTypes& t) {
+    const Value& x = t.in(0, "input");
+    t.dtype(x, kF32, "input");
+    t.min_rank(x, 1, "input");
+    normalize_axis(t.node().attr_int("axis", -1), x.shape.size(), t.where());
+    return {{x.dtype, x.shape}};
+}
+
+void import_batch_norm(OpImport& im) {
+    im.only_first_output("training-mode statistics");
+    im.outputs().resize(1);
+    if (im.source().attr_int("spatial", 1) != 1)
+        im.fail("spatial=0 is not supported");
+    if (im.source().attr_int("training_mode", 0) != 0)
+        im.fail("training_mode=1 is not supported");
+    im.keep("epsilon", Attribute::of_float(1e-5f));
+}
+
+void import_layer_norm(OpImport& im) {
+    if (im.source().attr_int("stash_type", 1) != 1)
+        im.fail("stash_type other than 1 (float) is not supported");
+    im.set("axis", Attribute::of_int(normalize_axis(im.source().attr_int("axis", -1),
+                                                    im.input_rank(0), im.where())));
+    im.keep("epsilon", Attribute::of_float(1e-5f));
+}
+
+// Softmax before opset 13 normalizes the input coerced to 2-D at `axis`; from 13 on, one axis.
+void import_softmax(OpImport& im) {
+    const int64_t rank = im.input_rank(0);
+    if (rank == 0)
+        im.fail("softmax of a scalar");
+    const int64_t axis =
+        normalize_axis(im.source().attr_int("axis", im.opset() >= 13 ? -1 : 1), rank, im.where());
+    if (im.opset() >= 13 || axis == rank - 1) {
+        im.set("axis", Attribute::of_int(axis));
+        return;
+    }
+    const Shape shape = im.input_value(0).shape;
+    ValueId flat = im.new_value("flatten");
+    ValueId soft = im.new_value("softmax");
+    im.emit(Op::Flatten, {im.inputs()[0]}, {flat}, {{"axis", Attribute::of_int(axis)}});
+    im.emit(Op::Softmax, {flat}, {soft}, {{"axis", Attribute::of_int(1)}});
+    im.emit(Op::Reshape, {soft, im.ints_constant("shape", shape)}, im.outputs(),
+            {{"allowzero", Attribute::of_int(0)}});
+}
+
+void layer_norm_kernel(NodeKernel& k) {
+    const Node& n = k.node();
+    const int64_t axis = n.attr_int("axis", -1);
+    const double eps = n.attr_float("epsilon", 1e-5f);
+    // The statistics only when read: without them the Compute (and its key) is the plain
+    // layer_norm of every transformer block.
+    bool stats = false;
+    for (size_t i = 1; i < n.outputs.size(); ++i)
+        stats = stats || k.needed(i);
+    if (!stats) {
+        k.set(te::layer_norm(k.in(0), k.in(1), k.opt_in(2), axis, eps));
+        return;
+    }
+    te::LayerNormOutputs lo = te::layer_norm_with_stats(k.in(0), k.in(1), k.opt_in(2), axis, eps);
+    k.set(lo.y);
+    if (n.outputs.size() > 1)
+        k.set(lo.mean, 1);
+    if (n.outputs.size() > 2)
+        k.set(lo.inv_std_dev, 2);
+}
+
+using K = Attribute::Kind;
+
+} // namespace
+
+} // namespace tessera::graph::detail
+
+namespace tessera::graph::ops {
+
+using namespace detail;
+
+// Inference BN is a per-channel scale and shift: elementwise, broadcast along channels.
+const OpDef BatchNormalization =
+    OpDef(Op::BatchNormalization)
+        .onnx(1, 5, 5, 5,
+              {{"epsilon", K::Float},
+               {"momentum", K::Float},
+               {"spatial", K::Int, 1, 9},
+               {"training_mode", K::Int, 14}})
+        .import_with(import_batch_norm)
+        .types(batch_norm_types)
+        .eval(eval_batch_norm)
+        .fuses_as(FusionKind::Elementwise)
+        .named("batch_norm")
+        .builds([](NodeKernel& k) {
+            k.set(te::batch_norm_inference(k.in(0), k.in(1), k.in(2), k.in(3), k.in(4),
+                                           k.node().attr_float("epsilon", 1e-5f)));
+        });
+
+const OpDef LayerNormalization =
+    OpDef(Op::LayerNormalization)
+        .onnx(17, 2, 3, 3, {{"axis", K::Int}, {"epsilon", K::Float}, {"stash_type", K::Int}})
+        .import_with(import_layer_norm)
+        .types(layer_norm_types)
+        .eval(eval_layer_norm)
+        .fuses_as(FusionKind::Reduction)
+        .named("layer_norm")
+        .builds(layer_norm_kernel);
+
+const OpDef Softmax =
+    OpDef(Op::Softmax)
+        .onnx(1, 1, 1, 1, {{"axis", K::Int}})
+        .import_with(import_softmax)
+        .types(softmax_types)
+        .eval(eval_softmax)
+        .fuses_as(FusionKind::Reduction)
+        .builds([](NodeKernel& k) { k.set(te::softmax(k.in(0), k.node().attr_int("axis", -1))); });
+
+} // namespace tessera::graph::ops
