@@ -126,6 +126,8 @@ class GroupBuilder {
 
 } // namespace
 
+bool op_has_kernel(Op op) { return detail::op_def(op).kernel != nullptr; }
+
 GroupCompute group_compute(const Graph& g, const FusedGroup& group) {
     return GroupBuilder(g, group).build();
 }

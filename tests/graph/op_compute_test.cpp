@@ -26,6 +26,7 @@
 #include <set>
 
 #include "common/jit_executor.h"
+#include "op_case.h"
 #include "passes_util.h"
 #include "tessera/compile/model_compiler.h"
 #include "tessera/graph/fusion.h"
@@ -43,178 +44,6 @@
 
 namespace tessera::graph {
 namespace {
-
-using testing::random_ints;
-using testing::random_tensor;
-
-// ---- data ------------------------------------------------------------------------------------
-
-/// f32 uniform in [lo, hi) from `seed`.
-TensorData floats(const Shape& s, uint64_t seed, float lo = -1.0f, float hi = 1.0f) {
-    return random_tensor(s, seed, lo, hi);
-}
-/// f32 values of magnitude in [0.25, 1.25) with random signs: never near zero.
-TensorData nonzero_floats(const Shape& s, uint64_t seed) {
-    TensorData t = random_tensor(s, seed, 0.25f, 1.25f);
-    Rng rng(seed + 17);
-    float* p = t.data<float>();
-    for (int64_t i = 0; i < t.numel(); ++i)
-        if (rng.uniform_int(0, 1))
-            p[i] = -p[i];
-    return t;
-}
-TensorData bools(const Shape& s, uint64_t seed) {
-    return random_ints(s, seed, 0, 1).cast(DType::Bool);
-}
-TensorData ints(const Shape& s, uint64_t seed, int64_t lo, int64_t hi) {
-    return random_ints(s, seed, lo, hi);
-}
-
-// ---- the check -------------------------------------------------------------------------------
-
-/// A graph under test with data for its inputs.
-struct Case {
-    GraphBuilder b;
-    std::vector<TensorData> feeds;
-    /// Absolute tolerance added to rtol 1e-5 for floats (sums that cancel, transcendental
-    /// functions of the backend's math library against libm).
-    double atol = 1e-6;
-
-    ValueId input(const TensorData& t) {
-        const ValueId v = b.input("in" + std::to_string(feeds.size()), t.shape(), t.dtype());
-        feeds.push_back(t);
-        return v;
-    }
-    ValueId constant(const TensorData& t) { return b.constant(t); }
-    ValueId op(Op op, std::vector<ValueId> ins, Attributes attrs = {}) {
-        return b.op(op, std::move(ins), std::move(attrs));
-    }
-    /// A node with `n` outputs.
-    std::vector<ValueId> op_n(Op op, std::vector<ValueId> ins, size_t n, Attributes attrs = {}) {
-        std::vector<ValueId> outs;
-        for (size_t i = 0; i < n; ++i)
-            outs.push_back(b.g.add_value("m" + std::to_string(b.g.num_values())));
-        b.g.add_node(op, std::move(ins), outs, std::move(attrs), op_name(op));
-        return outs;
-    }
-};
-
-
-/// How a group's Compute becomes loop IR.
-enum class Lowering {
-    Default,         ///< lower::lower_default: the naive loop nest
-    DefaultSchedule, ///< sched::default_schedule (weights packed as it asks), as `build` does
-};
-
-/// Runs the group's Compute lowered as `how` through the JIT on the evaluator's values of its
-/// inputs and compares its outputs with the evaluator's values.
-void check_group(const Graph& g, const GroupCompute& gc,
-                 const std::vector<std::shared_ptr<const TensorData>>& vals, Lowering how,
-                 double atol, const std::string& name) {
-    ir::LoweredFunc f;
-    // Inputs the schedule stores in a packed layout get packed copies of their data.
-    std::vector<std::vector<uint8_t>> packed(gc.inputs.size());
-    if (how == Lowering::Default) {
-        f = lower::lower_default(gc.compute, name);
-    } else {
-        sched::DefaultScheduleOptions opts;
-        opts.weight_inputs = gc.compute.weight_inputs;
-        const sched::State st = sched::default_schedule(gc.compute, opts);
-        f = sched::lower_state(st, name);
-        for (size_t i = 0; i < gc.inputs.size(); ++i) {
-            const sched::Stage& in = st.stages.at(st.stage_id_of(gc.compute.inputs[i]));
-            if (in.layout.is_identity())
-                continue;
-            const TensorData& d = *vals[gc.inputs[i]];
-            const size_t es = dtype_size(d.dtype());
-            packed[i].resize(te::num_elements(sched::packed_shape(in.layout, d.shape())) * es);
-            sched::pack_layout(in.layout, d.shape(), es, d.raw(), packed[i].data());
-        }
-    }
-    std::vector<void*> args;
-    for (size_t i = 0; i < gc.inputs.size(); ++i)
-        args.push_back(packed[i].empty() ? const_cast<uint8_t*>(vals[gc.inputs[i]]->raw())
-                                         : static_cast<void*>(packed[i].data()));
-    std::vector<TensorData> outs;
-    for (ValueId v : gc.outputs) {
-        TensorData t(g.value(v).dtype, g.value(v).shape);
-        // A sentinel in every byte: an element never written shows up (NaN, -1, or 255 for a
-        // bool).
-        std::memset(t.raw(), 0xff, t.nbytes());
-        outs.push_back(std::move(t));
-    }
-    for (TensorData& t : outs)
-        args.push_back(t.raw());
-    testing::jit_executor()(f, args);
-    for (size_t o = 0; o < outs.size(); ++o) {
-        const Value& v = g.value(gc.outputs[o]);
-        testing::Closeness cl = testing::compare(outs[o], *vals[gc.outputs[o]], 1e-5, atol);
-        EXPECT_TRUE(cl.ok) << "output '" << v.name << "' " << dtype_name(v.dtype)
-                           << shape_str(v.shape) << ": " << cl.message;
-    }
-}
-
-/// Runs each fused group of the finished case through both lowerings and the JIT and compares
-/// its outputs with the evaluator's values. Returns the ops that the groups covered.
-std::set<Op> check_case(Case& c, std::vector<ValueId> outputs) {
-    const Graph g = c.b.finish(std::move(outputs));
-    // The whole graph evaluates (types agree with shape inference) ...
-    evaluate(g, c.feeds);
-    // ... and so does every value, for the groups' inputs and outputs.
-    const auto vals = evaluate_all_values(g, c.feeds);
-    std::set<Op> covered;
-    const std::vector<FusedGroup> groups = fuse_ops(g);
-    for (size_t gi = 0; gi < groups.size(); ++gi) {
-        const FusedGroup& group = groups[gi];
-        SCOPED_TRACE("group " + std::to_string(gi) + " " + group.pattern);
-        for (NodeId id : group.nodes)
-            covered.insert(g.node(id).op);
-        GroupCompute gc;
-        try {
-            gc = group_compute(g, group);
-        } catch (const std::exception& e) {
-            ADD_FAILURE() << "no Compute: " << e.what();
-            continue;
-        }
-        EXPECT_EQ(te::workload_key(gc.compute).size(), 64u);
-        const std::string name = "op_compute_" + std::to_string(gi);
-        for (Lowering how : {Lowering::Default, Lowering::DefaultSchedule}) {
-            const char* what = how == Lowering::Default ? "lower_default" : "default_schedule";
-            SCOPED_TRACE(what);
-            try {
-                check_group(g, gc, vals, how, c.atol, name);
-            } catch (const std::exception& e) {
-                ADD_FAILURE() << what << " failed: " << e.what();
-            }
-        }
-    }
-    return covered;
-}
-
-Attributes attr(const std::string& k, Attribute a) { return {{k, std::move(a)}}; }
-Attribute I(int64_t v) { return Attribute::of_int(v); }
-Attribute F(float v) { return Attribute::of_float(v); }
-Attribute Is(std::vector<int64_t> v) { return Attribute::of_ints(std::move(v)); }
-Attribute S(std::string v) { return Attribute::of_string(std::move(v)); }
-TensorData i64s(std::vector<int64_t> v) { return testing::i64s(std::move(v)); }
-
-// ---- the table: one graph per operator -------------------------------------------------------
-
-struct OpCase {
-    std::string name;
-    /// The ops the case must cover (the operator under test, at least).
-    std::vector<Op> ops;
-    /// Builds the graph into c and returns its outputs.
-    std::function<std::vector<ValueId>(Case& c)> build;
-};
-void PrintTo(const OpCase& c, std::ostream* os) { *os << c.name; }
-
-// Unary float ops on [1, 7, 13]: y = op(x) with x drawn from `lo`..`hi`.
-OpCase unary_case(std::string name, Op op, float lo = -1.0f, float hi = 1.0f, Attributes a = {}) {
-    return {name, {op}, [=](Case& c) -> std::vector<ValueId> {
-                return {c.op(op, {c.input(floats({1, 7, 13}, 11, lo, hi))}, a)};
-            }};
-}
 
 std::vector<OpCase> op_cases() {
     std::vector<OpCase> cs;
@@ -603,17 +432,19 @@ TEST_P(OpComputeTest, BuiltKernelMatchesGraphEvaluator) {
         EXPECT_TRUE(covered.count(op)) << op_name(op) << " is in no group";
 }
 
-INSTANTIATE_TEST_SUITE_P(Ops, OpComputeTest, ::testing::ValuesIn(op_cases()),
+INSTANTIATE_TEST_SUITE_P(Ops, OpComputeTest, ::testing::ValuesIn(all_op_cases()),
                          [](const ::testing::TestParamInfo<OpCase>& info) {
                              return std::string(info.param.name);
                          });
 
-// The table covers every operator of ops.def.
+// The table covers every operator of ops.def that has a kernel (an op without one is checked
+// by its evaluator tests and folds away before task extraction).
 TEST(OpCompute, TableCoversEveryGraphOp) {
     std::set<Op> listed;
-    for (const OpCase& c : op_cases())
+    for (const OpCase& c : all_op_cases())
         listed.insert(c.ops.begin(), c.ops.end());
-#define TESSERA_GRAPH_OP(name) EXPECT_TRUE(listed.count(Op::name)) << #name " has no case";
+#define TESSERA_GRAPH_OP(name)                                                                 \
+    EXPECT_TRUE(listed.count(Op::name) || !op_has_kernel(Op::name)) << #name " has no case";
 #include "tessera/graph/ops.def"
 #undef TESSERA_GRAPH_OP
 }
@@ -687,32 +518,9 @@ TEST(OpCompute, BuildersRejectBadOperands) {
     EXPECT_EQ(te::truncating_divide(k, k).dtype(), ir::DataType::i64());
 }
 
+TESSERA_REGISTER_OP_CASES(op_cases);
+
 // ---- whole builds ----------------------------------------------------------------------------
-
-/// The C API of a model library, looked up with dlsym.
-struct ModelLibrary {
-    void* handle = nullptr;
-    int (*create)(void**) = nullptr;
-    void (*free_model)(void*) = nullptr;
-    int (*run)(void*, const void* const*, void* const*) = nullptr;
-    const char* (*last_error)() = nullptr;
-
-    explicit ModelLibrary(const std::string& path) {
-        handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-        if (!handle)
-            return;
-        create = reinterpret_cast<int (*)(void**)>(dlsym(handle, "tessera_model_create"));
-        free_model = reinterpret_cast<void (*)(void*)>(dlsym(handle, "tessera_model_free"));
-        run = reinterpret_cast<int (*)(void*, const void* const*, void* const*)>(
-            dlsym(handle, "tessera_model_run"));
-        last_error = reinterpret_cast<const char* (*)()>(dlsym(handle, "tessera_model_last_error"));
-    }
-    ~ModelLibrary() {
-        if (handle)
-            dlclose(handle);
-    }
-    bool ok() const { return handle && create && free_model && run && last_error; }
-};
 
 /// A transformer-style front end as an ONNX model: token ids through an embedding Gather
 /// (negative ids included), LayerNormalization with its Mean output, Split, the attention mask
@@ -767,57 +575,17 @@ class OpComputeBuild : public ::testing::TestWithParam<int> {};
 // evaluator on the imported graph. -O0 keeps Shape, Range and the mask arithmetic as kernels;
 // -O2 folds them.
 TEST_P(OpComputeBuild, LibraryMatchesEvaluator) {
-    namespace fs = std::filesystem;
-    const fs::path dir =
-        fs::temp_directory_path() /
-        ("tessera_op_compute_" + std::to_string(getpid()) + "_O" + std::to_string(GetParam()));
-    fs::create_directories(dir);
-    const std::string model = (dir / "front_end.onnx").string();
-    std::ofstream(model, std::ios::binary) << attention_front_end_model();
-
-    compile::BuildOptions opts;
-    opts.model_path = model;
-    opts.opt_level = GetParam();
-    opts.num_cores = 2;
-    opts.jobs = 1;
-    const compile::ModelBuild build = compile::prepare_model_build(opts);
-    const std::map<std::string, int> ops = op_histogram(build.graph);
+    const Graph built = expect_library_matches_evaluator(
+        attention_front_end_model(),
+        {ints({1, 7}, 4, -13, 12), ints({1, 7}, 5, 0, 1), floats({1, 7, 7}, 6, -3.0f, 3.0f)},
+        GetParam());
+    const std::map<std::string, int> ops = op_histogram(built);
     for (const char* op : {"Gather", "LayerNormalization", "Split", "Where", "Softmax", "Pad"})
         EXPECT_TRUE(ops.count(op)) << op << " is not in the built graph";
     if (GetParam() == 0) {
         for (const char* op : {"Shape", "Range", "Div", "Greater", "Equal", "Cast"})
             EXPECT_TRUE(ops.count(op)) << op << " was folded at -O0";
     }
-    const std::string so = (dir / "front_end.so").string();
-    compile::write_model_library(build, so, opts);
-
-    const Graph g = import_onnx(model);
-    std::vector<TensorData> feeds = {ints({1, 7}, 4, -13, 12), ints({1, 7}, 5, 0, 1),
-                                     floats({1, 7, 7}, 6, -3.0f, 3.0f)};
-    const std::vector<TensorData> want = evaluate(g, feeds);
-
-    ModelLibrary lib(so);
-    ASSERT_TRUE(lib.ok()) << dlerror();
-    void* m = nullptr;
-    ASSERT_EQ(lib.create(&m), 0) << lib.last_error();
-    std::vector<const void*> ins;
-    for (const TensorData& t : feeds)
-        ins.push_back(t.raw());
-    std::vector<TensorData> got;
-    std::vector<void*> outs;
-    for (const TensorData& w : want) {
-        got.emplace_back(w.dtype(), w.shape());
-        std::memset(got.back().raw(), 0xff, got.back().nbytes());
-    }
-    for (TensorData& t : got)
-        outs.push_back(t.raw());
-    EXPECT_EQ(lib.run(m, ins.data(), outs.data()), 0) << lib.last_error();
-    lib.free_model(m);
-    for (size_t i = 0; i < want.size(); ++i) {
-        testing::Closeness cl = testing::compare(got[i], want[i], 1e-5, 1e-6);
-        EXPECT_TRUE(cl.ok) << "output " << i << ": " << cl.message;
-    }
-    fs::remove_all(dir);
 }
 
 INSTANTIATE_TEST_SUITE_P(OptLevels, OpComputeBuild, ::testing::Values(0, 2),

@@ -6,27 +6,11 @@
 // rewritten (removed nodes leave a hole until compact()); iteration is always in id order or
 // in topological order, never in pointer order, so every output is deterministic.
 //
-// Canonical operator form (what import_onnx produces, what shape inference and the reference
-// evaluator accept); operands and attribute names follow ONNX opset 17:
-//   Conv(X, W, B?)          kernel_shape, strides, dilations [2], pads [4] (begin h, w, end h, w),
-//                           group; 2-D only, no auto_pad (resolved to pads at import)
-//   MaxPool(X)              kernel_shape, strides, dilations, pads, ceil_mode
-//   AveragePool(X)          kernel_shape, strides, pads, ceil_mode, count_include_pad
-//   Gemm(A, B, C?)          alpha, beta, transA, transB
-//   BatchNormalization(X, scale, B, mean, var)  epsilon; inference only, one output
-//   Clip(X, min?, max?)     bounds are inputs; LeakyRelu alpha; HardSigmoid alpha, beta
-//   Softmax(X)              axis: normalizes along that one axis (opset 13 meaning)
-//   LayerNormalization(X, scale, B?)  axis, epsilon; outputs Y, mean?, inv_std_dev?
-//   Flatten axis; Transpose perm (explicit); Concat axis; Gather(data, indices) axis
-//   Reshape(data, shape)    allowzero;  Expand(X, shape);  ConstantOfShape(shape) value
-//   Split(X, split?)        axis; sizes as an input; without it, equal parts
-//   Slice(data, starts, ends, axes?, steps?);  Pad(data, pads, constant_value?) mode
-//   Squeeze(data, axes?);  Unsqueeze(data, axes);  ReduceSum(data, axes?) keepdims,
-//                           noop_with_empty_axes;  ReduceMean / ReduceMax(data) axes, keepdims
-//   Shape(data) start, end;  Range(start, limit, delta);  Where(cond, X, Y)
-//   Cast(X) to = dtype name ("f32", "i64", ...);  Constant value (tensor)
-//   Dropout(data)           outputs Y, mask? (inference: Y = data, mask all true)
-//   elementwise ops         numpy broadcasting; Max/Min take one or more inputs
+// Canonical operator form: what import_onnx produces and shape inference, the reference
+// evaluator and the kernels accept; operands and attribute names follow ONNX opset 17. Each
+// op's form is documented with its definition in the file of its family under src/graph/ops/
+// (the operator table, src/graph/ops/op_def.h); 2-D windows carry explicit pads (auto_pad
+// resolved at import), attributes with defaults are made explicit.
 // An absent optional input is kNoValue; trailing absent inputs are dropped.
 #pragma once
 

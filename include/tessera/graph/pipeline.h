@@ -2,7 +2,9 @@
 // by an optimization level, with per-pass printing, timing and disabling for debugging.
 //
 // Order: shape-inference, constant-folding, dce, algebraic-simplification, cse, dce, layout.
-// Levels: O0 runs shape-inference only; O1 adds constant-folding and dce; O2 adds
+// Levels: O0 runs shape-inference only (plus constant-folding and dce when the graph has a
+// node whose op has no kernel: such an op runs only folded, tasks.h op_has_kernel); O1 adds
+// constant-folding and dce; O2 adds
 // algebraic-simplification and cse (one sweep); O3 repeats the O2 sequence (after the first
 // shape inference) until a sweep changes nothing, at most kMaxO3Sweeps times, then runs
 // layout (NCHW[x]c for CPU convolutions). Fusion (fusion.h) runs on the result.

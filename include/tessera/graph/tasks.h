@@ -43,10 +43,14 @@ struct GroupCompute {
     std::vector<ValueId> outputs;
 };
 
+/// Whether nodes of `op` have a kernel. An op without one (its reference evaluator only) is
+/// accepted by import and must be folded into a constant before task extraction.
+bool op_has_kernel(Op op);
+
 /// Builds the Compute of `group` (a group of fuse_ops(g); g shape-inferred). Throws UserError
-/// naming the node when a shape operand is not a compile-time value, an attribute is one the
-/// definition does not take (a Pad mode), a Constant node is too large, or an op library
-/// builder rejects the operands.
+/// naming the node when its op has no kernel, a shape operand is not a compile-time value, an
+/// attribute is one the definition does not take (a Pad mode), a Constant node is too large,
+/// or an op library builder rejects the operands.
 GroupCompute group_compute(const Graph& g, const FusedGroup& group);
 
 /// One tuning task: the groups whose Computes share a workload key.

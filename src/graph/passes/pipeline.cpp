@@ -1,5 +1,6 @@
 // The straight-line pipeline driver.
 #include "tessera/graph/pipeline.h"
+#include "tessera/graph/tasks.h"
 
 #include <algorithm>
 #include <chrono>
@@ -83,7 +84,11 @@ std::vector<PassResult> optimize(Graph& g, const PipelineOptions& options) {
     };
 
     run("shape-inference");
-    if (options.level >= 1) {
+    // An op without a kernel runs only folded into a constant, at every level.
+    bool kernelless = false;
+    for (NodeId id : g.topological_order())
+        kernelless = kernelless || !op_has_kernel(g.node(id).op);
+    if (options.level >= 1 || kernelless) {
         run("constant-folding");
         run("dce");
     }
