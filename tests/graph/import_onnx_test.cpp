@@ -458,14 +458,16 @@ TEST(ImportErrorTest, VersionsAndStructure) {
         m.output("y");
         return m;
     };
-    EXPECT_EQ(import_error(model(18, 8)),
-              "'test.onnx' uses unsupported opset 18 (supported: 7 to 17)");
-    EXPECT_EQ(import_error(model(6, 3)),
-              "'test.onnx' uses unsupported opset 6 (supported: 7 to 17)");
-    EXPECT_EQ(import_error(model(13, 11)),
-              "'test.onnx' has unsupported ONNX IR version 11 (supported: 3 to 10)");
+    EXPECT_EQ(import_error(model(29, 10)),
+              "'test.onnx' uses unsupported opset 29 (supported: 1 to 28)");
+    EXPECT_EQ(import_error(model(0, 3)),
+              "'test.onnx' uses unsupported opset 0 (supported: 1 to 28)");
+    EXPECT_EQ(import_error(model(13, 15)),
+              "'test.onnx' has unsupported ONNX IR version 15 (supported: 3 to 14)");
     EXPECT_NO_THROW(import(model(17, 10)));
+    EXPECT_NO_THROW(import(model(28, 14)));
     EXPECT_NO_THROW(import(model(7, 3)));
+    EXPECT_NO_THROW(import(model(6, 3)));
     ModelBuilder none = model(13, 7);
     none.proto().mutable_opset_import(0)->set_domain("ai.onnx.ml");
     EXPECT_EQ(import_error(none), "'test.onnx' imports no ai.onnx opset");

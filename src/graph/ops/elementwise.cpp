@@ -503,10 +503,31 @@ void hard_sigmoid_kernel(NodeKernel& k) {
         swish ? "hard_swish" : "hard_sigmoid"));
 }
 
+// Compile-time bounds become immediates; a runtime bound (a graph input) is read by the kernel.
 void clip_kernel(NodeKernel& k) {
-    const double lo = k.static_scalar(1).value_or(-std::numeric_limits<double>::infinity());
-    const double hi = k.static_scalar(2).value_or(std::numeric_limits<double>::infinity());
-    k.set(te::clip(k.in(0), lo, hi));
+    const te::Expr lo_in = k.runtime_scalar(1), hi_in = k.runtime_scalar(2);
+    if (!lo_in.defined() && !hi_in.defined()) {
+        const double lo = k.static_scalar(1).value_or(-std::numeric_limits<double>::infinity());
+        const double hi = k.static_scalar(2).value_or(std::numeric_limits<double>::infinity());
+        k.set(te::clip(k.in(0), lo, hi));
+        return;
+    }
+    const ir::DataType t = k.out_type();
+    auto bound = [&](const te::Expr& runtime, size_t i) -> te::Expr {
+        if (runtime.defined())
+            return runtime;
+        const std::optional<double> v = k.static_scalar(i);
+        return v ? ir::make_const(t, *v) : te::Expr();
+    };
+    const te::Expr lo = bound(lo_in, 1), hi = bound(hi_in, 2);
+    k.set(te::unary(
+        k.in(0),
+        [=](te::Expr v) {
+            if (lo.defined())
+                v = ir::max(v, lo);
+            return hi.defined() ? ir::min(v, hi) : v;
+        },
+        "clip"));
 }
 
 template <typename F> void compare_kernel(NodeKernel& k, F f, const char* name) {
@@ -606,6 +627,7 @@ const OpDef Clip = OpDef(Op::Clip)
                        .eval(eval_clip)
                        .fuses_as(FK::Elementwise)
                        .static_from(1)
+                       .runtime_scalars_from_operand(1)
                        .builds(clip_kernel);
 
 const OpDef Add = binary_op(Op::Add, eval_arith_as<ArithFn::Add>, binary_kernel);

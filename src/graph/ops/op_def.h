@@ -69,6 +69,10 @@ struct OpDef {
     /// Operands from this index on are read at compile time only (shapes, axes, scalar
     /// parameters): they are not inputs of the kernel.
     size_t static_operands_from = kNoStaticOperand;
+    /// Static operands from this index on are scalar parameters (Clip's bounds, Pad's constant
+    /// value) that may also be runtime values: one that is not a compile-time value is a
+    /// kernel input (NodeKernel::runtime_scalar).
+    size_t runtime_scalars_from = kNoStaticOperand;
     /// Builds the node's tensor expressions; absent: the op has no kernel, it must be folded
     /// into a constant before task extraction (constant_folding).
     void (*kernel)(NodeKernel&) = nullptr;
@@ -105,6 +109,10 @@ struct OpDef {
     }
     OpDef& static_from(size_t operand) {
         static_operands_from = operand;
+        return *this;
+    }
+    OpDef& runtime_scalars_from_operand(size_t operand) {
+        runtime_scalars_from = operand;
         return *this;
     }
     OpDef& builds(void (*f)(NodeKernel&)) {
