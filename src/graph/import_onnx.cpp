@@ -16,7 +16,8 @@ namespace tessera::graph {
 using namespace detail;
 
 constexpr int64_t kMinIrVersion = 3, kMaxIrVersion = 10;
-constexpr int64_t kMinOpset = 7, kMaxOpset = 17;
+// The model opsets; each op's entry narrows them further (OpDef::min_opset, max_opset).
+constexpr int64_t kMinOpset = 1, kMaxOpset = 20;
 
 std::pair<std::string, Shape> parse_input_shape(const std::string& spec) {
     const size_t eq = spec.rfind('=');

@@ -1,7 +1,8 @@
 // ONNX import: a .onnx ModelProto to a shape-inferred graph in canonical form (see graph.h).
 //
-// Supported: IR versions 3 to 10, ai.onnx opsets 7 to 17, the operators of ops.def with every
-// attribute those opsets define for them (validated; opset differences such as axes as
+// Supported: IR versions 3 to 10, ai.onnx opsets 7 to 17 (1 to 20 for the ops whose entries say
+// so: OpDef::min_opset, max_opset), the operators of ops.def with every attribute those opsets
+// define for them (validated; opset differences such as axes as
 // inputs from opset 13 or Clip bounds as inputs from opset 11 are normalized to the opset-17
 // form), initializers from raw_data, typed fields or external data files beside the model,
 // Constant nodes (which become constant values). Every value gets a static shape: a symbolic
