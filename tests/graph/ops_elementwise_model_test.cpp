@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <limits>
 
 #include "graph_test_util.h"
 #include "op_case.h"
@@ -200,6 +201,29 @@ TEST(ElementwiseModelImportTest, LegacyBroadcastIsNumpysOrRefused) {
         "node 'mul' (Mul, opset 6): unsupported attribute 'consumed_inputs'");
     EXPECT_EQ(import_error(model(5, {1, 1}, bcast)), "no error");
     EXPECT_EQ(import_error(model(1, {3, 5}, bcast)), "no error");
+}
+
+TEST(ElementwiseModelImportTest, ClipDefaultBoundsBeforeOpset11) {
+    // Opsets 6 to 10 default absent bounds to the f32 extremes, which clamp infinities; opsets
+    // before 6 have no default bound.
+    auto clip = [](int opset) {
+        ModelBuilder m(opset, 3);
+        m.input("x", DType::F32, {4});
+        m.node("Clip", {"x"}, {"y"}).f("max", 0.5f);
+        m.node("Clip", {"x"}, {"z"}).f("min", -0.5f);
+        m.output("y").output("z");
+        return import_onnx_bytes(m.bytes(), "test.onnx");
+    };
+    const float inf = std::numeric_limits<float>::infinity();
+    const float big = std::numeric_limits<float>::max();
+    const TensorData x = TensorData::from_vector<float>({4}, {-inf, -0.75f, 0.75f, inf});
+    const std::vector<TensorData> at6 = evaluate(clip(6), {x});
+    EXPECT_EQ(at6[0].to_vector<float>(), (std::vector<float>{-big, -0.75f, 0.5f, 0.5f}));
+    EXPECT_EQ(at6[1].to_vector<float>(), (std::vector<float>{-0.5f, -0.5f, 0.75f, big}));
+    EXPECT_EQ(evaluate(clip(10), {x}), at6);
+    const std::vector<TensorData> at5 = evaluate(clip(5), {x});
+    EXPECT_EQ(at5[0].to_vector<float>(), (std::vector<float>{-inf, -0.75f, 0.5f, 0.5f}));
+    EXPECT_EQ(at5[1].to_vector<float>(), (std::vector<float>{-0.5f, -0.5f, 0.75f, inf}));
 }
 
 TEST(ElementwiseModelImportTest, OldPReluSlopesAndTheOpsetRange) {

@@ -710,20 +710,24 @@ TypeList cast_types(const NodeTypes& t) {
 
 // ---- import ----
 
-// Clip before opset 11: bounds are attributes; they become operands, absent ones stay absent.
+// Clip before opset 11: bounds are attributes; they become operands. Opsets 6 to 10 default an
+// absent bound to the lowest / highest f32 (which clamp infinities); before opset 6 an absent
+// bound is none, and stays absent.
 void import_clip(OpImport& im) {
     if (im.opset() >= 11)
         return;
     im.expect_inputs(1, 1);
     const DType dt = im.input_value(0).dtype;
-    auto bound = [&](const char* key) {
-        return im.constant(key, TensorData::scalar(im.attr(key).f).cast(dt));
+    auto bound = [&](const char* key, float def) -> ValueId {
+        if (!im.has(key) && im.opset() < 6)
+            return kNoValue;
+        const float v = im.has(key) ? im.attr(key).f : def;
+        return im.constant(key, TensorData::scalar(v).cast(dt));
     };
     std::vector<ValueId>& ins = im.inputs();
-    ins.push_back(im.has("min") ? bound("min") : kNoValue);
-    if (im.has("max"))
-        ins.push_back(bound("max"));
-    if (ins.back() == kNoValue)
+    ins.push_back(bound("min", std::numeric_limits<float>::lowest()));
+    ins.push_back(bound("max", std::numeric_limits<float>::max()));
+    while (ins.back() == kNoValue)
         ins.pop_back();
 }
 
