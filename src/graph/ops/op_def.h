@@ -52,6 +52,10 @@ struct OpDef {
     Op op;
     // ---- import ----
     int since = 1;
+    /// The model opsets the entry imports the op at (with `since`). Opsets before 7 and after
+    /// 17 changed the meaning of some ops, so an entry takes them only when it says so
+    /// (.opsets()), having checked its op's versions there.
+    int min_opset = 7, max_opset = 17;
     int min_inputs = 1, max_inputs = 1, max_outputs = 1;
     std::vector<AttrSpec> attrs;
     /// Rewrites the model's attributes and operands into the canonical form (absent: no
@@ -85,6 +89,11 @@ struct OpDef {
         max_inputs = max_in;
         max_outputs = max_out;
         attrs = std::move(attributes);
+        return *this;
+    }
+    OpDef& opsets(int min_model_opset, int max_model_opset) {
+        min_opset = min_model_opset;
+        max_opset = max_model_opset;
         return *this;
     }
     OpDef& import_with(void (*f)(OpImport&)) {
