@@ -458,10 +458,10 @@ TEST(ImportErrorTest, VersionsAndStructure) {
         m.output("y");
         return m;
     };
-    EXPECT_EQ(import_error(model(18, 8)),
-              "'test.onnx' uses unsupported opset 18 (supported: 7 to 17)");
-    EXPECT_EQ(import_error(model(6, 3)),
-              "'test.onnx' uses unsupported opset 6 (supported: 7 to 17)");
+    EXPECT_EQ(import_error(model(19, 8)),
+              "'test.onnx' uses unsupported opset 19 (supported: 1 to 18)");
+    EXPECT_EQ(import_error(model(0, 3)),
+              "'test.onnx' uses unsupported opset 0 (supported: 1 to 18)");
     EXPECT_EQ(import_error(model(13, 11)),
               "'test.onnx' has unsupported ONNX IR version 11 (supported: 3 to 10)");
     EXPECT_NO_THROW(import(model(17, 10)));
