@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "graph_test_util.h"
 #include "op_case.h"
 #include "tessera/graph/import_onnx.h"
+#include "tessera/te/reduce_ops.h"
 
 namespace tessera::graph {
 namespace {
@@ -589,6 +591,43 @@ TEST(LayerNormImport, StartsAtOpset17) {
         else
             EXPECT_EQ(import_error(m), "no error");
     }
+}
+
+// ---- te builders ------------------------------------------------------------------------------
+
+std::string builder_error(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const UserError& e) {
+        return e.what();
+    }
+    return "no error";
+}
+
+TEST(ReduceBuilders, ShapesAndRefusals) {
+    const te::Tensor x = te::placeholder({3, 70}, ir::DataType::f32(), "x");
+    const te::Tensor k = te::placeholder({3, 70}, ir::DataType::i64(), "k");
+    const te::Tensor img = te::placeholder({2, 3, 5, 7}, ir::DataType::f32(), "img");
+    const te::Tensor c3 = te::placeholder({3}, ir::DataType::f32(), "c3");
+    const te::Tensor c4 = te::placeholder({4}, ir::DataType::f32(), "c4");
+    EXPECT_EQ(te::reduce_prod(x, {1}, true).shape(), (std::vector<int64_t>{3, 1}));
+    EXPECT_EQ(te::reduce_prod(x, {-1, 0}, false).shape(), std::vector<int64_t>{});
+    EXPECT_EQ(te::reduce_prod(k, {0}, false).dtype(), ir::DataType::i64());
+    EXPECT_EQ(te::reduce_log_sum_exp(x, {}, true).shape(), (std::vector<int64_t>{1, 1}));
+    EXPECT_EQ(te::instance_norm(img, c3, c3, 1e-5).shape(), img.shape());
+    EXPECT_EQ(te::global_lp_pool(img, 3).shape(), (std::vector<int64_t>{2, 3, 1, 1}));
+    EXPECT_NE(builder_error([&] { te::reduce_l1(x, {2}); }).find("reduce_l1"), std::string::npos);
+    for (auto* f : {&te::reduce_l2, &te::reduce_log_sum, &te::reduce_log_sum_exp})
+        EXPECT_NE(builder_error([&] { f(k, {0}, false); }), "no error");
+    EXPECT_NE(builder_error([&] { te::log_softmax(x, 2); }), "no error");
+    EXPECT_NE(builder_error([&] { te::instance_norm(x, c3, c3, 1e-5); }).find("rank >= 3"),
+              std::string::npos);
+    EXPECT_NE(builder_error([&] { te::instance_norm(img, c4, c3, 1e-5); }).find("'c4'"),
+              std::string::npos);
+    EXPECT_NE(builder_error([&] { te::instance_norm(img, c3, c3, -1.0); }).find("epsilon"),
+              std::string::npos);
+    EXPECT_NE(builder_error([&] { te::global_lp_pool(img, 0); }).find("p must be >= 1"),
+              std::string::npos);
 }
 
 // ---- kernels against the evaluator (op_case.h) -------------------------------------------------
