@@ -133,5 +133,22 @@ INSTANTIATE_TEST_SUITE_P(Models, ReduceModelBuild,
                                     std::to_string(std::get<1>(info.param));
                          });
 
+// The opset 18 axes operand imports as the attribute the pattern recognizers read: an exported
+// decomposed softmax (ReduceMax and ReduceSum with axes operands) becomes Softmax at -O2.
+TEST(ReduceModel, Opset18DecomposedSoftmaxIsRecognized) {
+    ModelBuilder m(18);
+    m.input("x", DType::F32, {2, 7, 13});
+    m.initializer("axes", testing::i64s({-1}));
+    m.node("ReduceMax", {"x", "axes"}, {"mx"}).i("keepdims", 1);
+    m.node("Sub", {"x", "mx"}, {"d"});
+    m.node("Exp", {"d"}, {"e"});
+    m.node("ReduceSum", {"e", "axes"}, {"s"}).i("keepdims", 1);
+    m.node("Div", {"e", "s"}, {"y"});
+    m.output("y");
+    const Graph built =
+        expect_library_matches_evaluator(m.bytes(), {floats({2, 7, 13}, 51, -4.0f, 4.0f)}, 2);
+    EXPECT_EQ(op_histogram(built), (std::map<std::string, int>{{"Softmax", 1}}));
+}
+
 } // namespace
 } // namespace tessera::graph

@@ -1,5 +1,5 @@
-// Reductions over chosen axes (empty axes: all of them; keepdims keeps reduced dims as 1).
-// Canonical forms (opset 17, as ONNX has them there):
+// Reductions over chosen axes (empty axes: all of them; keepdims keeps reduced dims as 1) and
+// the global pools, which reduce the spatial dims. Canonical forms (opset 17, as ONNX has them):
 //   ReduceSum(data, axes?) keepdims, noop_with_empty_axes: axes an operand (opset 13 form;
 //     older opsets' axes attribute becomes a constant operand). Empty axes with
 //     noop_with_empty_axes = 1: the identity.
@@ -9,12 +9,12 @@
 //     kernels need the axes anyway) and is imported as the attribute, so that one form reaches
 //     the passes, the evaluator and the kernels; empty axes with noop_with_empty_axes = 1
 //     import as Identity.
+//   GlobalMaxPool(X [N, C, D1, ...]), GlobalLpPool(X) p: the max and (sum |x|^p)^(1/p) over
+//     the dims from 2 on, kept as 1 (f32, rank >= 3); p an integer >= 1 (opset 1's float p
+//     must be one). GlobalAveragePool is with the windowed ops (conv_pool.cpp).
 // ReduceL2, ReduceLogSum and ReduceLogSumExp take floats only (integer results would need a
-// rounding ONNX leaves open); the others any numeric dtype, integer sums and products wrapping.
-// ReduceLogSumExp is max + log(sum(exp(x - max))), stable for large inputs.
-//   GlobalMaxPool(X [N, C, D1, ...]) and GlobalLpPool(X) p: the max, and (sum |x|^p)^(1/p), over
-//     the dims from 2 on, kept as 1 (f32, rank >= 3); p an integer >= 1 (ONNX opset 1's float
-//     p must be one). GlobalAveragePool is with the windowed ops (conv_pool.cpp).
+// rounding ONNX leaves open); the other reductions any numeric dtype, integer sums and
+// products wrapping. ReduceLogSumExp is max + log(sum(exp(x - max))), stable for large inputs.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -341,7 +341,7 @@ void import_global_lp_pool(OpImport& im) {
     }
     const double p = im.source().attr_float("p", 2.0f);
     if (!(p >= 1 && p <= 1024) || p != std::floor(p))
-        im.fail("p = " + std::to_string(p) + " is not supported (an integer >= 1 only)");
+        im.fail("p = " + std::to_string(p) + " is not supported (integers from 1 to 1024 only)");
     im.set("p", Attribute::of_int(static_cast<int64_t>(p)));
 }
 
