@@ -12,8 +12,8 @@
 //   Cast(X) to = dtype name ("f32", "i64", ...)
 //   binary ops broadcast numpy-style; Max, Min, Sum and Mean take one or more operands
 //   And, Or, Xor, Not on bool; comparisons give bool
-// Every op here but Cast imports at model opsets 1 to 20 (OpDef::opsets): their versions up to
-// opset 20 mean what is described here. Cast changed at opset 19 and keeps opsets 7 to 17.
+// Every op here imports at every model opset: later versions only add types (Cast's `saturate`
+// and `round_mode`, for float8 and float4, are refused as unknown attributes).
 // Old opsets: `consumed_inputs` (before opset 6) is dropped. Before opset 7 the binary ops
 // broadcast only with broadcast = 1, B aligned with A's trailing dims or B of one element; that
 // is numpy's broadcast there, and is accepted; B placed elsewhere by `axis` is refused. PRelu
@@ -1016,7 +1016,6 @@ OpDef unary_op(Op op, int since,
                void (*kernel)(NodeKernel&)) {
     return OpDef(op)
         .onnx(since, 1, 1, 1)
-        .opsets(1, 20)
         .types(same_as_input<kFloat>)
         .eval(eval)
         .fuses_as(FK::Elementwise)
@@ -1028,7 +1027,6 @@ OpDef binary_op(Op op, EvalOutputs (*eval)(const Node&, const EvalInputs&, const
                 void (*kernel)(NodeKernel&)) {
     return OpDef(op)
         .onnx(1, 2, 2, 1)
-        .opsets(1, 20)
         .types(arith_types)
         .eval(eval)
         .fuses_as(FK::Elementwise)
@@ -1041,7 +1039,6 @@ template <UnaryFn F, const std::initializer_list<DType>& Allowed = kFloat>
 OpDef unary_fn_op(Op op, int since, std::vector<AttrSpec> attrs = {}) {
     return OpDef(op)
         .onnx(since, 1, 1, 1, std::move(attrs))
-        .opsets(1, 20)
         .types(same_as_input<Allowed>)
         .eval(eval_unary_as<F>)
         .fuses_as(FK::Elementwise)
@@ -1161,7 +1158,6 @@ const OpDef ThresholdedRelu =
 const OpDef Clip =
     OpDef(Op::Clip)
         .onnx(1, 1, 3, 1, {{"min", K::Float, 1, 11}, {"max", K::Float, 1, 11}, kConsumedInputs})
-        .opsets(1, 20)
         .import_with(import_clip)
         .types(clip_types)
         .eval(eval_clip)
@@ -1283,7 +1279,6 @@ const OpDef Xor = with_legacy_broadcast(
 
 const OpDef Where = OpDef(Op::Where)
                         .onnx(9, 3, 3, 1)
-                        .opsets(1, 20)
                         .types(where_types)
                         .eval(eval_where)
                         .fuses_as(FK::Elementwise)

@@ -52,10 +52,11 @@ struct OpDef {
     Op op;
     // ---- import ----
     int since = 1;
-    /// The model opsets the entry imports the op at (with `since`). Opsets before 7 and after
-    /// 17 changed the meaning of some ops, so an entry takes them only when it says so
-    /// (.opsets()), having checked its op's versions there.
-    int min_opset = 7, max_opset = 17;
+    /// The model opsets the entry imports the op at (with `since`; the importer's global range
+    /// bounds both). An op's later versions have so far only added types, attributes or
+    /// operands, which the entry refuses unless it lists them, so the default is every opset;
+    /// an entry narrows it (.opsets()) where a version changed the meaning of what it accepts.
+    int min_opset = 1, max_opset = INT_MAX;
     int min_inputs = 1, max_inputs = 1, max_outputs = 1;
     std::vector<AttrSpec> attrs;
     /// Rewrites the model's attributes and operands into the canonical form (absent: no
