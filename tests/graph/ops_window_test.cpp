@@ -13,6 +13,7 @@
 #include "graph_test_util.h"
 #include "op_case.h"
 #include "tessera/graph/evaluate.h"
+#include "tessera/graph/fusion.h"
 #include "tessera/graph/import_onnx.h"
 
 namespace tessera::graph {
@@ -628,6 +629,34 @@ TEST(WindowRefusals, OneCleanErrorNamingTheNode) {
                                     })),
               "node 'win' (Conv, opset 17): strides and dilations must have 1 value and pads 2 "
               "(1-D input)");
+}
+
+// ---- fusion ----------------------------------------------------------------------------------
+
+// ConvTranspose is an out-fusable anchor like Conv: a bias Add and a Relu after it join its
+// group (one kernel), and so does the epilogue of a 3-D Conv.
+TEST(WindowFusion, EpiloguesJoinConvTransposeAnd3dConv) {
+    for (bool three_d : {false, true}) {
+        GraphBuilder b;
+        const Shape xs = three_d ? Shape{1, 3, 4, 5, 3} : Shape{1, 3, 4, 5};
+        const ValueId x = b.input("x", xs);
+        ValueId y;
+        if (three_d) {
+            y = b.op(Op::Conv, {x, b.constant_f32({4, 3, 2, 2, 2}, 1)},
+                     {{"kernel_shape", Is({2, 2, 2})}, {"pads", Is({0, 0, 0, 1, 1, 1})}});
+        } else {
+            y = b.op(Op::ConvTranspose, {x, b.constant_f32({3, 4, 2, 2}, 1)},
+                     {{"kernel_shape", Is({2, 2})}, {"strides", Is({2, 2})}});
+        }
+        const Shape bias = three_d ? Shape{1, 4, 1, 1, 1} : Shape{1, 4, 1, 1};
+        const ValueId z = b.op(Op::Relu, {b.op(Op::Add, {y, b.constant_f32(bias, 2)})});
+        const Graph g = b.finish({z});
+        const std::vector<FusedGroup> groups = fuse_ops(g);
+        ASSERT_EQ(groups.size(), 1u);
+        ASSERT_NE(groups[0].anchor, kNoNode);
+        EXPECT_EQ(g.node(groups[0].anchor).op, three_d ? Op::Conv : Op::ConvTranspose);
+        EXPECT_EQ(groups[0].nodes.size(), 3u) << groups[0].pattern;
+    }
 }
 
 // ---- kernels against the evaluator (op_case.h) -----------------------------------------------
