@@ -617,18 +617,23 @@ TEST(WindowRefusals, OneCleanErrorNamingTheNode) {
                                     })),
               "node 'win' (ConvTranspose): output extent -2 is not positive (X [1,2,3,3], "
               "pads [3,3,3,3])");
+    EXPECT_EQ(import_error(one_node("ConvTranspose", {x, testing::random_tensor({2, 2, 2, 2}, 7)},
+                                    [](NodeRef& n) { n.ints("strides", {2}); })),
+              "node 'win' (ConvTranspose, opset 17): kernel_shape, strides, dilations and "
+              "output_padding must have 2 values (one per spatial dim)");
     const TensorData x1 = f32({1, 3, 7}, conv1d_x);
     EXPECT_EQ(import_error(one_node("MaxPool", {x1},
                                     [](NodeRef& n) {
                                         n.ints("kernel_shape", {3, 3});
                                     })),
-              "node 'win' (MaxPool, opset 17): kernel_shape must have 1 values (1-D input)");
+              "node 'win' (MaxPool, opset 17): kernel_shape has 2 values, expected 1 (one per "
+              "spatial dim)");
     EXPECT_EQ(import_error(one_node("Conv", {x1, f32({4, 3, 3}, conv1d_w)},
                                     [](NodeRef& n) {
                                         n.ints("strides", {1, 1});
                                     })),
               "node 'win' (Conv, opset 17): strides and dilations must have 1 value and pads 2 "
-              "(1-D input)");
+              "(one spatial dim)");
 }
 
 // ---- fusion ----------------------------------------------------------------------------------

@@ -268,8 +268,8 @@ void import_window(OpImport& im) {
         kernel.assign(w.shape.begin() + 2, w.shape.end());
     }
     if (kernel.size() != s)
-        im.fail("kernel_shape must have " + std::to_string(s) + " values (" + std::to_string(s) +
-                "-D input)");
+        im.fail("kernel_shape has " + std::to_string(kernel.size()) + " values, expected " +
+                std::to_string(s) + " (one per spatial dim)");
     const std::vector<int64_t> strides = src.attr_ints("strides", ones);
     const std::vector<int64_t> dil =
         op == Op::AveragePool ? ones : src.attr_ints("dilations", ones);
@@ -285,7 +285,7 @@ void import_window(OpImport& im) {
         im.fail("unsupported auto_pad '" + auto_pad + "'");
     if (s == 1) {
         if (strides.size() != 1 || dil.size() != 1 || pads.size() != 2)
-            im.fail("strides and dilations must have 1 value and pads 2 (1-D input)");
+            im.fail("strides and dilations must have 1 value and pads 2 (one spatial dim)");
         if (is_conv && im.input_rank(1) != 3)
             im.fail("weight '" + im.input_value(1).name + "' must have rank 3, got shape " +
                     shape_str(im.input_value(1).shape));

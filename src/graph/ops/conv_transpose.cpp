@@ -151,8 +151,8 @@ void import_conv_transpose(OpImport& im) {
     const std::string auto_pad = src.attr_string("auto_pad", "NOTSET");
     const std::string n = std::to_string(s);
     if (kernel.size() != s || strides.size() != s || dil.size() != s || out_pad.size() != s)
-        im.fail("kernel_shape, strides, dilations and output_padding must have " + n + " values (" +
-                n + "-D input)");
+        im.fail("kernel_shape, strides, dilations and output_padding must have " + n +
+                " values (one per spatial dim)");
     for (size_t d = 0; d < s; ++d)
         if (strides[d] < 1 || dil[d] < 1 || kernel[d] < 1 || out_pad[d] < 0)
             im.fail("kernel_shape, strides and dilations must be positive and output_padding "
