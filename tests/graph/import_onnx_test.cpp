@@ -424,12 +424,13 @@ TEST(ImportErrorTest, MissingInitializerNamesTheNode) {
 
 TEST(ImportErrorTest, RankAndShapeMismatchesNameTheNode) {
     ModelBuilder c(13);
-    c.input("x", DType::F32, {1, 3, 8}).initializer("w", random_tensor({2, 3, 3}, 24));
-    c.node("Conv", {"x", "w"}, {"y"}, "conv1d");
+    c.input("x", DType::F32, {1, 3, 2, 2, 2, 8})
+        .initializer("w", random_tensor({2, 3, 1, 1, 1, 3}, 24));
+    c.node("Conv", {"x", "w"}, {"y"}, "conv4d");
     c.output("y");
     EXPECT_EQ(import_error(c),
-              "node 'conv1d' (Conv, opset 13): input 'x' has shape [1,3,8]: only 2-D "
-              "(4-D NCHW input) Conv is supported");
+              "node 'conv4d' (Conv, opset 13): input 'x' has shape [1,3,2,2,2,8]: only 1-D, "
+              "2-D and 3-D (3-D to 5-D input) Conv is supported");
     ModelBuilder g(13);
     g.input("x", DType::F32, {1, 3, 8, 8}).initializer("w", random_tensor({2, 4, 3, 3}, 25));
     g.node("Conv", {"x", "w"}, {"y"}, "conv");
