@@ -16,7 +16,7 @@ namespace tessera::graph {
 using namespace detail;
 
 constexpr int64_t kMinIrVersion = 3, kMaxIrVersion = 10;
-constexpr int64_t kMinOpset = 7, kMaxOpset = 17;
+constexpr int64_t kMinOpset = 7, kMaxOpset = 21;
 
 std::pair<std::string, Shape> parse_input_shape(const std::string& spec) {
     const size_t eq = spec.rfind('=');

@@ -458,13 +458,14 @@ TEST(ImportErrorTest, VersionsAndStructure) {
         m.output("y");
         return m;
     };
-    EXPECT_EQ(import_error(model(18, 8)),
-              "'test.onnx' uses unsupported opset 18 (supported: 7 to 17)");
+    EXPECT_EQ(import_error(model(22, 10)),
+              "'test.onnx' uses unsupported opset 22 (supported: 7 to 21)");
     EXPECT_EQ(import_error(model(6, 3)),
-              "'test.onnx' uses unsupported opset 6 (supported: 7 to 17)");
+              "'test.onnx' uses unsupported opset 6 (supported: 7 to 21)");
     EXPECT_EQ(import_error(model(13, 11)),
               "'test.onnx' has unsupported ONNX IR version 11 (supported: 3 to 10)");
     EXPECT_NO_THROW(import(model(17, 10)));
+    EXPECT_NO_THROW(import(model(21, 10)));
     EXPECT_NO_THROW(import(model(7, 3)));
     ModelBuilder none = model(13, 7);
     none.proto().mutable_opset_import(0)->set_domain("ai.onnx.ml");

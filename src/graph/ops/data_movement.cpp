@@ -3,8 +3,11 @@
 // forms (opset 17; older opsets' attributes become constant operands):
 //   Flatten axis (>= 0); Transpose perm (explicit); Concat axis; Gather(data, indices) axis
 //   Reshape(data, shape) allowzero;  Expand(X, shape)
-//   Split(X, split?) axis; sizes as an operand; without it, equal parts
-//   Slice(data, starts, ends, axes?, steps?);  Pad(data, pads, constant_value?) mode
+//   Split(X, split?) axis; sizes as an operand; without it, equal parts (opset 18's
+//     num_outputs becomes the operand: chunks of ceil(extent / num_outputs), the last smaller)
+//   Slice(data, starts, ends, axes?, steps?)
+//   Pad(data, pads, constant_value?) mode: constant, reflect, edge, wrap (opset 19); pads for
+//     every axis (opset 18's axes operand is folded into them at import)
 //   Squeeze(data, axes?);  Unsqueeze(data, axes)
 //   Dropout(data)   outputs Y, mask? (inference: Y = data, mask all true)
 #include <algorithm>
@@ -29,6 +32,10 @@ std::vector<int64_t> optional_ints(const EvalInputs& in, size_t i, const char* w
     if (i >= in.size() || in[i] == nullptr)
         return {};
     return int_elements(*in[i], what, where);
+}
+
+bool known_pad_mode(const std::string& mode) {
+    return mode == "constant" || mode == "reflect" || mode == "edge" || mode == "wrap";
 }
 
 EvalOutputs eval_identity(const Node& n, const EvalInputs& in, const std::string& where) {
@@ -191,7 +198,7 @@ EvalOutputs eval_pad(const Node& n, const EvalInputs& in, const std::string& whe
     const TensorData& x = require_input(in, 0, where);
     std::vector<int64_t> pads = int_elements(require_input(in, 1, where), "pads", where);
     const std::string mode = n.attr_string("mode", "constant");
-    if (mode != "constant" && mode != "reflect" && mode != "edge")
+    if (!known_pad_mode(mode))
         throw UserError() << where << ": unsupported pad mode '" << mode << "'";
     Shape out_shape = pad_shape(x.shape(), pads, where);
     const int64_t rank = x.rank();
@@ -227,6 +234,8 @@ EvalOutputs eval_pad(const Node& n, const EvalInputs& in, const std::string& whe
                 }
                 if (mode == "edge")
                     i = std::clamp<int64_t>(i, 0, dim - 1);
+                else if (mode == "wrap")
+                    i = (i % dim + dim) % dim; // periodic, also for pads wider than dim
                 else
                     i = i < 0 ? -i : 2 * (dim - 1) - i; // reflect, without the edge
             }
@@ -345,7 +354,7 @@ TypeList expand_types(const NodeTypes& t) {
 TypeList pad_types(const NodeTypes& t) {
     const Value& x = t.in(0, "data");
     const std::string mode = t.node().attr_string("mode", "constant");
-    if (mode != "constant" && mode != "reflect" && mode != "edge")
+    if (!known_pad_mode(mode))
         t.fail("unsupported pad mode '" + mode + "'");
     if (t.has(2))
         t.scalar_of(t.in(2, "constant_value"), x.dtype, "constant_value");
@@ -381,14 +390,39 @@ void import_axis(OpImport& im) {
                                                     im.input_rank(0), im.where())));
 }
 
+// Opset 18's num_outputs: chunks of ceil(extent / n), the last one smaller (ONNX 18), as the
+// split operand.
+std::vector<int64_t> split_chunks(const OpImport& im, int64_t dim, int64_t n) {
+    const int64_t chunk = ceil_div(dim, n);
+    const int64_t last = dim - chunk * (n - 1);
+    if (last <= 0)
+        im.fail("extent " + std::to_string(dim) + " does not split into " + std::to_string(n) +
+                " chunks of " + std::to_string(chunk) + " (the last would be empty)");
+    std::vector<int64_t> sizes(n, chunk);
+    sizes.back() = last;
+    return sizes;
+}
+
 void import_split(OpImport& im) {
     if (im.opset() < 13) {
         im.expect_inputs(1, 1);
         if (im.has("split"))
             im.inputs().push_back(im.ints_constant("split", im.attr("split").ints));
     }
-    im.set("axis", Attribute::of_int(normalize_axis(im.source().attr_int("axis", 0),
-                                                    im.input_rank(0), im.where())));
+    const int64_t axis =
+        normalize_axis(im.source().attr_int("axis", 0), im.input_rank(0), im.where());
+    im.set("axis", Attribute::of_int(axis));
+    if (im.has("num_outputs")) {
+        if (im.inputs().size() > 1 && im.inputs()[1] != kNoValue)
+            im.fail("takes the 'split' input or the 'num_outputs' attribute, not both");
+        const int64_t n = im.attr("num_outputs").i;
+        if (n < 1 || n != static_cast<int64_t>(im.outputs().size()))
+            im.fail("num_outputs " + std::to_string(n) + " differs from the " +
+                    std::to_string(im.outputs().size()) + " outputs");
+        im.inputs().resize(1);
+        im.inputs().push_back(
+            im.ints_constant("split", split_chunks(im, im.input_value(0).shape[axis], n)));
+    }
 }
 
 void import_slice(OpImport& im) {
@@ -417,7 +451,37 @@ void import_squeeze(OpImport& im) {
     }
 }
 
+// Opset 18's axes operand: the pads of the listed axes become pads of every axis (0 for the
+// others), so the canonical Pad has no axes.
+void fold_pad_axes(OpImport& im) {
+    std::vector<ValueId>& ins = im.inputs();
+    const TensorData* axes_t = im.known_value(ins[3]);
+    const TensorData* pads_t = im.known_value(ins[1]);
+    if (!axes_t || !pads_t)
+        im.fail("pads and axes must be compile-time constants");
+    const int64_t rank = im.input_rank(0);
+    const std::vector<int64_t> axes = int_elements(*axes_t, "axes", im.where());
+    const std::vector<int64_t> pads = int_elements(*pads_t, "pads", im.where());
+    const int64_t n = static_cast<int64_t>(axes.size());
+    if (static_cast<int64_t>(pads.size()) != 2 * n)
+        im.fail(std::to_string(pads.size()) + " pads for " + std::to_string(n) + " axes");
+    std::vector<int64_t> full(2 * rank, 0);
+    std::vector<bool> seen(rank, false);
+    for (int64_t i = 0; i < n; ++i) {
+        const int64_t a = normalize_axis(axes[i], rank, im.where());
+        if (seen[a])
+            im.fail("axis " + std::to_string(axes[i]) + " is repeated in axes");
+        seen[a] = true;
+        full[a] = pads[i];
+        full[a + rank] = pads[i + n];
+    }
+    ins[1] = im.ints_constant("pads", full);
+    ins.resize(3);
+}
+
 void import_pad(OpImport& im) {
+    if (im.opset() >= 11 && im.opset() < 18)
+        im.expect_inputs(2, 3);
     if (im.opset() < 11) {
         im.expect_inputs(1, 1);
         if (!im.has("pads"))
@@ -427,7 +491,15 @@ void import_pad(OpImport& im) {
             im.constant("value", TensorData::scalar(im.source().attr_float("value", 0.0f))
                                      .cast(im.input_value(0).dtype)));
     }
+    const std::string mode = im.source().attr_string("mode", "constant");
+    if (!known_pad_mode(mode) || (mode == "wrap" && im.opset() < 19))
+        im.fail("unsupported pad mode '" + mode + "'");
     im.keep("mode", Attribute::of_string("constant"));
+    std::vector<ValueId>& ins = im.inputs();
+    if (ins.size() > 3 && ins[3] != kNoValue)
+        fold_pad_axes(im);
+    while (ins.size() > 1 && ins.back() == kNoValue)
+        ins.pop_back();
 }
 
 // Inference: ratio and training_mode do not matter (training_mode must be false).
@@ -478,9 +550,32 @@ void split_kernel(NodeKernel& k) {
         k.set(parts[i], i);
 }
 
+// Wrap padding (te::pad has no such mode): each output index reads the input periodically.
+te::Tensor wrap_pad(const te::Tensor& x, const std::vector<int64_t>& pads, const Shape& out) {
+    const size_t rank = out.size();
+    return te::compute(
+        out,
+        [&](const std::vector<te::Var>& i) {
+            std::vector<te::Expr> at;
+            for (size_t d = 0; d < rank; ++d) {
+                const int64_t dim = x.shape()[d];
+                // (i - pad) mod dim with a non-negative dividend: i + (-pad mod dim).
+                const int64_t shift = ((-pads[d]) % dim + dim) % dim;
+                at.push_back(dim == 1 ? te::Expr(int64_t(0))
+                                      : (te::Expr(i[d]) + te::Expr(shift)) % te::Expr(dim));
+            }
+            return x(at);
+        },
+        "pad_wrap");
+}
+
 void pad_kernel(NodeKernel& k) {
-    const te::PadMode mode = pad_mode(k.node().attr_string("mode", "constant"), k.where());
     const std::vector<int64_t> pads = k.static_ints(1);
+    if (k.node().attr_string("mode", "constant") == "wrap") {
+        k.set(wrap_pad(k.in(0), pads, k.output_value().shape));
+        return;
+    }
+    const te::PadMode mode = pad_mode(k.node().attr_string("mode", "constant"), k.where());
     const size_t rank = k.output_value().shape.size();
     std::vector<int64_t> before(pads.begin(), pads.begin() + rank);
     std::vector<int64_t> after(pads.begin() + rank, pads.end());
@@ -566,7 +661,8 @@ const OpDef Concat = OpDef(Op::Concat)
 // Several outputs: one kernel per output would duplicate the reads, so Split stays alone.
 const OpDef Split =
     OpDef(Op::Split)
-        .onnx(1, 1, 2, OpDef::kAnyCount, {{"axis", K::Int}, {"split", K::Ints, 1, 13}})
+        .onnx(1, 1, 2, OpDef::kAnyCount,
+              {{"axis", K::Int}, {"split", K::Ints, 1, 13}, {"num_outputs", K::Int, 18}})
         .import_with(import_split)
         .types(split_types)
         .eval(eval_split)
@@ -608,7 +704,7 @@ const OpDef Expand = OpDef(Op::Expand)
 
 const OpDef Pad =
     OpDef(Op::Pad)
-        .onnx(1, 1, 3, 1,
+        .onnx(1, 1, 4, 1,
               {{"mode", K::String}, {"pads", K::Ints, 1, 11}, {"value", K::Float, 1, 11}})
         .import_with(import_pad)
         .types(pad_types)
