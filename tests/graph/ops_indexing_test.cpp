@@ -1,7 +1,8 @@
-// The index ops of src/graph/ops/indexing.cpp and the opset 18-21 forms of the data-movement
-// ops: the reference evaluator against values computed independently (onnx.reference 1.23 on
-// the same inputs, pasted as literals), their import canonical forms and refusals, and the
-// kernel-vs-evaluator cases of every such op with a kernel (registered with op_case.h).
+// The index ops of src/graph/ops/indexing.cpp, Tile, DepthToSpace and SpaceToDepth of
+// data_movement.cpp and the opset 18-21 forms of the data-movement ops: the reference
+// evaluator against values computed independently (onnx.reference 1.23 on the same inputs,
+// pasted as literals), their import canonical forms and refusals, and the kernel-vs-evaluator
+// cases of every such op with a kernel (registered with op_case.h).
 #include <gtest/gtest.h>
 
 #include <cmath>

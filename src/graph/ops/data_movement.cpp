@@ -1,6 +1,7 @@
 // The data-movement ops: reshapes (Flatten, Reshape, Squeeze, Unsqueeze), Transpose, Concat,
-// Split, Slice, Gather, Expand, Pad, Identity and Dropout. All work on every dtype. Canonical
-// forms (opset 17; older opsets' attributes become constant operands):
+// Split, Slice, Gather, Expand, Pad, Tile, DepthToSpace, SpaceToDepth, Identity and Dropout.
+// All work on every dtype. Canonical forms (opset 17; older opsets' attributes become constant
+// operands):
 //   Flatten axis (>= 0); Transpose perm (explicit); Concat axis; Gather(data, indices) axis
 //   Reshape(data, shape) allowzero;  Expand(X, shape)
 //   Split(X, split?) axis; sizes as an operand; without it, equal parts (opset 18's
@@ -9,6 +10,9 @@
 //   Pad(data, pads, constant_value?) mode: constant, reflect, edge, wrap (opset 19); pads for
 //     every axis (opset 18's axes operand is folded into them at import)
 //   Squeeze(data, axes?);  Unsqueeze(data, axes)
+//   Tile(input, repeats) repeats compile-time (opset 6 on)
+//   DepthToSpace(input[N,C,H,W]) blocksize, mode ("DCR" or "CRD");
+//   SpaceToDepth(input[N,C,H,W]) blocksize
 //   Dropout(data)   outputs Y, mask? (inference: Y = data, mask all true)
 #include <algorithm>
 #include <cmath>
@@ -604,6 +608,155 @@ void dropout_kernel(NodeKernel& k) {
         k.set(te::full(k.output_value(1).shape, ir::make_one(ir::DataType::boolean())), 1);
 }
 
+// ---- Tile -------------------------------------------------------------------------------------
+
+Shape tile_shape(const Shape& in, const std::vector<int64_t>& repeats, const std::string& where) {
+    if (repeats.size() != in.size())
+        throw UserError() << where << ": " << repeats.size() << " repeats for rank " << in.size();
+    Shape out(in.size());
+    for (size_t d = 0; d < in.size(); ++d) {
+        if (repeats[d] < 0)
+            throw UserError() << where << ": negative repeat " << repeats[d];
+        out[d] = in[d] * repeats[d];
+    }
+    return out;
+}
+
+EvalOutputs eval_tile(const Node& n, const EvalInputs& in, const std::string& where) {
+    const TensorData& x = require_input(in, 0, where);
+    const std::vector<int64_t> reps = int_elements(require_input(in, 1, where), "repeats", where);
+    TensorData out(x.dtype(), tile_shape(x.shape(), reps, where));
+    const std::vector<int64_t> xs = contiguous_strides(x.shape());
+    const size_t es = dtype_size(x.dtype());
+    std::vector<int64_t> idx(out.rank(), 0);
+    for (int64_t o = 0; o < out.numel(); ++o, next_index(idx, out.shape())) {
+        int64_t src = 0;
+        for (int64_t d = 0; d < x.rank(); ++d)
+            src += (idx[d] % x.shape()[d]) * xs[d];
+        std::memcpy(out.raw() + o * es, x.raw() + src * es, es);
+    }
+    return {std::move(out)};
+}
+
+TypeList tile_types(const NodeTypes& t) {
+    const Value& x = t.in(0, "input");
+    t.dtype(t.in(1, "repeats"), {DType::I64}, "repeats");
+    return {{x.dtype, tile_shape(x.shape, t.ints_of(1, "repeats"), t.where())}};
+}
+
+void tile_kernel(NodeKernel& k) {
+    const te::Tensor x = k.in(0);
+    k.set(te::compute(
+        k.output_value().shape,
+        [&](const std::vector<te::Var>& i) {
+            std::vector<te::Expr> at;
+            for (size_t d = 0; d < i.size(); ++d)
+                at.push_back(x.shape()[d] == 1 ? te::Expr(int64_t(0))
+                                               : te::Expr(i[d]) % te::Expr(x.shape()[d]));
+            return x(at);
+        },
+        "tile"));
+}
+
+// ---- DepthToSpace, SpaceToDepth ----------------------------------------------------------------
+
+// The block size and mode, checked against the input shape.
+struct BlockSpec {
+    int64_t b;
+    bool crd; // DepthToSpace "CRD": channel-major blocks; "DCR" and SpaceToDepth: depth-major
+};
+
+BlockSpec block_spec(const Node& n, const Shape& in, const std::string& where) {
+    const int64_t b = n.attr_int("blocksize", 0);
+    if (b <= 0)
+        throw UserError() << where << ": blocksize must be positive, got " << b;
+    if (in.size() != 4)
+        throw UserError() << where << ": input must have rank 4, got shape " << shape_str(in);
+    const std::string mode = n.attr_string("mode", "DCR");
+    if (n.op == Op::DepthToSpace && mode != "DCR" && mode != "CRD")
+        throw UserError() << where << ": mode must be DCR or CRD, got '" << mode << "'";
+    if (n.op == Op::DepthToSpace && in[1] % (b * b) != 0)
+        throw UserError() << where << ": " << in[1] << " channels do not split into blocks of " << b
+                          << "x" << b;
+    if (n.op == Op::SpaceToDepth && (in[2] % b != 0 || in[3] % b != 0))
+        throw UserError() << where << ": spatial dims of " << shape_str(in)
+                          << " are not multiples of blocksize " << b;
+    return {b, n.op == Op::DepthToSpace && mode == "CRD"};
+}
+
+Shape block_shape(Op op, const Shape& in, int64_t b) {
+    if (op == Op::DepthToSpace)
+        return {in[0], in[1] / (b * b), in[2] * b, in[3] * b};
+    return {in[0], in[1] * b * b, in[2] / b, in[3] / b};
+}
+
+// The input channel of DepthToSpace output channel c at block offset (i, j), with C the output
+// channel count: DCR reads depth-major blocks, CRD channel-major ones.
+int64_t d2s_channel(const BlockSpec& s, int64_t c, int64_t i, int64_t j, int64_t C) {
+    return s.crd ? (c * s.b + i) * s.b + j : (i * s.b + j) * C + c;
+}
+
+EvalOutputs eval_block(const Node& n, const EvalInputs& in, const std::string& where) {
+    const TensorData& x = require_input(in, 0, where);
+    const BlockSpec s = block_spec(n, x.shape(), where);
+    const Shape& xs = x.shape();
+    TensorData out(x.dtype(), block_shape(n.op, xs, s.b));
+    const Shape& os = out.shape();
+    const size_t es = dtype_size(x.dtype());
+    std::vector<int64_t> idx(4, 0);
+    for (int64_t o = 0; o < out.numel(); ++o, next_index(idx, os)) {
+        const int64_t nn = idx[0], c = idx[1], h = idx[2], w = idx[3];
+        int64_t src;
+        if (n.op == Op::DepthToSpace) {
+            const int64_t xc = d2s_channel(s, c, h % s.b, w % s.b, os[1]);
+            src = ((nn * xs[1] + xc) * xs[2] + h / s.b) * xs[3] + w / s.b;
+        } else {
+            const int64_t blk = c / xs[1], xc = c % xs[1];
+            const int64_t xh = h * s.b + blk / s.b, xw = w * s.b + blk % s.b;
+            src = ((nn * xs[1] + xc) * xs[2] + xh) * xs[3] + xw;
+        }
+        std::memcpy(out.raw() + o * es, x.raw() + src * es, es);
+    }
+    return {std::move(out)};
+}
+
+TypeList block_types(const NodeTypes& t) {
+    const Value& x = t.in(0, "input");
+    const BlockSpec s = block_spec(t.node(), x.shape, t.where());
+    return {{x.dtype, block_shape(t.op(), x.shape, s.b)}};
+}
+
+void import_block(OpImport& im) {
+    if (!im.has("blocksize"))
+        im.fail("attribute 'blocksize' is missing");
+    im.keep("blocksize", Attribute::of_int(0));
+    if (im.op() == Op::DepthToSpace)
+        im.keep("mode", Attribute::of_string("DCR"));
+}
+
+void block_kernel(NodeKernel& k) {
+    const te::Tensor x = k.in(0);
+    const BlockSpec s = block_spec(k.node(), x.shape(), k.where());
+    const Shape os = k.output_value().shape;
+    const int64_t b = s.b, C = x.shape()[1];
+    const bool d2s = k.op() == Op::DepthToSpace;
+    k.set(te::compute(
+        os,
+        [&](const std::vector<te::Var>& i) {
+            const te::Expr c = i[1], h = i[2], w = i[3];
+            if (d2s) {
+                const te::Expr bi = h % te::Expr(b), bj = w % te::Expr(b);
+                const te::Expr xc = s.crd ? (c * te::Expr(b) + bi) * te::Expr(b) + bj
+                                          : (bi * te::Expr(b) + bj) * te::Expr(os[1]) + c;
+                return x(te::Expr(i[0]), xc, h / te::Expr(b), w / te::Expr(b));
+            }
+            const te::Expr blk = c / te::Expr(C);
+            return x(te::Expr(i[0]), c % te::Expr(C), h * te::Expr(b) + blk / te::Expr(b),
+                     w * te::Expr(b) + blk % te::Expr(b));
+        },
+        d2s ? "depth_to_space" : "space_to_depth"));
+}
+
 using K = Attribute::Kind;
 using FK = FusionKind;
 
@@ -712,6 +865,32 @@ const OpDef Pad =
         .fuses_as(FK::Injective)
         .static_from(1)
         .builds(pad_kernel);
+
+const OpDef Tile = OpDef(Op::Tile)
+                       .onnx(6, 2, 2, 1)
+                       .types(tile_types)
+                       .eval(eval_tile)
+                       .fuses_as(FK::Injective)
+                       .static_from(1)
+                       .builds(tile_kernel);
+
+const OpDef DepthToSpace = OpDef(Op::DepthToSpace)
+                               .onnx(1, 1, 1, 1, {{"blocksize", K::Int}, {"mode", K::String, 11}})
+                               .import_with(import_block)
+                               .types(block_types)
+                               .eval(eval_block)
+                               .fuses_as(FK::Injective)
+                               .named("depth_to_space")
+                               .builds(block_kernel);
+
+const OpDef SpaceToDepth = OpDef(Op::SpaceToDepth)
+                               .onnx(1, 1, 1, 1, {{"blocksize", K::Int}})
+                               .import_with(import_block)
+                               .types(block_types)
+                               .eval(eval_block)
+                               .fuses_as(FK::Injective)
+                               .named("space_to_depth")
+                               .builds(block_kernel);
 
 const OpDef Identity = OpDef(Op::Identity)
                            .onnx(1, 1, 1, 1)

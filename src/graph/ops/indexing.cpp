@@ -1,9 +1,7 @@
-// The index ops: element selection by index tensors, index-valued reductions, tilings and
-// block rearrangements, prefix sums, contractions. Canonical forms (opset 17 names; the
-// importer makes every attribute with a default explicit and normalizes axes to [0, rank)):
-//   Tile(input, repeats)                       repeats compile-time (opset 6 on)
-//   DepthToSpace(input[N,C,H,W]) blocksize, mode ("DCR" or "CRD")
-//   SpaceToDepth(input[N,C,H,W]) blocksize
+// The index ops: element selection by index tensors, index-valued reductions, prefix sums,
+// scatters, top-k and contractions (Tile, DepthToSpace and SpaceToDepth, which only move
+// elements, are in data_movement.cpp). Canonical forms (opset 17 names; the importer makes
+// every attribute with a default explicit and normalizes axes to [0, rank)):
 //   GatherElements(data, indices) axis
 //   GatherND(data, indices) batch_dims
 //   Size(data) -> i64 scalar: the element count, a compile-time value like Shape's
@@ -46,24 +44,12 @@ using te::Var;
 
 const std::initializer_list<DType> kIndexTypes = {DType::I64, DType::I32};
 
-// The row-major multi-index that follows idx in shape s (idx wraps to zeros after the last).
-void next_index(std::vector<int64_t>& idx, const Shape& s) {
-    for (int64_t d = static_cast<int64_t>(s.size()) - 1; d >= 0; --d) {
-        if (++idx[d] < s[d])
-            return;
-        idx[d] = 0;
-    }
-}
-
 // An index read from an index tensor, made non-negative; an error outside [-dim, dim).
 int64_t checked_index(int64_t i, int64_t dim, const std::string& where) {
     if (i < -dim || i >= dim)
         throw UserError() << where << ": index " << i << " is out of range for extent " << dim;
     return i < 0 ? i + dim : i;
 }
-
-// Copies one element of es bytes.
-inline void copy_element(uint8_t* dst, const uint8_t* src, size_t es) { std::memcpy(dst, src, es); }
 
 // Extents before and after `axis` (outer, inner) for line-wise loops along the axis.
 std::pair<int64_t, int64_t> outer_inner(const Shape& s, int64_t axis) {
@@ -90,155 +76,6 @@ Expr wrapped_index(Expr k, int64_t dim) {
 void normalize_axis_attr(OpImport& im, const char* key, int64_t def) {
     im.set(key, Attribute::of_int(
                     normalize_axis(im.source().attr_int(key, def), im.input_rank(0), im.where())));
-}
-
-// ---- Tile -------------------------------------------------------------------------------------
-
-Shape tile_shape(const Shape& in, const std::vector<int64_t>& repeats, const std::string& where) {
-    if (repeats.size() != in.size())
-        throw UserError() << where << ": " << repeats.size() << " repeats for rank " << in.size();
-    Shape out(in.size());
-    for (size_t d = 0; d < in.size(); ++d) {
-        if (repeats[d] < 0)
-            throw UserError() << where << ": negative repeat " << repeats[d];
-        out[d] = in[d] * repeats[d];
-    }
-    return out;
-}
-
-EvalOutputs eval_tile(const Node& n, const EvalInputs& in, const std::string& where) {
-    const TensorData& x = require_input(in, 0, where);
-    const std::vector<int64_t> reps = int_elements(require_input(in, 1, where), "repeats", where);
-    TensorData out(x.dtype(), tile_shape(x.shape(), reps, where));
-    const std::vector<int64_t> xs = contiguous_strides(x.shape());
-    const size_t es = dtype_size(x.dtype());
-    std::vector<int64_t> idx(out.rank(), 0);
-    for (int64_t o = 0; o < out.numel(); ++o, next_index(idx, out.shape())) {
-        int64_t src = 0;
-        for (int64_t d = 0; d < x.rank(); ++d)
-            src += (idx[d] % x.shape()[d]) * xs[d];
-        copy_element(out.raw() + o * es, x.raw() + src * es, es);
-    }
-    return {std::move(out)};
-}
-
-TypeList tile_types(const NodeTypes& t) {
-    const Value& x = t.in(0, "input");
-    t.dtype(t.in(1, "repeats"), {DType::I64}, "repeats");
-    return {{x.dtype, tile_shape(x.shape, t.ints_of(1, "repeats"), t.where())}};
-}
-
-void tile_kernel(NodeKernel& k) {
-    const te::Tensor x = k.in(0);
-    k.set(te::compute(
-        k.output_value().shape,
-        [&](const std::vector<Var>& i) {
-            std::vector<Expr> at;
-            for (size_t d = 0; d < i.size(); ++d)
-                at.push_back(x.shape()[d] == 1 ? Expr(int64_t(0))
-                                               : Expr(i[d]) % Expr(x.shape()[d]));
-            return x(at);
-        },
-        "tile"));
-}
-
-// ---- DepthToSpace, SpaceToDepth ----------------------------------------------------------------
-
-// The block size and mode, checked against the input shape.
-struct BlockSpec {
-    int64_t b;
-    bool crd; // DepthToSpace "CRD": channel-major blocks; "DCR" and SpaceToDepth: depth-major
-};
-
-BlockSpec block_spec(const Node& n, const Shape& in, const std::string& where) {
-    const int64_t b = n.attr_int("blocksize", 0);
-    if (b <= 0)
-        throw UserError() << where << ": blocksize must be positive, got " << b;
-    if (in.size() != 4)
-        throw UserError() << where << ": input must have rank 4, got shape " << shape_str(in);
-    const std::string mode = n.attr_string("mode", "DCR");
-    if (n.op == Op::DepthToSpace && mode != "DCR" && mode != "CRD")
-        throw UserError() << where << ": mode must be DCR or CRD, got '" << mode << "'";
-    if (n.op == Op::DepthToSpace && in[1] % (b * b) != 0)
-        throw UserError() << where << ": " << in[1] << " channels do not split into blocks of " << b
-                          << "x" << b;
-    if (n.op == Op::SpaceToDepth && (in[2] % b != 0 || in[3] % b != 0))
-        throw UserError() << where << ": spatial dims of " << shape_str(in)
-                          << " are not multiples of blocksize " << b;
-    return {b, n.op == Op::DepthToSpace && mode == "CRD"};
-}
-
-Shape block_shape(Op op, const Shape& in, int64_t b) {
-    if (op == Op::DepthToSpace)
-        return {in[0], in[1] / (b * b), in[2] * b, in[3] * b};
-    return {in[0], in[1] * b * b, in[2] / b, in[3] / b};
-}
-
-// The input channel of DepthToSpace output channel c at block offset (i, j), with C the output
-// channel count: DCR reads depth-major blocks, CRD channel-major ones.
-int64_t d2s_channel(const BlockSpec& s, int64_t c, int64_t i, int64_t j, int64_t C) {
-    return s.crd ? (c * s.b + i) * s.b + j : (i * s.b + j) * C + c;
-}
-
-EvalOutputs eval_block(const Node& n, const EvalInputs& in, const std::string& where) {
-    const TensorData& x = require_input(in, 0, where);
-    const BlockSpec s = block_spec(n, x.shape(), where);
-    const Shape& xs = x.shape();
-    TensorData out(x.dtype(), block_shape(n.op, xs, s.b));
-    const Shape& os = out.shape();
-    const size_t es = dtype_size(x.dtype());
-    std::vector<int64_t> idx(4, 0);
-    for (int64_t o = 0; o < out.numel(); ++o, next_index(idx, os)) {
-        const int64_t nn = idx[0], c = idx[1], h = idx[2], w = idx[3];
-        int64_t src;
-        if (n.op == Op::DepthToSpace) {
-            const int64_t xc = d2s_channel(s, c, h % s.b, w % s.b, os[1]);
-            src = ((nn * xs[1] + xc) * xs[2] + h / s.b) * xs[3] + w / s.b;
-        } else {
-            const int64_t blk = c / xs[1], xc = c % xs[1];
-            const int64_t xh = h * s.b + blk / s.b, xw = w * s.b + blk % s.b;
-            src = ((nn * xs[1] + xc) * xs[2] + xh) * xs[3] + xw;
-        }
-        copy_element(out.raw() + o * es, x.raw() + src * es, es);
-    }
-    return {std::move(out)};
-}
-
-TypeList block_types(const NodeTypes& t) {
-    const Value& x = t.in(0, "input");
-    const BlockSpec s = block_spec(t.node(), x.shape, t.where());
-    return {{x.dtype, block_shape(t.op(), x.shape, s.b)}};
-}
-
-void import_block(OpImport& im) {
-    if (!im.has("blocksize"))
-        im.fail("attribute 'blocksize' is missing");
-    im.keep("blocksize", Attribute::of_int(0));
-    if (im.op() == Op::DepthToSpace)
-        im.keep("mode", Attribute::of_string("DCR"));
-}
-
-void block_kernel(NodeKernel& k) {
-    const te::Tensor x = k.in(0);
-    const BlockSpec s = block_spec(k.node(), x.shape(), k.where());
-    const Shape os = k.output_value().shape;
-    const int64_t b = s.b, C = x.shape()[1];
-    const bool d2s = k.op() == Op::DepthToSpace;
-    k.set(te::compute(
-        os,
-        [&](const std::vector<Var>& i) {
-            const Expr c = i[1], h = i[2], w = i[3];
-            if (d2s) {
-                const Expr bi = h % Expr(b), bj = w % Expr(b);
-                const Expr xc = s.crd ? (c * Expr(b) + bi) * Expr(b) + bj
-                                      : (bi * Expr(b) + bj) * Expr(os[1]) + c;
-                return x(Expr(i[0]), xc, h / Expr(b), w / Expr(b));
-            }
-            const Expr blk = c / Expr(C);
-            return x(Expr(i[0]), c % Expr(C), h * Expr(b) + blk / Expr(b),
-                     w * Expr(b) + blk % Expr(b));
-        },
-        d2s ? "depth_to_space" : "space_to_depth"));
 }
 
 // ---- GatherElements ---------------------------------------------------------------------------
@@ -269,7 +106,7 @@ EvalOutputs eval_gather_elements(const Node& n, const EvalInputs& in, const std:
         int64_t src = 0;
         for (int64_t d = 0; d < x.rank(); ++d)
             src += (d == axis ? checked_index(ids[o], x.shape()[d], where) : at[d]) * xs[d];
-        copy_element(out.raw() + o * es, x.raw() + src * es, es);
+        std::memcpy(out.raw() + o * es, x.raw() + src * es, es);
     }
     return {std::move(out)};
 }
@@ -986,32 +823,6 @@ OpDef refused(Op op, int since, int max_outputs, std::vector<AttrSpec> attrs) {
 namespace tessera::graph::ops {
 
 using namespace detail;
-
-const OpDef Tile = OpDef(Op::Tile)
-                       .onnx(6, 2, 2, 1)
-                       .types(tile_types)
-                       .eval(eval_tile)
-                       .fuses_as(FK::Injective)
-                       .static_from(1)
-                       .builds(tile_kernel);
-
-const OpDef DepthToSpace = OpDef(Op::DepthToSpace)
-                               .onnx(1, 1, 1, 1, {{"blocksize", K::Int}, {"mode", K::String, 11}})
-                               .import_with(import_block)
-                               .types(block_types)
-                               .eval(eval_block)
-                               .fuses_as(FK::Injective)
-                               .named("depth_to_space")
-                               .builds(block_kernel);
-
-const OpDef SpaceToDepth = OpDef(Op::SpaceToDepth)
-                               .onnx(1, 1, 1, 1, {{"blocksize", K::Int}})
-                               .import_with(import_block)
-                               .types(block_types)
-                               .eval(eval_block)
-                               .fuses_as(FK::Injective)
-                               .named("space_to_depth")
-                               .builds(block_kernel);
 
 const OpDef GatherElements =
     OpDef(Op::GatherElements)
