@@ -5,6 +5,8 @@
 
 #include "graph_test_util.h"
 #include "op_case.h"
+#include "tessera/graph/fusion.h"
+#include "tessera/graph/tasks.h"
 
 namespace tessera::graph {
 namespace {
@@ -115,6 +117,38 @@ TEST_P(IndexingModelTest, Opset21FormsLibraryMatchesEvaluator) {
     const std::map<std::string, int> ops = op_histogram(built);
     EXPECT_TRUE(ops.count("Split"));
     EXPECT_TRUE(ops.count("Pad"));
+}
+
+// On runtime data, the ops without a kernel are refused by task extraction, naming the node.
+TEST(IndexingModel, OpsWithoutKernelNeedConstantOperands) {
+    auto message = [](Case& c, std::vector<ValueId> outs) -> std::string {
+        const Graph g = c.b.finish(std::move(outs));
+        try {
+            extract_tasks(g, fuse_ops(g));
+        } catch (const UserError& e) {
+            return e.what();
+        }
+        return "no error";
+    };
+    {
+        Case c;
+        const ValueId y =
+            c.op(Op::ScatterND,
+                 {c.input(floats({4, 3}, 1)), c.constant(i64s({1, 3}).reshaped({2, 1})),
+                  c.input(floats({2, 3}, 2))},
+                 attr("reduction", S("add")));
+        const std::string msg = message(c, {y});
+        EXPECT_NE(msg.find("node 'ScatterND' (ScatterND): ScatterND has no kernel"),
+                  std::string::npos)
+            << msg;
+    }
+    {
+        Case c;
+        const std::vector<ValueId> ys = c.op_n(
+            Op::TopK, {c.input(floats({3, 6}, 1)), c.constant(i64s({2}))}, 2, attr("axis", I(1)));
+        const std::string msg = message(c, ys);
+        EXPECT_NE(msg.find("node 'TopK' (TopK): TopK has no kernel"), std::string::npos) << msg;
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(OptLevels, IndexingModelTest, ::testing::Values(0, 2),

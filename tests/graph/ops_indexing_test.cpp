@@ -812,31 +812,33 @@ std::vector<OpCase> indexing_cases() {
                               arg(Op::ArgMin, t, 1, 0, 0), arg(Op::ArgMin, t, 1, 1, 1),
                               arg(Op::ArgMax, x, 2, 0, 0), arg(Op::ArgMin, x, 1, 1, 0)};
                   }});
-    cs.push_back({"Einsum", {Op::Einsum}, [](Case& c) -> std::vector<ValueId> {
-                      // The contractions transformers emit, and an integer one.
-                      c.atol = 1e-5;
-                      auto einsum = [&](const char* eq, std::vector<ValueId> ins) {
-                          return c.op(Op::Einsum, std::move(ins), attr("equation", S(eq)));
-                      };
-                      const ValueId q = c.input(floats({1, 2, 7, 5}, 1));
-                      const ValueId k = c.input(floats({1, 2, 6, 5}, 2));
-                      const ValueId p = c.input(floats({1, 2, 7, 6}, 3));
-                      const ValueId a = c.input(floats({3, 7, 5}, 4));
-                      const ValueId b = c.input(floats({3, 5, 13}, 5));
-                      const ValueId u = c.input(floats({7}, 6));
-                      const ValueId v = c.input(floats({13}, 7));
-                      const ValueId e = c.input(floats({3, 13, 5}, 8));
-                      return {einsum("bhid,bhjd->bhij", {q, k}),
-                              einsum("bhij,bhjd->bhid", {p, k}),
-                              einsum("bij,bjk->bik", {a, b}),
-                              einsum("ij,jk->ik",
-                                     {c.input(floats({7, 5}, 9)), c.constant(floats({5, 13}, 10))}),
-                              einsum("i,j->ij", {u, v}),
-                              einsum("bid,bjd->bij", {a, e}),
-                              einsum("ij,jk->ik", {c.input(ints({7, 5}, 11, -9, 9)),
-                                                   c.input(ints({5, 13}, 12, -9, 9))}),
-                              einsum("ii->i", {c.input(floats({7, 7}, 13))})};
-                  }});
+    cs.push_back(
+        {"Einsum", {Op::Einsum}, [](Case& c) -> std::vector<ValueId> {
+             // The contractions transformers emit, and an integer one.
+             c.atol = 1e-5;
+             auto einsum = [&](const char* eq, std::vector<ValueId> ins) {
+                 return c.op(Op::Einsum, std::move(ins), attr("equation", S(eq)));
+             };
+             const ValueId q = c.input(floats({1, 2, 7, 5}, 1));
+             const ValueId k = c.input(floats({1, 2, 6, 5}, 2));
+             const ValueId p = c.input(floats({1, 2, 7, 6}, 3));
+             const ValueId a = c.input(floats({3, 7, 5}, 4));
+             const ValueId b = c.input(floats({3, 5, 13}, 5));
+             const ValueId u = c.input(floats({7}, 6));
+             const ValueId v = c.input(floats({13}, 7));
+             const ValueId e = c.input(floats({3, 13, 5}, 8));
+             return {
+                 einsum("bhid,bhjd->bhij", {q, k}),
+                 einsum("bhij,bhjd->bhid", {p, k}),
+                 einsum("bij,bjk->bik", {a, b}),
+                 einsum("ij,jk->ik", {c.input(floats({7, 5}, 9)), c.constant(floats({5, 13}, 10))}),
+                 einsum("i,j->ij", {u, v}),
+                 einsum("bid,bjd->bij", {a, e}),
+                 einsum("ij,jk->ik",
+                        {c.input(ints({7, 5}, 11, -9, 9)), c.input(ints({5, 13}, 12, -9, 9))}),
+                 einsum("ii->i", {c.input(floats({7, 7}, 13))}),
+                 einsum("ij,ij->", {c.input(floats({7, 13}, 14)), c.input(floats({7, 13}, 15))})};
+         }});
     cs.push_back(
         {"Pad_wrap", {Op::Pad}, [](Case& c) -> std::vector<ValueId> {
              // Pads wider than the dim wrap around more than once.

@@ -368,7 +368,8 @@ TypeList arg_types(const NodeTypes& t) {
 }
 
 // Two stages: the extreme value m of each line, then the lowest (highest, for
-// select_last_index) position where the line equals m.
+// select_last_index) position where the line equals m. NaN is where kernel and evaluator may
+// differ: the evaluator follows numpy (a NaN wins), the kernel the backend's max and min.
 void arg_kernel(NodeKernel& k) {
     const te::Tensor x = k.in(0);
     const Node& n = k.node();
