@@ -839,6 +839,28 @@ std::vector<OpCase> indexing_cases() {
                  einsum("ii->i", {c.input(floats({7, 7}, 13))}),
                  einsum("ij,ij->", {c.input(floats({7, 13}, 14)), c.input(floats({7, 13}, 15))})};
          }});
+    cs.push_back({"ScatterND", {Op::ScatterND}, [](Case& c) -> std::vector<ValueId> {
+                      // Runtime indices with repeats and negatives; rows (k = 1) and elements (k =
+                      // 2).
+                      const ValueId x = c.input(floats({7, 13}, 1));
+                      const ValueId rows = c.input(i64t({4, 1}, {2, -1, 2, 0}));
+                      const ValueId upd = c.input(floats({4, 13}, 2));
+                      auto scatter = [&](ValueId d, ValueId i, ValueId u, const char* red) {
+                          return c.op(Op::ScatterND, {d, i, u}, attr("reduction", S(red)));
+                      };
+                      const ValueId cells =
+                          c.input(i64t({2, 3, 2}, {0, 0, 6, 12, -1, 3, 2, 5, 0, 0, 6, 12}));
+                      const ValueId vals = c.input(floats({2, 3}, 3));
+                      const ValueId xi = c.input(ints({7, 13}, 4, -9, 9));
+                      std::vector<ValueId> outs;
+                      for (const char* red : {"none", "add", "mul", "max", "min"})
+                          outs.push_back(scatter(x, rows, upd, red));
+                      outs.push_back(scatter(x, c.constant(i64t({2, 1}, {3, -3})),
+                                             c.input(floats({2, 13}, 5)), "none"));
+                      outs.push_back(scatter(x, cells, vals, "add"));
+                      outs.push_back(scatter(xi, cells, c.input(ints({2, 3}, 6, -9, 9)), "mul"));
+                      return outs;
+                  }});
     cs.push_back(
         {"Pad_wrap", {Op::Pad}, [](Case& c) -> std::vector<ValueId> {
              // Pads wider than the dim wrap around more than once.

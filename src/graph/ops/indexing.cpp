@@ -14,8 +14,8 @@
 //   Einsum(inputs...) equation in explicit form without spaces ("ij,jk->ik"; the implicit
 //     form gets its output: the letters that occur once, in alphabetical order). Ellipsis is
 //     refused.
-// ScatterND and TopK have no kernel: the importer accepts them and constant folding must fold
-// them (their operands constant), as for every op without a kernel.
+// TopK has no kernel: the importer accepts it and constant folding must fold it (its operands
+// constant), as for every op without a kernel.
 // NonZero and Unique are refused at import: their output shapes depend on the data, and
 // tessera compiles for static shapes.
 #include <algorithm>
@@ -511,6 +511,90 @@ void import_scatter_nd(OpImport& im) {
         im.fail("unsupported reduction '" + red + "'");
 }
 
+// The index tuple t (flat over indices.shape[:-1]) as indices' multi-index for element j.
+std::vector<Expr> tuple_at(const te::Tensor& idx, Expr t, int64_t j) {
+    const size_t q = idx.ndim();
+    std::vector<Expr> at(q);
+    at[q - 1] = Expr(j);
+    for (size_t d = q - 1; d-- > 0;) {
+        at[d] = t % Expr(idx.shape()[d]);
+        t = t / Expr(idx.shape()[d]);
+    }
+    return at;
+}
+
+// updates' element for tuple t at the output's slice position (out axes k..r-1).
+Expr update_at(const te::Tensor& upd, const te::Tensor& idx, Expr t, const std::vector<Var>& i,
+               size_t k) {
+    std::vector<Expr> at = tuple_at(idx, t, 0);
+    at.pop_back();
+    at.insert(at.end(), i.begin() + k, i.end());
+    return upd(at);
+}
+
+// Whether index tuple t addresses the output element i.
+Expr tuple_matches(const te::Tensor& idx, const te::Tensor& data, Expr t, const std::vector<Var>& i,
+                   size_t k) {
+    Expr all;
+    for (size_t j = 0; j < k; ++j) {
+        const Expr hit = ir::eq(wrapped_index(idx(tuple_at(idx, t, j)), data.shape()[j]), i[j]);
+        all = j == 0 ? hit : ir::logical_and(all, hit);
+    }
+    return all;
+}
+
+// Each output element reduces over all index tuples: the ones that address it combine with the
+// data (add: a sum; max, min: the extreme; none: the last one's update, as the evaluator applies
+// them in order). mul has no product reduction: its factors are one select per tuple.
+void scatter_nd_kernel(NodeKernel& k) {
+    const te::Tensor data = k.in(0), idx = k.in(1), upd = k.in(2);
+    const size_t kk = static_cast<size_t>(idx.shape().back());
+    const int64_t count = te::num_elements(idx.shape()) / static_cast<int64_t>(kk);
+    const std::string red = k.node().attr_string("reduction", "none");
+    const ir::DataType dt = data.dtype();
+    auto stage = [&](const std::string& name, auto body) {
+        return te::compute(data.shape(), body, "scatter_nd_" + name);
+    };
+    if (red == "mul") {
+        k.set(stage("mul", [&](const std::vector<Var>& i) {
+            Expr y = data(exprs(i));
+            for (int64_t t = 0; t < count; ++t)
+                y = y * ir::select(tuple_matches(idx, data, Expr(t), i, kk),
+                                   update_at(upd, idx, Expr(t), i, kk), ir::make_one(dt));
+            return y;
+        }));
+        return;
+    }
+    const te::IterVar r = te::reduce_axis(count, "t");
+    const Expr t = r.var;
+    if (red == "none") {
+        const te::Tensor last = stage("last", [&](const std::vector<Var>& i) {
+            return te::reduce_max(
+                ir::select(tuple_matches(idx, data, t, i, kk), t, Expr(int64_t(-1))), {r});
+        });
+        k.set(stage("none", [&](const std::vector<Var>& i) {
+            const Expr l = last(exprs(i));
+            const Expr at = ir::max(l, Expr(int64_t(0)));
+            return ir::select(l >= Expr(int64_t(0)), update_at(upd, idx, at, i, kk),
+                              data(exprs(i)));
+        }));
+        return;
+    }
+    const bool sum = red == "add", is_max = red == "max";
+    const Expr identity = sum      ? ir::make_zero(dt)
+                          : is_max ? ir::lowest_value(dt)
+                                   : ir::highest_value(dt);
+    const te::Tensor part = stage("part", [&](const std::vector<Var>& i) {
+        const Expr u =
+            ir::select(tuple_matches(idx, data, t, i, kk), update_at(upd, idx, t, i, kk), identity);
+        return sum ? te::sum(u, {r}) : is_max ? te::reduce_max(u, {r}) : te::reduce_min(u, {r});
+    });
+    k.set(stage(red, [&](const std::vector<Var>& i) {
+        const Expr x = data(exprs(i)), p = part(exprs(i));
+        return sum ? x + p : is_max ? ir::max(x, p) : ir::min(x, p);
+    }));
+}
+
 // ---- TopK -------------------------------------------------------------------------------------
 
 int64_t topk_count(const std::vector<int64_t>& k, int64_t dim, const std::string& where) {
@@ -889,7 +973,9 @@ const OpDef ScatterND = OpDef(Op::ScatterND)
                             .import_with(import_scatter_nd)
                             .types(scatter_nd_types)
                             .eval(eval_scatter_nd)
-                            .fuses_as(FK::Opaque);
+                            .fuses_as(FK::Opaque)
+                            .named("scatter_nd")
+                            .builds(scatter_nd_kernel);
 
 // Two outputs: Opaque, and no kernel (it folds when its operands are constants).
 const OpDef TopK = OpDef(Op::TopK)
