@@ -862,6 +862,25 @@ std::vector<OpCase> indexing_cases() {
                       return outs;
                   }});
     cs.push_back(
+        {"TopK", {Op::TopK}, [](Case& c) -> std::vector<ValueId> {
+             // Small integers tie often: the lower index comes first.
+             const ValueId x = c.input(floats({7, 13}, 1));
+             const ValueId t = c.input(ints({7, 13}, 2, 0, 3));
+             auto topk = [&](ValueId v, int64_t k, int64_t axis, int64_t largest) {
+                 return c.op_n(Op::TopK, {v, c.constant(i64s({k}))}, 2,
+                               {{"axis", I(axis)}, {"largest", I(largest)}, {"sorted", I(1)}});
+             };
+             std::vector<ValueId> outs;
+             for (const std::vector<ValueId>& r :
+                  {topk(x, 5, 1, 1), topk(x, 3, 0, 0), topk(t, 13, 1, 1), topk(t, 4, 0, 0),
+                   topk(c.input(floats({1, 7, 13}, 3)), 1, 2, 0)})
+                 outs.insert(outs.end(), r.begin(), r.end());
+             // Values only.
+             outs.push_back(
+                 c.op(Op::TopK, {x, c.constant(i64s({2}))}, {{"axis", I(-1)}, {"largest", I(1)}}));
+             return outs;
+         }});
+    cs.push_back(
         {"Pad_wrap", {Op::Pad}, [](Case& c) -> std::vector<ValueId> {
              // Pads wider than the dim wrap around more than once.
              const Attributes a = attr("mode", S("wrap"));

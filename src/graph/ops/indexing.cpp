@@ -14,8 +14,6 @@
 //   Einsum(inputs...) equation in explicit form without spaces ("ij,jk->ik"; the implicit
 //     form gets its output: the letters that occur once, in alphabetical order). Ellipsis is
 //     refused.
-// TopK has no kernel: the importer accepts it and constant folding must fold it (its operands
-// constant), as for every op without a kernel.
 // NonZero and Unique are refused at import: their output shapes depend on the data, and
 // tessera compiles for static shapes.
 #include <algorithm>
@@ -72,6 +70,13 @@ Expr wrapped_index(Expr k, int64_t dim) {
     return ir::min(ir::max(k, Expr(int64_t(0))), Expr(dim - 1));
 }
 
+// The node's `axis` attribute normalized against x (the importer normalizes it; graphs built
+// otherwise may not).
+size_t kernel_axis(const NodeKernel& k, const te::Tensor& x, int64_t def) {
+    return static_cast<size_t>(
+        normalize_axis(k.node().attr_int("axis", def), static_cast<int64_t>(x.ndim()), k.where()));
+}
+
 // The normalized `axis` attribute (import): an error naming the node when out of range.
 void normalize_axis_attr(OpImport& im, const char* key, int64_t def) {
     im.set(key, Attribute::of_int(
@@ -123,7 +128,7 @@ TypeList gather_elements_types(const NodeTypes& t) {
 
 void gather_elements_kernel(NodeKernel& k) {
     const te::Tensor x = k.in(0), idx = k.in(1);
-    const size_t axis = static_cast<size_t>(k.node().attr_int("axis", 0));
+    const size_t axis = kernel_axis(k, x, 0);
     k.set(te::compute(
         idx.shape(),
         [&](const std::vector<Var>& i) {
@@ -373,7 +378,7 @@ TypeList arg_types(const NodeTypes& t) {
 void arg_kernel(NodeKernel& k) {
     const te::Tensor x = k.in(0);
     const Node& n = k.node();
-    const size_t axis = static_cast<size_t>(n.attr_int("axis", 0));
+    const size_t axis = kernel_axis(k, x, 0);
     const bool keepdims = n.attr_int("keepdims", 1) != 0;
     const bool last = n.attr_int("select_last_index", 0) != 0;
     const bool is_max = n.op == Op::ArgMax;
@@ -670,6 +675,57 @@ void import_topk(OpImport& im) {
     normalize_axis_attr(im, "axis", -1);
     im.keep("largest", Attribute::of_int(1));
     im.keep("sorted", Attribute::of_int(1));
+}
+
+// By ranks, with no sort: an element's rank is the number of elements that come before it in
+// the result (better, or equal at a lower index), so ranks are distinct; output position s
+// takes the element of rank s. Quadratic in the axis extent.
+void topk_kernel(NodeKernel& k) {
+    const te::Tensor x = k.in(0);
+    const size_t axis = kernel_axis(k, x, -1);
+    const bool largest = k.node().attr_int("largest", 1) != 0;
+    const int64_t dim = x.shape()[axis];
+    const Shape os = k.output_value(0).shape;
+    const Expr zero = Expr(int64_t(0)), one = Expr(int64_t(1));
+    const te::IterVar rb = te::reduce_axis(dim, "b");
+    const te::Tensor rank = te::compute(
+        x.shape(),
+        [&](const std::vector<Var>& i) {
+            std::vector<Expr> at = exprs(i);
+            at[axis] = rb.var;
+            const Expr xb = x(at), xa = x(exprs(i));
+            const Expr better = largest ? xb > xa : xb < xa;
+            const Expr before =
+                ir::logical_or(better, ir::logical_and(ir::eq(xb, xa), Expr(rb.var) < i[axis]));
+            return te::sum(ir::select(before, one, zero), {rb});
+        },
+        "topk_rank");
+    const te::IterVar ra = te::reduce_axis(dim, "a");
+    const te::Tensor indices = te::compute(
+        os,
+        [&](const std::vector<Var>& i) {
+            std::vector<Expr> at = exprs(i);
+            at[axis] = ra.var;
+            return te::reduce_max(
+                ir::select(ir::eq(rank(at), i[axis]), Expr(ra.var), Expr(int64_t(-1))), {ra});
+        },
+        "topk_order");
+    k.set(te::compute(
+        os,
+        [&](const std::vector<Var>& i) {
+            std::vector<Expr> at = exprs(i);
+            // Ranks are distinct, so a position always finds its element (the clamp keeps a
+            // NaN-confused line in bounds).
+            at[axis] = ir::max(indices(exprs(i)), zero);
+            return x(at);
+        },
+        "topk"));
+    // The indices output copies the order, so that no output is also read by another stage
+    // (the tuner's sketches do not compute an output inside its consumer).
+    if (k.node().outputs.size() > 1)
+        k.set(te::compute(
+                  os, [&](const std::vector<Var>& i) { return indices(exprs(i)); }, "topk_indices"),
+              1);
 }
 
 // ---- Einsum -----------------------------------------------------------------------------------
@@ -977,7 +1033,7 @@ const OpDef ScatterND = OpDef(Op::ScatterND)
                             .named("scatter_nd")
                             .builds(scatter_nd_kernel);
 
-// Two outputs: Opaque, and no kernel (it folds when its operands are constants).
+// Two outputs: Opaque.
 const OpDef TopK = OpDef(Op::TopK)
                        .onnx(1, 1, 2, 2,
                              {{"k", K::Int, 1, 10},
@@ -988,7 +1044,8 @@ const OpDef TopK = OpDef(Op::TopK)
                        .types(topk_types)
                        .eval(eval_topk)
                        .fuses_as(FK::Opaque)
-                       .static_from(1);
+                       .static_from(1)
+                       .builds(topk_kernel);
 
 const OpDef Einsum = OpDef(Op::Einsum)
                          .onnx(12, 1, OpDef::kAnyCount, 1, {{"equation", K::String}})
