@@ -77,10 +77,7 @@ CLI::App* add_build_command(CLI::App& app, BuildCommandOptions& opts) {
     cmd->add_flag("--json", opts.json,
                   "Print one JSON object (coverage rows, tiers, sizes, times) instead of the "
                   "table");
-    cmd->add_option("--input-shape", opts.input_shapes,
-                    "Static shape of a graph input, NAME=1x3x224x224 (repeatable; needed for "
-                    "inputs with symbolic dims)")
-        ->allow_extra_args(false);
+    add_model_input_options(cmd, opts.inputs);
     cmd->add_option("-j,--jobs", opts.jobs, "Threads generating code (0 = one per hardware thread)")
         ->capture_default_str();
     cmd->add_option("--target", opts.target,
@@ -107,8 +104,9 @@ int run_build(const BuildCommandOptions& opts, std::ostream& out, std::ostream& 
     } else if (!opts.arch.empty()) {
         throw UserError() << "--arch " << opts.arch << " needs --target cuda";
     }
-    for (const std::string& spec : opts.input_shapes)
-        bo.input_shapes.insert(graph::parse_input_shape(spec));
+    const graph::ImportOptions io = import_options(opts.inputs);
+    bo.input_shapes = io.input_shapes;
+    bo.bound_inputs = io.bound_inputs;
     std::error_code ec;
     if (opts.no_db)
         bo.db_path.clear();

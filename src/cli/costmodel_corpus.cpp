@@ -58,7 +58,7 @@ std::vector<CorpusExample> load_corpus(const tune::TuningDatabase& db,
     std::map<std::string, te::Compute> model_workloads;
     for (const std::string& path : tasks_of)
         for (bool winograd : {true, false})
-            for (tune::TaskToTune& t : model_tasks(path, 3, "llvm", winograd))
+            for (tune::TaskToTune& t : model_tasks(path, {}, 3, "llvm", winograd))
                 model_workloads.try_emplace(te::workload_key(t.compute), std::move(t.compute));
 
     std::vector<CorpusExample> all;

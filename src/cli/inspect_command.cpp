@@ -97,13 +97,7 @@ size_t find_task(const std::vector<graph::Task>& tasks, const std::string& which
 } // namespace
 
 void run_inspect(const InspectOptions& options, std::ostream& out) {
-    graph::ImportOptions import_opts;
-    for (const std::string& spec : options.input_shapes) {
-        auto [name, shape] = graph::parse_input_shape(spec);
-        if (import_opts.input_shapes.count(name))
-            throw UserError() << "input shape of '" << name << "' given twice";
-        import_opts.input_shapes[name] = shape;
-    }
+    const graph::ImportOptions import_opts = import_options(options.inputs);
     graph::PipelineOptions popts;
     popts.level = options.opt_level;
     popts.layout_block = options.layout_block != 0

@@ -8,13 +8,15 @@
 #include <string>
 #include <vector>
 
+#include "model_inputs.h"
+
 #include "tessera/graph/passes.h"
 
 namespace tessera::cli {
 
 struct InspectOptions {
     std::string model;                     ///< path of the .onnx file
-    std::vector<std::string> input_shapes; ///< "name=1x3x224x224" each
+    ModelInputOptions inputs; ///< --input-shape, --bind
     int opt_level = 2;                     ///< 0 to 3 (-O0 .. -O3)
     std::string print_after;               ///< a pass name or "all"; empty: never
     bool time_passes = false;

@@ -141,10 +141,7 @@ int main(int argc, char** argv) {
                    "counts per op before and after, what each pass changed, the fused groups, "
                    "the tuning tasks they make and the memory plan of the intermediates");
     inspect->add_option("model", inspect_opts.model, "Path of the .onnx model")->required();
-    inspect->add_option("--input-shape", inspect_opts.input_shapes,
-                        "Static shape of a graph input, NAME=1x3x224x224 (repeatable; needed "
-                        "for inputs with symbolic dims)")
-        ->allow_extra_args(false);
+    add_model_input_options(inspect, inspect_opts.inputs);
     inspect->add_option("-O,--opt-level", inspect_opts.opt_level,
                         "Optimization level 0..3 (-O0 shape inference only, -O1 + folding and "
                         "dce, -O2 + simplification and cse, -O3 repeats to a fixpoint, then "
@@ -183,6 +180,7 @@ int main(int argc, char** argv) {
                          "ONNX model whose tasks to tune (as `build` extracts them); exactly one "
                          "of MODEL and --op");
     tune_cmd->add_option("--op", tune_opts.op, spec_help);
+    add_model_input_options(tune_cmd, tune_opts.inputs);
     tune_cmd->add_option("-O,--opt-level", tune_opts.opt_level,
                          "Graph optimization level 0..3 of MODEL (use the level you build with)")
         ->capture_default_str();

@@ -102,6 +102,8 @@ void check_tune_options(const TuneOptions& o) {
     if (o.trials < (o.time_bounded ? 0 : 1)) {
         throw UserError() << "--trials must be at least 1, got " << o.trials;
     }
+    if (!o.op.empty() && (!o.inputs.input_shapes.empty() || !o.inputs.binds.empty()))
+        throw UserError() << "--input-shape and --bind apply to a MODEL, not to --op";
     if (o.threads < 0)
         throw UserError() << "--threads must be >= 0, got " << o.threads;
     if (!(o.min_repeat_secs >= 0) || !std::isfinite(o.min_repeat_secs))

@@ -234,11 +234,12 @@ std::vector<size_t> shard_task_indices(const std::vector<tune::TaskToTune>& task
     return mine;
 }
 
-std::vector<tune::TaskToTune> model_tasks(const std::string& model_path, int opt_level,
+std::vector<tune::TaskToTune> model_tasks(const std::string& model_path,
+                                          const graph::ImportOptions& import, int opt_level,
                                           const std::string& target, bool winograd) {
     if (opt_level < 0 || opt_level > 3)
         throw UserError() << "-O must be 0..3, got " << opt_level;
-    graph::Graph g = graph::import_onnx(model_path);
+    graph::Graph g = graph::import_onnx(model_path, import);
     graph::PipelineOptions popts;
     popts.level = opt_level;
     // The graph `build` makes for this target (its tasks must be the ones tuned here): NCHW[x]c
@@ -276,7 +277,8 @@ tune::TasksResult run_tune_model(const TuneOptions& opts, std::ostream& out, std
         st.shard = parse_task_shard(opts.shard);
     const tune::TuneTarget target = tune_target_of(opts);
     std::vector<tune::TaskToTune> tasks =
-        model_tasks(opts.model_path, opts.opt_level, opts.target, !opts.no_winograd);
+        model_tasks(opts.model_path, import_options(opts.inputs), opts.opt_level, opts.target,
+                    !opts.no_winograd);
     st.model_tasks = tasks.size();
     st.index = shard_task_indices(tasks, st.shard);
     if (st.index.size() != tasks.size()) {

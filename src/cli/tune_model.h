@@ -19,7 +19,8 @@ namespace tessera::cli {
 /// that its throughput is still defined. Throws UserError for a file that is not a model, a
 /// level outside 0..3 or an op without a tensor program. `winograd` false keeps 3x3 convs direct
 /// (as `build --no-winograd`).
-std::vector<tune::TaskToTune> model_tasks(const std::string& model_path, int opt_level,
+std::vector<tune::TaskToTune> model_tasks(const std::string& model_path,
+                                          const graph::ImportOptions& import, int opt_level,
                                           const std::string& target = "llvm",
                                           bool winograd = true);
 

@@ -193,6 +193,7 @@ ModelBuild prepare_model_build(const BuildOptions& opts) {
         b.cuda_arch = opts.cuda_arch;
     graph::ImportOptions io;
     io.input_shapes = opts.input_shapes;
+    io.bound_inputs = opts.bound_inputs;
     b.graph = graph::import_onnx(opts.model_path, io);
     graph::PipelineOptions po;
     po.level = opts.opt_level;

@@ -15,8 +15,11 @@ namespace tessera::graph {
 
 using namespace detail;
 
-constexpr int64_t kMinIrVersion = 3, kMaxIrVersion = 10;
-constexpr int64_t kMinOpset = 7, kMaxOpset = 21;
+// Up to what onnx 1.23 writes. Opsets after 21 change the ops of the table only by types they
+// accept, except Range (27) and Cast (24), whose new attributes and operands their entries
+// refuse: each entry validates its attributes and operand counts per opset.
+constexpr int64_t kMinIrVersion = 3, kMaxIrVersion = 14;
+constexpr int64_t kMinOpset = 1, kMaxOpset = 28;
 
 std::pair<std::string, Shape> parse_input_shape(const std::string& spec) {
     const size_t eq = spec.rfind('=');
@@ -125,6 +128,31 @@ static Shape input_shape(const onnx::ValueInfoProto& vi, const ImportOptions& op
     return s;
 }
 
+// Graph input `vi` bound to `value`: a constant, after checking the value fits the input.
+static ValueId bind_input(const onnx::ValueInfoProto& vi, DType dtype, const TensorData& value,
+                          Graph& g) {
+    const auto& tt = vi.type().tensor_type();
+    bool agree = value.dtype() == dtype;
+    if (tt.has_shape()) {
+        agree = agree && tt.shape().dim_size() == static_cast<int>(value.shape().size());
+        for (int d = 0; agree && d < tt.shape().dim_size(); ++d)
+            agree = !tt.shape().dim(d).has_dim_value() || tt.shape().dim(d).dim_value() < 0 ||
+                    tt.shape().dim(d).dim_value() == value.shape()[d];
+    }
+    if (!agree) {
+        std::string model = "[";
+        for (int d = 0; tt.has_shape() && d < tt.shape().dim_size(); ++d)
+            model += (d ? "," : "") + (tt.shape().dim(d).has_dim_value()
+                                           ? std::to_string(tt.shape().dim(d).dim_value())
+                                           : std::string("?"));
+        throw UserError() << "the value bound to input '" << vi.name() << "' is "
+                          << dtype_name(value.dtype()) << shape_str(value.shape())
+                          << ", the input is " << dtype_name(dtype)
+                          << (tt.has_shape() ? model + "]" : std::string(" of any shape"));
+    }
+    return g.add_constant(vi.name(), value);
+}
+
 static Graph import_model(const std::string& bytes, const std::string& origin,
                           const std::string& base_dir, const ImportOptions& options) {
     onnx::ModelProto model;
@@ -173,15 +201,23 @@ static Graph import_model(const std::string& bytes, const std::string& origin,
     for (const onnx::ValueInfoProto& vi : gp.input())
         if (!ctx.names.count(vi.name()))
             input_names.push_back(vi.name());
+    auto require_input = [&](const std::string& name, const char* what) {
+        if (std::find(input_names.begin(), input_names.end(), name) != input_names.end())
+            return;
+        std::string list;
+        for (const std::string& n : input_names)
+            list += (list.empty() ? "" : ", ") + n;
+        throw UserError() << what << " given for '" << name << "', which is not an input of '"
+                          << origin << "' (inputs: " << list << ")";
+    };
+    for (const auto& [name, value] : options.bound_inputs) {
+        require_input(name, "a bound value");
+        if (options.input_shapes.count(name))
+            throw UserError() << "input '" << name
+                              << "' is given both a bound value and an input shape";
+    }
     for (const auto& [name, shape] : options.input_shapes) {
-        if (std::find(input_names.begin(), input_names.end(), name) == input_names.end()) {
-            std::string list;
-            for (const std::string& n : input_names)
-                list += (list.empty() ? "" : ", ") + n;
-            throw UserError() << "input shape given for '" << name
-                              << "', which is not an input of '" << origin << "' (inputs: " << list
-                              << ")";
-        }
+        require_input(name, "input shape");
         for (int64_t d : shape)
             if (d < 0)
                 throw UserError() << "input shape for '" << name << "' has negative dim " << d;
@@ -198,6 +234,11 @@ static Graph import_model(const std::string& bytes, const std::string& origin,
         std::optional<DType> dtype = dtype_from_onnx(et);
         if (!dtype)
             throw UserError() << what << " has unsupported element type " << onnx_type_name(et);
+        auto bound = options.bound_inputs.find(vi.name());
+        if (bound != options.bound_inputs.end()) {
+            ctx.define(vi.name(), bind_input(vi, *dtype, bound->second, g), what);
+            continue;
+        }
         ValueId v = g.add_value(vi.name(), *dtype, input_shape(vi, options));
         ctx.define(vi.name(), v, what);
         g.inputs.push_back(v);

@@ -131,6 +131,9 @@ void OpImport::check_op() {
                           << label_ << ": an internal tessera op, not an ONNX op";
     if (def.since > opset_)
         fail("op " + np_.op_type() + " does not exist before opset " + std::to_string(def.since));
+    if (opset_ < def.min_opset || opset_ > def.max_opset)
+        fail("op " + np_.op_type() + " is supported at opsets " + std::to_string(def.min_opset) +
+             " to " + std::to_string(def.max_opset) + " only");
 }
 
 void OpImport::read_attributes() {

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "ops/node_kernel.h"
+#include "tessera/graph/shape_inference.h"
 #include "tessera/te/flops.h"
 #include "tessera/te/op_library.h"
 #include "tessera/te/workload_key.h"
@@ -17,9 +18,15 @@ namespace {
 
 using te::Tensor;
 
-// Operand i of `op` only steers the output shape (or is a scalar parameter): it is read at
-// compile time and is not a Compute input.
-bool is_static_operand(Op op, size_t i) { return i >= detail::op_def(op).static_operands_from; }
+// Operand i of node n only steers the output shape (or is a scalar parameter): it is read at
+// compile time and is not a Compute input. A scalar parameter that may be a runtime value
+// (OpDef::runtime_scalars_from) is an input when it is not a compile-time value.
+bool is_static_operand(const Graph& g, const Node& n, size_t i) {
+    const detail::OpDef& def = detail::op_def(n.op);
+    if (i < def.static_operands_from)
+        return false;
+    return i < def.runtime_scalars_from || static_value(g, n.inputs[i]).has_value();
+}
 
 class GroupBuilder {
   public:
@@ -31,7 +38,7 @@ class GroupBuilder {
         for (NodeId id : group_.nodes) {
             const Node& n = g_.node(id);
             for (size_t i = 0; i < n.inputs.size(); ++i)
-                if (n.inputs[i] != kNoValue && !is_static_operand(n.op, i))
+                if (n.inputs[i] != kNoValue && !is_static_operand(g_, n, i))
                     data_input[n.inputs[i]] = true;
         }
         std::vector<Tensor> inputs;

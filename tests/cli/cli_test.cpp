@@ -311,6 +311,23 @@ TEST(CliInspect, BadInputIsOneLineError) {
     expect_user_error("inspect " + m + " --bogus", "--bogus");
 }
 
+// --input-shape and --bind are the same options on every command that imports a model.
+TEST(CliModelInputs, BindAndInputShapeOnBuildInspectAndTune) {
+    for (const char* cmd : {"build", "inspect", "tune"}) {
+        Output o = run_tessera(std::string(cmd) + " --help");
+        EXPECT_EQ(o.code, 0) << o.out;
+        for (const char* opt : {"--input-shape", "--bind"})
+            EXPECT_NE(o.out.find(opt), std::string::npos) << cmd << " " << opt << "\n" << o.out;
+    }
+    if (!have_model("mlp")) GTEST_SKIP() << "shared models missing";
+    const std::string m = model_path("mlp");
+    expect_user_error("inspect " + m + " --bind nofile", "--bind 'nofile' is not NAME=FILE");
+    expect_user_error("inspect " + m + " --bind x=/nonexistent/x.npy", "/nonexistent/x.npy");
+    expect_user_error("build " + m + " --bind x=/nonexistent/x.npy", "/nonexistent/x.npy");
+    expect_user_error("tune --op matmul:m=8,n=8,k=8 --bind x=a.npy",
+                      "--input-shape and --bind apply to a MODEL, not to --op");
+}
+
 TEST(CliInspect, HelpNamesEveryOption) {
     Output o = run_tessera("inspect --help");
     EXPECT_EQ(o.code, 0) << o.out;

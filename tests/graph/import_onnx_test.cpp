@@ -424,12 +424,13 @@ TEST(ImportErrorTest, MissingInitializerNamesTheNode) {
 
 TEST(ImportErrorTest, RankAndShapeMismatchesNameTheNode) {
     ModelBuilder c(13);
-    c.input("x", DType::F32, {1, 3, 8}).initializer("w", random_tensor({2, 3, 3}, 24));
-    c.node("Conv", {"x", "w"}, {"y"}, "conv1d");
+    c.input("x", DType::F32, {1, 3, 2, 2, 2, 8})
+        .initializer("w", random_tensor({2, 3, 1, 1, 1, 3}, 24));
+    c.node("Conv", {"x", "w"}, {"y"}, "conv4d");
     c.output("y");
     EXPECT_EQ(import_error(c),
-              "node 'conv1d' (Conv, opset 13): input 'x' has shape [1,3,8]: only 2-D "
-              "(4-D NCHW input) Conv is supported");
+              "node 'conv4d' (Conv, opset 13): input 'x' has shape [1,3,2,2,2,8]: only 1-D, "
+              "2-D and 3-D (3-D to 5-D input) Conv is supported");
     ModelBuilder g(13);
     g.input("x", DType::F32, {1, 3, 8, 8}).initializer("w", random_tensor({2, 4, 3, 3}, 25));
     g.node("Conv", {"x", "w"}, {"y"}, "conv");
@@ -458,15 +459,16 @@ TEST(ImportErrorTest, VersionsAndStructure) {
         m.output("y");
         return m;
     };
-    EXPECT_EQ(import_error(model(22, 10)),
-              "'test.onnx' uses unsupported opset 22 (supported: 7 to 21)");
-    EXPECT_EQ(import_error(model(6, 3)),
-              "'test.onnx' uses unsupported opset 6 (supported: 7 to 21)");
-    EXPECT_EQ(import_error(model(13, 11)),
-              "'test.onnx' has unsupported ONNX IR version 11 (supported: 3 to 10)");
+    EXPECT_EQ(import_error(model(29, 10)),
+              "'test.onnx' uses unsupported opset 29 (supported: 1 to 28)");
+    EXPECT_EQ(import_error(model(0, 3)),
+              "'test.onnx' uses unsupported opset 0 (supported: 1 to 28)");
+    EXPECT_EQ(import_error(model(13, 15)),
+              "'test.onnx' has unsupported ONNX IR version 15 (supported: 3 to 14)");
     EXPECT_NO_THROW(import(model(17, 10)));
-    EXPECT_NO_THROW(import(model(21, 10)));
+    EXPECT_NO_THROW(import(model(28, 14)));
     EXPECT_NO_THROW(import(model(7, 3)));
+    EXPECT_NO_THROW(import(model(6, 3)));
     ModelBuilder none = model(13, 7);
     none.proto().mutable_opset_import(0)->set_domain("ai.onnx.ml");
     EXPECT_EQ(import_error(none), "'test.onnx' imports no ai.onnx opset");

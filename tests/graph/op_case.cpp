@@ -164,7 +164,7 @@ std::vector<OpCase> all_op_cases() {
 
 Graph expect_library_matches_evaluator(const std::string& model_bytes,
                                        const std::vector<TensorData>& feeds, int opt_level,
-                                       double rtol, double atol) {
+                                       double rtol, double atol, const ImportOptions& import) {
     namespace fs = std::filesystem;
     static int serial = 0;
     const fs::path dir =
@@ -179,11 +179,13 @@ Graph expect_library_matches_evaluator(const std::string& model_bytes,
     opts.opt_level = opt_level;
     opts.num_cores = 2;
     opts.jobs = 1;
+    opts.input_shapes = import.input_shapes;
+    opts.bound_inputs = import.bound_inputs;
     const compile::ModelBuild build = compile::prepare_model_build(opts);
     const std::string so = (dir / "model.so").string();
     compile::write_model_library(build, so, opts);
 
-    const Graph g = import_onnx(model);
+    const Graph g = import_onnx(model, import);
     const std::vector<TensorData> want = evaluate(g, feeds);
 
     ModelLibrary lib(so);

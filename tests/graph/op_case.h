@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "passes_util.h"
+#include "tessera/graph/import_onnx.h"
 #include "tessera/support/rng.h"
 
 namespace tessera::graph {
@@ -118,9 +119,11 @@ std::vector<OpCase> all_op_cases();
 
 /// Builds the ONNX model (bytes) at -O`opt_level` into a library as `tessera build` does, runs
 /// it through the C API on `feeds` and expects its outputs to match the graph evaluator on the
-/// imported graph within rtol / atol (integers and bools exactly). Returns the built graph.
+/// imported graph within rtol / atol (integers and bools exactly). `import` carries input shapes
+/// and bound inputs (feeds are for the remaining inputs). Returns the built graph.
 Graph expect_library_matches_evaluator(const std::string& model_bytes,
                                        const std::vector<TensorData>& feeds, int opt_level,
-                                       double rtol = 1e-5, double atol = 1e-6);
+                                       double rtol = 1e-5, double atol = 1e-6,
+                                       const ImportOptions& import = {});
 
 } // namespace tessera::graph

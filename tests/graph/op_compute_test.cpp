@@ -461,14 +461,11 @@ TEST(OpCompute, ErrorsNameTheNode) {
         return "no error";
     };
     {
-        // Clip's bounds are baked into the expression: a runtime bound has none.
+        // Clip's bounds are scalar parameters: a runtime bound is read by the kernel.
         Case c;
         const ValueId lo = c.input(TensorData::scalar<float>(-0.5f));
         const ValueId y = c.op(Op::Clip, {c.input(floats({7, 13}, 1)), lo});
-        const std::string msg = message(c, {y});
-        EXPECT_NE(msg.find("node 'Clip' (Clip)"), std::string::npos) << msg;
-        EXPECT_NE(msg.find("'in0'"), std::string::npos) << msg;
-        EXPECT_NE(msg.find("not a compile-time scalar"), std::string::npos) << msg;
+        EXPECT_EQ(message(c, {y}), "no error");
     }
     {
         // Too large to bake into an expression (the importer makes initializers instead).

@@ -63,6 +63,8 @@ struct BuildOptions {
     bool winograd = true;
     /// Static shapes for graph inputs with symbolic dims (graph::ImportOptions::input_shapes).
     std::map<std::string, graph::Shape> input_shapes;
+    /// Values fixing graph inputs (graph::ImportOptions::bound_inputs, `--bind`).
+    std::map<std::string, graph::TensorData> bound_inputs;
     /// Cores the default schedules assume; 0: this host's physical cores.
     int num_cores = 0;
     /// Threads generating code (each compiles a share of the kernels into its own object,

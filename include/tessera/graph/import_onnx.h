@@ -1,9 +1,10 @@
 // ONNX import: a .onnx ModelProto to a shape-inferred graph in canonical form (see graph.h).
 //
-// Supported: IR versions 3 to 10, ai.onnx opsets 7 to 17, the operators of ops.def with every
-// attribute those opsets define for them (validated; opset differences such as axes as
-// inputs from opset 13 or Clip bounds as inputs from opset 11 are normalized to the opset-17
-// form), initializers from raw_data, typed fields or external data files beside the model,
+// Supported: IR versions 3 to 14, ai.onnx opsets 1 to 28, the operators of ops.def with every
+// attribute the opsets define for them that their table entry accepts (src/graph/ops/: each
+// entry lists its attributes per opset and refuses the rest; opset differences such as axes
+// as inputs from opset 13 or Clip bounds as inputs from opset 11 are normalized to one
+// canonical form), initializers from raw_data, typed fields or external data files beside the model,
 // Constant nodes (which become constant values). Every value gets a static shape: a symbolic
 // or missing input dim must be fixed through ImportOptions::input_shapes.
 #pragma once
@@ -21,6 +22,12 @@ struct ImportOptions {
     /// `--input-shape input=1x3x224x224`). Required for inputs with symbolic or unknown dims;
     /// must agree with the model's static dims; naming an unknown input is an error.
     std::map<std::string, Shape> input_shapes;
+    /// Values for graph inputs, by name (`--bind NAME=FILE.npy`): each such input becomes a
+    /// constant of that value and is no longer an input of the graph, so inputs that set
+    /// shapes (a Reshape's shape, a Resize's sizes) can be folded. The dtype must be the
+    /// input's, the shape must agree with its static dims; naming an unknown input, or an
+    /// input also given in input_shapes, is an error.
+    std::map<std::string, TensorData> bound_inputs;
 };
 
 /// Reads and imports the model at `path`. Throws UserError naming the file on an unreadable

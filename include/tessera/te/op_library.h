@@ -232,6 +232,10 @@ enum class PadMode : uint8_t {
 /// Each output dim must stay positive.
 Tensor pad(const Tensor& x, std::vector<int64_t> before, std::vector<int64_t> after,
            double value = 0, PadMode mode = PadMode::Constant);
+/// Constant padding with a value known only when the kernel runs: `value` is an expression of
+/// x's dtype, such as the element of a scalar input tensor.
+Tensor pad(const Tensor& x, std::vector<int64_t> before, std::vector<int64_t> after,
+           Expr value);
 
 /// ONNX Slice: for each listed axis (default all, in order), the elements start, start + step,
 /// ... before end. Negative starts/ends count from the end; they are clamped to the dim (as in

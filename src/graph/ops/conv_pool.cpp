@@ -1,8 +1,21 @@
-// The windowed ops on NCHW tensors: Conv, MaxPool, AveragePool, GlobalAveragePool.
-// Canonical form (opset 17, 2-D only): kernel_shape, strides, dilations [2] (not AveragePool's),
-// pads [4] (begin h, w, end h, w; auto_pad resolved at import); Conv group; pools ceil_mode;
-// AveragePool count_include_pad. The evaluator's loop nests run over contiguous memory so -O3
-// vectorizes them and a ResNet-18 evaluates in about a second.
+// The windowed ops on NC + spatial tensors: Conv, MaxPool, AveragePool, GlobalAveragePool.
+// Canonical form (opset 17): kernel_shape, strides, dilations [S] (not AveragePool's),
+// pads [2S] (begin of each dim, then end; auto_pad resolved at import); Conv group; pools
+// ceil_mode; AveragePool count_include_pad. S, the number of spatial dims, is 2 or 3:
+//  - 1-D (3-D input [N, C, L]) is not a canonical form. Import lifts it to 2-D with a unit H
+//    dim: Unsqueeze(x, 2) -> the 2-D op with kernel [1, K], strides [1, s], dilations [1, d],
+//    pads [0, b, 0, e] -> Squeeze(y, 2); a constant weight is reshaped to [M, C/g, 1, K] at
+//    import, another one gets an Unsqueeze. A Conv1d so reuses the whole 2-D path: te::conv2d,
+//    the blocked layout at -O3, the default schedules and the tuning database's keys.
+//  - 2-D (4-D input) is unchanged: te::conv2d / the 2-D pools, the blocked layout pass.
+//  - 3-D (5-D input) keeps the op with S = 3: window_nd.cpp has its type rules and reference
+//    loops, te::conv_nd / max_pool_nd / avg_pool_nd (src/te/ops/window_nd.cpp) its kernels with
+//    the generic default schedule. Generalizing Window2d and te::conv2d instead would touch the
+//    2-D builders whose stage structure the workload keys depend on; the blocked layout pass
+//    leaves these forms alone (it rewrites 4-D convs and pools of blocked tensors only).
+// ConvTranspose (conv_transpose.cpp) follows the same 1-D lifting and N-D rules. The 2-D
+// evaluator loops run over contiguous memory so -O3 vectorizes them and a ResNet-18 evaluates
+// in about a second.
 #include "conv_pool.h"
 
 #include <algorithm>
@@ -16,6 +29,8 @@
 #include "op_import.h"
 #include "tessera/te/op_library.h"
 #include "tessera/te/ops_extra.h"
+#include "tessera/te/window_nd.h"
+#include "window_nd.h"
 
 namespace tessera::graph::detail {
 
@@ -25,6 +40,8 @@ EvalOutputs eval_conv(const Node& n, const EvalInputs& in, const std::string& wh
     const TensorData& x = require_input(in, 0, where);
     const TensorData& w = require_input(in, 1, where);
     const TensorData* bias = in.size() > 2 ? in[2] : nullptr;
+    if (x.rank() == 5)
+        return eval_conv_nd(n, in, where);
     require_f32(x, "X", where);
     require_f32(w, "W", where);
     require_rank(x, 4, "X", where);
@@ -96,6 +113,8 @@ EvalOutputs eval_conv(const Node& n, const EvalInputs& in, const std::string& wh
 
 EvalOutputs eval_pool(const Node& n, const EvalInputs& in, const std::string& where) {
     const TensorData& x = require_input(in, 0, where);
+    if (x.rank() == 5)
+        return eval_pool_nd(n, in, where);
     require_f32(x, "X", where);
     require_rank(x, 4, "X", where);
     const bool is_max = n.op == Op::MaxPool;
@@ -177,7 +196,54 @@ EvalOutputs eval_global_average_pool(const Node& n, const EvalInputs& in,
 
 // ---- import ----
 
-// Conv and pools: kernel, strides, dilations and explicit pads (auto_pad resolved).
+} // namespace
+
+void emit_lifted_1d(OpImport& im, Attributes attrs) {
+    const ValueId axis = im.ints_constant("unit_axis", {2});
+    std::vector<ValueId> ins = im.inputs();
+    ins[0] = im.new_value("input_2d");
+    im.emit(Op::Unsqueeze, {im.inputs()[0], axis}, {ins[0]}, {});
+    if (ins.size() > 1) {
+        const ValueId w = im.inputs()[1];
+        if (const TensorData* wv = im.known_value(w)) {
+            Shape s = wv->shape();
+            s.insert(s.begin() + 2, 1);
+            ins[1] = im.constant("weight_2d", wv->reshaped(s));
+        } else {
+            ins[1] = im.new_value("weight_2d");
+            im.emit(Op::Unsqueeze, {w, axis}, {ins[1]}, {});
+        }
+    }
+    const ValueId y = im.new_value("output_2d");
+    im.emit(im.op(), ins, {y}, std::move(attrs));
+    im.emit(Op::Squeeze, {y, axis}, im.outputs(), {});
+}
+
+std::vector<int64_t> resolve_same_pads(OpImport& im, const std::vector<int64_t>& kernel,
+                                       const std::vector<int64_t>& strides,
+                                       const std::vector<int64_t>& dil, bool upper) {
+    const size_t s = kernel.size();
+    if (strides.size() != s || dil.size() != s)
+        im.fail("strides and dilations must have " + std::to_string(s) + " values");
+    std::vector<int64_t> pads(2 * s);
+    for (size_t d = 0; d < s; ++d) {
+        if (strides[d] < 1)
+            im.fail("stride " + std::to_string(strides[d]) + " is not positive");
+        const int64_t in = im.input_value(0).shape[2 + d];
+        const int64_t out = ceil_div(in, strides[d]);
+        const int64_t total =
+            std::max<int64_t>(0, (out - 1) * strides[d] + (kernel[d] - 1) * dil[d] + 1 - in);
+        const int64_t small = total / 2, large = total - small;
+        pads[d] = upper ? small : large;
+        pads[d + s] = upper ? large : small;
+    }
+    return pads;
+}
+
+namespace {
+
+// Conv and pools: kernel, strides, dilations and explicit pads (auto_pad resolved); 1-D forms
+// lifted to 2-D (see the top of the file).
 void import_window(OpImport& im) {
     const Op op = im.op();
     const bool is_conv = op == Op::Conv;
@@ -185,51 +251,66 @@ void import_window(OpImport& im) {
         im.only_first_output("MaxPool indices");
         im.outputs().resize(1);
     }
-    if (im.input_rank(0) != 4)
+    const int64_t rank = im.input_rank(0);
+    if (rank < 3 || rank > 5)
         im.fail("input '" + im.input_value(0).name + "' has shape " +
-                shape_str(im.input_value(0).shape) + ": only 2-D (4-D NCHW input) " + im.op_type() +
-                " is supported");
+                shape_str(im.input_value(0).shape) + ": only 1-D, 2-D and 3-D (3-D to 5-D input) " +
+                im.op_type() + " is supported");
+    const size_t s = static_cast<size_t>(rank - 2);
+    const std::vector<int64_t> ones(s, 1);
     const Node& src = im.source();
     std::vector<int64_t> kernel = src.attr_ints("kernel_shape");
     if (is_conv && kernel.empty()) {
         const Value& w = im.input_value(1);
-        if (w.shape.size() != 4)
-            im.fail("weight '" + w.name + "' must have rank 4, got shape " + shape_str(w.shape));
-        kernel = {w.shape[2], w.shape[3]};
+        if (static_cast<int64_t>(w.shape.size()) != rank)
+            im.fail("weight '" + w.name + "' must have rank " + std::to_string(rank) +
+                    ", got shape " + shape_str(w.shape));
+        kernel.assign(w.shape.begin() + 2, w.shape.end());
     }
-    if (kernel.size() != 2)
-        im.fail("kernel_shape must have 2 values (2-D only)");
-    im.set("kernel_shape", Attribute::of_ints(kernel));
-    const std::vector<int64_t> strides = src.attr_ints("strides", {1, 1});
+    if (kernel.size() != s)
+        im.fail("kernel_shape has " + std::to_string(kernel.size()) + " values, expected " +
+                std::to_string(s) + " (one per spatial dim)");
+    const std::vector<int64_t> strides = src.attr_ints("strides", ones);
     const std::vector<int64_t> dil =
-        op == Op::AveragePool ? std::vector<int64_t>{1, 1} : src.attr_ints("dilations", {1, 1});
+        op == Op::AveragePool ? ones : src.attr_ints("dilations", ones);
+    const std::string auto_pad = src.attr_string("auto_pad", "NOTSET");
+    std::vector<int64_t> pads;
+    if (auto_pad == "NOTSET")
+        pads = src.attr_ints("pads", std::vector<int64_t>(2 * s, 0));
+    else if (auto_pad == "VALID")
+        pads.assign(2 * s, 0);
+    else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER")
+        pads = resolve_same_pads(im, kernel, strides, dil, auto_pad == "SAME_UPPER");
+    else
+        im.fail("unsupported auto_pad '" + auto_pad + "'");
+    if (s == 1) {
+        if (strides.size() != 1 || dil.size() != 1 || pads.size() != 2)
+            im.fail("strides and dilations must have 1 value and pads 2 (one spatial dim)");
+        if (is_conv && im.input_rank(1) != 3)
+            im.fail("weight '" + im.input_value(1).name + "' must have rank 3, got shape " +
+                    shape_str(im.input_value(1).shape));
+        Attributes a = {{"kernel_shape", Attribute::of_ints({1, kernel[0]})},
+                        {"strides", Attribute::of_ints({1, strides[0]})},
+                        {"pads", Attribute::of_ints({0, pads[0], 0, pads[1]})}};
+        if (op != Op::AveragePool)
+            a["dilations"] = Attribute::of_ints({1, dil[0]});
+        if (is_conv)
+            a["group"] = Attribute::of_int(src.attr_int("group", 1));
+        else
+            a["ceil_mode"] = Attribute::of_int(src.attr_int("ceil_mode", 0));
+        if (op == Op::AveragePool)
+            a["count_include_pad"] = Attribute::of_int(src.attr_int("count_include_pad", 0));
+        emit_lifted_1d(im, std::move(a));
+        return;
+    }
+    im.set("kernel_shape", Attribute::of_ints(kernel));
     im.set("strides", Attribute::of_ints(strides));
     if (op != Op::AveragePool)
         im.set("dilations", Attribute::of_ints(dil));
-    const std::string auto_pad = src.attr_string("auto_pad", "NOTSET");
-    if (auto_pad == "NOTSET") {
-        im.keep("pads", Attribute::of_ints({0, 0, 0, 0}));
-    } else if (auto_pad == "VALID") {
-        im.set("pads", Attribute::of_ints({0, 0, 0, 0}));
-    } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-        if (strides.size() != 2 || dil.size() != 2)
-            im.fail("strides and dilations must have 2 values");
-        std::vector<int64_t> pads(4);
-        for (int d = 0; d < 2; ++d) {
-            if (strides[d] < 1)
-                im.fail("stride " + std::to_string(strides[d]) + " is not positive");
-            const int64_t in = im.input_value(0).shape[2 + d];
-            const int64_t out = ceil_div(in, strides[d]);
-            const int64_t total =
-                std::max<int64_t>(0, (out - 1) * strides[d] + (kernel[d] - 1) * dil[d] + 1 - in);
-            const int64_t small = total / 2, large = total - small;
-            pads[d] = auto_pad == "SAME_UPPER" ? small : large;
-            pads[d + 2] = auto_pad == "SAME_UPPER" ? large : small;
-        }
+    if (auto_pad == "NOTSET")
+        im.keep("pads", Attribute::of_ints(pads));
+    else
         im.set("pads", Attribute::of_ints(pads));
-    } else {
-        im.fail("unsupported auto_pad '" + auto_pad + "'");
-    }
     if (is_conv)
         im.keep("group", Attribute::of_int(1));
     else
@@ -246,6 +327,15 @@ TypeList conv_types(const NodeTypes& t) {
     const Value& w = t.in(1, "W");
     t.dtype(x, kF32, "X");
     t.dtype(w, kF32, "W");
+    if (x.shape.size() == 5) {
+        if (t.has(2)) {
+            t.dtype(t.in(2, "B"), kF32, "B");
+            if (t.in(2, "B").shape != Shape{w.shape.at(0)})
+                t.fail("B '" + t.in(2, "B").name + "' has shape " + shape_str(t.in(2, "B").shape) +
+                       ", expected [" + std::to_string(w.shape.at(0)) + "]");
+        }
+        return {{DType::F32, conv_nd_output_shape(n, x.shape, w.shape, t.where())}};
+    }
     t.rank(x, 4, "X");
     t.rank(w, 4, "W");
     const int64_t C = x.shape[1], M = w.shape[0], G = n.attr_int("group", 1);
@@ -274,6 +364,8 @@ TypeList pool_types(const NodeTypes& t) {
     const Node& n = t.node();
     const Value& x = t.in(0, "X");
     t.dtype(x, kF32, "X");
+    if (x.shape.size() == 5)
+        return {{DType::F32, pool_nd_output_shape(n, x.shape, t.where())}};
     t.rank(x, 4, "X");
     Window2d win = window_of(n, {0, 0}, t.where());
     const bool is_max = n.op == Op::MaxPool;
@@ -301,14 +393,29 @@ TypeList global_pool_types(const NodeTypes& t) {
 
 // ---- kernels ----
 
+// 3-D forms use the N-D builders; the 2-D form keeps te::conv2d and its workload keys.
 void conv_kernel(NodeKernel& k) {
     const te::Tensor w = k.in(1);
+    if (w.ndim() == 5) {
+        const std::vector<int64_t> wk(w.shape().begin() + 2, w.shape().end());
+        const WindowNd win = window_nd_of(k.node(), 3, wk, k.where());
+        k.set(te::conv_nd(k.in(0), w, win.params(k.node().attr_int("group", 1)), k.opt_in(2),
+                          "conv3d"));
+        return;
+    }
     k.set(te::conv2d(k.in(0), w, conv2d_params(k.node(), {w.shape()[2], w.shape()[3]}, k.where()),
                      k.opt_in(2)));
 }
 
 void pool_kernel(NodeKernel& k) {
     const Node& n = k.node();
+    if (k.in(0).ndim() == 5) {
+        const WindowNd win = window_nd_of(n, 3, {}, k.where());
+        const te::WindowNdParams p = win.params(1, n.attr_int("count_include_pad", 0) != 0);
+        k.set(n.op == Op::MaxPool ? te::max_pool_nd(k.in(0), p, "max_pool3d")
+                                  : te::avg_pool_nd(k.in(0), p, "avg_pool3d"));
+        return;
+    }
     te::Pool2dParams p = pool2d_params(n, k.where());
     k.set(n.op == Op::MaxPool ? te::max_pool2d(k.in(0), p) : te::avg_pool2d(k.in(0), p));
 }

@@ -583,7 +583,11 @@ void pad_kernel(NodeKernel& k) {
     const size_t rank = k.output_value().shape.size();
     std::vector<int64_t> before(pads.begin(), pads.begin() + rank);
     std::vector<int64_t> after(pads.begin() + rank, pads.end());
-    k.set(te::pad(k.in(0), before, after, k.static_scalar(2).value_or(0.0), mode));
+    const te::Expr runtime_value = k.runtime_scalar(2);
+    if (runtime_value.defined() && mode == te::PadMode::Constant)
+        k.set(te::pad(k.in(0), before, after, runtime_value));
+    else
+        k.set(te::pad(k.in(0), before, after, k.static_scalar(2).value_or(0.0), mode));
 }
 
 void expand_kernel(NodeKernel& k) {
@@ -864,6 +868,7 @@ const OpDef Pad =
         .eval(eval_pad)
         .fuses_as(FK::Injective)
         .static_from(1)
+        .runtime_scalars_from_operand(2)
         .builds(pad_kernel);
 
 const OpDef Tile = OpDef(Op::Tile)

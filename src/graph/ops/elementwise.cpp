@@ -1,10 +1,27 @@
-// The elementwise ops: unary math and activations, broadcasting binary arithmetic, Pow,
-// variadic Max and Min, comparisons, Not, Where, Clip and Cast. Canonical forms (opset 17):
+// The elementwise ops: unary math and activations, broadcasting binary arithmetic, Pow, Mod,
+// PRelu, variadic Max, Min, Sum and Mean, comparisons, logical ops, Where, Clip and Cast.
+// Canonical forms (opset 17 style; every attribute's default is made explicit on import):
 //   Clip(X, min?, max?)   bounds are operands (attributes before opset 11 become constants)
-//   LeakyRelu alpha; HardSigmoid alpha, beta   (defaults made explicit)
+//   LeakyRelu alpha; HardSigmoid alpha, beta; Elu alpha; Selu alpha, gamma; Celu alpha;
+//     ThresholdedRelu alpha
+//   Gelu approximate = "none" (erf form) or "tanh"; recognize_patterns also makes Gelu (without
+//     the attribute, read as "none") from the decomposed erf form of models before opset 20
+//   Mod(A, B) fmod = 0 (floor modulo, the divisor's sign, as Python's %) or 1 (C's fmod, the
+//     dividend's sign), for floats and integers alike
+//   PRelu(X, slope)   slope broadcasts to X's shape (the output has X's shape)
 //   Cast(X) to = dtype name ("f32", "i64", ...)
-//   binary ops broadcast numpy-style; Max and Min take one or more operands
-// Gelu is not an ONNX op before opset 20: recognize_patterns makes it from its decomposed form.
+//   binary ops broadcast numpy-style; Max, Min, Sum and Mean take one or more operands
+//   And, Or, Xor, Not on bool; comparisons give bool
+// Every op here imports at every model opset: later versions only add types (Cast's `saturate`
+// and `round_mode`, for float8 and float4, are refused as unknown attributes).
+// Old opsets: `consumed_inputs` (before opset 6) is dropped. Before opset 7 the binary ops
+// broadcast only with broadcast = 1, B aligned with A's trailing dims or B of one element; that
+// is numpy's broadcast there, and is accepted; B placed elsewhere by `axis` is refused. PRelu
+// before opset 7 takes a one-element slope or one of X's shape (the per-channel reading of
+// other shapes is refused). Sum, Mean, Max and Min before opset 8 require equal shapes; models
+// that break this are accepted with numpy broadcasting.
+// Integer division by zero (Div, Mod) is undefined in ONNX: the evaluator refuses it, a kernel's
+// Div is undefined and its Mod gives 0.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -16,6 +33,7 @@
 #include "node_kernel.h"
 #include "node_types.h"
 #include "op_import.h"
+#include "tessera/graph/fusion.h"
 #include "tessera/ir/op.h"
 #include "tessera/te/op_library.h"
 #include "tessera/te/ops_extra.h"
@@ -38,10 +56,29 @@ enum class UnaryFn {
     Exp,
     Log,
     Neg,
-    Reciprocal
+    Reciprocal,
+    Abs,
+    Sign,
+    Floor,
+    Ceil,
+    Round,
+    Softplus,
+    Softsign,
+    Elu,
+    Selu,
+    Celu,
+    Mish,
+    ThresholdedRelu
 };
 enum class ArithFn { Add, Sub, Mul, Div, Max, Min };
-enum class CompareFn { Equal, Less, Greater };
+enum class CompareFn { Equal, Less, Greater, LessOrEqual, GreaterOrEqual };
+enum class LogicFn { And, Or, Xor };
+
+// Selu's default alpha and gamma (ONNX's values, exactly representable as f32).
+constexpr float kSeluAlpha = 1.67326319217681884765625f;
+constexpr float kSeluGamma = 1.05070102214813232421875f;
+// sqrt(2 / pi), the scale inside Gelu's tanh approximation.
+constexpr double kSqrt2OverPi = 0.79788456080286535587989211986876;
 
 // Elementwise result of f over broadcast a and b, written into out (already shaped).
 template <typename TA, typename TB, typename TO, typename F>
@@ -92,8 +129,49 @@ EvalOutputs eval_not(const Node& n, const EvalInputs& in, const std::string& whe
     return {std::move(out)};
 }
 
+// The attributes of a unary function, read once per node (defaults as in ONNX, for graphs
+// built without the importer).
+struct UnaryParams {
+    float alpha = 0, beta = 0, gamma = 0;
+    bool tanh_gelu = false; // Gelu approximate = "tanh"
+};
+
+UnaryParams unary_params(UnaryFn fn, const Node& n) {
+    UnaryParams p;
+    switch (fn) {
+    case UnaryFn::LeakyRelu:
+        p.alpha = n.attr_float("alpha", 0.01f);
+        break;
+    case UnaryFn::HardSigmoid:
+        p.alpha = n.attr_float("alpha", 0.2f);
+        p.beta = n.attr_float("beta", 0.5f);
+        break;
+    case UnaryFn::Elu:
+    case UnaryFn::Celu:
+    case UnaryFn::ThresholdedRelu:
+        p.alpha = n.attr_float("alpha", 1.0f);
+        break;
+    case UnaryFn::Selu:
+        p.alpha = n.attr_float("alpha", kSeluAlpha);
+        p.gamma = n.attr_float("gamma", kSeluGamma);
+        break;
+    case UnaryFn::Gelu:
+        p.tanh_gelu = n.attr_string("approximate", "none") == "tanh";
+        break;
+    default:
+        break;
+    }
+    return p;
+}
+
+// log(1 + exp(v)) without overflow for large v.
+template <typename T> static T softplus(T v) {
+    return v > 0 ? v + std::log1p(std::exp(-v)) : std::log1p(std::exp(v));
+}
+
 // One unary function on a float of type T (math in T, as ONNX runtimes do).
-template <typename T> static T unary(UnaryFn fn, T v, T alpha, T beta) {
+template <typename T> static T unary(UnaryFn fn, T v, const UnaryParams& p) {
+    const T alpha = T(p.alpha);
     switch (fn) {
     case UnaryFn::Relu:
         return v > 0 ? v : T(0);
@@ -104,14 +182,17 @@ template <typename T> static T unary(UnaryFn fn, T v, T alpha, T beta) {
     case UnaryFn::Sigmoid:
         return T(1) / (T(1) + std::exp(-v));
     case UnaryFn::HardSigmoid:
-        return std::clamp(alpha * v + beta, T(0), T(1));
+        return std::clamp(alpha * v + T(p.beta), T(0), T(1));
     case UnaryFn::HardSwish:
         return v * std::clamp(v / T(6) + T(0.5), T(0), T(1));
     case UnaryFn::Tanh:
         return std::tanh(v);
     case UnaryFn::Erf:
         return std::erf(v);
-    case UnaryFn::Gelu: // x * 0.5 * (1 + erf(x / sqrt(2))), the exact (erf) form
+    case UnaryFn::Gelu:
+        if (p.tanh_gelu) // 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
+            return T(0.5) * v * (T(1) + std::tanh(T(kSqrt2OverPi) * (v + T(0.044715) * v * v * v)));
+        // x * 0.5 * (1 + erf(x / sqrt(2))), the exact (erf) form
         return v * T(0.5) * (T(1) + std::erf(v / std::sqrt(T(2))));
     case UnaryFn::Sqrt:
         return std::sqrt(v);
@@ -121,6 +202,52 @@ template <typename T> static T unary(UnaryFn fn, T v, T alpha, T beta) {
         return std::log(v);
     case UnaryFn::Reciprocal:
         return T(1) / v;
+    case UnaryFn::Abs:
+        return std::fabs(v);
+    case UnaryFn::Sign: // NaN stays NaN, zeros keep their sign
+        return v > 0 ? T(1) : v < 0 ? T(-1) : v;
+    case UnaryFn::Floor:
+        return std::floor(v);
+    case UnaryFn::Ceil:
+        return std::ceil(v);
+    case UnaryFn::Round: // halves to even: nearbyint in the default rounding mode
+        return std::nearbyint(v);
+    case UnaryFn::Softplus:
+        return softplus(v);
+    case UnaryFn::Softsign:
+        return v / (T(1) + std::fabs(v));
+    case UnaryFn::Elu:
+        return v < 0 ? alpha * (std::exp(v) - T(1)) : v;
+    case UnaryFn::Selu:
+        return v > 0 ? T(p.gamma) * v : T(p.gamma) * (alpha * std::exp(v) - alpha);
+    case UnaryFn::Celu:
+        return std::max(T(0), v) + std::min(T(0), alpha * (std::exp(v / alpha) - T(1)));
+    case UnaryFn::Mish:
+        return v * std::tanh(softplus(v));
+    case UnaryFn::ThresholdedRelu:
+        return v > alpha ? v : T(0);
+    }
+    TESSERA_UNREACHABLE();
+    return v;
+}
+
+// The unary functions defined on integers too (two's complement: Neg and Abs of the lowest
+// value wrap to itself, as numpy does).
+bool int_unary_ok(UnaryFn fn) {
+    return fn == UnaryFn::Relu || fn == UnaryFn::Neg || fn == UnaryFn::Abs || fn == UnaryFn::Sign;
+}
+template <typename T> static T int_unary(UnaryFn fn, T v) {
+    switch (fn) {
+    case UnaryFn::Relu:
+        return std::max(v, T(0));
+    case UnaryFn::Neg:
+        return wrap_sub(T(0), v);
+    case UnaryFn::Abs:
+        return v < 0 ? wrap_sub(T(0), v) : v;
+    case UnaryFn::Sign:
+        return static_cast<T>((v > 0) - (v < 0));
+    default:
+        break;
     }
     TESSERA_UNREACHABLE();
     return v;
@@ -128,14 +255,12 @@ template <typename T> static T unary(UnaryFn fn, T v, T alpha, T beta) {
 
 EvalOutputs eval_unary(const Node& n, const EvalInputs& in, UnaryFn fn, const std::string& where) {
     const TensorData& x = require_input(in, 0, where);
-    const bool int_ok = fn == UnaryFn::Relu || fn == UnaryFn::Neg;
-    if (int_ok)
+    if (int_unary_ok(fn))
         require_dtype(x, {DType::F32, DType::F64, DType::I32, DType::I64}, "input", where);
     else
         require_dtype(x, {DType::F32, DType::F64}, "input", where);
     TensorData out(x.dtype(), x.shape());
-    const float alpha = n.attr_float("alpha", fn == UnaryFn::HardSigmoid ? 0.2f : 0.01f);
-    const float beta = n.attr_float("beta", 0.5f);
+    const UnaryParams params = unary_params(fn, n);
     dispatch(x.dtype(), [&](auto tag) {
         using T = std::remove_pointer_t<decltype(tag)>;
         if constexpr (std::is_same_v<T, uint8_t>) {
@@ -145,10 +270,10 @@ EvalOutputs eval_unary(const Node& n, const EvalInputs& in, UnaryFn fn, const st
             T* po = out.data<T>();
             if constexpr (std::is_integral_v<T>) {
                 for (int64_t i = 0; i < x.numel(); ++i)
-                    po[i] = fn == UnaryFn::Relu ? std::max(px[i], T(0)) : wrap_sub(T(0), px[i]);
+                    po[i] = int_unary(fn, px[i]);
             } else {
                 for (int64_t i = 0; i < x.numel(); ++i)
-                    po[i] = unary(fn, px[i], T(alpha), T(beta));
+                    po[i] = unary(fn, px[i], params);
             }
         }
         return 0;
@@ -257,6 +382,113 @@ EvalOutputs eval_variadic(const Node& n, const EvalInputs& in, ArithFn fn,
     return {std::move(acc)};
 }
 
+// Sum and Mean: float operands broadcast together; Mean divides the sum (in T) by the count,
+// as ONNX's reference does.
+EvalOutputs eval_sum_mean(const Node& n, const EvalInputs& in, bool mean,
+                          const std::string& where) {
+    TensorData acc = require_input(in, 0, where);
+    require_dtype(acc, {DType::F32, DType::F64}, "input 0", where);
+    for (size_t i = 1; i < in.size(); ++i)
+        acc = binary_arith(ArithFn::Add, acc, require_input(in, i, where), where);
+    if (mean) {
+        dispatch(acc.dtype(), [&](auto tag) {
+            using T = std::remove_pointer_t<decltype(tag)>;
+            T* p = acc.data<T>();
+            for (int64_t i = 0; i < acc.numel(); ++i)
+                p[i] = static_cast<T>(p[i] / static_cast<T>(in.size()));
+            return 0;
+        });
+    }
+    return {std::move(acc)};
+}
+
+// a mod b: fmod = 0 floor modulo (the result has b's sign, as Python's % and numpy.mod),
+// fmod = 1 C's fmod (a's sign, as numpy.fmod).
+template <typename T> static T mod(T a, T b, bool c_fmod, const std::string& where) {
+    if constexpr (std::is_integral_v<T>) {
+        if (b == 0)
+            throw UserError() << where << ": integer modulo by zero";
+        const T r = b == -1 ? T(0) : static_cast<T>(a % b); // avoids INT_MIN % -1
+        return !c_fmod && r != 0 && ((r < 0) != (b < 0)) ? static_cast<T>(r + b) : r;
+    } else {
+        const T r = std::fmod(a, b); // exact
+        return !c_fmod && r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
+    }
+}
+
+EvalOutputs eval_mod(const Node& n, const EvalInputs& in, const std::string& where) {
+    const TensorData& a = require_input(in, 0, where);
+    const TensorData& b = require_input(in, 1, where);
+    require_dtype(a, {DType::F32, DType::F64, DType::I32, DType::I64}, "input 0", where);
+    if (b.dtype() != a.dtype())
+        throw UserError() << where << ": input dtypes differ (" << dtype_name(a.dtype()) << " and "
+                          << dtype_name(b.dtype()) << ")";
+    const int64_t fmod = n.attr_int("fmod", 0);
+    if (fmod != 0 && fmod != 1)
+        throw UserError() << where << ": attribute 'fmod' must be 0 or 1, got " << fmod;
+    TensorData out(a.dtype(), broadcast_shapes({a.shape(), b.shape()}, where));
+    dispatch(a.dtype(), [&](auto tag) {
+        using T = std::remove_pointer_t<decltype(tag)>;
+        if constexpr (std::is_same_v<T, uint8_t>) {
+            TESSERA_UNREACHABLE();
+        } else {
+            broadcast_apply<T, T, T>(a, b, out,
+                                     [&](T x, T y) { return mod(x, y, fmod == 1, where); });
+        }
+        return 0;
+    });
+    return {std::move(out)};
+}
+
+// PRelu: x < 0 ? slope * x : x, the slope broadcast to x's shape (and only in that direction).
+EvalOutputs eval_prelu(const Node& n, const EvalInputs& in, const std::string& where) {
+    const TensorData& x = require_input(in, 0, where);
+    const TensorData& slope = require_input(in, 1, where);
+    require_dtype(x, {DType::F32, DType::F64, DType::I32, DType::I64}, "X", where);
+    if (slope.dtype() != x.dtype())
+        throw UserError() << where << ": slope is " << dtype_name(slope.dtype()) << " but X is "
+                          << dtype_name(x.dtype());
+    if (broadcast_shapes({x.shape(), slope.shape()}, where) != x.shape())
+        throw UserError() << where << ": slope of shape " << shape_str(slope.shape())
+                          << " does not broadcast to X's shape " << shape_str(x.shape());
+    TensorData out(x.dtype(), x.shape());
+    dispatch(x.dtype(), [&](auto tag) {
+        using T = std::remove_pointer_t<decltype(tag)>;
+        if constexpr (std::is_same_v<T, uint8_t>) {
+            TESSERA_UNREACHABLE();
+        } else {
+            broadcast_apply<T, T, T>(x, slope, out, [](T v, T s) {
+                if constexpr (std::is_integral_v<T>)
+                    return v < 0 ? wrap_mul(s, v) : v;
+                else
+                    return v < 0 ? s * v : v;
+            });
+        }
+        return 0;
+    });
+    return {std::move(out)};
+}
+
+EvalOutputs eval_logic(const Node& n, const EvalInputs& in, LogicFn fn, const std::string& where) {
+    const TensorData& a = require_input(in, 0, where);
+    const TensorData& b = require_input(in, 1, where);
+    require_dtype(a, {DType::Bool}, "input 0", where);
+    require_dtype(b, {DType::Bool}, "input 1", where);
+    TensorData out(DType::Bool, broadcast_shapes({a.shape(), b.shape()}, where));
+    broadcast_apply<uint8_t, uint8_t, uint8_t>(a, b, out, [fn](uint8_t x, uint8_t y) -> uint8_t {
+        switch (fn) {
+        case LogicFn::And:
+            return x && y;
+        case LogicFn::Or:
+            return x || y;
+        case LogicFn::Xor:
+            return (x != 0) != (y != 0);
+        }
+        return 0;
+    });
+    return {std::move(out)};
+}
+
 EvalOutputs eval_compare(const Node& n, const EvalInputs& in, CompareFn fn,
                          const std::string& where) {
     const TensorData& a = require_input(in, 0, where);
@@ -277,6 +509,10 @@ EvalOutputs eval_compare(const Node& n, const EvalInputs& in, CompareFn fn,
                 return x < y;
             case CompareFn::Greater:
                 return x > y;
+            case CompareFn::LessOrEqual:
+                return x <= y;
+            case CompareFn::GreaterOrEqual:
+                return x >= y;
             }
             return 0;
         });
@@ -369,6 +605,14 @@ template <CompareFn F>
 EvalOutputs eval_compare_as(const Node& n, const EvalInputs& in, const std::string& where) {
     return eval_compare(n, in, F, where);
 }
+template <LogicFn F>
+EvalOutputs eval_logic_as(const Node& n, const EvalInputs& in, const std::string& where) {
+    return eval_logic(n, in, F, where);
+}
+template <bool Mean>
+EvalOutputs eval_sum_mean_as(const Node& n, const EvalInputs& in, const std::string& where) {
+    return eval_sum_mean(n, in, Mean, where);
+}
 
 // ---- type inference ----
 
@@ -392,6 +636,45 @@ template <bool NumericOnly> TypeList compare_types(const NodeTypes& t) {
 }
 
 const std::initializer_list<DType> kBool = {DType::Bool};
+
+// And, Or, Xor: bool operands, broadcast shapes.
+TypeList logic_types(const NodeTypes& t) {
+    std::vector<Shape> shapes = t.input_shapes();
+    t.dtype(t.in(0, "input"), kBool, "input");
+    t.dtype(t.in(1, "input"), kBool, "input");
+    return {{DType::Bool, broadcast_shapes(shapes, t.where())}};
+}
+
+// Sum and Mean: like arith_types, floats only (as ONNX defines them).
+TypeList float_variadic_types(const NodeTypes& t) {
+    t.dtype(t.in(0, "input"), kFloat, "input");
+    return arith_types(t);
+}
+
+TypeList mod_types(const NodeTypes& t) {
+    const int64_t fmod = t.node().attr_int("fmod", 0);
+    if (fmod != 0 && fmod != 1)
+        t.fail("attribute 'fmod' must be 0 or 1, got " + std::to_string(fmod));
+    return arith_types(t);
+}
+
+TypeList prelu_types(const NodeTypes& t) {
+    const Value& x = t.in(0, "X");
+    const Value& slope = t.in(1, "slope");
+    t.dtype(x, kNumeric, "X");
+    t.same_dtype(x, slope);
+    if (broadcast_shapes({x.shape, slope.shape}, t.where()) != x.shape)
+        t.fail("slope of shape " + shape_str(slope.shape) + " does not broadcast to X's shape " +
+               shape_str(x.shape));
+    return {{x.dtype, x.shape}};
+}
+
+TypeList gelu_types(const NodeTypes& t) {
+    const std::string approximate = t.node().attr_string("approximate", "none");
+    if (approximate != "none" && approximate != "tanh")
+        t.fail("attribute 'approximate' must be \"none\" or \"tanh\", got \"" + approximate + "\"");
+    return same_as_input<kFloat>(t);
+}
 
 TypeList clip_types(const NodeTypes& t) {
     const Value& x = t.in(0, "input");
@@ -427,21 +710,62 @@ TypeList cast_types(const NodeTypes& t) {
 
 // ---- import ----
 
-// Clip before opset 11: bounds are attributes; they become operands, absent ones stay absent.
+// Clip before opset 11: bounds are attributes; they become operands. Opsets 6 to 10 default an
+// absent bound to the lowest / highest f32 (which clamp infinities); before opset 6 an absent
+// bound is none, and stays absent.
 void import_clip(OpImport& im) {
     if (im.opset() >= 11)
         return;
     im.expect_inputs(1, 1);
     const DType dt = im.input_value(0).dtype;
-    auto bound = [&](const char* key) {
-        return im.constant(key, TensorData::scalar(im.attr(key).f).cast(dt));
+    auto bound = [&](const char* key, float def) -> ValueId {
+        if (!im.has(key) && im.opset() < 6)
+            return kNoValue;
+        const float v = im.has(key) ? im.attr(key).f : def;
+        return im.constant(key, TensorData::scalar(v).cast(dt));
     };
     std::vector<ValueId>& ins = im.inputs();
-    ins.push_back(im.has("min") ? bound("min") : kNoValue);
-    if (im.has("max"))
-        ins.push_back(bound("max"));
-    if (ins.back() == kNoValue)
+    ins.push_back(bound("min", std::numeric_limits<float>::lowest()));
+    ins.push_back(bound("max", std::numeric_limits<float>::max()));
+    while (ins.back() == kNoValue)
         ins.pop_back();
+}
+
+// The binary ops before opset 7: B broadcasts to A only with broadcast = 1. Accepted where that
+// is numpy's broadcast: equal shapes, a one-element B of rank <= A's, or B equal to A's trailing
+// dims (`axis` absent, or the position of those dims). B placed at another axis is refused.
+void import_legacy_broadcast(OpImport& im) {
+    if (im.opset() >= 7)
+        return;
+    const Shape& a = im.input_value(0).shape;
+    const Shape& b = im.input_value(1).shape;
+    if (a == b)
+        return;
+    const std::string shapes = "A " + shape_str(a) + ", B " + shape_str(b);
+    if (im.source().attr_int("broadcast", 0) == 0)
+        im.fail("operand shapes differ (" + shapes +
+                ") and broadcast is not 1: before opset 7 they must be equal");
+    const size_t ra = a.size(), rb = b.size();
+    if (rb <= ra && shape_numel(b) == 1)
+        return;
+    if (rb > ra || !std::equal(b.begin(), b.end(), a.end() - rb))
+        im.fail("B does not broadcast to A (" + shapes +
+                "): B must have one element or A's trailing dims");
+    if (im.has("axis") && im.attr("axis").i != static_cast<int64_t>(ra - rb))
+        im.fail("broadcast from axis " + std::to_string(im.attr("axis").i) + " (" + shapes +
+                ") is not supported: only B aligned with A's trailing dims");
+}
+
+// PRelu before opset 7: a one-element slope is shared by all elements, a slope of X's shape is
+// elementwise; other shapes had no numpy meaning yet and are refused.
+void import_prelu(OpImport& im) {
+    if (im.opset() >= 7)
+        return;
+    const Shape& x = im.input_value(0).shape;
+    const Shape& slope = im.input_value(1).shape;
+    if (slope != x && !(shape_numel(slope) == 1 && slope.size() <= x.size()))
+        im.fail("slope of shape " + shape_str(slope) + " for X of shape " + shape_str(x) +
+                ": before opset 7 the slope must have one element or X's shape");
 }
 
 void import_cast(OpImport& im) {
@@ -503,18 +827,188 @@ void hard_sigmoid_kernel(NodeKernel& k) {
         swish ? "hard_swish" : "hard_sigmoid"));
 }
 
+// Compile-time bounds become immediates; a runtime bound (a graph input) is read by the kernel.
 void clip_kernel(NodeKernel& k) {
-    const double lo = k.static_scalar(1).value_or(-std::numeric_limits<double>::infinity());
-    const double hi = k.static_scalar(2).value_or(std::numeric_limits<double>::infinity());
-    k.set(te::clip(k.in(0), lo, hi));
+    const te::Expr lo_in = k.runtime_scalar(1), hi_in = k.runtime_scalar(2);
+    if (!lo_in.defined() && !hi_in.defined()) {
+        const double lo = k.static_scalar(1).value_or(-std::numeric_limits<double>::infinity());
+        const double hi = k.static_scalar(2).value_or(std::numeric_limits<double>::infinity());
+        k.set(te::clip(k.in(0), lo, hi));
+        return;
+    }
+    const ir::DataType t = k.out_type();
+    auto bound = [&](const te::Expr& runtime, size_t i) -> te::Expr {
+        if (runtime.defined())
+            return runtime;
+        const std::optional<double> v = k.static_scalar(i);
+        return v ? ir::make_const(t, *v) : te::Expr();
+    };
+    const te::Expr lo = bound(lo_in, 1), hi = bound(hi_in, 2);
+    k.set(te::unary(
+        k.in(0),
+        [=](te::Expr v) {
+            if (lo.defined())
+                v = ir::max(v, lo);
+            return hi.defined() ? ir::min(v, hi) : v;
+        },
+        "clip"));
 }
 
 template <typename F> void compare_kernel(NodeKernel& k, F f, const char* name) {
     k.set(te::broadcast_binary(k.in(0), k.in(1), f, name));
 }
 
+te::Expr imm(const te::Expr& like, double v) { return ir::make_const(like.type(), v); }
+
+// y = f(x, node) elementwise; f reads the node's attributes.
+void unary_kernel(NodeKernel& k, te::Expr (*f)(te::Expr, const Node&), const std::string& name) {
+    const Node& n = k.node();
+    k.set(te::unary(
+        k.in(0), [f, &n](te::Expr e) { return f(e, n); }, name));
+}
+
+// log(1 + exp(x)) = max(x, 0) + log(1 + exp(-|x|)): no overflow for large x.
+te::Expr softplus_expr(te::Expr e) {
+    return ir::max(e, imm(e, 0)) + ir::log(imm(e, 1) + ir::exp(-ir::abs(e)));
+}
+
+// Round half to even from floor: up when the fraction is above 1/2, or exactly 1/2 with an odd
+// floor. Infinities and NaN come out of floor unchanged (their fraction is NaN: no step up).
+te::Expr round_half_even(te::Expr e) {
+    const te::Expr f = ir::floor(e);
+    const te::Expr frac = e - f;
+    const te::Expr odd = ir::ne(f - imm(e, 2) * ir::floor(f * imm(e, 0.5)), imm(e, 0));
+    const te::Expr up =
+        ir::logical_or(frac > imm(e, 0.5), ir::logical_and(ir::eq(frac, imm(e, 0.5)), odd));
+    return ir::select(up, f + imm(e, 1), f);
+}
+
+te::Expr unary_expr(UnaryFn fn, te::Expr e, const Node& n) {
+    const UnaryParams p = unary_params(fn, n);
+    const te::Expr zero = imm(e, 0), one = imm(e, 1), alpha = imm(e, p.alpha);
+    switch (fn) {
+    case UnaryFn::Abs:
+        return ir::abs(e);
+    case UnaryFn::Sign: // integers: e is 0 in the last branch; floats: keeps -0 and NaN
+        return ir::select(e > zero, one, ir::select(e < zero, imm(e, -1), e));
+    case UnaryFn::Floor:
+        return ir::floor(e);
+    case UnaryFn::Ceil:
+        return ir::ceil(e);
+    case UnaryFn::Round:
+        return round_half_even(e);
+    case UnaryFn::Softplus:
+        return softplus_expr(e);
+    case UnaryFn::Softsign:
+        return e / (one + ir::abs(e));
+    case UnaryFn::Elu:
+        return ir::select(e < zero, alpha * (ir::exp(e) - one), e);
+    case UnaryFn::Selu: {
+        const te::Expr gamma = imm(e, p.gamma);
+        return ir::select(e > zero, gamma * e, gamma * (alpha * ir::exp(e) - alpha));
+    }
+    case UnaryFn::Celu:
+        return ir::max(zero, e) + ir::min(zero, alpha * (ir::exp(e / alpha) - one));
+    case UnaryFn::Mish:
+        return e * ir::tanh(softplus_expr(e));
+    case UnaryFn::ThresholdedRelu:
+        return ir::select(e > alpha, e, zero);
+    case UnaryFn::Gelu:
+        if (p.tanh_gelu) {
+            const te::Expr inner = imm(e, kSqrt2OverPi) * (e + imm(e, 0.044715) * e * e * e);
+            return imm(e, 0.5) * e * (one + ir::tanh(inner));
+        }
+        return imm(e, 0.5) * e * (one + ir::erf(e * imm(e, 1 / std::sqrt(2.0))));
+    default:
+        break;
+    }
+    TESSERA_CHECK(false) << "no expression for unary function " << static_cast<int>(fn);
+    return e;
+}
+
+template <UnaryFn F> te::Expr unary_expr_as(te::Expr e, const Node& n) {
+    return unary_expr(F, e, n);
+}
+
+// fmod(a, b), the dividend's sign, for floats. a - b * trunc(a / b) is exact when the
+// truncated quotient is right, which f64 arithmetic guarantees for f32 operands; f64 operands
+// compute in f64, where a quotient rounded up to an integer leaves a remainder of the wrong sign
+// that one divisor corrects.
+te::Expr float_fmod(te::Expr a, te::Expr b) {
+    const ir::DataType t = a.type();
+    if (t.bits == 32) {
+        const ir::DataType wide = ir::DataType::f64(t.lanes);
+        return ir::cast(t, float_fmod(ir::cast(wide, a), ir::cast(wide, b)));
+    }
+    const te::Expr zero = imm(a, 0);
+    const te::Expr q = a / b;
+    const te::Expr r = a - b * ir::select(q < zero, ir::ceil(q), ir::floor(q));
+    const te::Expr wrong_sign = ir::logical_and(ir::ne(r, zero), ir::ne(r < zero, a < zero));
+    const te::Expr fixed =
+        ir::select(wrong_sign, r + ir::select(a < zero, -ir::abs(b), ir::abs(b)), r);
+    // fmod(a, +-inf) is a (the quotient 0 times inf would be NaN).
+    return ir::select(ir::eq(ir::abs(b), ir::highest_value(t)), a, fixed);
+}
+
+// a mod b for integers: the IR's % is floor modulo; C's remainder moves a non-zero result of the
+// other sign than a by one divisor. Divisors 0 (undefined in ONNX) and -1 (INT_MIN % -1 traps)
+// become 1, so both give 0, exact for -1.
+te::Expr int_mod(te::Expr a, te::Expr b, bool c_fmod) {
+    const ir::DataType t = a.type();
+    const te::Expr zero = ir::make_zero(t);
+    const te::Expr d =
+        ir::select(ir::logical_or(ir::eq(b, zero), ir::eq(b, ir::make_const(t, int64_t{-1}))),
+                   ir::make_one(t), b);
+    const te::Expr r = a % d;
+    if (!c_fmod)
+        return r;
+    return ir::select(ir::logical_and(ir::ne(r, zero), ir::ne(r < zero, a < zero)), r - d, r);
+}
+
+void mod_kernel(NodeKernel& k) {
+    const bool c_fmod = k.node().attr_int("fmod", 0) == 1;
+    k.set(te::broadcast_binary(
+        k.in(0), k.in(1),
+        [c_fmod](te::Expr a, te::Expr b) {
+            if (!a.type().is_float())
+                return int_mod(a, b, c_fmod);
+            const te::Expr r = float_fmod(a, b);
+            if (c_fmod)
+                return r;
+            // Floor modulo: a non-zero remainder of the other sign than b moves by b.
+            const te::Expr zero = imm(a, 0);
+            return ir::select(ir::logical_and(ir::ne(r, zero), ir::ne(r < zero, b < zero)), r + b,
+                              r);
+        },
+        "mod"));
+}
+
+void sum_mean_kernel(NodeKernel& k) {
+    te::Tensor y = k.in(0);
+    const size_t count = k.node().inputs.size();
+    for (size_t i = 1; i < count; ++i)
+        y = te::add(y, k.in(i));
+    if (k.op() == Op::Mean)
+        y = te::unary(
+            y, [count](te::Expr e) { return e / imm(e, static_cast<double>(count)); }, "mean");
+    else if (count == 1)
+        y = te::unary(
+            y, [](te::Expr e) { return e; }, "copy");
+    k.set(y);
+}
+
+// x < 0 ? slope * x : x; type inference made sure the result has x's shape.
+void prelu_kernel(NodeKernel& k) {
+    k.set(te::broadcast_binary(
+        k.in(0), k.in(1),
+        [](te::Expr x, te::Expr s) { return ir::select(x < imm(x, 0), s * x, x); }, "prelu"));
+}
+
 using K = Attribute::Kind;
 using FK = FusionKind;
+
+// The attribute of opsets 1 to 5 that an in-place optimization used; ignored.
+const AttrSpec kConsumedInputs = {"consumed_inputs", Attribute::Kind::Ints, 1, 6};
 
 // An elementwise op of one operand.
 OpDef unary_op(Op op, int since,
@@ -539,6 +1033,28 @@ OpDef binary_op(Op op, EvalOutputs (*eval)(const Node&, const EvalInputs&, const
         .builds(kernel);
 }
 
+// A unary op whose evaluator and kernel are those of UnaryFn F; float operands unless
+// `Allowed` says otherwise.
+template <UnaryFn F, const std::initializer_list<DType>& Allowed = kFloat>
+OpDef unary_fn_op(Op op, int since, std::vector<AttrSpec> attrs = {}) {
+    return OpDef(op)
+        .onnx(since, 1, 1, 1, std::move(attrs))
+        .types(same_as_input<Allowed>)
+        .eval(eval_unary_as<F>)
+        .fuses_as(FK::Elementwise)
+        .builds([](NodeKernel& k) { unary_kernel(k, unary_expr_as<F>, fused_op_name(k.op())); });
+}
+
+// A binary op with the `broadcast` and `axis` attributes of opsets 1 to 6 (and
+// `consumed_inputs` before opset 6 where the op had it).
+OpDef with_legacy_broadcast(OpDef d, bool consumed_inputs) {
+    d.attrs = {{"broadcast", K::Int, 1, 7}, {"axis", K::Int, 1, 7}};
+    if (consumed_inputs)
+        d.attrs.push_back(kConsumedInputs);
+    d.canonicalize = import_legacy_broadcast;
+    return d;
+}
+
 } // namespace
 
 } // namespace tessera::graph::detail
@@ -547,21 +1063,25 @@ namespace tessera::graph::ops {
 
 using namespace detail;
 
-const OpDef Relu = unary_op(Op::Relu, 1, eval_unary_as<UnaryFn::Relu>, [](NodeKernel& k) {
-                       k.set(te::relu(k.in(0)));
-                   }).types(same_as_input<kNumeric>);
+// ---- unary math and activations ----
+
+const OpDef Relu = unary_op(Op::Relu, 1, eval_unary_as<UnaryFn::Relu>,
+                            [](NodeKernel& k) { k.set(te::relu(k.in(0))); })
+                       .onnx(1, 1, 1, 1, {kConsumedInputs})
+                       .types(same_as_input<kNumeric>);
 const OpDef LeakyRelu =
     unary_op(
         Op::LeakyRelu, 1, eval_unary_as<UnaryFn::LeakyRelu>,
         [](NodeKernel& k) { k.set(te::leaky_relu(k.in(0), k.node().attr_float("alpha", 0.01f))); })
-        .onnx(1, 1, 1, 1, {{"alpha", K::Float}})
+        .onnx(1, 1, 1, 1, {{"alpha", K::Float}, kConsumedInputs})
         .import_with([](OpImport& im) { im.keep("alpha", Attribute::of_float(0.01f)); })
         .named("leaky_relu");
-const OpDef Sigmoid = unary_op(Op::Sigmoid, 1, eval_unary_as<UnaryFn::Sigmoid>,
-                               [](NodeKernel& k) { k.set(te::sigmoid(k.in(0))); });
+const OpDef Sigmoid = unary_op(Op::Sigmoid, 1, eval_unary_as<UnaryFn::Sigmoid>, [](NodeKernel& k) {
+                          k.set(te::sigmoid(k.in(0)));
+                      }).onnx(1, 1, 1, 1, {kConsumedInputs});
 const OpDef HardSigmoid =
     unary_op(Op::HardSigmoid, 1, eval_unary_as<UnaryFn::HardSigmoid>, hard_sigmoid_kernel)
-        .onnx(1, 1, 1, 1, {{"alpha", K::Float}, {"beta", K::Float}})
+        .onnx(1, 1, 1, 1, {{"alpha", K::Float}, {"beta", K::Float}, kConsumedInputs})
         .import_with([](OpImport& im) {
             im.keep("alpha", Attribute::of_float(0.2f));
             im.keep("beta", Attribute::of_float(0.5f));
@@ -570,72 +1090,192 @@ const OpDef HardSigmoid =
 const OpDef HardSwish =
     unary_op(Op::HardSwish, 14, eval_unary_as<UnaryFn::HardSwish>, hard_sigmoid_kernel)
         .named("hard_swish");
-const OpDef Tanh = unary_op(Op::Tanh, 1, eval_unary_as<UnaryFn::Tanh>,
-                            [](NodeKernel& k) { k.set(te::tanh(k.in(0))); });
+const OpDef Tanh = unary_op(Op::Tanh, 1, eval_unary_as<UnaryFn::Tanh>, [](NodeKernel& k) {
+                       k.set(te::tanh(k.in(0)));
+                   }).onnx(1, 1, 1, 1, {kConsumedInputs});
 const OpDef Erf = unary_op(Op::Erf, 9, eval_unary_as<UnaryFn::Erf>,
                            [](NodeKernel& k) { k.set(te::erf(k.in(0))); });
-const OpDef Gelu = unary_op(Op::Gelu, 20, eval_unary_as<UnaryFn::Gelu>,
-                            [](NodeKernel& k) { k.set(te::gelu(k.in(0))); });
-const OpDef Sqrt = unary_op(Op::Sqrt, 1, eval_unary_as<UnaryFn::Sqrt>,
-                            [](NodeKernel& k) { k.set(te::sqrt(k.in(0))); });
-const OpDef Exp = unary_op(Op::Exp, 1, eval_unary_as<UnaryFn::Exp>,
-                           [](NodeKernel& k) { k.set(te::exp(k.in(0))); });
+// ONNX Gelu (opset 20), and the Gelu recognize_patterns makes without the attribute.
+const OpDef Gelu =
+    unary_fn_op<UnaryFn::Gelu>(Op::Gelu, 20, {{"approximate", K::String}})
+        .import_with([](OpImport& im) { im.keep("approximate", Attribute::of_string("none")); })
+        .types(gelu_types);
+const OpDef Sqrt = unary_op(Op::Sqrt, 1, eval_unary_as<UnaryFn::Sqrt>, [](NodeKernel& k) {
+                       k.set(te::sqrt(k.in(0)));
+                   }).onnx(1, 1, 1, 1, {kConsumedInputs});
+const OpDef Exp = unary_op(Op::Exp, 1, eval_unary_as<UnaryFn::Exp>, [](NodeKernel& k) {
+                      k.set(te::exp(k.in(0)));
+                  }).onnx(1, 1, 1, 1, {kConsumedInputs});
 const OpDef Log = unary_op(Op::Log, 1, eval_unary_as<UnaryFn::Log>, [](NodeKernel& k) {
-    k.set(te::unary(
-        k.in(0), [](te::Expr e) { return ir::log(e); }, "log"));
-});
-const OpDef Neg = unary_op(Op::Neg, 1, eval_unary_as<UnaryFn::Neg>, [](NodeKernel& k) {
                       k.set(te::unary(
-                          k.in(0), [](te::Expr e) { return -e; }, "neg"));
-                  }).types(same_as_input<kNumeric>);
+                          k.in(0), [](te::Expr e) { return ir::log(e); }, "log"));
+                  }).onnx(1, 1, 1, 1, {kConsumedInputs});
+const OpDef Neg = unary_op(Op::Neg, 1, eval_unary_as<UnaryFn::Neg>,
+                           [](NodeKernel& k) {
+                               k.set(te::unary(
+                                   k.in(0), [](te::Expr e) { return -e; }, "neg"));
+                           })
+                      .onnx(1, 1, 1, 1, {kConsumedInputs})
+                      .types(same_as_input<kNumeric>);
 const OpDef Reciprocal =
     unary_op(Op::Reciprocal, 1, eval_unary_as<UnaryFn::Reciprocal>, [](NodeKernel& k) {
         const ir::DataType dt = k.out_type();
         k.set(te::unary(
             k.in(0), [dt](te::Expr e) { return ir::make_one(dt) / e; }, "reciprocal"));
-    });
+    }).onnx(1, 1, 1, 1, {kConsumedInputs});
 const OpDef Not = unary_op(Op::Not, 1, eval_not, [](NodeKernel& k) {
                       k.set(te::unary(
                           k.in(0), [](te::Expr e) { return ir::logical_not(e); }, "not"));
                   }).types(same_as_input<kBool>);
 
-const OpDef Clip = OpDef(Op::Clip)
-                       .onnx(1, 1, 3, 1, {{"min", K::Float, 1, 11}, {"max", K::Float, 1, 11}})
-                       .import_with(import_clip)
-                       .types(clip_types)
-                       .eval(eval_clip)
-                       .fuses_as(FK::Elementwise)
-                       .static_from(1)
-                       .builds(clip_kernel);
+const OpDef Abs = unary_fn_op<UnaryFn::Abs, kNumeric>(Op::Abs, 1, {kConsumedInputs});
+const OpDef Sign = unary_fn_op<UnaryFn::Sign, kNumeric>(Op::Sign, 9);
+const OpDef Floor = unary_fn_op<UnaryFn::Floor>(Op::Floor, 1, {kConsumedInputs});
+const OpDef Ceil = unary_fn_op<UnaryFn::Ceil>(Op::Ceil, 1, {kConsumedInputs});
+// Halves round to even.
+const OpDef Round = unary_fn_op<UnaryFn::Round>(Op::Round, 11);
+const OpDef Softplus = unary_fn_op<UnaryFn::Softplus>(Op::Softplus, 1);
+const OpDef Softsign = unary_fn_op<UnaryFn::Softsign>(Op::Softsign, 1);
+const OpDef Elu =
+    unary_fn_op<UnaryFn::Elu>(Op::Elu, 1, {{"alpha", K::Float}, kConsumedInputs})
+        .import_with([](OpImport& im) { im.keep("alpha", Attribute::of_float(1.0f)); });
+const OpDef Selu = unary_fn_op<UnaryFn::Selu>(
+                       Op::Selu, 1, {{"alpha", K::Float}, {"gamma", K::Float}, kConsumedInputs})
+                       .import_with([](OpImport& im) {
+                           im.keep("alpha", Attribute::of_float(kSeluAlpha));
+                           im.keep("gamma", Attribute::of_float(kSeluGamma));
+                       });
+const OpDef Celu =
+    unary_fn_op<UnaryFn::Celu>(Op::Celu, 12, {{"alpha", K::Float}}).import_with([](OpImport& im) {
+        im.keep("alpha", Attribute::of_float(1.0f));
+    });
+const OpDef Mish = unary_fn_op<UnaryFn::Mish>(Op::Mish, 18);
+const OpDef ThresholdedRelu =
+    unary_fn_op<UnaryFn::ThresholdedRelu>(Op::ThresholdedRelu, 10, {{"alpha", K::Float}})
+        .import_with([](OpImport& im) { im.keep("alpha", Attribute::of_float(1.0f)); })
+        .named("thresholded_relu");
 
-const OpDef Add = binary_op(Op::Add, eval_arith_as<ArithFn::Add>, binary_kernel);
-const OpDef Sub = binary_op(Op::Sub, eval_arith_as<ArithFn::Sub>, binary_kernel);
-const OpDef Mul = binary_op(Op::Mul, eval_arith_as<ArithFn::Mul>, binary_kernel);
+const OpDef Clip =
+    OpDef(Op::Clip)
+        .onnx(1, 1, 3, 1, {{"min", K::Float, 1, 11}, {"max", K::Float, 1, 11}, kConsumedInputs})
+        .import_with(import_clip)
+        .types(clip_types)
+        .eval(eval_clip)
+        .fuses_as(FK::Elementwise)
+        .static_from(1)
+        .runtime_scalars_from_operand(1)
+        .builds(clip_kernel);
+
+// ---- broadcasting binary ops ----
+
+const OpDef Add =
+    with_legacy_broadcast(binary_op(Op::Add, eval_arith_as<ArithFn::Add>, binary_kernel), true);
+const OpDef Sub =
+    with_legacy_broadcast(binary_op(Op::Sub, eval_arith_as<ArithFn::Sub>, binary_kernel), true);
+const OpDef Mul =
+    with_legacy_broadcast(binary_op(Op::Mul, eval_arith_as<ArithFn::Mul>, binary_kernel), true);
 // Integers round toward zero, as the evaluator and ONNX do.
-const OpDef Div = binary_op(Op::Div, eval_arith_as<ArithFn::Div>,
-                            [](NodeKernel& k) { k.set(te::truncating_divide(k.in(0), k.in(1))); });
+const OpDef Div = with_legacy_broadcast(
+    binary_op(Op::Div, eval_arith_as<ArithFn::Div>,
+              [](NodeKernel& k) { k.set(te::truncating_divide(k.in(0), k.in(1))); }),
+    true);
 // The exponent may have another dtype.
-const OpDef Pow = binary_op(Op::Pow, eval_pow, [](NodeKernel& k) {
-                      k.set(te::power(k.in(0), k.in(1)));
-                  }).types(pow_types);
-const OpDef Max = binary_op(Op::Max, eval_variadic_as<ArithFn::Max>, variadic_kernel)
-                      .onnx(1, 1, OpDef::kAnyCount, 1);
-const OpDef Min = binary_op(Op::Min, eval_variadic_as<ArithFn::Min>, variadic_kernel)
-                      .onnx(1, 1, OpDef::kAnyCount, 1);
+const OpDef Pow = with_legacy_broadcast(
+    binary_op(Op::Pow, eval_pow, [](NodeKernel& k) { k.set(te::power(k.in(0), k.in(1))); })
+        .types(pow_types),
+    false);
+const OpDef Mod = binary_op(Op::Mod, eval_mod, mod_kernel)
+                      .onnx(10, 2, 2, 1, {{"fmod", K::Int}})
+                      .import_with([](OpImport& im) { im.keep("fmod", Attribute::of_int(0)); })
+                      .types(mod_types);
+const OpDef PRelu = binary_op(Op::PRelu, eval_prelu, prelu_kernel)
+                        .onnx(1, 2, 2, 1, {kConsumedInputs})
+                        .import_with(import_prelu)
+                        .types(prelu_types);
 
-const OpDef Equal = binary_op(Op::Equal, eval_compare_as<CompareFn::Equal>, [](NodeKernel& k) {
-                        compare_kernel(
-                            k, [](te::Expr a, te::Expr b) { return ir::eq(a, b); }, "equal");
-                    }).types(compare_types<false>);
-const OpDef Less = binary_op(Op::Less, eval_compare_as<CompareFn::Less>, [](NodeKernel& k) {
-                       compare_kernel(
-                           k, [](te::Expr a, te::Expr b) { return a < b; }, "less");
-                   }).types(compare_types<true>);
-const OpDef Greater =
-    binary_op(Op::Greater, eval_compare_as<CompareFn::Greater>, [](NodeKernel& k) {
-        compare_kernel(
-            k, [](te::Expr a, te::Expr b) { return a > b; }, "greater");
-    }).types(compare_types<true>);
+// ---- variadic ops ----
+
+const OpDef Max = binary_op(Op::Max, eval_variadic_as<ArithFn::Max>, variadic_kernel)
+                      .onnx(1, 1, OpDef::kAnyCount, 1, {kConsumedInputs});
+const OpDef Min = binary_op(Op::Min, eval_variadic_as<ArithFn::Min>, variadic_kernel)
+                      .onnx(1, 1, OpDef::kAnyCount, 1, {kConsumedInputs});
+const OpDef Sum = binary_op(Op::Sum, eval_sum_mean_as<false>, sum_mean_kernel)
+                      .onnx(1, 1, OpDef::kAnyCount, 1, {kConsumedInputs})
+                      .types(float_variadic_types);
+const OpDef Mean = binary_op(Op::Mean, eval_sum_mean_as<true>, sum_mean_kernel)
+                       .onnx(1, 1, OpDef::kAnyCount, 1, {kConsumedInputs})
+                       .types(float_variadic_types);
+
+// ---- comparisons and logic ----
+
+const OpDef Equal = with_legacy_broadcast(
+    binary_op(Op::Equal, eval_compare_as<CompareFn::Equal>,
+              [](NodeKernel& k) {
+                  compare_kernel(
+                      k, [](te::Expr a, te::Expr b) { return ir::eq(a, b); }, "equal");
+              })
+        .types(compare_types<false>),
+    false);
+const OpDef Less = with_legacy_broadcast(
+    binary_op(Op::Less, eval_compare_as<CompareFn::Less>,
+              [](NodeKernel& k) {
+                  compare_kernel(
+                      k, [](te::Expr a, te::Expr b) { return a < b; }, "less");
+              })
+        .types(compare_types<true>),
+    false);
+const OpDef Greater = with_legacy_broadcast(
+    binary_op(Op::Greater, eval_compare_as<CompareFn::Greater>,
+              [](NodeKernel& k) {
+                  compare_kernel(
+                      k, [](te::Expr a, te::Expr b) { return a > b; }, "greater");
+              })
+        .types(compare_types<true>),
+    false);
+const OpDef LessOrEqual =
+    binary_op(Op::LessOrEqual, eval_compare_as<CompareFn::LessOrEqual>,
+              [](NodeKernel& k) {
+                  compare_kernel(
+                      k, [](te::Expr a, te::Expr b) { return a <= b; }, "less_or_equal");
+              })
+        .onnx(12, 2, 2, 1)
+        .types(compare_types<true>)
+        .named("less_or_equal");
+const OpDef GreaterOrEqual =
+    binary_op(Op::GreaterOrEqual, eval_compare_as<CompareFn::GreaterOrEqual>,
+              [](NodeKernel& k) {
+                  compare_kernel(
+                      k, [](te::Expr a, te::Expr b) { return a >= b; }, "greater_or_equal");
+              })
+        .onnx(12, 2, 2, 1)
+        .types(compare_types<true>)
+        .named("greater_or_equal");
+const OpDef And = with_legacy_broadcast(
+    binary_op(Op::And, eval_logic_as<LogicFn::And>,
+              [](NodeKernel& k) {
+                  compare_kernel(
+                      k, [](te::Expr a, te::Expr b) { return ir::logical_and(a, b); }, "and");
+              })
+        .types(logic_types),
+    false);
+const OpDef Or = with_legacy_broadcast(
+    binary_op(Op::Or, eval_logic_as<LogicFn::Or>,
+              [](NodeKernel& k) {
+                  compare_kernel(
+                      k, [](te::Expr a, te::Expr b) { return ir::logical_or(a, b); }, "or");
+              })
+        .types(logic_types),
+    false);
+const OpDef Xor = with_legacy_broadcast(
+    binary_op(Op::Xor, eval_logic_as<LogicFn::Xor>,
+              [](NodeKernel& k) {
+                  compare_kernel(
+                      k, [](te::Expr a, te::Expr b) { return ir::ne(a, b); }, "xor");
+              })
+        .types(logic_types),
+    false);
+
+// ---- selection and conversion ----
 
 const OpDef Where = OpDef(Op::Where)
                         .onnx(9, 3, 3, 1)

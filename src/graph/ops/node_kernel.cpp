@@ -40,6 +40,15 @@ bool NodeKernel::needed(size_t i) const {
     return false;
 }
 
+te::Expr NodeKernel::runtime_scalar(size_t i) const {
+    if (n_.input(i) == kNoValue || !tensors_.count(n_.inputs[i]))
+        return te::Expr();
+    const te::Tensor t = tensors_.at(n_.inputs[i]);
+    TESSERA_CHECK(te::num_elements(t.shape()) == 1)
+        << where_ << ": operand " << i << " is not a scalar";
+    return t(std::vector<te::Expr>(t.shape().size(), te::Expr(int64_t(0))));
+}
+
 std::vector<int64_t> NodeKernel::static_ints(size_t i) const {
     if (n_.input(i) == kNoValue)
         return {};
@@ -48,6 +57,16 @@ std::vector<int64_t> NodeKernel::static_ints(size_t i) const {
         throw UserError() << where_ << ": operand " << i << " ('" << g_.value(n_.inputs[i]).name
                           << "') is not a compile-time value";
     return t->as_i64();
+}
+
+std::vector<double> NodeKernel::static_doubles(size_t i) const {
+    if (n_.input(i) == kNoValue)
+        return {};
+    std::optional<TensorData> t = static_value(g_, n_.inputs[i]);
+    if (!t)
+        throw UserError() << where_ << ": operand " << i << " ('" << g_.value(n_.inputs[i]).name
+                          << "') is not a compile-time value";
+    return t->as_f64();
 }
 
 std::optional<double> NodeKernel::static_scalar(size_t i) const {

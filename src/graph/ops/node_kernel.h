@@ -36,8 +36,14 @@ class NodeKernel {
     /// True when output i is read by another node or is a graph output.
     bool needed(size_t i) const;
 
+    /// The element of scalar operand i when it is a kernel input (a runtime value of an op
+    /// with OpDef::runtime_scalars_from); an undefined expression when it is absent or static.
+    te::Expr runtime_scalar(size_t i) const;
+
     /// The compile-time value of static operand i as integers; empty when absent.
     std::vector<int64_t> static_ints(size_t i) const;
+    /// The compile-time value of static operand i as doubles; empty when absent.
+    std::vector<double> static_doubles(size_t i) const;
     /// The compile-time scalar operand i, or nullopt when absent.
     std::optional<double> static_scalar(size_t i) const;
     /// A compile-time scalar operand as an immediate of type t (integers exactly).

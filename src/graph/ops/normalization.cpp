@@ -1,6 +1,13 @@
-// Normalizations: BatchNormalization(X, scale, B, mean, var) epsilon, inference only, one
-// output; LayerNormalization(X, scale, B?) axis, epsilon, outputs Y, mean?, inv_std_dev?;
-// Softmax(X) axis (opset 13 meaning: along that one axis; older opsets are rewritten).
+// Normalizations. Canonical forms (opset 17):
+//   BatchNormalization(X, scale, B, mean, var) epsilon: inference only, one output (opsets
+//     1-8 too: consumed_inputs and is_test are ignored, the mode follows the outputs used;
+//     spatial must be 1).
+//   LayerNormalization(X, scale, B?) axis, epsilon: outputs Y, mean?, inv_std_dev? (opset 17+).
+//   Softmax(X) axis, LogSoftmax(X) axis: along that one axis (the opset 13 meaning; older
+//     opsets normalize the input coerced to 2-D at `axis` and are rewritten to Flatten, the op
+//     on axis 1 and Reshape).
+//   InstanceNormalization(X [N, C, D1, ...], scale [C], B [C]) epsilon: over the spatial dims
+//     of each (n, c) (opset 1's consumed_inputs is ignored).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -12,6 +19,7 @@
 #include "op_import.h"
 #include "tessera/te/op_library.h"
 #include "tessera/te/ops_extra.h"
+#include "tessera/te/reduce_ops.h"
 
 namespace tessera::graph::detail {
 
@@ -80,6 +88,80 @@ EvalOutputs eval_softmax(const Node& n, const EvalInputs& in, const std::string&
             }
             for (int64_t k = 0; k < len; ++k)
                 po[base + k * inner] = static_cast<float>(po[base + k * inner] / sum);
+        }
+    return {std::move(out)};
+}
+
+// log(softmax(x)) along the axis in double: x - max - log(sum(exp(x - max))).
+EvalOutputs eval_log_softmax(const Node& n, const EvalInputs& in, const std::string& where) {
+    const TensorData& x = require_input(in, 0, where);
+    require_f32(x, "input", where);
+    const int64_t rank = x.rank();
+    if (rank == 0)
+        throw UserError() << where << ": log softmax of a scalar";
+    const int64_t axis = normalize_axis(n.attr_int("axis", -1), rank, where);
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < axis; ++d)
+        outer *= x.shape()[d];
+    for (int64_t d = axis + 1; d < rank; ++d)
+        inner *= x.shape()[d];
+    const int64_t len = x.shape()[axis];
+    TensorData out(DType::F32, x.shape());
+    const float* px = x.data<float>();
+    float* po = out.data<float>();
+    for (int64_t o = 0; o < outer; ++o)
+        for (int64_t i = 0; i < inner; ++i) {
+            const int64_t base = o * len * inner + i;
+            double mx = -std::numeric_limits<double>::infinity();
+            for (int64_t k = 0; k < len; ++k)
+                mx = std::max(mx, static_cast<double>(px[base + k * inner]));
+            double sum = 0;
+            for (int64_t k = 0; k < len; ++k)
+                sum += std::exp(px[base + k * inner] - mx);
+            const double lse = mx + std::log(sum);
+            for (int64_t k = 0; k < len; ++k)
+                po[base + k * inner] = static_cast<float>(px[base + k * inner] - lse);
+        }
+    return {std::move(out)};
+}
+
+// Per (n, c): mean and biased variance over the spatial elements, in double.
+EvalOutputs eval_instance_norm(const Node& n, const EvalInputs& in, const std::string& where) {
+    const TensorData& x = require_input(in, 0, where);
+    require_f32(x, "input", where);
+    if (x.rank() < 3)
+        throw UserError() << where << ": input must have rank >= 3, got shape "
+                          << shape_str(x.shape());
+    const int64_t N = x.shape()[0], C = x.shape()[1];
+    const int64_t spatial = x.numel() / std::max<int64_t>(1, N * C);
+    const char* names[] = {"scale", "B"};
+    const float* p[2];
+    for (size_t i = 0; i < 2; ++i) {
+        const TensorData& t = require_input(in, i + 1, where);
+        require_f32(t, names[i], where);
+        if (t.shape() != Shape{C})
+            throw UserError() << where << ": " << names[i] << " has shape " << shape_str(t.shape())
+                              << ", expected [" << C << "]";
+        p[i] = t.data<float>();
+    }
+    const double eps = n.attr_float("epsilon", 1e-5f);
+    TensorData out(DType::F32, x.shape());
+    const float* px = x.data<float>();
+    float* po = out.data<float>();
+    for (int64_t b = 0; b < N; ++b)
+        for (int64_t c = 0; c < C; ++c) {
+            const float* row = px + (b * C + c) * spatial;
+            double mean = 0, var = 0;
+            for (int64_t k = 0; k < spatial; ++k)
+                mean += row[k];
+            mean /= static_cast<double>(spatial);
+            for (int64_t k = 0; k < spatial; ++k)
+                var += (row[k] - mean) * (row[k] - mean);
+            var /= static_cast<double>(spatial);
+            const double inv = 1.0 / std::sqrt(var + eps);
+            for (int64_t k = 0; k < spatial; ++k)
+                po[(b * C + c) * spatial + k] =
+                    static_cast<float>((row[k] - mean) * inv * p[0][c] + p[1][c]);
         }
     return {std::move(out)};
 }
@@ -180,6 +262,21 @@ TypeList layer_norm_types(const NodeTypes& t) {
     return {{DType::F32, x.shape}, {DType::F32, stat}, {DType::F32, stat}};
 }
 
+TypeList instance_norm_types(const NodeTypes& t) {
+    const Value& x = t.in(0, "input");
+    t.dtype(x, kF32, "input");
+    t.min_rank(x, 3, "input");
+    const char* names[] = {"scale", "B"};
+    for (size_t i = 0; i < 2; ++i) {
+        const Value& p = t.in(i + 1, names[i]);
+        t.dtype(p, kF32, names[i]);
+        if (p.shape != Shape{x.shape[1]})
+            t.fail(std::string(names[i]) + " '" + p.name + "' has shape " + shape_str(p.shape) +
+                   ", expected [" + std::to_string(x.shape[1]) + "]");
+    }
+    return {{DType::F32, x.shape}};
+}
+
 TypeList softmax_types(const NodeTypes& t) {
     const Value& x = t.in(0, "input");
     t.dtype(x, kF32, "input");
@@ -206,11 +303,12 @@ void import_layer_norm(OpImport& im) {
     im.keep("epsilon", Attribute::of_float(1e-5f));
 }
 
-// Softmax before opset 13 normalizes the input coerced to 2-D at `axis`; from 13 on, one axis.
+// Softmax and LogSoftmax before opset 13 normalize the input coerced to 2-D at `axis`; from 13
+// on, along one axis.
 void import_softmax(OpImport& im) {
     const int64_t rank = im.input_rank(0);
     if (rank == 0)
-        im.fail("softmax of a scalar");
+        im.fail(im.op_type() + " of a scalar");
     const int64_t axis =
         normalize_axis(im.source().attr_int("axis", im.opset() >= 13 ? -1 : 1), rank, im.where());
     if (im.opset() >= 13 || axis == rank - 1) {
@@ -221,7 +319,7 @@ void import_softmax(OpImport& im) {
     ValueId flat = im.new_value("flatten");
     ValueId soft = im.new_value("softmax");
     im.emit(Op::Flatten, {im.inputs()[0]}, {flat}, {{"axis", Attribute::of_int(axis)}});
-    im.emit(Op::Softmax, {flat}, {soft}, {{"axis", Attribute::of_int(1)}});
+    im.emit(im.op(), {flat}, {soft}, {{"axis", Attribute::of_int(1)}});
     im.emit(Op::Reshape, {soft, im.ints_constant("shape", shape)}, im.outputs(),
             {{"allowzero", Attribute::of_int(0)}});
 }
@@ -264,6 +362,8 @@ const OpDef BatchNormalization =
               {{"epsilon", K::Float},
                {"momentum", K::Float},
                {"spatial", K::Int, 1, 9},
+               {"consumed_inputs", K::Ints, 1, 6},
+               {"is_test", K::Int, 1, 7},
                {"training_mode", K::Int, 14}})
         .import_with(import_batch_norm)
         .types(batch_norm_types)
@@ -293,5 +393,29 @@ const OpDef Softmax =
         .eval(eval_softmax)
         .fuses_as(FusionKind::Reduction)
         .builds([](NodeKernel& k) { k.set(te::softmax(k.in(0), k.node().attr_int("axis", -1))); });
+
+const OpDef LogSoftmax = OpDef(Op::LogSoftmax)
+                             .onnx(1, 1, 1, 1, {{"axis", K::Int}})
+                             .import_with(import_softmax)
+                             .types(softmax_types)
+                             .eval(eval_log_softmax)
+                             .fuses_as(FusionKind::Reduction)
+                             .named("log_softmax")
+                             .builds([](NodeKernel& k) {
+                                 k.set(te::log_softmax(k.in(0), k.node().attr_int("axis", -1)));
+                             });
+
+const OpDef InstanceNormalization =
+    OpDef(Op::InstanceNormalization)
+        .onnx(1, 3, 3, 1, {{"epsilon", K::Float}, {"consumed_inputs", K::Ints, 1, 6}})
+        .import_with([](OpImport& im) { im.keep("epsilon", Attribute::of_float(1e-5f)); })
+        .types(instance_norm_types)
+        .eval(eval_instance_norm)
+        .fuses_as(FusionKind::Reduction)
+        .named("instance_norm")
+        .builds([](NodeKernel& k) {
+            k.set(te::instance_norm(k.in(0), k.in(1), k.in(2),
+                                    k.node().attr_float("epsilon", 1e-5f)));
+        });
 
 } // namespace tessera::graph::ops

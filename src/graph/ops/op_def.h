@@ -52,6 +52,11 @@ struct OpDef {
     Op op;
     // ---- import ----
     int since = 1;
+    /// The model opsets the entry imports the op at (with `since`; the importer's global range
+    /// bounds both). An op's later versions have so far only added types, attributes or
+    /// operands, which the entry refuses unless it lists them, so the default is every opset;
+    /// an entry narrows it (.opsets()) where a version changed the meaning of what it accepts.
+    int min_opset = 1, max_opset = INT_MAX;
     int min_inputs = 1, max_inputs = 1, max_outputs = 1;
     std::vector<AttrSpec> attrs;
     /// Rewrites the model's attributes and operands into the canonical form (absent: no
@@ -69,6 +74,10 @@ struct OpDef {
     /// Operands from this index on are read at compile time only (shapes, axes, scalar
     /// parameters): they are not inputs of the kernel.
     size_t static_operands_from = kNoStaticOperand;
+    /// Static operands from this index on are scalar parameters (Clip's bounds, Pad's constant
+    /// value) that may also be runtime values: one that is not a compile-time value is a
+    /// kernel input (NodeKernel::runtime_scalar).
+    size_t runtime_scalars_from = kNoStaticOperand;
     /// Builds the node's tensor expressions; absent: the op has no kernel, it must be folded
     /// into a constant before task extraction (constant_folding).
     void (*kernel)(NodeKernel&) = nullptr;
@@ -81,6 +90,11 @@ struct OpDef {
         max_inputs = max_in;
         max_outputs = max_out;
         attrs = std::move(attributes);
+        return *this;
+    }
+    OpDef& opsets(int min_model_opset, int max_model_opset) {
+        min_opset = min_model_opset;
+        max_opset = max_model_opset;
         return *this;
     }
     OpDef& import_with(void (*f)(OpImport&)) {
@@ -105,6 +119,10 @@ struct OpDef {
     }
     OpDef& static_from(size_t operand) {
         static_operands_from = operand;
+        return *this;
+    }
+    OpDef& runtime_scalars_from_operand(size_t operand) {
+        runtime_scalars_from = operand;
         return *this;
     }
     OpDef& builds(void (*f)(NodeKernel&)) {

@@ -199,6 +199,15 @@ Tensor pad(const Tensor& x, std::vector<int64_t> before, std::vector<int64_t> af
                      "pad");
 }
 
+Tensor pad(const Tensor& x, std::vector<int64_t> before, std::vector<int64_t> after,
+           Expr value) {
+    check_defined(x, "pad", "input");
+    if (value.type() != x.dtype())
+        throw UserError() << "pad: value of type " << value.type() << " for input of type "
+                          << x.dtype();
+    return pad_named(x, std::move(before), std::move(after), value, PadMode::Constant, "pad");
+}
+
 Tensor slice(const Tensor& x, std::vector<int64_t> starts, std::vector<int64_t> ends,
              std::vector<int64_t> axes, std::vector<int64_t> steps) {
     const std::string op = "slice";

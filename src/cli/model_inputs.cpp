@@ -1,0 +1,44 @@
+// --input-shape and --bind, shared by build, inspect and tune.
+#include "model_inputs.h"
+
+#include <CLI/CLI.hpp>
+
+#include "tessera/graph/tensor_io.h"
+#include "tessera/support/error.h"
+
+namespace tessera::cli {
+
+void add_model_input_options(CLI::App* cmd, ModelInputOptions& opts) {
+    cmd->add_option("--input-shape", opts.input_shapes,
+                    "Static shape of a graph input, NAME=1x3x224x224 (repeatable; needed for "
+                    "inputs with symbolic dims)")
+        ->allow_extra_args(false);
+    cmd->add_option("--bind", opts.binds,
+                    "Fix a graph input to the value in a .npy (or .pb) file, NAME=FILE "
+                    "(repeatable): the input becomes a constant and leaves the library's "
+                    "inputs, so inputs that set shapes (a Reshape's shape, a Resize's sizes) "
+                    "fold away")
+        ->allow_extra_args(false);
+}
+
+graph::ImportOptions import_options(const ModelInputOptions& opts) {
+    graph::ImportOptions io;
+    for (const std::string& spec : opts.input_shapes) {
+        auto [name, shape] = graph::parse_input_shape(spec);
+        if (io.input_shapes.count(name))
+            throw UserError() << "input shape of '" << name << "' given twice";
+        io.input_shapes[name] = shape;
+    }
+    for (const std::string& spec : opts.binds) {
+        const size_t eq = spec.find('=');
+        if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
+            throw UserError() << "--bind '" << spec << "' is not NAME=FILE";
+        const std::string name = spec.substr(0, eq);
+        if (io.bound_inputs.count(name))
+            throw UserError() << "input '" << name << "' is bound twice";
+        io.bound_inputs[name] = graph::read_tensor_file(spec.substr(eq + 1));
+    }
+    return io;
+}
+
+} // namespace tessera::cli

@@ -1,0 +1,29 @@
+// The options every command that imports a model shares (build, inspect, tune): static shapes
+// for inputs with symbolic dims (--input-shape) and values for inputs that set shapes
+// (--bind), so that the three import the same graph and tune and build see the same tasks.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tessera/graph/import_onnx.h"
+
+namespace CLI {
+class App;
+} // namespace CLI
+
+namespace tessera::cli {
+
+struct ModelInputOptions {
+    std::vector<std::string> input_shapes; ///< "name=1x3x224x224" each.
+    std::vector<std::string> binds;        ///< "name=file.npy" (or .pb) each.
+};
+
+/// Registers --input-shape and --bind on `cmd`, parsing into `opts`.
+void add_model_input_options(CLI::App* cmd, ModelInputOptions& opts);
+
+/// The import options the flags say: shapes parsed, bound files read. Throws UserError quoting
+/// a malformed flag, a name given twice, or an unreadable file.
+graph::ImportOptions import_options(const ModelInputOptions& opts);
+
+} // namespace tessera::cli
