@@ -61,6 +61,12 @@ const TensorData kS2d =
           1.0f, 3.0f, 5.0f,  13.0f, 15.0f, 17.0f, 25.0f, 27.0f, 29.0f, 37.0f, 39.0f, 41.0f,
           6.0f, 8.0f, 10.0f, 18.0f, 20.0f, 22.0f, 30.0f, 32.0f, 34.0f, 42.0f, 44.0f, 46.0f,
           7.0f, 9.0f, 11.0f, 19.0f, 21.0f, 23.0f, 31.0f, 33.0f, 35.0f, 43.0f, 45.0f, 47.0f});
+const TensorData kS2dCrd =
+    f32t({1, 8, 2, 3},
+         {0.0f,  2.0f,  4.0f,  12.0f, 14.0f, 16.0f, 1.0f,  3.0f,  5.0f,  13.0f, 15.0f, 17.0f,
+          6.0f,  8.0f,  10.0f, 18.0f, 20.0f, 22.0f, 7.0f,  9.0f,  11.0f, 19.0f, 21.0f, 23.0f,
+          24.0f, 26.0f, 28.0f, 36.0f, 38.0f, 40.0f, 25.0f, 27.0f, 29.0f, 37.0f, 39.0f, 41.0f,
+          30.0f, 32.0f, 34.0f, 42.0f, 44.0f, 46.0f, 31.0f, 33.0f, 35.0f, 43.0f, 45.0f, 47.0f});
 const TensorData kGeData = f32t({3, 4}, {1.19000006f, -0.129999995f, -0.790000021f, -0.889999986f,
                                          -0.980000019f, -0.219999999f, 0.0199999996f, 0.209999993f,
                                          1.98000002f, 1.16999996f, 0.49000001f, 1.96000004f});
@@ -701,6 +707,82 @@ TEST(IndexingImportTest, PadOpset18AxesAndOpset19Wrap) {
               "node 'pad' (Pad, opset 18): pads and axes must be compile-time constants");
 }
 
+// Opsets 1-5 forms: attributes that later became operands, and defaults that later became
+// required.
+TEST(IndexingImportTest, OldOpsetForms) {
+    const TensorData x = floats({2, 3, 4}, 31);
+    auto one = [](ModelBuilder& m) { return evaluate(import_model(m), {floats({2, 3, 4}, 31)}); };
+    {
+        ModelBuilder m(4);
+        m.input("x", DType::F32, {2, 3, 4});
+        m.node("Reshape", {"x"}, {"y"}, "r").ints("shape", {0, -1}).ints("consumed_inputs", {0});
+        m.output("y");
+        EXPECT_EQ(one(m)[0], x.reshaped({2, 12}));
+        ModelBuilder bad(4);
+        bad.input("x", DType::F32, {2, 3, 4});
+        bad.node("Reshape", {"x"}, {"y"}, "r");
+        bad.output("y");
+        EXPECT_EQ(import_error(bad), "node 'r' (Reshape, opset 4): attribute 'shape' is required");
+    }
+    {
+        ModelBuilder m(3);
+        m.input("x", DType::F32, {2, 3, 4});
+        m.node("Concat", {"x", "x"}, {"y"}, "c");
+        m.output("y");
+        EXPECT_EQ(one(m)[0],
+                  run(Op::Concat, {data(x), data(x)}, {{"axis", I(1)}})[0]); // default axis 1
+    }
+    {
+        ModelBuilder m(5);
+        m.input("x", DType::F32, {2, 3, 4});
+        m.initializer("tiles", TensorData::scalar<int64_t>(3))
+            .initializer("axis", TensorData::scalar<int64_t>(-1));
+        m.node("Tile", {"x", "tiles", "axis"}, {"y"}, "t");
+        m.output("y");
+        EXPECT_EQ(one(m)[0], run(Op::Tile, {data(x), konst(i64s({1, 1, 3}))})[0]);
+    }
+    {
+        ModelBuilder m(1);
+        m.input("x", DType::F32, {2, 3, 4});
+        m.node("Pad", {"x"}, {"y"}, "p").ints("paddings", {0, 1, 0, 0, 2, 1}).f("value", 0.5f);
+        m.output("y");
+        ModelBuilder m2(2);
+        m2.input("x", DType::F32, {2, 3, 4});
+        m2.node("Pad", {"x"}, {"y"}, "p").ints("pads", {0, 1, 0, 0, 2, 1}).f("value", 0.5f);
+        m2.output("y");
+        const TensorData want = run(
+            Op::Pad, {data(x), konst(i64s({0, 1, 0, 0, 2, 1})), konst(TensorData::scalar(0.5f))},
+            {{"mode", S("constant")}})[0];
+        EXPECT_EQ(one(m)[0], want);
+        EXPECT_EQ(one(m2)[0], want);
+    }
+    {
+        ModelBuilder m(1);
+        m.input("x", DType::F32, {2, 3, 4}).initializer("s", i64s({1, 3}));
+        m.node("Split", {"x", "s"}, {"a", "b"}, "s").i("axis", 2);
+        m.output("a").output("b");
+        const std::vector<TensorData> parts = one(m);
+        EXPECT_EQ(parts[1], run(Op::Slice, {data(x), konst(i64s({1})), konst(i64s({4})),
+                                            konst(i64s({2}))})[0]);
+    }
+}
+
+// SpaceToDepth takes a mode from opset 28: CRD puts each channel's block together.
+TEST(IndexingImportTest, SpaceToDepthOpset28Mode) {
+    auto model = [](int opset, const char* mode) {
+        ModelBuilder m(opset, 13);
+        m.input("x", DType::F32, {1, 2, 4, 6});
+        m.node("SpaceToDepth", {"x"}, {"y"}, "s2d").i("blocksize", 2).s("mode", mode);
+        m.output("y");
+        return m;
+    };
+    const TensorData x = iota_f32({1, 2, 4, 6});
+    EXPECT_EQ(evaluate(import_model(model(28, "CRD")), {x})[0], kS2dCrd);
+    EXPECT_EQ(evaluate(import_model(model(28, "DCR")), {x})[0], kS2d);
+    EXPECT_EQ(import_error(model(21, "CRD")),
+              "node 's2d' (SpaceToDepth, opset 21): unsupported attribute 'mode'");
+}
+
 // The other data-movement ops keep their semantics through opset 21 (later versions only add
 // types): a chain of them imports at 21 and evaluates as at 13.
 TEST(IndexingImportTest, DataMovementOpsThroughOpset21) {
@@ -756,7 +838,9 @@ std::vector<OpCase> indexing_cases() {
                       return {c.op(Op::SpaceToDepth, {c.input(floats({1, 3, 6, 9}, 1))},
                                    {{"blocksize", I(3)}}),
                               c.op(Op::SpaceToDepth, {c.input(ints({2, 1, 4, 2}, 2, -9, 9))},
-                                   {{"blocksize", I(2)}})};
+                                   {{"blocksize", I(2)}}),
+                              c.op(Op::SpaceToDepth, {c.input(floats({1, 3, 4, 6}, 3))},
+                                   {{"blocksize", I(2)}, {"mode", S("CRD")}})};
                   }});
     cs.push_back(
         {"GatherElements", {Op::GatherElements}, [](Case& c) -> std::vector<ValueId> {

@@ -375,6 +375,38 @@ TypeList dropout_types(const NodeTypes& t) {
 
 // ---- import ----
 
+// Opsets 1-4 give the shape as an attribute (and a legacy consumed_inputs hint, which does
+// not change the result): it becomes the shape operand.
+void import_reshape(OpImport& im) {
+    if (im.opset() < 5) {
+        im.expect_inputs(1, 1);
+        if (!im.has("shape"))
+            im.fail("attribute 'shape' is required");
+        im.inputs().push_back(im.ints_constant("shape", im.attr("shape").ints));
+    } else {
+        im.expect_inputs(2, 2);
+    }
+    im.keep("allowzero", Attribute::of_int(0));
+}
+
+// Opsets 1-5: Tile(input, tiles, axis) repeats along one axis; both scalars become repeats.
+void import_tile(OpImport& im) {
+    if (im.opset() >= 6) {
+        im.expect_inputs(2, 2);
+        return;
+    }
+    im.expect_inputs(3, 3);
+    const TensorData* tiles = im.known_value(im.inputs()[1]);
+    const TensorData* axis = im.known_value(im.inputs()[2]);
+    if (!tiles || !axis || tiles->numel() != 1 || axis->numel() != 1)
+        im.fail("tiles and axis must be compile-time scalars");
+    const int64_t rank = im.input_rank(0);
+    std::vector<int64_t> repeats(rank, 1);
+    repeats[normalize_axis(axis->as_i64()[0], rank, im.where())] = tiles->as_i64()[0];
+    im.inputs().resize(1);
+    im.inputs().push_back(im.ints_constant("repeats", repeats));
+}
+
 void import_flatten(OpImport& im) {
     const int64_t rank = im.input_rank(0);
     const int64_t axis = im.source().attr_int("axis", 1);
@@ -386,11 +418,13 @@ void import_flatten(OpImport& im) {
 
 // Concat, Split and Gather: the axis normalized to [0, rank).
 void import_axis(OpImport& im) {
-    if (im.op() == Op::Concat && !im.has("axis"))
+    // Concat's axis is required from opset 4; before, it defaults to 1.
+    if (im.op() == Op::Concat && !im.has("axis") && im.opset() >= 4)
         im.fail("attribute 'axis' is missing");
+    const int64_t def = im.op() == Op::Concat ? 1 : 0;
     if (im.input_rank(0) == 0)
         im.fail(im.op() == Op::Gather ? "gather from a scalar" : "cannot concatenate scalars");
-    im.set("axis", Attribute::of_int(normalize_axis(im.source().attr_int("axis", 0),
+    im.set("axis", Attribute::of_int(normalize_axis(im.source().attr_int("axis", def),
                                                     im.input_rank(0), im.where())));
 }
 
@@ -409,7 +443,10 @@ std::vector<int64_t> split_chunks(const OpImport& im, int64_t dim, int64_t n) {
 
 void import_split(OpImport& im) {
     if (im.opset() < 13) {
-        im.expect_inputs(1, 1);
+        // Opset 1 takes the sizes as an operand or an attribute, 2 to 12 as an attribute.
+        im.expect_inputs(1, im.opset() < 2 ? 2 : 1);
+        if (im.has("split") && im.inputs().size() > 1)
+            im.fail("gives the split sizes both as an input and an attribute");
         if (im.has("split"))
             im.inputs().push_back(im.ints_constant("split", im.attr("split").ints));
     }
@@ -488,9 +525,10 @@ void import_pad(OpImport& im) {
         im.expect_inputs(2, 3);
     if (im.opset() < 11) {
         im.expect_inputs(1, 1);
-        if (!im.has("pads"))
-            im.fail("attribute 'pads' is required");
-        im.inputs().push_back(im.ints_constant("pads", im.attr("pads").ints));
+        const char* key = im.opset() < 2 ? "paddings" : "pads"; // renamed in opset 2
+        if (!im.has(key))
+            im.fail(std::string("attribute '") + key + "' is required");
+        im.inputs().push_back(im.ints_constant("pads", im.attr(key).ints));
         im.inputs().push_back(
             im.constant("value", TensorData::scalar(im.source().attr_float("value", 0.0f))
                                      .cast(im.input_value(0).dtype)));
@@ -667,7 +705,7 @@ void tile_kernel(NodeKernel& k) {
 // The block size and mode, checked against the input shape.
 struct BlockSpec {
     int64_t b;
-    bool crd; // DepthToSpace "CRD": channel-major blocks; "DCR" and SpaceToDepth: depth-major
+    bool crd; // "CRD": channel-major blocks; "DCR" (SpaceToDepth before opset 28): depth-major
 };
 
 BlockSpec block_spec(const Node& n, const Shape& in, const std::string& where) {
@@ -677,7 +715,7 @@ BlockSpec block_spec(const Node& n, const Shape& in, const std::string& where) {
     if (in.size() != 4)
         throw UserError() << where << ": input must have rank 4, got shape " << shape_str(in);
     const std::string mode = n.attr_string("mode", "DCR");
-    if (n.op == Op::DepthToSpace && mode != "DCR" && mode != "CRD")
+    if (mode != "DCR" && mode != "CRD")
         throw UserError() << where << ": mode must be DCR or CRD, got '" << mode << "'";
     if (n.op == Op::DepthToSpace && in[1] % (b * b) != 0)
         throw UserError() << where << ": " << in[1] << " channels do not split into blocks of " << b
@@ -685,7 +723,7 @@ BlockSpec block_spec(const Node& n, const Shape& in, const std::string& where) {
     if (n.op == Op::SpaceToDepth && (in[2] % b != 0 || in[3] % b != 0))
         throw UserError() << where << ": spatial dims of " << shape_str(in)
                           << " are not multiples of blocksize " << b;
-    return {b, n.op == Op::DepthToSpace && mode == "CRD"};
+    return {b, mode == "CRD"};
 }
 
 Shape block_shape(Op op, const Shape& in, int64_t b) {
@@ -715,7 +753,8 @@ EvalOutputs eval_block(const Node& n, const EvalInputs& in, const std::string& w
             const int64_t xc = d2s_channel(s, c, h % s.b, w % s.b, os[1]);
             src = ((nn * xs[1] + xc) * xs[2] + h / s.b) * xs[3] + w / s.b;
         } else {
-            const int64_t blk = c / xs[1], xc = c % xs[1];
+            const int64_t bb = s.b * s.b;
+            const int64_t blk = s.crd ? c % bb : c / xs[1], xc = s.crd ? c / bb : c % xs[1];
             const int64_t xh = h * s.b + blk / s.b, xw = w * s.b + blk % s.b;
             src = ((nn * xs[1] + xc) * xs[2] + xh) * xs[3] + xw;
         }
@@ -734,8 +773,7 @@ void import_block(OpImport& im) {
     if (!im.has("blocksize"))
         im.fail("attribute 'blocksize' is missing");
     im.keep("blocksize", Attribute::of_int(0));
-    if (im.op() == Op::DepthToSpace)
-        im.keep("mode", Attribute::of_string("DCR"));
+    im.keep("mode", Attribute::of_string("DCR"));
 }
 
 void block_kernel(NodeKernel& k) {
@@ -754,8 +792,10 @@ void block_kernel(NodeKernel& k) {
                                           : (bi * te::Expr(b) + bj) * te::Expr(os[1]) + c;
                 return x(te::Expr(i[0]), xc, h / te::Expr(b), w / te::Expr(b));
             }
-            const te::Expr blk = c / te::Expr(C);
-            return x(te::Expr(i[0]), c % te::Expr(C), h * te::Expr(b) + blk / te::Expr(b),
+            const te::Expr bb = te::Expr(b * b);
+            const te::Expr blk = s.crd ? c % bb : c / te::Expr(C);
+            const te::Expr xc = s.crd ? c / bb : c % te::Expr(C);
+            return x(te::Expr(i[0]), xc, h * te::Expr(b) + blk / te::Expr(b),
                      w * te::Expr(b) + blk % te::Expr(b));
         },
         d2s ? "depth_to_space" : "space_to_depth"));
@@ -781,11 +821,13 @@ using namespace detail;
 const OpDef Flatten = reshape_op(Op::Flatten, eval_flatten, flatten_types)
                           .onnx(1, 1, 1, 1, {{"axis", K::Int}})
                           .import_with(import_flatten);
-const OpDef Reshape =
-    reshape_op(Op::Reshape, eval_reshape, reshape_types)
-        .onnx(5, 2, 2, 1, {{"allowzero", K::Int, 14}})
-        .import_with([](OpImport& im) { im.keep("allowzero", Attribute::of_int(0)); })
-        .static_from(1);
+const OpDef Reshape = reshape_op(Op::Reshape, eval_reshape, reshape_types)
+                          .onnx(1, 1, 2, 1,
+                                {{"shape", K::Ints, 1, 5},
+                                 {"consumed_inputs", K::Ints, 1, 5},
+                                 {"allowzero", K::Int, 14}})
+                          .import_with(import_reshape)
+                          .static_from(1);
 const OpDef Squeeze = reshape_op(Op::Squeeze, eval_squeeze, squeeze_types)
                           .onnx(1, 1, 2, 1, {{"axes", K::Ints, 1, 13}})
                           .import_with(import_squeeze)
@@ -859,20 +901,23 @@ const OpDef Expand = OpDef(Op::Expand)
                          .static_from(1)
                          .builds(expand_kernel);
 
-const OpDef Pad =
-    OpDef(Op::Pad)
-        .onnx(1, 1, 4, 1,
-              {{"mode", K::String}, {"pads", K::Ints, 1, 11}, {"value", K::Float, 1, 11}})
-        .import_with(import_pad)
-        .types(pad_types)
-        .eval(eval_pad)
-        .fuses_as(FK::Injective)
-        .static_from(1)
-        .runtime_scalars_from_operand(2)
-        .builds(pad_kernel);
+const OpDef Pad = OpDef(Op::Pad)
+                      .onnx(1, 1, 4, 1,
+                            {{"mode", K::String},
+                             {"paddings", K::Ints, 1, 2},
+                             {"pads", K::Ints, 2, 11},
+                             {"value", K::Float, 1, 11}})
+                      .import_with(import_pad)
+                      .types(pad_types)
+                      .eval(eval_pad)
+                      .fuses_as(FK::Injective)
+                      .static_from(1)
+                      .runtime_scalars_from_operand(2)
+                      .builds(pad_kernel);
 
 const OpDef Tile = OpDef(Op::Tile)
-                       .onnx(6, 2, 2, 1)
+                       .onnx(1, 2, 3, 1)
+                       .import_with(import_tile)
                        .types(tile_types)
                        .eval(eval_tile)
                        .fuses_as(FK::Injective)
@@ -889,7 +934,7 @@ const OpDef DepthToSpace = OpDef(Op::DepthToSpace)
                                .builds(block_kernel);
 
 const OpDef SpaceToDepth = OpDef(Op::SpaceToDepth)
-                               .onnx(1, 1, 1, 1, {{"blocksize", K::Int}})
+                               .onnx(1, 1, 1, 1, {{"blocksize", K::Int}, {"mode", K::String, 28}})
                                .import_with(import_block)
                                .types(block_types)
                                .eval(eval_block)
