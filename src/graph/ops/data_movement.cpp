@@ -2,7 +2,8 @@
 // Split, Slice, Gather, Expand, Pad, Tile, DepthToSpace, SpaceToDepth, Identity and Dropout.
 // All work on every dtype. Canonical forms (opset 17; older opsets' attributes become constant
 // operands):
-//   Flatten axis (>= 0); Transpose perm (explicit); Concat axis; Gather(data, indices) axis
+//   Flatten axis (>= 0); Transpose perm (explicit); Gather(data, indices) axis
+//   Concat axis (an absent axis is 1 before opset 4, an error after)
 //   Reshape(data, shape) allowzero;  Expand(X, shape)
 //   Split(X, split?) axis; sizes as an operand; without it, equal parts (opset 18's
 //     num_outputs becomes the operand: chunks of ceil(extent / num_outputs), the last smaller)
@@ -10,9 +11,10 @@
 //   Pad(data, pads, constant_value?) mode: constant, reflect, edge, wrap (opset 19); pads for
 //     every axis (opset 18's axes operand is folded into them at import)
 //   Squeeze(data, axes?);  Unsqueeze(data, axes)
-//   Tile(input, repeats) repeats compile-time (opset 6 on)
-//   DepthToSpace(input[N,C,H,W]) blocksize, mode ("DCR" or "CRD");
-//   SpaceToDepth(input[N,C,H,W]) blocksize
+//   Tile(input, repeats) repeats compile-time (opsets 1-5's Tile(input, tiles, axis) becomes
+//     repeats of 1 but at axis)
+//   DepthToSpace(input[N,C,H,W]) blocksize, mode ("DCR" or "CRD")
+//   SpaceToDepth(input[N,C,H,W]) blocksize, mode ("DCR" before opset 28, which adds "CRD")
 //   Dropout(data)   outputs Y, mask? (inference: Y = data, mask all true)
 #include <algorithm>
 #include <cmath>
