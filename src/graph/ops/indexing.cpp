@@ -957,6 +957,19 @@ OpDef refused(Op op, int since, int max_outputs, std::vector<AttrSpec> attrs) {
         });
 }
 
+// ArgMax and ArgMin: one entry but for the op.
+OpDef arg_op(Op op) {
+    using K = Attribute::Kind;
+    return OpDef(op)
+        .onnx(1, 1, 1, 1,
+              {{"axis", K::Int}, {"keepdims", K::Int}, {"select_last_index", K::Int, 12}})
+        .import_with(import_arg)
+        .types(arg_types)
+        .eval(eval_arg)
+        .fuses_as(FusionKind::Reduction)
+        .builds(arg_kernel);
+}
+
 } // namespace
 
 } // namespace tessera::graph::detail
@@ -1004,25 +1017,8 @@ const OpDef CumSum = OpDef(Op::CumSum)
                          .static_from(1)
                          .builds(cumsum_kernel);
 
-const OpDef ArgMax =
-    OpDef(Op::ArgMax)
-        .onnx(1, 1, 1, 1,
-              {{"axis", K::Int}, {"keepdims", K::Int}, {"select_last_index", K::Int, 12}})
-        .import_with(import_arg)
-        .types(arg_types)
-        .eval(eval_arg)
-        .fuses_as(FK::Reduction)
-        .builds(arg_kernel);
-
-const OpDef ArgMin =
-    OpDef(Op::ArgMin)
-        .onnx(1, 1, 1, 1,
-              {{"axis", K::Int}, {"keepdims", K::Int}, {"select_last_index", K::Int, 12}})
-        .import_with(import_arg)
-        .types(arg_types)
-        .eval(eval_arg)
-        .fuses_as(FK::Reduction)
-        .builds(arg_kernel);
+const OpDef ArgMax = arg_op(Op::ArgMax);
+const OpDef ArgMin = arg_op(Op::ArgMin);
 
 const OpDef ScatterND = OpDef(Op::ScatterND)
                             .onnx(11, 3, 3, 1, {{"reduction", K::String, 16}})
