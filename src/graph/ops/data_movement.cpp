@@ -500,8 +500,9 @@ void fold_pad_axes(OpImport& im) {
     std::vector<ValueId>& ins = im.inputs();
     const TensorData* axes_t = im.known_value(ins[3]);
     const TensorData* pads_t = im.known_value(ins[1]);
-    if (!axes_t || !pads_t)
-        im.fail("pads and axes must be compile-time constants");
+    if (!pads_t || !axes_t)
+        im.fail(std::string(pads_t ? "axes" : "pads") + " '" +
+                im.input_value(pads_t ? 3 : 1).name + "' must be a compile-time constant");
     const int64_t rank = im.input_rank(0);
     const std::vector<int64_t> axes = int_elements(*axes_t, "axes", im.where());
     const std::vector<int64_t> pads = int_elements(*pads_t, "pads", im.where());
