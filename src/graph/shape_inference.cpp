@@ -10,6 +10,21 @@ namespace tessera::graph {
 
 using namespace detail;
 
+namespace {
+
+// The shapes of n's operands (all typed: shape inference visits producers first).
+std::vector<Shape> input_shapes(const Graph& g, const Node& n) {
+    std::vector<Shape> shapes;
+    for (ValueId v : n.inputs) {
+        TESSERA_CHECK(v != kNoValue && g.value(v).typed)
+            << describe_node(n, kNoNode) << ": operand without a type";
+        shapes.push_back(g.value(v).shape);
+    }
+    return shapes;
+}
+
+} // namespace
+
 ShapeInferer::ShapeInferer(Graph& g) : g_(g) {}
 
 const TensorData* ShapeInferer::known_value(ValueId v) const {
@@ -42,7 +57,8 @@ int ShapeInferer::infer(NodeId id) {
         known_.resize(g_.num_values());
     for (ValueId o : n.outputs)
         known_[o].reset();
-    // Propagate compile-time values: Shape needs only its input's type; others all inputs.
+    // Propagate compile-time values: Shape and Size need only their inputs' types
+    // (OpDef::value_from_types); others all inputs.
     std::vector<const TensorData*> ins;
     bool all_known = true;
     for (ValueId v : n.inputs) {
@@ -51,11 +67,10 @@ int ShapeInferer::infer(NodeId id) {
             all_known = false;
         ins.push_back(t);
     }
-    if (n.op == Op::Shape) {
-        auto [start, end] = shape_range(n, g_.value(n.inputs[0]).shape.size());
-        const Shape& s = g_.value(n.inputs[0]).shape;
-        known_[n.outputs[0]] = std::make_shared<const TensorData>(TensorData::from_vector<int64_t>(
-            {end - start}, std::vector<int64_t>(s.begin() + start, s.begin() + end)));
+    const OpDef& def = op_def(n.op);
+    if (def.value_from_types) {
+        known_[n.outputs[0]] =
+            std::make_shared<const TensorData>(def.value_from_types(n, input_shapes(g_, n)));
     } else if (all_known && small) {
         std::vector<TensorData> outs = evaluate_node(n, ins, id);
         for (size_t i = 0; i < outs.size(); ++i) {
@@ -99,7 +114,8 @@ std::optional<TensorData> static_value(const Graph& g, ValueId v) {
     while (!stack.empty()) {
         auto& [id, next] = stack.back();
         const Node& n = g.node(id);
-        if (n.op != Op::Shape && next < n.inputs.size()) {
+        const bool from_types = op_def(n.op).value_from_types != nullptr;
+        if (!from_types && next < n.inputs.size()) {
             ValueId in = n.inputs[next++];
             if (in == kNoValue || g.value(in).is_constant())
                 continue;
@@ -126,13 +142,13 @@ std::optional<TensorData> static_value(const Graph& g, ValueId v) {
         bool outs_small = true;
         for (ValueId o : n.outputs)
             outs_small = outs_small && small(o);
-        if (n.op == Op::Shape && g.value(n.inputs[0]).typed) {
-            const Shape& s = g.value(n.inputs[0]).shape;
-            auto [start, end] = shape_range(n, s.size());
-            known[n.outputs[0]] =
-                std::make_shared<const TensorData>(TensorData::from_vector<int64_t>(
-                    {end - start}, std::vector<int64_t>(s.begin() + start, s.begin() + end)));
-        } else if (ok && outs_small) {
+        bool typed = true;
+        for (ValueId in : n.inputs)
+            typed = typed && in != kNoValue && g.value(in).typed;
+        if (from_types && typed) {
+            known[n.outputs[0]] = std::make_shared<const TensorData>(
+                op_def(n.op).value_from_types(n, input_shapes(g, n)));
+        } else if (!from_types && ok && outs_small) {
             std::vector<TensorData> outs = evaluate_node(n, ins, id);
             for (size_t i = 0; i < outs.size(); ++i)
                 known[n.outputs[i]] = std::make_shared<const TensorData>(std::move(outs[i]));

@@ -71,6 +71,13 @@ EvalOutputs eval_range(const Node& n, const EvalInputs& in, const std::string& w
     return {std::move(out)};
 }
 
+// Shape's value: the operand's dims [start, end).
+TensorData shape_value(const Node& n, const std::vector<graph::Shape>& in) {
+    const auto [start, end] = shape_range(n, static_cast<int64_t>(in.at(0).size()));
+    return TensorData::from_vector<int64_t>(
+        {end - start}, std::vector<int64_t>(in[0].begin() + start, in[0].begin() + end));
+}
+
 TypeList shape_types(const NodeTypes& t) {
     const Value& x = t.in(0, "data");
     auto [start, end] = shape_range(t.node(), x.shape.size());
@@ -174,6 +181,7 @@ const OpDef Shape = OpDef(Op::Shape)
                         })
                         .types(shape_types)
                         .eval(eval_shape)
+                        .from_types(shape_value)
                         .static_from(0)
                         .builds(shape_kernel);
 

@@ -225,6 +225,10 @@ EvalOutputs eval_size(const Node& n, const EvalInputs& in, const std::string& wh
     return {TensorData::scalar<int64_t>(require_input(in, 0, where).numel())};
 }
 
+TensorData size_value(const Node&, const std::vector<graph::Shape>& in) {
+    return TensorData::scalar<int64_t>(shape_numel(in.at(0)));
+}
+
 TypeList size_types(const NodeTypes& t) {
     t.in(0, "data");
     return {{DType::I64, {}}};
@@ -792,6 +796,7 @@ const OpDef Size = OpDef(Op::Size)
                        .onnx(1, 1, 1, 1)
                        .types(size_types)
                        .eval(eval_size)
+                       .from_types(size_value)
                        .static_from(0)
                        .builds(size_kernel);
 

@@ -368,7 +368,7 @@ const OpDef BatchNormalization =
         .import_with(import_batch_norm)
         .types(batch_norm_types)
         .eval(eval_batch_norm)
-        .fuses_as(FusionKind::Elementwise)
+        .fuses_as(FusionKind::Broadcast)
         .named("batch_norm")
         .builds([](NodeKernel& k) {
             k.set(te::batch_norm_inference(k.in(0), k.in(1), k.in(2), k.in(3), k.in(4),

@@ -30,8 +30,9 @@ using EvalOutputs = std::vector<TensorData>;
 using TypeList = std::vector<std::pair<DType, Shape>>;
 
 /// How fusion treats a node of the op (fusion.h has the rules; Elementwise ops become
-/// Broadcast when an operand's shape differs from the output's).
-enum class FusionKind { Elementwise, Injective, Reduction, OutFusable, Opaque };
+/// Broadcast when an operand's shape differs from the output's, their static operands aside;
+/// Broadcast ops, such as BatchNormalization's per-channel parameters, always are).
+enum class FusionKind { Elementwise, Broadcast, Injective, Reduction, OutFusable, Opaque };
 
 /// An attribute the op defines in ONNX opsets [since, until).
 struct AttrSpec {
@@ -67,6 +68,10 @@ struct OpDef {
     TypeList (*infer)(const NodeTypes&) = nullptr;
     /// The reference evaluator: naive loops, independent of code generation.
     EvalOutputs (*evaluate)(const Node&, const EvalInputs&, const std::string& where) = nullptr;
+    /// For ops whose result depends only on their operands' types (Shape, Size): the result
+    /// from the operand shapes, so that it is a compile-time value whatever the operands hold
+    /// (shape inference and constant folding use it). Absent for every other op.
+    TensorData (*value_from_types)(const Node&, const std::vector<graph::Shape>&) = nullptr;
     // ---- fusion and kernels ----
     FusionKind fusion = FusionKind::Opaque;
     /// The op's name in task names ("conv2d"); empty: the op name in lower case.
@@ -107,6 +112,10 @@ struct OpDef {
     }
     OpDef& eval(EvalOutputs (*f)(const Node&, const EvalInputs&, const std::string&)) {
         evaluate = f;
+        return *this;
+    }
+    OpDef& from_types(TensorData (*f)(const Node&, const std::vector<graph::Shape>&)) {
+        value_from_types = f;
         return *this;
     }
     OpDef& fuses_as(FusionKind k) {

@@ -1,8 +1,10 @@
 // Constant folding: evaluates nodes whose inputs are all compile-time constants with the
-// reference evaluator (the same code the tests trust), and Shape of statically shaped values.
+// reference evaluator (the same code the tests trust), and ops whose value follows from their
+// operands' types (Shape, Size: OpDef::value_from_types) of typed values.
 #include <sstream>
 
 #include "../op_util.h"
+#include "../ops/op_def.h"
 #include "pass_util.h"
 #include "tessera/graph/evaluate.h"
 #include "tessera/graph/shape_inference.h"
@@ -32,21 +34,17 @@ PassResult fold_constants(Graph& g) {
     for (NodeId id : g.topological_order()) {
         const Node n = g.node(id); // copy: the node is removed below
         std::vector<TensorData> outs;
-        if (n.op == Op::Shape) {
-            const Value& x = g.value(n.inputs.at(0));
-            if (!x.typed)
+        if (const auto from_types = op_def(n.op).value_from_types) {
+            // Shape and Size only read their operands' types: no need to materialize them.
+            std::vector<Shape> shapes;
+            bool typed = true;
+            for (ValueId v : n.inputs) {
+                typed = typed && g.value(v).typed;
+                shapes.push_back(g.value(v).shape);
+            }
+            if (!typed)
                 continue;
-            // Shape only reads its input's type: no need to materialize the input.
-            const auto [start, end] = shape_range(n, static_cast<int64_t>(x.shape.size()));
-            const std::vector<int64_t> dims(x.shape.begin() + start, x.shape.begin() + end);
-            outs.push_back(TensorData::from_vector<int64_t>({end - start}, dims));
-            ++folded_shape;
-        } else if (n.op == Op::Size) {
-            // Size, like Shape, only reads its input's type.
-            const Value& x = g.value(n.inputs.at(0));
-            if (!x.typed)
-                continue;
-            outs.push_back(TensorData::scalar<int64_t>(shape_numel(x.shape)));
+            outs.push_back(from_types(n, shapes));
             ++folded_shape;
         } else {
             bool all_const = !n.inputs.empty() || n.op == Op::Constant;

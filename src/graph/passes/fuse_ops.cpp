@@ -54,18 +54,18 @@ OpPattern node_pattern(const Graph& g, NodeId id) {
         return outs == 1 ? OpPattern::Reduction : OpPattern::Opaque;
     case detail::FusionKind::Opaque:
         return OpPattern::Opaque;
+    case detail::FusionKind::Broadcast:
+        return outs == 1 ? OpPattern::Broadcast : OpPattern::Opaque;
     case detail::FusionKind::Elementwise: {
         if (outs != 1)
             return OpPattern::Opaque;
         const Value& out = g.value(n.outputs[0]);
         if (!out.typed)
             return OpPattern::Broadcast;
-        // BN's per-channel parameters broadcast against the channel axis.
-        if (n.op == Op::BatchNormalization)
-            return OpPattern::Broadcast;
-        // Clip's bounds are scalar operands, not broadcast tensors.
-        const size_t data_inputs = n.op == Op::Clip ? 1 : n.inputs.size();
-        for (size_t i = 0; i < data_inputs && i < n.inputs.size(); ++i) {
+        // Static operands (Clip's bounds) are scalar parameters, not broadcast tensors.
+        const size_t data_inputs =
+            std::min(n.inputs.size(), detail::op_def(n.op).static_operands_from);
+        for (size_t i = 0; i < data_inputs; ++i) {
             ValueId v = n.inputs[i];
             if (v == kNoValue)
                 continue;
