@@ -74,19 +74,18 @@ class GroupBuilder {
         }
         gc.compute = te::make_compute(std::move(inputs), std::move(outputs));
         for (size_t i = 0; i < gc.inputs.size(); ++i)
-            if (g_.value(gc.inputs[i]).is_constant() && !is_transform_table(gc.inputs[i]))
+            if (g_.value(gc.inputs[i]).is_constant() && !is_coefficient_table(gc.inputs[i]))
                 gc.compute.weight_inputs.push_back(static_cast<int>(i));
         return gc;
     }
 
   private:
-    // A Winograd transform's table (operand 1): a few hundred coefficients read by broadcast.
-    // As a weight, sketches would vectorize along its rows, the outermost axis of the
-    // transform's output, and scatter every store.
-    bool is_transform_table(ValueId v) const {
+    // A constant every reader takes as its coefficient table (OpDef::table_operand, a
+    // Winograd transform's matrix): not a weight, whose layout schedules would pack.
+    bool is_coefficient_table(ValueId v) const {
         for (NodeId id : g_.users(v)) {
             const Node& n = g_.node(id);
-            if ((n.op != Op::WinogradInput && n.op != Op::WinogradOutput) || n.input(1) != v)
+            if (n.input(detail::op_def(n.op).table_operand) != v)
                 return false;
         }
         return true;

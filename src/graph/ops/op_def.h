@@ -83,6 +83,10 @@ struct OpDef {
     /// value) that may also be runtime values: one that is not a compile-time value is a
     /// kernel input (NodeKernel::runtime_scalar).
     size_t runtime_scalars_from = kNoStaticOperand;
+    /// An operand that is a small coefficient table read by broadcast (a Winograd transform's
+    /// matrix), not a weight: as a weight, sketches would vectorize along its rows and scatter
+    /// every store.
+    size_t table_operand = kNoStaticOperand;
     /// Builds the node's tensor expressions; absent: the op has no kernel, it must be folded
     /// into a constant before task extraction (constant_folding).
     void (*kernel)(NodeKernel&) = nullptr;
@@ -132,6 +136,10 @@ struct OpDef {
     }
     OpDef& runtime_scalars_from_operand(size_t operand) {
         runtime_scalars_from = operand;
+        return *this;
+    }
+    OpDef& table_at(size_t operand) {
+        table_operand = operand;
         return *this;
     }
     OpDef& builds(void (*f)(NodeKernel&)) {

@@ -295,6 +295,7 @@ const OpDef WinogradInput = OpDef(Op::WinogradInput)
                                 .eval(eval_winograd_input)
                                 .fuses_as(FusionKind::OutFusable)
                                 .named("winograd_input")
+                                .table_at(1)
                                 .builds(winograd_input_kernel);
 const OpDef WinogradOutput = OpDef(Op::WinogradOutput)
                                  .onnx(OpDef::kNotOnnx, 1, 3, 1)
@@ -302,6 +303,7 @@ const OpDef WinogradOutput = OpDef(Op::WinogradOutput)
                                  .eval(eval_winograd_output)
                                  .fuses_as(FusionKind::OutFusable)
                                  .named("winograd_output")
+                                 .table_at(1)
                                  .builds(winograd_output_kernel);
 
 } // namespace tessera::graph::ops
