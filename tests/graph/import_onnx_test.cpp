@@ -218,6 +218,19 @@ TEST(ImportOpsetTest, DropoutIsAnIdentityInInference) {
     t.output("y");
     EXPECT_CONTAINS(import_error(t),
                     "node 'drop' (Dropout, opset 13): training_mode=true is not supported");
+    // Training with a ratio of 0 drops nothing: an identity (torch's F.dropout(x, p=0.0)).
+    for (float ratio : {0.0f, 0.1f}) {
+        ModelBuilder z(13);
+        z.input("x", DType::F32, {3, 5})
+            .initializer("ratio", TensorData::scalar(ratio))
+            .initializer("train", TensorData::from_vector<uint8_t>({}, {1}));
+        z.node("Dropout", {"x", "ratio", "train"}, {"y"}, "drop");
+        z.output("y");
+        if (ratio == 0.0f)
+            EXPECT_EQ(evaluate(import(z), {x})[0], x);
+        else
+            EXPECT_CONTAINS(import_error(z), "training_mode=true is not supported");
+    }
 }
 
 TEST(ImportOpsetTest, ConvAutoPadResolvesToPads) {

@@ -430,7 +430,9 @@ void import_pad(OpImport& im) {
     im.keep("mode", Attribute::of_string("constant"));
 }
 
-// Inference: ratio and training_mode do not matter (training_mode must be false).
+// Inference: ratio and training_mode do not matter (training_mode must be false, or the ratio a
+// constant 0: then training drops nothing and scales by 1, as torch's F.dropout(x, p=0.0) with
+// its default training=True exports, in torchvision's Swin attention).
 void import_dropout(OpImport& im) {
     if (im.opset() < 12)
         im.expect_inputs(1, 1);
@@ -439,8 +441,11 @@ void import_dropout(OpImport& im) {
         const TensorData* mode = im.known_value(ins[2]);
         if (!mode || mode->numel() != 1)
             im.fail("training_mode must be a constant scalar");
-        if (mode->as_i64()[0] != 0)
-            im.fail("training_mode=true is not supported");
+        if (mode->as_i64()[0] != 0) {
+            const TensorData* ratio = ins[1] != kNoValue ? im.known_value(ins[1]) : nullptr;
+            if (!ratio || ratio->numel() != 1 || ratio->cast(DType::F64).data<double>()[0] != 0.0)
+                im.fail("training_mode=true is not supported (unless the ratio is a constant 0)");
+        }
     }
     ins.resize(1);
 }
