@@ -66,13 +66,23 @@ def padded_mask(seq, pad):
     return m
 
 
-def torchvision_classifier(ctor, size=224, **kw):
+def torchvision_classifier(ctor, size=224, kaiming=False, **kw):
+    """kaiming: redraw the conv weights He-normal (fan in), for a model whose own init makes
+    activations grow layer by layer (inception_v3's truncated normal of std 0.1 reaches 1e14)."""
     def build(rng):
+        import torch
         import torchvision
         model = getattr(torchvision.models, ctor)(weights=None, **kw)
+        note = ""
+        if kaiming:
+            with torch.no_grad():
+                for m in model.modules():
+                    if isinstance(m, torch.nn.Conv2d):
+                        torch.nn.init.kaiming_normal_(m.weight, nonlinearity="relu")
+            note = ", conv weights He-normal"
         return (model, [("input", image(rng, (1, 3, size, size)))], ["logits"],
-                f"torchvision.models.{ctor}(weights=None{''.join(f', {k}={v!r}' for k, v in kw.items())}), "
-                f"input 1x3x{size}x{size}")
+                f"torchvision.models.{ctor}(weights=None{''.join(f', {k}={v!r}' for k, v in kw.items())})"
+                f"{note}, input 1x3x{size}x{size}")
     return build
 
 
@@ -372,6 +382,9 @@ MODELS = {
     "squeezenet1_1": (torchvision_classifier("squeezenet1_1"), VISION_OPSET),
     "densenet121": (torchvision_classifier("densenet121"), VISION_OPSET),
     "googlenet": (torchvision_classifier("googlenet", aux_logits=False, init_weights=True), VISION_OPSET),
+    "inception_v3": (torchvision_classifier("inception_v3", size=299, kaiming=True, aux_logits=False,
+                                                           init_weights=True),
+                     VISION_OPSET),
     "convnext_tiny": (torchvision_classifier("convnext_tiny"), VISION_OPSET),
     "swin_t": (torchvision_classifier("swin_t"), VISION_OPSET),
     "vit_tv_small": (vit_torchvision, VISION_OPSET),

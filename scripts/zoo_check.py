@@ -9,7 +9,8 @@ already differ by more). Each model ends as one of:
   wrong    ran but an output differs, or has the wrong shape or dtype
   crash    anything else: an internal error (exit 2), a signal, a timeout, an unclean message
 
-Prints a table (model, nodes, build seconds, max abs error, status) and a summary; exit 1 when
+Prints a table (model, ONNX nodes, build seconds, the largest reference output magnitude, the
+largest absolute error, the atol used, status) and a summary; exit 1 when
 any model is wrong or crashed.
 
 Usage: python scripts/zoo_check.py [NAME ...] [--zoo DIR ...] [--tessera PATH] [--json FILE]
@@ -58,7 +59,7 @@ def compare(got, want, rtol, atol):
 def check(model_dir, tessera, jobs, keep):
     name = os.path.basename(model_dir.rstrip("/"))
     meta = json.load(open(os.path.join(model_dir, "meta.json")))
-    r = {"name": name, "nodes": meta.get("nodes"), "build_s": None, "max_abs": None,
+    r = {"name": name, "nodes": meta.get("nodes"), "build_s": None, "max_abs": None, "max_ref": None,
          "rtol": meta.get("rtol", 1e-4), "atol": meta.get("atol", 1e-5)}
     work = tempfile.mkdtemp(prefix=f"zoo_{name}_")
     try:
@@ -83,15 +84,18 @@ def check(model_dir, tessera, jobs, keep):
             r.update(status="refused" if clean_error(proc) else "crash", stage="run",
                      detail=proc.stderr.strip()[-600:])
             return r
-        worst, problems = 0.0, []
+        worst, biggest, problems = 0.0, 0.0, []
         for i, n in enumerate(meta["outputs"]):
             got = np.load(os.path.join(work, "out", n + ".npy"))
             want = np.load(os.path.join(data, f"output_{i}.npy"))
+            if want.size and want.dtype.kind == "f":
+                biggest = max(biggest, float(np.nanmax(np.abs(want))))
             msg, err = compare(got, want, r["rtol"], r["atol"])
             worst = max(worst, err) if err == err else worst
             if msg:
                 problems.append(f"output '{n}': {msg}")
         r["max_abs"] = worst
+        r["max_ref"] = biggest
         r.update(status="wrong" if problems else "pass", detail="; ".join(problems))
         return r
     except subprocess.TimeoutExpired:
@@ -129,15 +133,18 @@ def main():
     if a.keep:
         os.makedirs(a.keep, exist_ok=True)
 
-    print(f"{'model':32s} {'nodes':>5s} {'build s':>8s} {'max abs err':>11s} {'atol':>7s}  status", flush=True)
+    print(f"{'model':30s} {'nodes':>5s} {'build s':>7s} {'max |ref|':>9s} {'max abs err':>11s} {'atol':>5s}  status",
+          flush=True)
     results = []
     t0 = time.time()
     for n in names:
         r = check(dirs[n], a.tessera, a.jobs, a.keep)
         results.append(r)
         err = "-" if r["max_abs"] is None else f"{r['max_abs']:.2e}"
+        ref = "-" if r["max_ref"] is None else f"{r['max_ref']:.3g}"
         secs = "-" if r["build_s"] is None else f"{r['build_s']:.1f}"
-        print(f"{n:32s} {r['nodes'] or 0:5d} {secs:>8s} {err:>11s} {r['atol']:7.0e}  {r['status']}", flush=True)
+        print(f"{n:30s} {r['nodes'] or 0:5d} {secs:>7s} {ref:>9s} {err:>11s} {r['atol']:5.0e}  {r['status']}",
+              flush=True)
     counts = {s: sum(r["status"] == s for r in results) for s in ("pass", "refused", "wrong", "crash")}
     print(f"\n{len(results)} models: {counts['pass']} pass, {counts['refused']} refused, "
           f"{counts['wrong']} wrong, {counts['crash']} crash in {time.time() - t0:.0f} s")
