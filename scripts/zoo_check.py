@@ -14,7 +14,7 @@ largest absolute error, the atol used, status) and a summary; exit 1 when
 any model is wrong or crashed.
 
 Usage: python scripts/zoo_check.py [NAME ...] [--zoo DIR ...] [--tessera PATH] [--json FILE]
-                                    [--keep DIR] [--jobs N]
+                                    [--keep DIR] [--jobs N] [-O N] [--no-winograd]
 Without NAME: every model under models/zoo_small and models/zoo.
 """
 import argparse
@@ -56,7 +56,7 @@ def compare(got, want, rtol, atol):
     return "", worst
 
 
-def check(model_dir, tessera, jobs, keep):
+def check(model_dir, tessera, jobs, keep, build_args):
     name = os.path.basename(model_dir.rstrip("/"))
     meta = json.load(open(os.path.join(model_dir, "meta.json")))
     r = {"name": name, "nodes": meta.get("nodes"), "build_s": None, "max_abs": None, "max_ref": None,
@@ -66,7 +66,7 @@ def check(model_dir, tessera, jobs, keep):
         lib = os.path.join(work, name + ".so")
         t0 = time.time()
         proc = subprocess.run([tessera, "build", os.path.join(model_dir, "model.onnx"), "-o", lib,
-                               "--no-db", "-j", str(jobs)], capture_output=True, text=True,
+                               "--no-db", "-j", str(jobs)] + build_args, capture_output=True, text=True,
                               timeout=TIMEOUT_S, cwd=work)
         r["build_s"] = time.time() - t0
         if proc.returncode != 0:
@@ -114,6 +114,8 @@ def main():
                     help="a folder of exported models (repeatable; default models/zoo_small and models/zoo)")
     ap.add_argument("--tessera", default=os.path.join(ROOT, "build", "tessera"))
     ap.add_argument("--jobs", type=int, default=1, help="threads of each build and run (default 1)")
+    ap.add_argument("-O", "--opt-level", type=int, help="tessera build's -O (default: its own, 3)")
+    ap.add_argument("--no-winograd", action="store_true", help="pass --no-winograd to tessera build")
     ap.add_argument("--json", help="write every model's result to this file")
     ap.add_argument("--keep", help="copy the work folders of wrong and crashed models here")
     a = ap.parse_args()
@@ -135,10 +137,12 @@ def main():
 
     print(f"{'model':30s} {'nodes':>5s} {'build s':>7s} {'max |ref|':>9s} {'max abs err':>11s} {'atol':>5s}  status",
           flush=True)
+    build_args = (["-O", str(a.opt_level)] if a.opt_level is not None else []) + \
+        (["--no-winograd"] if a.no_winograd else [])
     results = []
     t0 = time.time()
     for n in names:
-        r = check(dirs[n], a.tessera, a.jobs, a.keep)
+        r = check(dirs[n], a.tessera, a.jobs, a.keep, build_args)
         results.append(r)
         err = "-" if r["max_abs"] is None else f"{r['max_abs']:.2e}"
         ref = "-" if r["max_ref"] is None else f"{r['max_ref']:.3g}"
