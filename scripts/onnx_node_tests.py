@@ -36,6 +36,7 @@ from collections import Counter, defaultdict
 
 import numpy as np
 import onnx
+import onnx.numpy_helper
 from onnx.backend.test.case.node import collect_testcases
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -63,6 +64,13 @@ def clean_error(proc: subprocess.CompletedProcess) -> bool:
     """Exit 1 with one line starting `error:` on stderr."""
     lines = [l for l in proc.stderr.splitlines() if l.strip()]
     return proc.returncode == 1 and len(lines) == 1 and lines[0].startswith("error:")
+
+
+def as_array(v) -> np.ndarray:
+    """A data set value as numpy (some cases hold TensorProtos, for dtypes numpy lacks)."""
+    if isinstance(v, onnx.TensorProto):
+        return onnx.numpy_helper.to_array(v)
+    return np.asarray(v)
 
 
 def compare(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> str:
@@ -117,7 +125,7 @@ def run_case(case, tessera: str, keep: str | None) -> dict:
                 result.update(status=status, detail=proc.stderr.strip()[-400:], stage="build")
                 return result
             i = graph_inputs.index(wanted)
-            np.save(os.path.join(work, f"bind_{i}.npy"), np.asarray(first_inputs[i]))
+            np.save(os.path.join(work, f"bind_{i}.npy"), as_array(first_inputs[i]))
             bound.append(wanted)
         else:
             result.update(status="refused", detail="inputs kept asking to be bound")
@@ -126,8 +134,8 @@ def run_case(case, tessera: str, keep: str | None) -> dict:
         outputs = [o.name for o in case.model.graph.output]
         checked = 0
         for ds, (inputs, expected) in enumerate(data_sets):
-            if any(not np.array_equal(np.asarray(inputs[graph_inputs.index(b)]),
-                                      np.asarray(first_inputs[graph_inputs.index(b)]))
+            if any(not np.array_equal(as_array(inputs[graph_inputs.index(b)]),
+                                      as_array(first_inputs[graph_inputs.index(b)]))
                    for b in bound):
                 continue
             cmd = [tessera, "run", lib, "--output", os.path.join(work, f"out{ds}"), "--threads", "1"]
@@ -135,7 +143,7 @@ def run_case(case, tessera: str, keep: str | None) -> dict:
                 if name in bound:
                     continue
                 path = os.path.join(work, f"in{ds}_{graph_inputs.index(name)}.npy")
-                np.save(path, np.asarray(value))
+                np.save(path, as_array(value))
                 cmd += ["--input", f"{name}={path}"]
             proc = run(cmd, work)
             if proc.returncode != 0:
@@ -144,7 +152,7 @@ def run_case(case, tessera: str, keep: str | None) -> dict:
                 return result
             for name, want in zip(outputs, expected):
                 got = np.load(os.path.join(work, f"out{ds}", name + ".npy"))
-                diff = compare(got, np.asarray(want), case.rtol, case.atol)
+                diff = compare(got, as_array(want), case.rtol, case.atol)
                 if diff:
                     result.update(status="wrong", detail=f"output '{name}': {diff}")
                     return result

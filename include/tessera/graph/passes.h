@@ -59,6 +59,13 @@ PassResult eliminate_common_subexpressions(Graph& g);
 ///    Softmax.
 PassResult simplify_algebra(Graph& g);
 
+/// "horizontal-fusion": MatMuls that read one f32 value as their first operand and multiply it
+/// by constant 2-D weights (attention's Q, K and V projections) become one MatMul by the
+/// weights side by side and a Slice of the last axis per former MatMul, which fuses into its
+/// consumers; when each of them was followed only by an Add of a constant bias over the last
+/// axis, the biases merge into one Add too. A MatMul whose result is a graph output is left.
+PassResult fuse_horizontally(Graph& g);
+
 /// "layout": moves CPU 2-D convolutions to the blocked channel layout NCHW[x]c, x = `block`
 /// (ops.def: LayoutToBlocked, LayoutFromBlocked, ConvBlocked, MaxPoolBlocked):
 ///  - a Conv with constant f32 weights (and bias), groups 1 or depthwise (group == C, one

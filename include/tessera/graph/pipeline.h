@@ -1,13 +1,14 @@
 // The straight-line graph optimization pipeline: a fixed order of passes (passes.h) selected
 // by an optimization level, with per-pass printing, timing and disabling for debugging.
 //
-// Order: shape-inference, constant-folding, dce, algebraic-simplification, cse, dce, layout.
+// Order: shape-inference, constant-folding, dce, horizontal-fusion, dce, then sweeps of
+// algebraic-simplification, cse, dce; then layout and winograd.
 // Levels: O0 runs shape-inference only (plus constant-folding and dce when the graph has a
 // node whose op has no kernel: such an op runs only folded, tasks.h op_has_kernel); O1 adds
-// constant-folding and dce; O2 adds
-// algebraic-simplification and cse (one sweep); O3 repeats the O2 sequence (after the first
-// shape inference) until a sweep changes nothing, at most kMaxO3Sweeps times, then runs
-// layout (NCHW[x]c for CPU convolutions). Fusion (fusion.h) runs on the result.
+// constant-folding and dce; O2 adds horizontal-fusion (when PipelineOptions asks) and one
+// sweep of algebraic-simplification and cse; O3 repeats the sweep (constant-folding and dce
+// first from the second on) until one changes nothing, at most kMaxO3Sweeps times, then runs
+// layout (NCHW[x]c for CPU convolutions) and winograd. Fusion (fusion.h) runs on the result.
 #pragma once
 
 #include <ostream>
@@ -36,6 +37,11 @@ struct PipelineOptions {
     int64_t layout_block = kDefaultLayoutBlock;
     /// The winograd pass (-O3, after layout).
     WinogradOptions winograd;
+    /// Runs horizontal-fusion (-O2 and up). Off by default: merging attention's projections
+    /// measured no faster on the CPUs tried (a 4-layer BERT and synthetic Q/K/V blocks of 8
+    /// to 128 tokens, 1 and 2 threads: 0-3% slower), because the merged MatMul's epilogue no
+    /// longer fuses with the branches' elementwise consumers.
+    bool horizontal_fusion = false;
 };
 
 /// The names of all pipeline passes, in pipeline order (each once).

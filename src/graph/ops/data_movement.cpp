@@ -1,11 +1,20 @@
 // The data-movement ops: reshapes (Flatten, Reshape, Squeeze, Unsqueeze), Transpose, Concat,
-// Split, Slice, Gather, Expand, Pad, Identity and Dropout. All work on every dtype. Canonical
-// forms (opset 17; older opsets' attributes become constant operands):
-//   Flatten axis (>= 0); Transpose perm (explicit); Concat axis; Gather(data, indices) axis
+// Split, Slice, Gather, Expand, Pad, Tile, DepthToSpace, SpaceToDepth, Identity and Dropout.
+// All work on every dtype. Canonical forms (opset 17; older opsets' attributes become constant
+// operands):
+//   Flatten axis (>= 0); Transpose perm (explicit); Gather(data, indices) axis
+//   Concat axis (an absent axis is 1 before opset 4, an error after)
 //   Reshape(data, shape) allowzero;  Expand(X, shape)
-//   Split(X, split?) axis; sizes as an operand; without it, equal parts
-//   Slice(data, starts, ends, axes?, steps?);  Pad(data, pads, constant_value?) mode
+//   Split(X, split?) axis; sizes as an operand; without it, equal parts (opset 18's
+//     num_outputs becomes the operand: chunks of ceil(extent / num_outputs), the last smaller)
+//   Slice(data, starts, ends, axes?, steps?)
+//   Pad(data, pads, constant_value?) mode: constant, reflect, edge, wrap (opset 19); pads for
+//     every axis (opset 18's axes operand is folded into them at import)
 //   Squeeze(data, axes?);  Unsqueeze(data, axes)
+//   Tile(input, repeats) repeats compile-time (opsets 1-5's Tile(input, tiles, axis) becomes
+//     repeats of 1 but at axis)
+//   DepthToSpace(input[N,C,H,W]) blocksize, mode ("DCR" or "CRD")
+//   SpaceToDepth(input[N,C,H,W]) blocksize, mode ("DCR" before opset 28, which adds "CRD")
 //   Dropout(data)   outputs Y, mask? (inference: Y = data, mask all true)
 #include <algorithm>
 #include <cmath>
@@ -29,6 +38,10 @@ std::vector<int64_t> optional_ints(const EvalInputs& in, size_t i, const char* w
     if (i >= in.size() || in[i] == nullptr)
         return {};
     return int_elements(*in[i], what, where);
+}
+
+bool known_pad_mode(const std::string& mode) {
+    return mode == "constant" || mode == "reflect" || mode == "edge" || mode == "wrap";
 }
 
 EvalOutputs eval_identity(const Node& n, const EvalInputs& in, const std::string& where) {
@@ -191,7 +204,7 @@ EvalOutputs eval_pad(const Node& n, const EvalInputs& in, const std::string& whe
     const TensorData& x = require_input(in, 0, where);
     std::vector<int64_t> pads = int_elements(require_input(in, 1, where), "pads", where);
     const std::string mode = n.attr_string("mode", "constant");
-    if (mode != "constant" && mode != "reflect" && mode != "edge")
+    if (!known_pad_mode(mode))
         throw UserError() << where << ": unsupported pad mode '" << mode << "'";
     Shape out_shape = pad_shape(x.shape(), pads, where);
     const int64_t rank = x.rank();
@@ -227,6 +240,8 @@ EvalOutputs eval_pad(const Node& n, const EvalInputs& in, const std::string& whe
                 }
                 if (mode == "edge")
                     i = std::clamp<int64_t>(i, 0, dim - 1);
+                else if (mode == "wrap")
+                    i = (i % dim + dim) % dim; // periodic, also for pads wider than dim
                 else
                     i = i < 0 ? -i : 2 * (dim - 1) - i; // reflect, without the edge
             }
@@ -345,7 +360,7 @@ TypeList expand_types(const NodeTypes& t) {
 TypeList pad_types(const NodeTypes& t) {
     const Value& x = t.in(0, "data");
     const std::string mode = t.node().attr_string("mode", "constant");
-    if (mode != "constant" && mode != "reflect" && mode != "edge")
+    if (!known_pad_mode(mode))
         t.fail("unsupported pad mode '" + mode + "'");
     if (t.has(2))
         t.scalar_of(t.in(2, "constant_value"), x.dtype, "constant_value");
@@ -362,6 +377,38 @@ TypeList dropout_types(const NodeTypes& t) {
 
 // ---- import ----
 
+// Opsets 1-4 give the shape as an attribute (and a legacy consumed_inputs hint, which does
+// not change the result): it becomes the shape operand.
+void import_reshape(OpImport& im) {
+    if (im.opset() < 5) {
+        im.expect_inputs(1, 1);
+        if (!im.has("shape"))
+            im.fail("attribute 'shape' is required");
+        im.inputs().push_back(im.ints_constant("shape", im.attr("shape").ints));
+    } else {
+        im.expect_inputs(2, 2);
+    }
+    im.keep("allowzero", Attribute::of_int(0));
+}
+
+// Opsets 1-5: Tile(input, tiles, axis) repeats along one axis; both scalars become repeats.
+void import_tile(OpImport& im) {
+    if (im.opset() >= 6) {
+        im.expect_inputs(2, 2);
+        return;
+    }
+    im.expect_inputs(3, 3);
+    const TensorData* tiles = im.known_value(im.inputs()[1]);
+    const TensorData* axis = im.known_value(im.inputs()[2]);
+    if (!tiles || !axis || tiles->numel() != 1 || axis->numel() != 1)
+        im.fail("tiles and axis must be compile-time scalars");
+    const int64_t rank = im.input_rank(0);
+    std::vector<int64_t> repeats(rank, 1);
+    repeats[normalize_axis(axis->as_i64()[0], rank, im.where())] = tiles->as_i64()[0];
+    im.inputs().resize(1);
+    im.inputs().push_back(im.ints_constant("repeats", repeats));
+}
+
 void import_flatten(OpImport& im) {
     const int64_t rank = im.input_rank(0);
     const int64_t axis = im.source().attr_int("axis", 1);
@@ -373,22 +420,52 @@ void import_flatten(OpImport& im) {
 
 // Concat, Split and Gather: the axis normalized to [0, rank).
 void import_axis(OpImport& im) {
-    if (im.op() == Op::Concat && !im.has("axis"))
+    // Concat's axis is required from opset 4; before, it defaults to 1.
+    if (im.op() == Op::Concat && !im.has("axis") && im.opset() >= 4)
         im.fail("attribute 'axis' is missing");
+    const int64_t def = im.op() == Op::Concat ? 1 : 0;
     if (im.input_rank(0) == 0)
         im.fail(im.op() == Op::Gather ? "gather from a scalar" : "cannot concatenate scalars");
-    im.set("axis", Attribute::of_int(normalize_axis(im.source().attr_int("axis", 0),
+    im.set("axis", Attribute::of_int(normalize_axis(im.source().attr_int("axis", def),
                                                     im.input_rank(0), im.where())));
+}
+
+// Opset 18's num_outputs: chunks of ceil(extent / n), the last one smaller (ONNX 18), as the
+// split operand.
+std::vector<int64_t> split_chunks(const OpImport& im, int64_t dim, int64_t n) {
+    const int64_t chunk = ceil_div(dim, n);
+    const int64_t last = dim - chunk * (n - 1);
+    if (last <= 0)
+        im.fail("extent " + std::to_string(dim) + " does not split into " + std::to_string(n) +
+                " chunks of " + std::to_string(chunk) + " (the last would be empty)");
+    std::vector<int64_t> sizes(n, chunk);
+    sizes.back() = last;
+    return sizes;
 }
 
 void import_split(OpImport& im) {
     if (im.opset() < 13) {
-        im.expect_inputs(1, 1);
+        // Opset 1 takes the sizes as an operand or an attribute, 2 to 12 as an attribute.
+        im.expect_inputs(1, im.opset() < 2 ? 2 : 1);
+        if (im.has("split") && im.inputs().size() > 1)
+            im.fail("gives the split sizes both as an input and an attribute");
         if (im.has("split"))
             im.inputs().push_back(im.ints_constant("split", im.attr("split").ints));
     }
-    im.set("axis", Attribute::of_int(normalize_axis(im.source().attr_int("axis", 0),
-                                                    im.input_rank(0), im.where())));
+    const int64_t axis =
+        normalize_axis(im.source().attr_int("axis", 0), im.input_rank(0), im.where());
+    im.set("axis", Attribute::of_int(axis));
+    if (im.has("num_outputs")) {
+        if (im.inputs().size() > 1 && im.inputs()[1] != kNoValue)
+            im.fail("takes the 'split' input or the 'num_outputs' attribute, not both");
+        const int64_t n = im.attr("num_outputs").i;
+        if (n < 1 || n != static_cast<int64_t>(im.outputs().size()))
+            im.fail("num_outputs " + std::to_string(n) + " differs from the " +
+                    std::to_string(im.outputs().size()) + " outputs");
+        im.inputs().resize(1);
+        im.inputs().push_back(
+            im.ints_constant("split", split_chunks(im, im.input_value(0).shape[axis], n)));
+    }
 }
 
 void import_slice(OpImport& im) {
@@ -417,17 +494,57 @@ void import_squeeze(OpImport& im) {
     }
 }
 
+// Opset 18's axes operand: the pads of the listed axes become pads of every axis (0 for the
+// others), so the canonical Pad has no axes.
+void fold_pad_axes(OpImport& im) {
+    std::vector<ValueId>& ins = im.inputs();
+    const TensorData* axes_t = im.known_value(ins[3]);
+    const TensorData* pads_t = im.known_value(ins[1]);
+    if (!pads_t || !axes_t)
+        im.fail(std::string(pads_t ? "axes" : "pads") + " '" +
+                im.input_value(pads_t ? 3 : 1).name + "' must be a compile-time constant");
+    const int64_t rank = im.input_rank(0);
+    const std::vector<int64_t> axes = int_elements(*axes_t, "axes", im.where());
+    const std::vector<int64_t> pads = int_elements(*pads_t, "pads", im.where());
+    const int64_t n = static_cast<int64_t>(axes.size());
+    if (static_cast<int64_t>(pads.size()) != 2 * n)
+        im.fail(std::to_string(pads.size()) + " pads for " + std::to_string(n) + " axes");
+    std::vector<int64_t> full(2 * rank, 0);
+    std::vector<bool> seen(rank, false);
+    for (int64_t i = 0; i < n; ++i) {
+        const int64_t a = normalize_axis(axes[i], rank, im.where());
+        if (seen[a])
+            im.fail("axis " + std::to_string(axes[i]) + " is repeated in axes");
+        seen[a] = true;
+        full[a] = pads[i];
+        full[a + rank] = pads[i + n];
+    }
+    ins[1] = im.ints_constant("pads", full);
+    ins.resize(3);
+}
+
 void import_pad(OpImport& im) {
+    if (im.opset() >= 11 && im.opset() < 18)
+        im.expect_inputs(2, 3);
     if (im.opset() < 11) {
         im.expect_inputs(1, 1);
-        if (!im.has("pads"))
-            im.fail("attribute 'pads' is required");
-        im.inputs().push_back(im.ints_constant("pads", im.attr("pads").ints));
+        const char* key = im.opset() < 2 ? "paddings" : "pads"; // renamed in opset 2
+        if (!im.has(key))
+            im.fail(std::string("attribute '") + key + "' is required");
+        im.inputs().push_back(im.ints_constant("pads", im.attr(key).ints));
         im.inputs().push_back(
             im.constant("value", TensorData::scalar(im.source().attr_float("value", 0.0f))
                                      .cast(im.input_value(0).dtype)));
     }
+    const std::string mode = im.source().attr_string("mode", "constant");
+    if (!known_pad_mode(mode) || (mode == "wrap" && im.opset() < 19))
+        im.fail("unsupported pad mode '" + mode + "'");
     im.keep("mode", Attribute::of_string("constant"));
+    std::vector<ValueId>& ins = im.inputs();
+    if (ins.size() > 3 && ins[3] != kNoValue)
+        fold_pad_axes(im);
+    while (ins.size() > 1 && ins.back() == kNoValue)
+        ins.pop_back();
 }
 
 // Inference: ratio and training_mode do not matter (training_mode must be false, or the ratio a
@@ -483,9 +600,32 @@ void split_kernel(NodeKernel& k) {
         k.set(parts[i], i);
 }
 
+// Wrap padding (te::pad has no such mode): each output index reads the input periodically.
+te::Tensor wrap_pad(const te::Tensor& x, const std::vector<int64_t>& pads, const Shape& out) {
+    const size_t rank = out.size();
+    return te::compute(
+        out,
+        [&](const std::vector<te::Var>& i) {
+            std::vector<te::Expr> at;
+            for (size_t d = 0; d < rank; ++d) {
+                const int64_t dim = x.shape()[d];
+                // (i - pad) mod dim with a non-negative dividend: i + (-pad mod dim).
+                const int64_t shift = ((-pads[d]) % dim + dim) % dim;
+                at.push_back(dim == 1 ? te::Expr(int64_t(0))
+                                      : (te::Expr(i[d]) + te::Expr(shift)) % te::Expr(dim));
+            }
+            return x(at);
+        },
+        "pad_wrap");
+}
+
 void pad_kernel(NodeKernel& k) {
-    const te::PadMode mode = pad_mode(k.node().attr_string("mode", "constant"), k.where());
     const std::vector<int64_t> pads = k.static_ints(1);
+    if (k.node().attr_string("mode", "constant") == "wrap") {
+        k.set(wrap_pad(k.in(0), pads, k.output_value().shape));
+        return;
+    }
+    const te::PadMode mode = pad_mode(k.node().attr_string("mode", "constant"), k.where());
     const size_t rank = k.output_value().shape.size();
     std::vector<int64_t> before(pads.begin(), pads.begin() + rank);
     std::vector<int64_t> after(pads.begin() + rank, pads.end());
@@ -518,6 +658,157 @@ void dropout_kernel(NodeKernel& k) {
         k.set(te::full(k.output_value(1).shape, ir::make_one(ir::DataType::boolean())), 1);
 }
 
+// ---- Tile -------------------------------------------------------------------------------------
+
+Shape tile_shape(const Shape& in, const std::vector<int64_t>& repeats, const std::string& where) {
+    if (repeats.size() != in.size())
+        throw UserError() << where << ": " << repeats.size() << " repeats for rank " << in.size();
+    Shape out(in.size());
+    for (size_t d = 0; d < in.size(); ++d) {
+        if (repeats[d] < 0)
+            throw UserError() << where << ": negative repeat " << repeats[d];
+        out[d] = in[d] * repeats[d];
+    }
+    return out;
+}
+
+EvalOutputs eval_tile(const Node& n, const EvalInputs& in, const std::string& where) {
+    const TensorData& x = require_input(in, 0, where);
+    const std::vector<int64_t> reps = int_elements(require_input(in, 1, where), "repeats", where);
+    TensorData out(x.dtype(), tile_shape(x.shape(), reps, where));
+    const std::vector<int64_t> xs = contiguous_strides(x.shape());
+    const size_t es = dtype_size(x.dtype());
+    std::vector<int64_t> idx(out.rank(), 0);
+    for (int64_t o = 0; o < out.numel(); ++o, next_index(idx, out.shape())) {
+        int64_t src = 0;
+        for (int64_t d = 0; d < x.rank(); ++d)
+            src += (idx[d] % x.shape()[d]) * xs[d];
+        std::memcpy(out.raw() + o * es, x.raw() + src * es, es);
+    }
+    return {std::move(out)};
+}
+
+TypeList tile_types(const NodeTypes& t) {
+    const Value& x = t.in(0, "input");
+    t.dtype(t.in(1, "repeats"), {DType::I64}, "repeats");
+    return {{x.dtype, tile_shape(x.shape, t.ints_of(1, "repeats"), t.where())}};
+}
+
+void tile_kernel(NodeKernel& k) {
+    const te::Tensor x = k.in(0);
+    k.set(te::compute(
+        k.output_value().shape,
+        [&](const std::vector<te::Var>& i) {
+            std::vector<te::Expr> at;
+            for (size_t d = 0; d < i.size(); ++d)
+                at.push_back(x.shape()[d] == 1 ? te::Expr(int64_t(0))
+                                               : te::Expr(i[d]) % te::Expr(x.shape()[d]));
+            return x(at);
+        },
+        "tile"));
+}
+
+// ---- DepthToSpace, SpaceToDepth ----------------------------------------------------------------
+
+// The block size and mode, checked against the input shape.
+struct BlockSpec {
+    int64_t b;
+    bool crd; // "CRD": channel-major blocks; "DCR" (SpaceToDepth before opset 28): depth-major
+};
+
+BlockSpec block_spec(const Node& n, const Shape& in, const std::string& where) {
+    const int64_t b = n.attr_int("blocksize", 0);
+    if (b <= 0)
+        throw UserError() << where << ": blocksize must be positive, got " << b;
+    if (in.size() != 4)
+        throw UserError() << where << ": input must have rank 4, got shape " << shape_str(in);
+    const std::string mode = n.attr_string("mode", "DCR");
+    if (mode != "DCR" && mode != "CRD")
+        throw UserError() << where << ": mode must be DCR or CRD, got '" << mode << "'";
+    if (n.op == Op::DepthToSpace && in[1] % (b * b) != 0)
+        throw UserError() << where << ": " << in[1] << " channels do not split into blocks of " << b
+                          << "x" << b;
+    if (n.op == Op::SpaceToDepth && (in[2] % b != 0 || in[3] % b != 0))
+        throw UserError() << where << ": spatial dims of " << shape_str(in)
+                          << " are not multiples of blocksize " << b;
+    return {b, mode == "CRD"};
+}
+
+Shape block_shape(Op op, const Shape& in, int64_t b) {
+    if (op == Op::DepthToSpace)
+        return {in[0], in[1] / (b * b), in[2] * b, in[3] * b};
+    return {in[0], in[1] * b * b, in[2] / b, in[3] / b};
+}
+
+// The input channel of DepthToSpace output channel c at block offset (i, j), with C the output
+// channel count: DCR reads depth-major blocks, CRD channel-major ones.
+int64_t d2s_channel(const BlockSpec& s, int64_t c, int64_t i, int64_t j, int64_t C) {
+    return s.crd ? (c * s.b + i) * s.b + j : (i * s.b + j) * C + c;
+}
+
+EvalOutputs eval_block(const Node& n, const EvalInputs& in, const std::string& where) {
+    const TensorData& x = require_input(in, 0, where);
+    const BlockSpec s = block_spec(n, x.shape(), where);
+    const Shape& xs = x.shape();
+    TensorData out(x.dtype(), block_shape(n.op, xs, s.b));
+    const Shape& os = out.shape();
+    const size_t es = dtype_size(x.dtype());
+    std::vector<int64_t> idx(4, 0);
+    for (int64_t o = 0; o < out.numel(); ++o, next_index(idx, os)) {
+        const int64_t nn = idx[0], c = idx[1], h = idx[2], w = idx[3];
+        int64_t src;
+        if (n.op == Op::DepthToSpace) {
+            const int64_t xc = d2s_channel(s, c, h % s.b, w % s.b, os[1]);
+            src = ((nn * xs[1] + xc) * xs[2] + h / s.b) * xs[3] + w / s.b;
+        } else {
+            const int64_t bb = s.b * s.b;
+            const int64_t blk = s.crd ? c % bb : c / xs[1], xc = s.crd ? c / bb : c % xs[1];
+            const int64_t xh = h * s.b + blk / s.b, xw = w * s.b + blk % s.b;
+            src = ((nn * xs[1] + xc) * xs[2] + xh) * xs[3] + xw;
+        }
+        std::memcpy(out.raw() + o * es, x.raw() + src * es, es);
+    }
+    return {std::move(out)};
+}
+
+TypeList block_types(const NodeTypes& t) {
+    const Value& x = t.in(0, "input");
+    const BlockSpec s = block_spec(t.node(), x.shape, t.where());
+    return {{x.dtype, block_shape(t.op(), x.shape, s.b)}};
+}
+
+void import_block(OpImport& im) {
+    if (!im.has("blocksize"))
+        im.fail("attribute 'blocksize' is missing");
+    im.keep("blocksize", Attribute::of_int(0));
+    im.keep("mode", Attribute::of_string("DCR"));
+}
+
+void block_kernel(NodeKernel& k) {
+    const te::Tensor x = k.in(0);
+    const BlockSpec s = block_spec(k.node(), x.shape(), k.where());
+    const Shape os = k.output_value().shape;
+    const int64_t b = s.b, C = x.shape()[1];
+    const bool d2s = k.op() == Op::DepthToSpace;
+    k.set(te::compute(
+        os,
+        [&](const std::vector<te::Var>& i) {
+            const te::Expr c = i[1], h = i[2], w = i[3];
+            if (d2s) {
+                const te::Expr bi = h % te::Expr(b), bj = w % te::Expr(b);
+                const te::Expr xc = s.crd ? (c * te::Expr(b) + bi) * te::Expr(b) + bj
+                                          : (bi * te::Expr(b) + bj) * te::Expr(os[1]) + c;
+                return x(te::Expr(i[0]), xc, h / te::Expr(b), w / te::Expr(b));
+            }
+            const te::Expr bb = te::Expr(b * b);
+            const te::Expr blk = s.crd ? c % bb : c / te::Expr(C);
+            const te::Expr xc = s.crd ? c / bb : c % te::Expr(C);
+            return x(te::Expr(i[0]), xc, h * te::Expr(b) + blk / te::Expr(b),
+                     w * te::Expr(b) + blk % te::Expr(b));
+        },
+        d2s ? "depth_to_space" : "space_to_depth"));
+}
+
 using K = Attribute::Kind;
 using FK = FusionKind;
 
@@ -538,11 +829,13 @@ using namespace detail;
 const OpDef Flatten = reshape_op(Op::Flatten, eval_flatten, flatten_types)
                           .onnx(1, 1, 1, 1, {{"axis", K::Int}})
                           .import_with(import_flatten);
-const OpDef Reshape =
-    reshape_op(Op::Reshape, eval_reshape, reshape_types)
-        .onnx(5, 2, 2, 1, {{"allowzero", K::Int, 14}})
-        .import_with([](OpImport& im) { im.keep("allowzero", Attribute::of_int(0)); })
-        .static_from(1);
+const OpDef Reshape = reshape_op(Op::Reshape, eval_reshape, reshape_types)
+                          .onnx(1, 1, 2, 1,
+                                {{"shape", K::Ints, 1, 5},
+                                 {"consumed_inputs", K::Ints, 1, 5},
+                                 {"allowzero", K::Int, 14}})
+                          .import_with(import_reshape)
+                          .static_from(1);
 const OpDef Squeeze = reshape_op(Op::Squeeze, eval_squeeze, squeeze_types)
                           .onnx(1, 1, 2, 1, {{"axes", K::Ints, 1, 13}})
                           .import_with(import_squeeze)
@@ -575,7 +868,8 @@ const OpDef Concat = OpDef(Op::Concat)
 // Several outputs: one kernel per output would duplicate the reads, so Split stays alone.
 const OpDef Split =
     OpDef(Op::Split)
-        .onnx(1, 1, 2, OpDef::kAnyCount, {{"axis", K::Int}, {"split", K::Ints, 1, 13}})
+        .onnx(1, 1, 2, OpDef::kAnyCount,
+              {{"axis", K::Int}, {"split", K::Ints, 1, 13}, {"num_outputs", K::Int, 18}})
         .import_with(import_split)
         .types(split_types)
         .eval(eval_split)
@@ -615,17 +909,46 @@ const OpDef Expand = OpDef(Op::Expand)
                          .static_from(1)
                          .builds(expand_kernel);
 
-const OpDef Pad =
-    OpDef(Op::Pad)
-        .onnx(1, 1, 3, 1,
-              {{"mode", K::String}, {"pads", K::Ints, 1, 11}, {"value", K::Float, 1, 11}})
-        .import_with(import_pad)
-        .types(pad_types)
-        .eval(eval_pad)
-        .fuses_as(FK::Injective)
-        .static_from(1)
-        .runtime_scalars_from_operand(2)
-        .builds(pad_kernel);
+const OpDef Pad = OpDef(Op::Pad)
+                      .onnx(1, 1, 4, 1,
+                            {{"mode", K::String},
+                             {"paddings", K::Ints, 1, 2},
+                             {"pads", K::Ints, 2, 11},
+                             {"value", K::Float, 1, 11}})
+                      .import_with(import_pad)
+                      .types(pad_types)
+                      .eval(eval_pad)
+                      .fuses_as(FK::Injective)
+                      .static_from(1)
+                      .runtime_scalars_from_operand(2)
+                      .builds(pad_kernel);
+
+const OpDef Tile = OpDef(Op::Tile)
+                       .onnx(1, 2, 3, 1)
+                       .import_with(import_tile)
+                       .types(tile_types)
+                       .eval(eval_tile)
+                       .fuses_as(FK::Injective)
+                       .static_from(1)
+                       .builds(tile_kernel);
+
+const OpDef DepthToSpace = OpDef(Op::DepthToSpace)
+                               .onnx(1, 1, 1, 1, {{"blocksize", K::Int}, {"mode", K::String, 11}})
+                               .import_with(import_block)
+                               .types(block_types)
+                               .eval(eval_block)
+                               .fuses_as(FK::Injective)
+                               .named("depth_to_space")
+                               .builds(block_kernel);
+
+const OpDef SpaceToDepth = OpDef(Op::SpaceToDepth)
+                               .onnx(1, 1, 1, 1, {{"blocksize", K::Int}, {"mode", K::String, 28}})
+                               .import_with(import_block)
+                               .types(block_types)
+                               .eval(eval_block)
+                               .fuses_as(FK::Injective)
+                               .named("space_to_depth")
+                               .builds(block_kernel);
 
 const OpDef Identity = OpDef(Op::Identity)
                            .onnx(1, 1, 1, 1)

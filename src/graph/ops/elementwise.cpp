@@ -1055,6 +1055,23 @@ OpDef with_legacy_broadcast(OpDef d, bool consumed_inputs) {
     return d;
 }
 
+// And, Or, Xor on bools, with the legacy broadcast of opsets before 7.
+template <LogicFn F> OpDef logic_op(Op op) {
+    void (*kernel)(NodeKernel&) = [](NodeKernel& k) {
+        compare_kernel(
+            k,
+            [](te::Expr a, te::Expr b) {
+                return F == LogicFn::And  ? ir::logical_and(a, b)
+                       : F == LogicFn::Or ? ir::logical_or(a, b)
+                                          : ir::ne(a, b);
+            },
+            F == LogicFn::And  ? "and"
+            : F == LogicFn::Or ? "or"
+                               : "xor");
+    };
+    return with_legacy_broadcast(binary_op(op, eval_logic_as<F>, kernel).types(logic_types), false);
+}
+
 } // namespace
 
 } // namespace tessera::graph::detail
@@ -1250,30 +1267,9 @@ const OpDef GreaterOrEqual =
         .onnx(12, 2, 2, 1)
         .types(compare_types<true>)
         .named("greater_or_equal");
-const OpDef And = with_legacy_broadcast(
-    binary_op(Op::And, eval_logic_as<LogicFn::And>,
-              [](NodeKernel& k) {
-                  compare_kernel(
-                      k, [](te::Expr a, te::Expr b) { return ir::logical_and(a, b); }, "and");
-              })
-        .types(logic_types),
-    false);
-const OpDef Or = with_legacy_broadcast(
-    binary_op(Op::Or, eval_logic_as<LogicFn::Or>,
-              [](NodeKernel& k) {
-                  compare_kernel(
-                      k, [](te::Expr a, te::Expr b) { return ir::logical_or(a, b); }, "or");
-              })
-        .types(logic_types),
-    false);
-const OpDef Xor = with_legacy_broadcast(
-    binary_op(Op::Xor, eval_logic_as<LogicFn::Xor>,
-              [](NodeKernel& k) {
-                  compare_kernel(
-                      k, [](te::Expr a, te::Expr b) { return ir::ne(a, b); }, "xor");
-              })
-        .types(logic_types),
-    false);
+const OpDef And = logic_op<LogicFn::And>(Op::And);
+const OpDef Or = logic_op<LogicFn::Or>(Op::Or);
+const OpDef Xor = logic_op<LogicFn::Xor>(Op::Xor);
 
 // ---- selection and conversion ----
 

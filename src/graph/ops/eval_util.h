@@ -25,6 +25,15 @@ void require_f32(const TensorData& t, const char* what, const std::string& where
 void require_rank(const TensorData& t, int64_t rank, const char* what, const std::string& where);
 /// The integer elements of an index/shape/axes tensor (i32 or i64), for shape arguments.
 std::vector<int64_t> int_elements(const TensorData& t, const char* what, const std::string& where);
+/// Advances idx to the row-major multi-index that follows it in shape s (after the last one it
+/// wraps to zeros): for loops over an output that compute each element's source themselves.
+inline void next_index(std::vector<int64_t>& idx, const Shape& s) {
+    for (int64_t d = static_cast<int64_t>(s.size()) - 1; d >= 0; --d) {
+        if (++idx[d] < s[d])
+            return;
+        idx[d] = 0;
+    }
+}
 
 /// Calls f(out_index, offsets) for every element of `out` in row-major order, where offsets[k]
 /// = sum over dims of index * strides[k][dim] + base[k] (strides from broadcast_strides or a

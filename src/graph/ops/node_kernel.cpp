@@ -49,24 +49,24 @@ te::Expr NodeKernel::runtime_scalar(size_t i) const {
     return t(std::vector<te::Expr>(t.shape().size(), te::Expr(int64_t(0))));
 }
 
-std::vector<int64_t> NodeKernel::static_ints(size_t i) const {
+std::optional<TensorData> NodeKernel::static_operand(size_t i) const {
     if (n_.input(i) == kNoValue)
-        return {};
+        return std::nullopt;
     std::optional<TensorData> t = static_value(g_, n_.inputs[i]);
     if (!t)
         throw UserError() << where_ << ": operand " << i << " ('" << g_.value(n_.inputs[i]).name
                           << "') is not a compile-time value";
-    return t->as_i64();
+    return t;
+}
+
+std::vector<int64_t> NodeKernel::static_ints(size_t i) const {
+    const std::optional<TensorData> t = static_operand(i);
+    return t ? t->as_i64() : std::vector<int64_t>{};
 }
 
 std::vector<double> NodeKernel::static_doubles(size_t i) const {
-    if (n_.input(i) == kNoValue)
-        return {};
-    std::optional<TensorData> t = static_value(g_, n_.inputs[i]);
-    if (!t)
-        throw UserError() << where_ << ": operand " << i << " ('" << g_.value(n_.inputs[i]).name
-                          << "') is not a compile-time value";
-    return t->as_f64();
+    const std::optional<TensorData> t = static_operand(i);
+    return t ? t->as_f64() : std::vector<double>{};
 }
 
 std::optional<double> NodeKernel::static_scalar(size_t i) const {

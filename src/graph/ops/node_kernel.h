@@ -54,6 +54,10 @@ class NodeKernel {
     const std::vector<te::Tensor>& results() const { return ys_; }
 
   private:
+    /// The compile-time value of static operand i, nullopt when absent; an error when it is
+    /// not a compile-time value.
+    std::optional<TensorData> static_operand(size_t i) const;
+
     const Graph& g_;
     const Node& n_;
     std::string where_;

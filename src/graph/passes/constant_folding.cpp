@@ -41,6 +41,13 @@ PassResult fold_constants(Graph& g) {
             const std::vector<int64_t> dims(x.shape.begin() + start, x.shape.begin() + end);
             outs.push_back(TensorData::from_vector<int64_t>({end - start}, dims));
             ++folded_shape;
+        } else if (n.op == Op::Size) {
+            // Size, like Shape, only reads its input's type.
+            const Value& x = g.value(n.inputs.at(0));
+            if (!x.typed)
+                continue;
+            outs.push_back(TensorData::scalar<int64_t>(shape_numel(x.shape)));
+            ++folded_shape;
         } else {
             bool all_const = !n.inputs.empty() || n.op == Op::Constant;
             std::vector<const TensorData*> ins;
@@ -76,7 +83,7 @@ PassResult fold_constants(Graph& g) {
         ++r.changes;
     }
     std::ostringstream s;
-    s << "folded " << r.changes << " nodes into constants (" << folded_shape << " Shape)";
+    s << "folded " << r.changes << " nodes into constants (" << folded_shape << " Shape or Size)";
     return end_pass(r, g, s.str());
 }
 

@@ -31,6 +31,7 @@ std::vector<PassEntry> all_passes(const PipelineOptions& options = {}) {
         {"dce", eliminate_dead_code},
         {"algebraic-simplification", simplify_algebra},
         {"cse", eliminate_common_subexpressions},
+        {"horizontal-fusion", fuse_horizontally},
         {"layout", [block](Graph& g) { return convert_layout_nchwc(g, block); }},
         {"winograd", [winograd](Graph& g) { return convert_conv_winograd(g, winograd); }},
     };
@@ -92,6 +93,8 @@ std::vector<PassResult> optimize(Graph& g, const PipelineOptions& options) {
         run("constant-folding");
         run("dce");
     }
+    if (options.level >= 2 && options.horizontal_fusion && run("horizontal-fusion") > 0)
+        run("dce");
     const int sweeps = options.level >= 3 ? kMaxO3Sweeps : options.level == 2 ? 1 : 0;
     for (int sweep = 0; sweep < sweeps; ++sweep) {
         int changes = 0;

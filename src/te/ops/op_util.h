@@ -1,6 +1,7 @@
 // Helpers shared by the operator definitions (private to src/te/ops).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -30,9 +31,13 @@ inline std::vector<Expr> as_exprs(const std::vector<Var>& v) { return {v.begin()
 /// min(max(e, lo), hi) on i64 indices: keeps a read in bounds where Select guards it.
 Expr clamp_index(Expr e, int64_t lo, int64_t hi);
 
-/// One reduction stage `name` of x over `axes` (normalized) with op.
+/// f(x value, output index): what a reduction stage reduces instead of x itself.
+using ElementMap = std::function<Expr(Expr, const std::vector<Var>&)>;
+
+/// One reduction stage `name` of x over `axes` (normalized, sorted) with op; with `f`, of
+/// f(x[...], output index) (a map that feeds only this reduction writes no tensor of its own).
 Tensor reduce_stage(const Tensor& x, const std::vector<int64_t>& axes, bool keepdims,
-                    ir::ReduceOp op, const std::string& name);
+                    ir::ReduceOp op, const std::string& name, const ElementMap& f = nullptr);
 
 /// pad() with a chosen stage name (conv2d_pad, max_pool2d_pad, ...) and an immediate `value` of
 /// x's dtype.

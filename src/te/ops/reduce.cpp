@@ -8,7 +8,7 @@ using namespace detail;
 namespace detail {
 
 Tensor reduce_stage(const Tensor& x, const std::vector<int64_t>& axes, bool keepdims,
-                    ir::ReduceOp op, const std::string& name) {
+                    ir::ReduceOp op, const std::string& name, const ElementMap& f) {
     size_t rank = x.ndim();
     std::vector<bool> reduced(rank, false);
     for (int64_t a : axes)
@@ -37,7 +37,7 @@ Tensor reduce_stage(const Tensor& x, const std::vector<int64_t>& axes, bool keep
                     idx.push_back(i[out++]);
                 }
             }
-            return ir::Reduce::make(op, x(idx), r);
+            return ir::Reduce::make(op, f ? f(x(idx), i) : x(idx), r);
         },
         name);
 }

@@ -6,7 +6,7 @@
 #include <functional>
 #include <string>
 
-#include "ops/op_util.h"
+#include "op_util.h"
 
 namespace tessera::te {
 
@@ -15,41 +15,9 @@ using namespace detail;
 namespace {
 
 /// f(x value, output index) reduced with `op` over the normalized, sorted `axes`.
-using ElementMap = std::function<Expr(Expr, const std::vector<Var>&)>;
-
 Tensor reduce_mapped(const Tensor& x, const std::vector<int64_t>& axes, bool keepdims,
                      ir::ReduceOp op, const ElementMap& f, const std::string& name) {
-    const size_t rank = x.ndim();
-    std::vector<bool> reduced(rank, false);
-    for (int64_t a : axes)
-        reduced[static_cast<size_t>(a)] = true;
-    std::vector<int64_t> shape;
-    for (size_t d = 0; d < rank; ++d) {
-        if (!reduced[d])
-            shape.push_back(x.shape()[d]);
-        else if (keepdims)
-            shape.push_back(1);
-    }
-    std::vector<IterVar> r;
-    for (int64_t a : axes)
-        r.push_back(reduce_axis(x.shape()[static_cast<size_t>(a)], "r" + std::to_string(a)));
-    return compute(
-        shape,
-        [&](const std::vector<Var>& i) {
-            std::vector<Expr> idx;
-            size_t out = 0, red = 0;
-            for (size_t d = 0; d < rank; ++d) {
-                if (reduced[d]) {
-                    idx.push_back(r[red++].var);
-                    if (keepdims)
-                        ++out;
-                } else {
-                    idx.push_back(i[out++]);
-                }
-            }
-            return ir::Reduce::make(op, f(x(idx), i), r);
-        },
-        name);
+    return reduce_stage(x, axes, keepdims, op, name, f);
 }
 
 /// g(t[i]) elementwise, as stage `name`.
