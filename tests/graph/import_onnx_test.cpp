@@ -231,6 +231,19 @@ TEST(ImportOpsetTest, DropoutIsAnIdentityInInference) {
         else
             EXPECT_CONTAINS(import_error(z), "training_mode=true is not supported");
     }
+    // A training_mode or (in training) ratio that is a graph input is named, for --bind.
+    ModelBuilder in(13);
+    in.input("x", DType::F32, {3, 5}).input("train", DType::Bool, {});
+    in.node("Dropout", {"x", "", "train"}, {"y"}, "drop");
+    in.output("y");
+    EXPECT_CONTAINS(import_error(in), "training_mode 'train' must be a compile-time constant");
+    ModelBuilder r(13);
+    r.input("x", DType::F32, {3, 5})
+        .input("ratio", DType::F32, {})
+        .initializer("train", TensorData::from_vector<uint8_t>({}, {1}));
+    r.node("Dropout", {"x", "ratio", "train"}, {"y"}, "drop");
+    r.output("y");
+    EXPECT_CONTAINS(import_error(r), "ratio 'ratio' must be a compile-time constant");
 }
 
 TEST(ImportOpsetTest, ConvAutoPadResolvesToPads) {
