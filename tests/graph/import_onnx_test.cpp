@@ -218,6 +218,32 @@ TEST(ImportOpsetTest, DropoutIsAnIdentityInInference) {
     t.output("y");
     EXPECT_CONTAINS(import_error(t),
                     "node 'drop' (Dropout, opset 13): training_mode=true is not supported");
+    // Training with a ratio of 0 drops nothing: an identity (torch's F.dropout(x, p=0.0)).
+    for (float ratio : {0.0f, 0.1f}) {
+        ModelBuilder z(13);
+        z.input("x", DType::F32, {3, 5})
+            .initializer("ratio", TensorData::scalar(ratio))
+            .initializer("train", TensorData::from_vector<uint8_t>({}, {1}));
+        z.node("Dropout", {"x", "ratio", "train"}, {"y"}, "drop");
+        z.output("y");
+        if (ratio == 0.0f)
+            EXPECT_EQ(evaluate(import(z), {x})[0], x);
+        else
+            EXPECT_CONTAINS(import_error(z), "training_mode=true is not supported");
+    }
+    // A training_mode or (in training) ratio that is a graph input is named, for --bind.
+    ModelBuilder in(13);
+    in.input("x", DType::F32, {3, 5}).input("train", DType::Bool, {});
+    in.node("Dropout", {"x", "", "train"}, {"y"}, "drop");
+    in.output("y");
+    EXPECT_CONTAINS(import_error(in), "training_mode 'train' must be a compile-time constant");
+    ModelBuilder r(13);
+    r.input("x", DType::F32, {3, 5})
+        .input("ratio", DType::F32, {})
+        .initializer("train", TensorData::from_vector<uint8_t>({}, {1}));
+    r.node("Dropout", {"x", "ratio", "train"}, {"y"}, "drop");
+    r.output("y");
+    EXPECT_CONTAINS(import_error(r), "ratio 'ratio' must be a compile-time constant");
 }
 
 TEST(ImportOpsetTest, ConvAutoPadResolvesToPads) {

@@ -547,17 +547,33 @@ void import_pad(OpImport& im) {
         ins.pop_back();
 }
 
-// Inference: ratio and training_mode do not matter (training_mode must be false).
+// Inference: ratio and training_mode do not matter (training_mode must be false, or the ratio a
+// constant 0: then training drops nothing and scales by 1, as torch's F.dropout(x, p=0.0) with
+// its default training=True exports, in torchvision's Swin attention).
 void import_dropout(OpImport& im) {
     if (im.opset() < 12)
         im.expect_inputs(1, 1);
     std::vector<ValueId>& ins = im.inputs();
     if (ins.size() > 2 && ins[2] != kNoValue) {
+        // The messages name a non-constant operand as --bind's callers look for it.
         const TensorData* mode = im.known_value(ins[2]);
-        if (!mode || mode->numel() != 1)
-            im.fail("training_mode must be a constant scalar");
-        if (mode->as_i64()[0] != 0)
-            im.fail("training_mode=true is not supported");
+        if (!mode)
+            im.fail("training_mode '" + im.input_value(2).name +
+                    "' must be a compile-time constant");
+        if (mode->numel() != 1)
+            im.fail("training_mode must be a scalar");
+        if (mode->as_i64()[0] != 0) {
+            const char* unsupported =
+                "training_mode=true is not supported (unless the ratio is a constant 0)";
+            if (ins[1] == kNoValue)
+                im.fail(unsupported); // the default ratio, 0.5
+            const TensorData* ratio = im.known_value(ins[1]);
+            if (!ratio)
+                im.fail("ratio '" + im.input_value(1).name +
+                        "' must be a compile-time constant when training_mode is true");
+            if (ratio->numel() != 1 || ratio->cast(DType::F64).data<double>()[0] != 0.0)
+                im.fail(unsupported);
+        }
     }
     ins.resize(1);
 }
