@@ -450,6 +450,24 @@ TEST(ResizeModel, LibraryMatchesEvaluator) {
     }
 }
 
+// Sizes computed from the input's shape, as exporters write them: import reads the value and
+// leaves the Shape -> Slice -> Concat chain dead, which -O0 keeps and must not turn into a task.
+TEST(ResizeModel, SizesFromTheShapeAtO0) {
+    ModelBuilder mb(13);
+    mb.input("X", DType::F32, {1, 3, 9, 11});
+    mb.initializer("starts", testing::i64s({0}))
+        .initializer("ends", testing::i64s({2}))
+        .initializer("hw", testing::i64s({18, 23}));
+    mb.node("Relu", {"X"}, {"r"});
+    mb.node("Shape", {"r"}, {"s"});
+    mb.node("Slice", {"s", "starts", "ends"}, {"nc"});
+    mb.node("Concat", {"nc", "hw"}, {"sizes"}).i("axis", 0);
+    mb.node("Resize", {"r", "", "", "sizes"}, {"Y"}).s("mode", "linear");
+    mb.output("Y");
+    for (int level : {0, 2})
+        expect_library_matches_evaluator(mb.bytes(), {floats({1, 3, 9, 11}, 9)}, level);
+}
+
 std::string resize_error(const std::function<void(ModelBuilder&)>& add, int64_t opset = 19) {
     ModelBuilder mb(opset);
     mb.input("X", DType::F32, {1, 2, 3, 5});

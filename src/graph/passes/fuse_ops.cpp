@@ -323,8 +323,13 @@ std::vector<FusedGroup> fuse_ops(const Graph& g) {
     Builder b(g);
     b.run();
     std::vector<FusedGroup> out;
-    for (int gi : b.group_order())
-        out.push_back(b.finish(gi));
+    for (int gi : b.group_order()) {
+        FusedGroup group = b.finish(gi);
+        // A group nothing reads (nodes left dead at -O0, such as a shape computation that
+        // import replaced by its constant value) computes nothing anyone needs.
+        if (!group.outputs.empty())
+            out.push_back(std::move(group));
+    }
     mark_in_place_concats(g, out);
     return out;
 }
