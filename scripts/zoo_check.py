@@ -119,7 +119,8 @@ def main():
     ap.add_argument("--json", help="write every model's result to this file")
     ap.add_argument("--keep", help="copy the work folders of wrong and crashed models here")
     a = ap.parse_args()
-    zoos = a.zoo or [os.path.join(ROOT, "models", "zoo_small"), os.path.join(ROOT, "models", "zoo")]
+    zoos = [os.path.abspath(z) for z in a.zoo] if a.zoo else [
+        os.path.join(ROOT, "models", "zoo_small"), os.path.join(ROOT, "models", "zoo")]
     dirs = {}
     for z in zoos:
         if os.path.isdir(z):
