@@ -58,12 +58,16 @@ EvalOutputs eval_batch_norm(const Node& n, const EvalInputs& in, const std::stri
     return {std::move(out)};
 }
 
-EvalOutputs eval_softmax(const Node& n, const EvalInputs& in, const std::string& where) {
+// Softmax-like evaluation along the node's axis: f(x lane, output lane, length, stride) for
+// every lane of the axis (x f32, at least rank 1; `what` names the op in errors).
+template <typename F>
+EvalOutputs along_axis(const Node& n, const EvalInputs& in, const char* what,
+                       const std::string& where, F f) {
     const TensorData& x = require_input(in, 0, where);
     require_f32(x, "input", where);
     const int64_t rank = x.rank();
     if (rank == 0)
-        throw UserError() << where << ": softmax of a scalar";
+        throw UserError() << where << ": " << what << " of a scalar";
     const int64_t axis = normalize_axis(n.attr_int("axis", -1), rank, where);
     int64_t outer = 1, inner = 1;
     for (int64_t d = 0; d < axis; ++d)
@@ -77,52 +81,42 @@ EvalOutputs eval_softmax(const Node& n, const EvalInputs& in, const std::string&
     for (int64_t o = 0; o < outer; ++o)
         for (int64_t i = 0; i < inner; ++i) {
             const int64_t base = o * len * inner + i;
-            float mx = -std::numeric_limits<float>::infinity();
-            for (int64_t k = 0; k < len; ++k)
-                mx = std::max(mx, px[base + k * inner]);
-            double sum = 0;
-            for (int64_t k = 0; k < len; ++k) {
-                const float e = std::exp(px[base + k * inner] - mx);
-                po[base + k * inner] = e;
-                sum += e;
-            }
-            for (int64_t k = 0; k < len; ++k)
-                po[base + k * inner] = static_cast<float>(po[base + k * inner] / sum);
+            f(px + base, po + base, len, inner);
         }
     return {std::move(out)};
 }
 
+EvalOutputs eval_softmax(const Node& n, const EvalInputs& in, const std::string& where) {
+    return along_axis(n, in, "softmax", where,
+                      [](const float* px, float* po, int64_t len, int64_t stride) {
+                          float mx = -std::numeric_limits<float>::infinity();
+                          for (int64_t k = 0; k < len; ++k)
+                              mx = std::max(mx, px[k * stride]);
+                          double sum = 0;
+                          for (int64_t k = 0; k < len; ++k) {
+                              const float e = std::exp(px[k * stride] - mx);
+                              po[k * stride] = e;
+                              sum += e;
+                          }
+                          for (int64_t k = 0; k < len; ++k)
+                              po[k * stride] = static_cast<float>(po[k * stride] / sum);
+                      });
+}
+
 // log(softmax(x)) along the axis in double: x - max - log(sum(exp(x - max))).
 EvalOutputs eval_log_softmax(const Node& n, const EvalInputs& in, const std::string& where) {
-    const TensorData& x = require_input(in, 0, where);
-    require_f32(x, "input", where);
-    const int64_t rank = x.rank();
-    if (rank == 0)
-        throw UserError() << where << ": log softmax of a scalar";
-    const int64_t axis = normalize_axis(n.attr_int("axis", -1), rank, where);
-    int64_t outer = 1, inner = 1;
-    for (int64_t d = 0; d < axis; ++d)
-        outer *= x.shape()[d];
-    for (int64_t d = axis + 1; d < rank; ++d)
-        inner *= x.shape()[d];
-    const int64_t len = x.shape()[axis];
-    TensorData out(DType::F32, x.shape());
-    const float* px = x.data<float>();
-    float* po = out.data<float>();
-    for (int64_t o = 0; o < outer; ++o)
-        for (int64_t i = 0; i < inner; ++i) {
-            const int64_t base = o * len * inner + i;
-            double mx = -std::numeric_limits<double>::infinity();
-            for (int64_t k = 0; k < len; ++k)
-                mx = std::max(mx, static_cast<double>(px[base + k * inner]));
-            double sum = 0;
-            for (int64_t k = 0; k < len; ++k)
-                sum += std::exp(px[base + k * inner] - mx);
-            const double lse = mx + std::log(sum);
-            for (int64_t k = 0; k < len; ++k)
-                po[base + k * inner] = static_cast<float>(px[base + k * inner] - lse);
-        }
-    return {std::move(out)};
+    return along_axis(n, in, "log softmax", where,
+                      [](const float* px, float* po, int64_t len, int64_t stride) {
+                          double mx = -std::numeric_limits<double>::infinity();
+                          for (int64_t k = 0; k < len; ++k)
+                              mx = std::max(mx, static_cast<double>(px[k * stride]));
+                          double sum = 0;
+                          for (int64_t k = 0; k < len; ++k)
+                              sum += std::exp(px[k * stride] - mx);
+                          const double lse = mx + std::log(sum);
+                          for (int64_t k = 0; k < len; ++k)
+                              po[k * stride] = static_cast<float>(px[k * stride] - lse);
+                      });
 }
 
 // Per (n, c): mean and biased variance over the spatial elements, in double.
