@@ -301,6 +301,31 @@ const std::vector<ResizeCase>& resize_cases() {
           0.494559616f,   -0.413346976f,   0.351497024f,    -0.29199487f,   0.285090119f,
           0.170325875f,   0.0936030075f,   -0.196376979f,   0.0756206363f,  0.170325875f,
           0.0936030075f,  -0.196376979f,   0.0756206363f}},
+        // Antialiased downsampling: the filter widened by 1 / scale (5 and 4 taps).
+        {"LinearAntialias",
+         19,
+         {{"mode", "linear"}},
+         {{"antialias", 1}},
+         {},
+         {},
+         {},
+         {1, 1, 0.6f, 0.4f},
+         {},
+         {1, 2, 1, 2},
+         {-0.315903902f, -0.208033785f, 0.120432831f, 0.0622579642f}},
+        {"CubicAntialias",
+         19,
+         {{"mode", "cubic"}},
+         {{"antialias", 1}},
+         {},
+         {},
+         {},
+         {},
+         {1, 2, 2, 3},
+         {1, 2, 2, 3},
+         {-0.537705421f, 0.168420553f, -0.400413066f, -0.0807161853f, -0.144423038f, 0.16772601f,
+          0.157228842f, 0.0605444312f, 0.0765413195f, -0.0154611012f, -0.0285134688f,
+          0.0105770174f}},
         {"Opset11EmptyScales",
          11,
          {{"mode", "linear"}, {"coordinate_transformation_mode", "align_corners"}},
@@ -493,13 +518,6 @@ TEST(ResizeImport, RefusalsNameTheNode) {
                         mb.node("Resize", {"X", "", "scales"}, {"Y"}, "r").s("mode", "area");
                     }),
                     "node 'r' (Resize): unsupported mode 'area'");
-    EXPECT_CONTAINS(resize_error([&](ModelBuilder& mb) {
-                        scales(mb);
-                        mb.node("Resize", {"X", "", "scales"}, {"Y"}, "r")
-                            .s("mode", "linear")
-                            .i("antialias", 1);
-                    }),
-                    "antialiased downsampling is not supported");
     EXPECT_CONTAINS(resize_error([&](ModelBuilder& mb) { mb.node("Resize", {"X"}, {"Y"}, "r"); }),
                     "exactly one of scales and sizes");
     EXPECT_CONTAINS(resize_error([&](ModelBuilder& mb) {

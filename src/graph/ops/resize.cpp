@@ -3,13 +3,13 @@
 // Canonical form: Resize(X, roi?, scales?, sizes?) with one entry per dimension of X in roi
 // (starts then ends), scales and sizes; exactly one of scales and sizes. Attributes explicit:
 // mode ("nearest" | "linear" | "cubic"), coordinate_transformation_mode, nearest_mode,
-// cubic_coeff_a, exclude_outside, extrapolation_value, keep_aspect_ratio_policy. Import turns
-// the older forms into it: opset 10 (X, scales) maps coordinates as "asymmetric" and rounds
+// cubic_coeff_a, exclude_outside, extrapolation_value, keep_aspect_ratio_policy, antialias. Import
+// turns the older forms into it: opset 10 (X, scales) maps coordinates as "asymmetric" and rounds
 // nearest neighbours down ("floor"), as Upsample did; opsets 11-12 pass empty roi and scales
 // tensors for absent ones; opset 18's `axes` lists the dimensions roi, scales and sizes cover
 // (the others keep scale 1; the canonical form keeps `axes` as the dims the aspect-ratio policy
-// covers), and `antialias` only matters when linear or cubic downsamples,
-// which is refused. roi, scales and sizes are compile-time operands.
+// covers); `antialias` widens a linear or cubic downsampling's filter by 1 / scale (its taps
+// grow to match). roi, scales and sizes are compile-time operands.
 //
 // Semantics are those of ONNX's reference implementation: the output extent is sizes (with
 // keep_aspect_ratio_policy) or floor(scale * input); each resized axis maps an output index y
@@ -67,6 +67,7 @@ struct ResizePlan {
     double cubic_a = -0.75;
     bool exclude_outside = false;
     double extrapolation = 0;
+    bool antialias = false; // linear and cubic downsampling widen their filter by 1 / scale
     std::vector<ResizeAxis> axes;
 
     graph::Shape out_shape() const {
@@ -75,8 +76,22 @@ struct ResizePlan {
             s.push_back(a.out);
         return s;
     }
-    // Neighbours per resized axis.
-    int taps() const { return mode == Interpolation::Cubic ? 4 : 2; }
+    // Whether axis `a` is antialiased: a linear or cubic downsampling with antialias set.
+    bool antialiased(const ResizeAxis& a) const {
+        return antialias && mode != Interpolation::Nearest && a.scale < 1;
+    }
+    // The first neighbour's offset from floor(x) of an antialiased axis: the filter's support
+    // (1 for linear, 2 for cubic) widened by 1 / scale.
+    int antialias_start(const ResizeAxis& a) const {
+        const double support = mode == Interpolation::Cubic ? 2 : 1;
+        return static_cast<int>(std::floor(-support / a.scale) + 1);
+    }
+    // Neighbours of a source coordinate along axis `a`.
+    int taps(const ResizeAxis& a) const {
+        if (antialiased(a))
+            return 2 - 2 * antialias_start(a);
+        return mode == Interpolation::Cubic ? 4 : 2;
+    }
 };
 
 template <typename E, size_t N>
@@ -182,10 +197,7 @@ ResizePlan resize_plan(const Node& n, const graph::Shape& in, const std::vector<
         a.identity =
             std::fabs(a.scale - 1.0) <= 1e-9 && a.out == a.in && (roi.empty() || whole_roi);
     }
-    if (n.attr_int("antialias", 0) != 0 && p.mode != Interpolation::Nearest)
-        for (const ResizeAxis& a : p.axes)
-            if (a.scale < 1)
-                throw UserError() << where << ": antialiased downsampling is not supported";
+    p.antialias = n.attr_int("antialias", 0) != 0;
     return p;
 }
 
@@ -197,6 +209,7 @@ struct DoubleMath {
     using B = bool;
     static T lit(double v) { return v; }
     static T floor(T x) { return std::floor(x); }
+    static T abs(T x) { return std::fabs(x); }
     static B eq(T a, T b) { return a == b; }
     static B less(T a, T b) { return a < b; }
     static B lesseq(T a, T b) { return a <= b; }
@@ -208,6 +221,7 @@ struct ExprMath {
     using B = te::Expr;
     static T lit(double v) { return ir::make_const(ir::DataType::f64(), v); }
     static T floor(T x) { return ir::floor(x); }
+    static T abs(T x) { return ir::abs(x); }
     static B eq(T a, T b) { return ir::eq(a, b); }
     static B less(T a, T b) { return a < b; }
     static B lesseq(T a, T b) { return a <= b; }
@@ -259,9 +273,9 @@ template <typename M> struct Taps {
     std::vector<typename M::T> coeff; // one per neighbour
 };
 
-template <typename M> Taps<M> taps_of(const ResizePlan& p, typename M::T x) {
+template <typename M> Taps<M> taps_of(const ResizePlan& p, const ResizeAxis& a, typename M::T x) {
     using T = typename M::T;
-    const int n = p.taps();
+    const int n = p.taps(a);
     // The ratio is in (0, 1]: an integer coordinate prefers the neighbour on its left.
     const T fl = M::floor(x);
     const T ratio = M::select(M::eq(x, fl), M::lit(1), x - fl);
@@ -274,6 +288,29 @@ template <typename M> Taps<M> taps_of(const ResizePlan& p, typename M::T x) {
                     M::lit(pad);
     Taps<M> t{first, {}};
     const T one = M::lit(1), zero = M::lit(0);
+    if (p.antialiased(a)) {
+        // The filter stretched by 1 / scale, sampled at the neighbours and normalized.
+        const T A = M::lit(p.cubic_a);
+        T sum = zero;
+        for (int j = 0; j < n; ++j) {
+            const T d = M::abs((M::lit(p.antialias_start(a) + j) - ratio) * M::lit(a.scale));
+            T c;
+            if (p.mode == Interpolation::Linear) {
+                const T v = one - d;
+                c = M::select(M::less(v, zero), zero, v);
+            } else {
+                const T near = (M::lit(p.cubic_a + 2) * d - M::lit(p.cubic_a + 3)) * d * d + one;
+                const T far = ((A * d - M::lit(5 * p.cubic_a)) * d + M::lit(8 * p.cubic_a)) * d -
+                              M::lit(4 * p.cubic_a);
+                c = M::select(M::lesseq(d, one), near, M::select(M::less(d, M::lit(2)), far, zero));
+            }
+            t.coeff.push_back(c);
+            sum = sum + c;
+        }
+        for (T& c : t.coeff)
+            c = c / sum;
+        return t;
+    }
     switch (p.mode) {
     case Interpolation::Nearest: {
         // The integer case picks the right neighbour, which is x itself.
@@ -346,7 +383,7 @@ EvalOutputs eval_resize(const Node& n, const EvalInputs& in, const std::string& 
         for (int64_t y = 0; y < a.out; ++y) {
             bool outside = false;
             const double xs = source_coordinate<DoubleMath>(p, a, static_cast<double>(y), &outside);
-            Taps<DoubleMath> t = taps_of<DoubleMath>(p, xs);
+            Taps<DoubleMath> t = taps_of<DoubleMath>(p, a, xs);
             std::vector<int64_t> idx(t.coeff.size());
             for (size_t k = 0; k < t.coeff.size(); ++k) {
                 const int64_t i = static_cast<int64_t>(t.first) + static_cast<int64_t>(k);
@@ -517,7 +554,7 @@ void resize_kernel(NodeKernel& k) {
                 if (out_of_range.defined())
                     outside =
                         outside.defined() ? ir::logical_or(outside, out_of_range) : out_of_range;
-                Taps<ExprMath> t = taps_of<ExprMath>(p, xs);
+                Taps<ExprMath> t = taps_of<ExprMath>(p, a, xs);
                 const te::Expr first = ir::cast(it, t.first);
                 std::vector<te::Expr> inside;
                 for (size_t j = 0; j < t.coeff.size(); ++j) {
