@@ -589,29 +589,11 @@ EvalOutputs eval_cast(const Node& n, const EvalInputs& in, const std::string& wh
     return {x.cast(*t)};
 }
 
-template <UnaryFn F>
-EvalOutputs eval_unary_as(const Node& n, const EvalInputs& in, const std::string& where) {
-    return eval_unary(n, in, F, where);
-}
-template <ArithFn F>
-EvalOutputs eval_arith_as(const Node& n, const EvalInputs& in, const std::string& where) {
-    return eval_arith(n, in, F, where);
-}
-template <ArithFn F>
-EvalOutputs eval_variadic_as(const Node& n, const EvalInputs& in, const std::string& where) {
-    return eval_variadic(n, in, F, where);
-}
-template <CompareFn F>
-EvalOutputs eval_compare_as(const Node& n, const EvalInputs& in, const std::string& where) {
-    return eval_compare(n, in, F, where);
-}
-template <LogicFn F>
-EvalOutputs eval_logic_as(const Node& n, const EvalInputs& in, const std::string& where) {
-    return eval_logic(n, in, F, where);
-}
-template <bool Mean>
-EvalOutputs eval_sum_mean_as(const Node& n, const EvalInputs& in, const std::string& where) {
-    return eval_sum_mean(n, in, Mean, where);
+// An evaluator of a family (eval_unary, eval_arith, ...) bound to one of its functions, as the
+// table's evaluator signature takes none.
+template <auto Eval, auto Fn>
+EvalOutputs eval_fn(const Node& n, const EvalInputs& in, const std::string& where) {
+    return Eval(n, in, Fn, where);
 }
 
 // ---- type inference ----
@@ -1040,7 +1022,7 @@ OpDef unary_fn_op(Op op, int since, std::vector<AttrSpec> attrs = {}) {
     return OpDef(op)
         .onnx(since, 1, 1, 1, std::move(attrs))
         .types(same_as_input<Allowed>)
-        .eval(eval_unary_as<F>)
+        .eval(eval_fn<eval_unary, F>)
         .fuses_as(FK::Elementwise)
         .builds([](NodeKernel& k) { unary_kernel(k, unary_expr_as<F>, fused_op_name(k.op())); });
 }
@@ -1069,7 +1051,8 @@ template <LogicFn F> OpDef logic_op(Op op) {
             : F == LogicFn::Or ? "or"
                                : "xor");
     };
-    return with_legacy_broadcast(binary_op(op, eval_logic_as<F>, kernel).types(logic_types), false);
+    return with_legacy_broadcast(binary_op(op, eval_fn<eval_logic, F>, kernel).types(logic_types),
+                                 false);
 }
 
 } // namespace
@@ -1082,22 +1065,23 @@ using namespace detail;
 
 // ---- unary math and activations ----
 
-const OpDef Relu = unary_op(Op::Relu, 1, eval_unary_as<UnaryFn::Relu>,
+const OpDef Relu = unary_op(Op::Relu, 1, eval_fn<eval_unary, UnaryFn::Relu>,
                             [](NodeKernel& k) { k.set(te::relu(k.in(0))); })
                        .onnx(1, 1, 1, 1, {kConsumedInputs})
                        .types(same_as_input<kNumeric>);
 const OpDef LeakyRelu =
     unary_op(
-        Op::LeakyRelu, 1, eval_unary_as<UnaryFn::LeakyRelu>,
+        Op::LeakyRelu, 1, eval_fn<eval_unary, UnaryFn::LeakyRelu>,
         [](NodeKernel& k) { k.set(te::leaky_relu(k.in(0), k.node().attr_float("alpha", 0.01f))); })
         .onnx(1, 1, 1, 1, {{"alpha", K::Float}, kConsumedInputs})
         .import_with([](OpImport& im) { im.keep("alpha", Attribute::of_float(0.01f)); })
         .named("leaky_relu");
-const OpDef Sigmoid = unary_op(Op::Sigmoid, 1, eval_unary_as<UnaryFn::Sigmoid>, [](NodeKernel& k) {
-                          k.set(te::sigmoid(k.in(0)));
-                      }).onnx(1, 1, 1, 1, {kConsumedInputs});
+const OpDef Sigmoid =
+    unary_op(Op::Sigmoid, 1, eval_fn<eval_unary, UnaryFn::Sigmoid>, [](NodeKernel& k) {
+        k.set(te::sigmoid(k.in(0)));
+    }).onnx(1, 1, 1, 1, {kConsumedInputs});
 const OpDef HardSigmoid =
-    unary_op(Op::HardSigmoid, 1, eval_unary_as<UnaryFn::HardSigmoid>, hard_sigmoid_kernel)
+    unary_op(Op::HardSigmoid, 1, eval_fn<eval_unary, UnaryFn::HardSigmoid>, hard_sigmoid_kernel)
         .onnx(1, 1, 1, 1, {{"alpha", K::Float}, {"beta", K::Float}, kConsumedInputs})
         .import_with([](OpImport& im) {
             im.keep("alpha", Attribute::of_float(0.2f));
@@ -1105,29 +1089,29 @@ const OpDef HardSigmoid =
         })
         .named("hard_sigmoid");
 const OpDef HardSwish =
-    unary_op(Op::HardSwish, 14, eval_unary_as<UnaryFn::HardSwish>, hard_sigmoid_kernel)
+    unary_op(Op::HardSwish, 14, eval_fn<eval_unary, UnaryFn::HardSwish>, hard_sigmoid_kernel)
         .named("hard_swish");
-const OpDef Tanh = unary_op(Op::Tanh, 1, eval_unary_as<UnaryFn::Tanh>, [](NodeKernel& k) {
+const OpDef Tanh = unary_op(Op::Tanh, 1, eval_fn<eval_unary, UnaryFn::Tanh>, [](NodeKernel& k) {
                        k.set(te::tanh(k.in(0)));
                    }).onnx(1, 1, 1, 1, {kConsumedInputs});
-const OpDef Erf = unary_op(Op::Erf, 9, eval_unary_as<UnaryFn::Erf>,
+const OpDef Erf = unary_op(Op::Erf, 9, eval_fn<eval_unary, UnaryFn::Erf>,
                            [](NodeKernel& k) { k.set(te::erf(k.in(0))); });
 // ONNX Gelu (opset 20), and the Gelu recognize_patterns makes without the attribute.
 const OpDef Gelu =
     unary_fn_op<UnaryFn::Gelu>(Op::Gelu, 20, {{"approximate", K::String}})
         .import_with([](OpImport& im) { im.keep("approximate", Attribute::of_string("none")); })
         .types(gelu_types);
-const OpDef Sqrt = unary_op(Op::Sqrt, 1, eval_unary_as<UnaryFn::Sqrt>, [](NodeKernel& k) {
+const OpDef Sqrt = unary_op(Op::Sqrt, 1, eval_fn<eval_unary, UnaryFn::Sqrt>, [](NodeKernel& k) {
                        k.set(te::sqrt(k.in(0)));
                    }).onnx(1, 1, 1, 1, {kConsumedInputs});
-const OpDef Exp = unary_op(Op::Exp, 1, eval_unary_as<UnaryFn::Exp>, [](NodeKernel& k) {
+const OpDef Exp = unary_op(Op::Exp, 1, eval_fn<eval_unary, UnaryFn::Exp>, [](NodeKernel& k) {
                       k.set(te::exp(k.in(0)));
                   }).onnx(1, 1, 1, 1, {kConsumedInputs});
-const OpDef Log = unary_op(Op::Log, 1, eval_unary_as<UnaryFn::Log>, [](NodeKernel& k) {
+const OpDef Log = unary_op(Op::Log, 1, eval_fn<eval_unary, UnaryFn::Log>, [](NodeKernel& k) {
                       k.set(te::unary(
                           k.in(0), [](te::Expr e) { return ir::log(e); }, "log"));
                   }).onnx(1, 1, 1, 1, {kConsumedInputs});
-const OpDef Neg = unary_op(Op::Neg, 1, eval_unary_as<UnaryFn::Neg>,
+const OpDef Neg = unary_op(Op::Neg, 1, eval_fn<eval_unary, UnaryFn::Neg>,
                            [](NodeKernel& k) {
                                k.set(te::unary(
                                    k.in(0), [](te::Expr e) { return -e; }, "neg"));
@@ -1135,7 +1119,7 @@ const OpDef Neg = unary_op(Op::Neg, 1, eval_unary_as<UnaryFn::Neg>,
                       .onnx(1, 1, 1, 1, {kConsumedInputs})
                       .types(same_as_input<kNumeric>);
 const OpDef Reciprocal =
-    unary_op(Op::Reciprocal, 1, eval_unary_as<UnaryFn::Reciprocal>, [](NodeKernel& k) {
+    unary_op(Op::Reciprocal, 1, eval_fn<eval_unary, UnaryFn::Reciprocal>, [](NodeKernel& k) {
         const ir::DataType dt = k.out_type();
         k.set(te::unary(
             k.in(0), [dt](te::Expr e) { return ir::make_one(dt) / e; }, "reciprocal"));
@@ -1185,15 +1169,15 @@ const OpDef Clip =
 
 // ---- broadcasting binary ops ----
 
-const OpDef Add =
-    with_legacy_broadcast(binary_op(Op::Add, eval_arith_as<ArithFn::Add>, binary_kernel), true);
-const OpDef Sub =
-    with_legacy_broadcast(binary_op(Op::Sub, eval_arith_as<ArithFn::Sub>, binary_kernel), true);
-const OpDef Mul =
-    with_legacy_broadcast(binary_op(Op::Mul, eval_arith_as<ArithFn::Mul>, binary_kernel), true);
+const OpDef Add = with_legacy_broadcast(
+    binary_op(Op::Add, eval_fn<eval_arith, ArithFn::Add>, binary_kernel), true);
+const OpDef Sub = with_legacy_broadcast(
+    binary_op(Op::Sub, eval_fn<eval_arith, ArithFn::Sub>, binary_kernel), true);
+const OpDef Mul = with_legacy_broadcast(
+    binary_op(Op::Mul, eval_fn<eval_arith, ArithFn::Mul>, binary_kernel), true);
 // Integers round toward zero, as the evaluator and ONNX do.
 const OpDef Div = with_legacy_broadcast(
-    binary_op(Op::Div, eval_arith_as<ArithFn::Div>,
+    binary_op(Op::Div, eval_fn<eval_arith, ArithFn::Div>,
               [](NodeKernel& k) { k.set(te::truncating_divide(k.in(0), k.in(1))); }),
     true);
 // The exponent may have another dtype.
@@ -1212,21 +1196,21 @@ const OpDef PRelu = binary_op(Op::PRelu, eval_prelu, prelu_kernel)
 
 // ---- variadic ops ----
 
-const OpDef Max = binary_op(Op::Max, eval_variadic_as<ArithFn::Max>, variadic_kernel)
+const OpDef Max = binary_op(Op::Max, eval_fn<eval_variadic, ArithFn::Max>, variadic_kernel)
                       .onnx(1, 1, OpDef::kAnyCount, 1, {kConsumedInputs});
-const OpDef Min = binary_op(Op::Min, eval_variadic_as<ArithFn::Min>, variadic_kernel)
+const OpDef Min = binary_op(Op::Min, eval_fn<eval_variadic, ArithFn::Min>, variadic_kernel)
                       .onnx(1, 1, OpDef::kAnyCount, 1, {kConsumedInputs});
-const OpDef Sum = binary_op(Op::Sum, eval_sum_mean_as<false>, sum_mean_kernel)
+const OpDef Sum = binary_op(Op::Sum, eval_fn<eval_sum_mean, false>, sum_mean_kernel)
                       .onnx(1, 1, OpDef::kAnyCount, 1, {kConsumedInputs})
                       .types(float_variadic_types);
-const OpDef Mean = binary_op(Op::Mean, eval_sum_mean_as<true>, sum_mean_kernel)
+const OpDef Mean = binary_op(Op::Mean, eval_fn<eval_sum_mean, true>, sum_mean_kernel)
                        .onnx(1, 1, OpDef::kAnyCount, 1, {kConsumedInputs})
                        .types(float_variadic_types);
 
 // ---- comparisons and logic ----
 
 const OpDef Equal = with_legacy_broadcast(
-    binary_op(Op::Equal, eval_compare_as<CompareFn::Equal>,
+    binary_op(Op::Equal, eval_fn<eval_compare, CompareFn::Equal>,
               [](NodeKernel& k) {
                   compare_kernel(
                       k, [](te::Expr a, te::Expr b) { return ir::eq(a, b); }, "equal");
@@ -1234,7 +1218,7 @@ const OpDef Equal = with_legacy_broadcast(
         .types(compare_types<false>),
     false);
 const OpDef Less = with_legacy_broadcast(
-    binary_op(Op::Less, eval_compare_as<CompareFn::Less>,
+    binary_op(Op::Less, eval_fn<eval_compare, CompareFn::Less>,
               [](NodeKernel& k) {
                   compare_kernel(
                       k, [](te::Expr a, te::Expr b) { return a < b; }, "less");
@@ -1242,7 +1226,7 @@ const OpDef Less = with_legacy_broadcast(
         .types(compare_types<true>),
     false);
 const OpDef Greater = with_legacy_broadcast(
-    binary_op(Op::Greater, eval_compare_as<CompareFn::Greater>,
+    binary_op(Op::Greater, eval_fn<eval_compare, CompareFn::Greater>,
               [](NodeKernel& k) {
                   compare_kernel(
                       k, [](te::Expr a, te::Expr b) { return a > b; }, "greater");
@@ -1250,7 +1234,7 @@ const OpDef Greater = with_legacy_broadcast(
         .types(compare_types<true>),
     false);
 const OpDef LessOrEqual =
-    binary_op(Op::LessOrEqual, eval_compare_as<CompareFn::LessOrEqual>,
+    binary_op(Op::LessOrEqual, eval_fn<eval_compare, CompareFn::LessOrEqual>,
               [](NodeKernel& k) {
                   compare_kernel(
                       k, [](te::Expr a, te::Expr b) { return a <= b; }, "less_or_equal");
@@ -1259,7 +1243,7 @@ const OpDef LessOrEqual =
         .types(compare_types<true>)
         .named("less_or_equal");
 const OpDef GreaterOrEqual =
-    binary_op(Op::GreaterOrEqual, eval_compare_as<CompareFn::GreaterOrEqual>,
+    binary_op(Op::GreaterOrEqual, eval_fn<eval_compare, CompareFn::GreaterOrEqual>,
               [](NodeKernel& k) {
                   compare_kernel(
                       k, [](te::Expr a, te::Expr b) { return a >= b; }, "greater_or_equal");

@@ -220,18 +220,25 @@ EvalOutputs eval_layer_norm(const Node& n, const EvalInputs& in, const std::stri
     return outs;
 }
 
+// Per-channel parameters (BatchNormalization's, InstanceNormalization's): operands from
+// `first` on, f32 of shape [C], C = x's dim 1.
+void check_channel_params(const NodeTypes& t, const Value& x, size_t first,
+                          std::initializer_list<const char*> names) {
+    size_t i = first;
+    for (const char* name : names) {
+        const Value& p = t.in(i++, name);
+        t.dtype(p, kF32, name);
+        if (p.shape != Shape{x.shape[1]})
+            t.fail(std::string(name) + " '" + p.name + "' has shape " + shape_str(p.shape) +
+                   ", expected [" + std::to_string(x.shape[1]) + "]");
+    }
+}
+
 TypeList batch_norm_types(const NodeTypes& t) {
     const Value& x = t.in(0, "X");
     t.dtype(x, kF32, "X");
     t.min_rank(x, 2, "X");
-    const char* names[] = {"scale", "B", "mean", "var"};
-    for (size_t i = 0; i < 4; ++i) {
-        const Value& p = t.in(i + 1, names[i]);
-        t.dtype(p, kF32, names[i]);
-        if (p.shape != Shape{x.shape[1]})
-            t.fail(std::string(names[i]) + " '" + p.name + "' has shape " + shape_str(p.shape) +
-                   ", expected [" + std::to_string(x.shape[1]) + "]");
-    }
+    check_channel_params(t, x, 1, {"scale", "B", "mean", "var"});
     return {{DType::F32, x.shape}};
 }
 
@@ -260,14 +267,7 @@ TypeList instance_norm_types(const NodeTypes& t) {
     const Value& x = t.in(0, "input");
     t.dtype(x, kF32, "input");
     t.min_rank(x, 3, "input");
-    const char* names[] = {"scale", "B"};
-    for (size_t i = 0; i < 2; ++i) {
-        const Value& p = t.in(i + 1, names[i]);
-        t.dtype(p, kF32, names[i]);
-        if (p.shape != Shape{x.shape[1]})
-            t.fail(std::string(names[i]) + " '" + p.name + "' has shape " + shape_str(p.shape) +
-                   ", expected [" + std::to_string(x.shape[1]) + "]");
-    }
+    check_channel_params(t, x, 1, {"scale", "B"});
     return {{DType::F32, x.shape}};
 }
 

@@ -6,6 +6,7 @@
 
 #include "op_util.h"
 #include "tessera/te/window_nd.h"
+#include "window_checks.h"
 
 namespace tessera::te {
 
@@ -24,23 +25,13 @@ std::vector<int64_t> conv_transpose_output_dims(const std::vector<int64_t>& in,
 
 Tensor conv_transpose_nd(const Tensor& x, const Tensor& w, const WindowNdParams& p,
                          const Tensor& bias, const std::string& name) {
-    check_defined(x, name, "input");
-    check_defined(w, name, "weight");
-    check_same_dtype(x, w, name);
-    if (x.ndim() < 3)
-        throw UserError() << name << ": input '" << x.name() << "' must have rank >= 3, got "
-                          << shape_to_string(x.shape());
-    check_rank(w, x.ndim(), name, "weight");
+    check_conv_operands(x, w, name);
     const size_t s = x.ndim() - 2;
-    auto check = [&](const std::vector<int64_t>& v, size_t n, int64_t lo, const char* what) {
-        if (v.size() != n || std::any_of(v.begin(), v.end(), [&](int64_t e) { return e < lo; }))
-            throw UserError() << name << ": " << what << " must have " << n
-                              << " values of at least " << lo;
-    };
-    check(p.stride, s, 1, "stride");
-    check(p.dilation, s, 1, "dilation");
-    check(p.pads, 2 * s, 0, "pads");
-    check(p.output_padding, s, 0, "output_padding");
+    check_window(p, s, false, name);
+    if (p.output_padding.size() != s ||
+        std::any_of(p.output_padding.begin(), p.output_padding.end(),
+                    [](int64_t e) { return e < 0; }))
+        throw UserError() << name << ": output_padding must have " << s << " values of at least 0";
     const int64_t n = x.shape()[0], c = x.shape()[1], g = p.groups;
     if (g < 1 || c % g != 0 || w.shape()[0] != c)
         throw UserError() << name << ": input " << shape_to_string(x.shape()) << " and weight "

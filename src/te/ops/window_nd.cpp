@@ -6,14 +6,12 @@
 #include <algorithm>
 
 #include "op_util.h"
+#include "window_checks.h"
 
 namespace tessera::te {
 
 using namespace detail;
 
-namespace {
-
-/// Checks the parameter vectors of p against `spatial` dims (the kernel when `with_kernel`).
 void check_window(const WindowNdParams& p, size_t spatial, bool with_kernel,
                   const std::string& op) {
     auto check = [&](const std::vector<int64_t>& v, size_t n, int64_t lo, const char* what) {
@@ -32,6 +30,18 @@ void check_window(const WindowNdParams& p, size_t spatial, bool with_kernel,
     if (p.groups < 1)
         throw UserError() << op << ": groups must be positive, got " << p.groups;
 }
+
+void check_conv_operands(const Tensor& x, const Tensor& w, const std::string& op) {
+    check_defined(x, op, "input");
+    check_defined(w, op, "weight");
+    check_same_dtype(x, w, op);
+    if (x.ndim() < 3)
+        throw UserError() << op << ": input '" << x.name() << "' must have rank >= 3, got "
+                          << shape_to_string(x.shape());
+    check_rank(w, x.ndim(), op, "weight");
+}
+
+namespace {
 
 /// Output extent of one spatial dim of a convolution or pool (the ONNX rule).
 int64_t window_out(int64_t in, int64_t kernel, int64_t stride, int64_t dilation, int64_t pb,
@@ -114,13 +124,7 @@ Tensor window_reduce(const PoolPlan& plan, const WindowNdParams& p, bool dilated
 
 Tensor conv_nd(const Tensor& x, const Tensor& w, const WindowNdParams& p, const Tensor& bias,
                const std::string& name) {
-    check_defined(x, name, "input");
-    check_defined(w, name, "weight");
-    check_same_dtype(x, w, name);
-    if (x.ndim() < 3)
-        throw UserError() << name << ": input '" << x.name() << "' must have rank >= 3, got "
-                          << shape_to_string(x.shape());
-    check_rank(w, x.ndim(), name, "weight");
+    check_conv_operands(x, w, name);
     const size_t s = x.ndim() - 2;
     check_window(p, s, false, name);
     const int64_t n = x.shape()[0], c = x.shape()[1], m = w.shape()[0], cg = w.shape()[1];
