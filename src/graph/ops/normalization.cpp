@@ -25,6 +25,22 @@ namespace tessera::graph::detail {
 
 namespace {
 
+// The evaluator's per-channel parameters: operands 1, 2, ... f32 of shape [C], one per name.
+std::vector<const float*> channel_params(const EvalInputs& in, int64_t C,
+                                         std::initializer_list<const char*> names,
+                                         const std::string& where) {
+    std::vector<const float*> p;
+    for (const char* name : names) {
+        const TensorData& t = require_input(in, p.size() + 1, where);
+        require_f32(t, name, where);
+        if (t.shape() != Shape{C})
+            throw UserError() << where << ": " << name << " has shape " << shape_str(t.shape())
+                              << ", expected [" << C << "]";
+        p.push_back(t.data<float>());
+    }
+    return p;
+}
+
 EvalOutputs eval_batch_norm(const Node& n, const EvalInputs& in, const std::string& where) {
     const TensorData& x = require_input(in, 0, where);
     require_f32(x, "X", where);
@@ -32,16 +48,7 @@ EvalOutputs eval_batch_norm(const Node& n, const EvalInputs& in, const std::stri
         throw UserError() << where << ": X must have rank >= 2, got shape " << shape_str(x.shape());
     const int64_t N = x.shape()[0], C = x.shape()[1],
                   inner = x.numel() / std::max<int64_t>(1, N * C);
-    const char* names[] = {"scale", "B", "mean", "var"};
-    const float* p[4];
-    for (size_t i = 0; i < 4; ++i) {
-        const TensorData& t = require_input(in, i + 1, where);
-        require_f32(t, names[i], where);
-        if (t.shape() != Shape{C})
-            throw UserError() << where << ": " << names[i] << " has shape " << shape_str(t.shape())
-                              << ", expected [" << C << "]";
-        p[i] = t.data<float>();
-    }
+    const std::vector<const float*> p = channel_params(in, C, {"scale", "B", "mean", "var"}, where);
     const double eps = n.attr_float("epsilon", 1e-5f);
     TensorData out(DType::F32, x.shape());
     const float* px = x.data<float>();
@@ -128,16 +135,7 @@ EvalOutputs eval_instance_norm(const Node& n, const EvalInputs& in, const std::s
                           << shape_str(x.shape());
     const int64_t N = x.shape()[0], C = x.shape()[1];
     const int64_t spatial = x.numel() / std::max<int64_t>(1, N * C);
-    const char* names[] = {"scale", "B"};
-    const float* p[2];
-    for (size_t i = 0; i < 2; ++i) {
-        const TensorData& t = require_input(in, i + 1, where);
-        require_f32(t, names[i], where);
-        if (t.shape() != Shape{C})
-            throw UserError() << where << ": " << names[i] << " has shape " << shape_str(t.shape())
-                              << ", expected [" << C << "]";
-        p[i] = t.data<float>();
-    }
+    const std::vector<const float*> p = channel_params(in, C, {"scale", "B"}, where);
     const double eps = n.attr_float("epsilon", 1e-5f);
     TensorData out(DType::F32, x.shape());
     const float* px = x.data<float>();
