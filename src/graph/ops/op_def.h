@@ -42,8 +42,8 @@ struct AttrSpec {
     int until = INT_MAX;
 };
 
-/// One op's entry. Built with the chained setters below; every function pointer but
-/// `canonicalize` and `kernel` must be set (checked when the table is first used).
+/// One op's entry. Built with the chained setters below; `infer` and `evaluate` must be set
+/// (checked on every lookup), the other function pointers are optional.
 struct OpDef {
     static constexpr int kAnyCount = INT_MAX;
     /// `since` of the ops only passes create: no ONNX opset defines them.
