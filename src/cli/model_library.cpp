@@ -5,50 +5,19 @@
 
 #include <dlfcn.h>
 
+#include "tessera/graph/dtype.h"
 #include "tessera/support/error.h"
 
 namespace tessera::cli {
 
 std::string model_dtype_name(int dtype) {
-    switch (dtype) {
-    case TESSERA_F32:
-        return "f32";
-    case TESSERA_F64:
-        return "f64";
-    case TESSERA_I32:
-        return "i32";
-    case TESSERA_I64:
-        return "i64";
-    case TESSERA_BOOL:
-        return "bool";
-    case TESSERA_F16:
-        return "f16";
-    case TESSERA_I8:
-        return "i8";
-    case TESSERA_U8:
-        return "u8";
-    default:
-        return "dtype " + std::to_string(dtype);
-    }
+    std::optional<graph::DType> t = graph::dtype_from_abi(dtype);
+    return t ? graph::dtype_name(*t) : "dtype " + std::to_string(dtype);
 }
 
 int64_t model_dtype_bytes(int dtype) {
-    switch (dtype) {
-    case TESSERA_F32:
-    case TESSERA_I32:
-        return 4;
-    case TESSERA_F64:
-    case TESSERA_I64:
-        return 8;
-    case TESSERA_F16:
-        return 2;
-    case TESSERA_BOOL:
-    case TESSERA_I8:
-    case TESSERA_U8:
-        return 1;
-    default:
-        return 0;
-    }
+    std::optional<graph::DType> t = graph::dtype_from_abi(dtype);
+    return t ? static_cast<int64_t>(graph::dtype_size(*t)) : 0;
 }
 
 std::string describe(const ModelTensorInfo& t) {

@@ -19,19 +19,7 @@ constexpr int64_t kAlign = 64;
 int64_t align_up(int64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 runtime::PlanDType plan_dtype(graph::DType t) {
-    switch (t) {
-    case graph::DType::F32:
-        return runtime::PlanDType::F32;
-    case graph::DType::F64:
-        return runtime::PlanDType::F64;
-    case graph::DType::I32:
-        return runtime::PlanDType::I32;
-    case graph::DType::I64:
-        return runtime::PlanDType::I64;
-    case graph::DType::Bool:
-        return runtime::PlanDType::Bool;
-    }
-    TESSERA_UNREACHABLE() << "dtype " << static_cast<int>(t);
+    return static_cast<runtime::PlanDType>(graph::dtype_info(t).abi);
 }
 
 /// A stable text of a layout, as a map key ("" for the identity).
@@ -281,11 +269,7 @@ class PlanBuilder {
 } // namespace
 
 std::optional<graph::DType> graph_dtype_of(int model_dtype) {
-    for (graph::DType t : {graph::DType::F32, graph::DType::F64, graph::DType::I32,
-                           graph::DType::I64, graph::DType::Bool})
-        if (static_cast<int>(plan_dtype(t)) == model_dtype)
-            return t;
-    return std::nullopt;
+    return graph::dtype_from_abi(model_dtype);
 }
 
 runtime::ModelPlan make_model_plan(const ModelBuild& build, std::vector<uint8_t>& weights,

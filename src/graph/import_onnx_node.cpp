@@ -213,11 +213,10 @@ void OpImport::resolve_operands() {
         --nout;
     if (nout < 1 || nout > def.max_outputs)
         fail("has " + std::to_string(nout) + " outputs, expected " +
-             (def.max_outputs == 1
-                  ? std::string("1")
-                  : "1 to " + (def.max_outputs == OpDef::kAnyCount
-                                   ? std::string("any")
-                                   : std::to_string(def.max_outputs))));
+             (def.max_outputs == 1 ? std::string("1")
+                                   : "1 to " + (def.max_outputs == OpDef::kAnyCount
+                                                    ? std::string("any")
+                                                    : std::to_string(def.max_outputs))));
     if (np_.output(0).empty())
         fail("output 0 has no name");
 }
@@ -260,8 +259,40 @@ void ImportContext::define(const std::string& name, ValueId v, const std::string
 
 NodeId ImportContext::emit(Op op, std::vector<ValueId> inputs, std::vector<ValueId> outputs,
                            Attributes attrs, const std::string& name) {
-    NodeId id = g.add_node(op, std::move(inputs), std::move(outputs), std::move(attrs), name);
+    bool widen = false;
+    if (!op_def(op).any_element_type)
+        for (ValueId v : inputs)
+            widen = widen || (v != kNoValue && g.value(v).dtype == DType::F16);
+    if (!widen) {
+        NodeId id = g.add_node(op, std::move(inputs), std::move(outputs), std::move(attrs), name);
+        inf.infer(id);
+        return id;
+    }
+    // The op computes in f32: its f16 operands are cast up, and its float results are cast
+    // back into the values the model names (other results pass through an Identity).
+    auto cast = [&](ValueId from, ValueId to, DType dtype) {
+        Attributes a;
+        a["to"] = Attribute::of_string(dtype_name(dtype));
+        inf.infer(g.add_node(Op::Cast, {from}, {to}, std::move(a), name));
+    };
+    for (ValueId& v : inputs) {
+        if (v == kNoValue || g.value(v).dtype != DType::F16)
+            continue;
+        ValueId wide = g.add_value(g.value(v).name + "/f32");
+        cast(v, wide, DType::F32);
+        v = wide;
+    }
+    std::vector<ValueId> wide_outputs;
+    for (ValueId v : outputs)
+        wide_outputs.push_back(g.add_value(g.value(v).name + "/f32"));
+    NodeId id = g.add_node(op, std::move(inputs), wide_outputs, std::move(attrs), name);
     inf.infer(id);
+    for (size_t i = 0; i < outputs.size(); ++i) {
+        if (g.value(wide_outputs[i]).dtype == DType::F32)
+            cast(wide_outputs[i], outputs[i], DType::F16);
+        else
+            inf.infer(g.add_node(Op::Identity, {wide_outputs[i]}, {outputs[i]}, {}, name));
+    }
     return id;
 }
 

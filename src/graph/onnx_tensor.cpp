@@ -5,22 +5,7 @@
 
 namespace tessera::graph::detail {
 
-std::optional<DType> dtype_from_onnx(int32_t elem_type) {
-    switch (elem_type) {
-    case onnx::TensorProto::FLOAT:
-        return DType::F32;
-    case onnx::TensorProto::DOUBLE:
-        return DType::F64;
-    case onnx::TensorProto::INT32:
-        return DType::I32;
-    case onnx::TensorProto::INT64:
-        return DType::I64;
-    case onnx::TensorProto::BOOL:
-        return DType::Bool;
-    default:
-        return std::nullopt; // ONNX's enum, not ours: the rest is unsupported
-    }
-}
+std::optional<DType> dtype_from_onnx(int32_t elem_type) { return dtype_from_onnx_code(elem_type); }
 
 std::string onnx_type_name(int32_t elem_type) {
     if (onnx::TensorProto_DataType_IsValid(elem_type)) {
@@ -75,27 +60,54 @@ static std::string read_external(const onnx::TensorProto& t, const std::string& 
     return bytes;
 }
 
-// Number of values in the typed field that holds `dtype` (without raw_data).
-static int64_t field_size(const onnx::TensorProto& t, DType dtype) {
+// Which typed field of a TensorProto holds a dtype's values when raw_data is absent (ONNX puts
+// every integer narrower than 32 bits, bool and float16's bit patterns in int32_data).
+enum class ProtoField { Float, Double, Int32, Int64, Uint64 };
+static ProtoField proto_field(DType dtype) {
     switch (dtype) {
     case DType::F32:
-        return t.float_data_size();
+        return ProtoField::Float;
     case DType::F64:
-        return t.double_data_size();
-    case DType::I32:
-        return t.int32_data_size();
+        return ProtoField::Double;
     case DType::I64:
-        return t.int64_data_size();
-    case DType::Bool:
+        return ProtoField::Int64;
+    case DType::U32:
+    case DType::U64:
+        return ProtoField::Uint64;
+    default:
+        return ProtoField::Int32;
+    }
+}
+
+// Number of values in the typed field that holds `dtype` (without raw_data).
+static int64_t field_size(const onnx::TensorProto& t, DType dtype) {
+    switch (proto_field(dtype)) {
+    case ProtoField::Float:
+        return t.float_data_size();
+    case ProtoField::Double:
+        return t.double_data_size();
+    case ProtoField::Int32:
         return t.int32_data_size();
+    case ProtoField::Int64:
+        return t.int64_data_size();
+    case ProtoField::Uint64:
+        return t.uint64_data_size();
     }
     TESSERA_UNREACHABLE();
 }
 
-template <typename T, typename Field> static void copy_field(const Field& field, TensorData& out) {
-    T* p = out.data<T>();
-    for (int64_t i = 0; i < out.numel(); ++i)
-        p[i] = static_cast<T>(field.Get(static_cast<int>(i)));
+// Copies a typed field's values into out's elements (float16 values are bit patterns).
+template <typename Field> static void copy_field(const Field& field, TensorData& out) {
+    visit_dtype(out.dtype(), [&](auto tag) {
+        using T = std::remove_pointer_t<decltype(tag)>;
+        T* p = out.data<T>();
+        for (int64_t i = 0; i < out.numel(); ++i) {
+            if constexpr (std::is_same_v<T, Half>)
+                p[i] = Half::from_bits(static_cast<uint16_t>(field.Get(static_cast<int>(i))));
+            else
+                p[i] = static_cast<T>(field.Get(static_cast<int>(i)));
+        }
+    });
 }
 
 TensorData tensor_from_proto(const onnx::TensorProto& t, const std::string& what,
@@ -138,22 +150,21 @@ TensorData tensor_from_proto(const onnx::TensorProto& t, const std::string& what
         if (want)
             std::memcpy(out.raw(), t.raw_data().data(), want);
     } else {
-        switch (*dtype) {
-        case DType::F32:
-            copy_field<float>(t.float_data(), out);
+        switch (proto_field(*dtype)) {
+        case ProtoField::Float:
+            copy_field(t.float_data(), out);
             break;
-        case DType::F64:
-            copy_field<double>(t.double_data(), out);
+        case ProtoField::Double:
+            copy_field(t.double_data(), out);
             break;
-        case DType::I32:
-            copy_field<int32_t>(t.int32_data(), out);
+        case ProtoField::Int32:
+            copy_field(t.int32_data(), out);
             break;
-        case DType::I64:
-            copy_field<int64_t>(t.int64_data(), out);
+        case ProtoField::Int64:
+            copy_field(t.int64_data(), out);
             break;
-        case DType::Bool:
-            for (int64_t i = 0; i < numel; ++i)
-                out.raw()[i] = t.int32_data(static_cast<int>(i)) != 0 ? 1 : 0;
+        case ProtoField::Uint64:
+            copy_field(t.uint64_data(), out);
             break;
         }
     }

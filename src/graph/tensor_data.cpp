@@ -5,63 +5,6 @@
 
 namespace tessera::graph {
 
-const char* dtype_name(DType t) {
-    switch (t) {
-    case DType::F32:
-        return "f32";
-    case DType::F64:
-        return "f64";
-    case DType::I32:
-        return "i32";
-    case DType::I64:
-        return "i64";
-    case DType::Bool:
-        return "bool";
-    }
-    TESSERA_UNREACHABLE();
-}
-
-std::optional<DType> parse_dtype(const std::string& name) {
-    for (DType t : {DType::F32, DType::F64, DType::I32, DType::I64, DType::Bool})
-        if (name == dtype_name(t))
-            return t;
-    return std::nullopt;
-}
-
-size_t dtype_size(DType t) {
-    switch (t) {
-    case DType::F32:
-        return 4;
-    case DType::F64:
-        return 8;
-    case DType::I32:
-        return 4;
-    case DType::I64:
-        return 8;
-    case DType::Bool:
-        return 1;
-    }
-    TESSERA_UNREACHABLE();
-}
-
-bool is_float(DType t) { return t == DType::F32 || t == DType::F64; }
-
-ir::DataType to_ir_type(DType t) {
-    switch (t) {
-    case DType::F32:
-        return ir::DataType::f32();
-    case DType::F64:
-        return ir::DataType::f64();
-    case DType::I32:
-        return ir::DataType::i32();
-    case DType::I64:
-        return ir::DataType::i64();
-    case DType::Bool:
-        return ir::DataType::boolean();
-    }
-    TESSERA_UNREACHABLE();
-}
-
 int64_t shape_numel(const Shape& s) {
     int64_t n = 1;
     for (int64_t d : s)
@@ -85,26 +28,16 @@ TensorData::TensorData(DType dtype, Shape shape) : dtype_(dtype), shape_(std::mo
     bytes_.assign(static_cast<size_t>(numel_) * dtype_size(dtype_), 0);
 }
 
-void TensorData::check_type(DType t) const {
-    TESSERA_CHECK(t == dtype_) << "tensor of " << dtype_name(dtype_) << " accessed as "
-                               << dtype_name(t);
+void TensorData::check_type(bool ok, DType t) const {
+    TESSERA_CHECK(ok) << "tensor of " << dtype_name(dtype_) << " accessed as " << dtype_name(t);
 }
 
 // Applies f to the typed element pointer of t.
 template <typename F> static auto visit_elements(const TensorData& t, F&& f) {
-    switch (t.dtype()) {
-    case DType::F32:
-        return f(t.data<float>());
-    case DType::F64:
-        return f(t.data<double>());
-    case DType::I32:
-        return f(t.data<int32_t>());
-    case DType::I64:
-        return f(t.data<int64_t>());
-    case DType::Bool:
-        return f(t.data<uint8_t>());
-    }
-    TESSERA_UNREACHABLE();
+    return visit_dtype(t.dtype(), [&](auto tag) {
+        using T = std::remove_pointer_t<decltype(tag)>;
+        return f(t.data<T>());
+    });
 }
 
 std::vector<int64_t> TensorData::as_i64() const {
@@ -135,8 +68,8 @@ TensorData TensorData::reshaped(Shape shape) const {
 
 // Converts one element; float -> int casts of out-of-range values are clamped rather than UB.
 template <typename To, typename From> static To convert(From v) {
-    if constexpr (std::is_same_v<To, uint8_t>) {
-        return v != From(0) ? 1 : 0;
+    if constexpr (std::is_same_v<From, Half>) {
+        return convert<To>(static_cast<float>(v));
     } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
         if (!(v == v))
             return 0; // NaN
@@ -153,33 +86,23 @@ template <typename To, typename From> static To convert(From v) {
     }
 }
 
-template <typename To> static void cast_into(const TensorData& src, To* dst) {
-    visit_elements(src, [&](const auto* p) {
-        for (int64_t i = 0; i < src.numel(); ++i)
-            dst[i] = convert<To>(p[i]);
-        return 0;
-    });
-}
-
 TensorData TensorData::cast(DType to) const {
     TensorData out(to, shape_);
-    switch (to) {
-    case DType::F32:
-        cast_into(*this, out.data<float>());
-        break;
-    case DType::F64:
-        cast_into(*this, out.data<double>());
-        break;
-    case DType::I32:
-        cast_into(*this, out.data<int32_t>());
-        break;
-    case DType::I64:
-        cast_into(*this, out.data<int64_t>());
-        break;
-    case DType::Bool:
-        cast_into(*this, out.data<uint8_t>());
-        break;
-    }
+    visit_elements(*this, [&](const auto* p) {
+        if (to == DType::Bool) {
+            uint8_t* dst = out.data<uint8_t>();
+            for (int64_t i = 0; i < numel_; ++i)
+                dst[i] = static_cast<double>(p[i]) != 0.0 ? 1 : 0;
+            return 0;
+        }
+        visit_dtype(to, [&](auto tag) {
+            using To = std::remove_pointer_t<decltype(tag)>;
+            To* dst = out.data<To>();
+            for (int64_t i = 0; i < numel_; ++i)
+                dst[i] = convert<To>(p[i]);
+        });
+        return 0;
+    });
     return out;
 }
 

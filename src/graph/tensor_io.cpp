@@ -21,22 +21,6 @@ static std::string read_file(const std::string& path, const char* what) {
 
 static const char kNpyMagic[] = "\x93NUMPY";
 
-static const char* npy_descr(DType t) {
-    switch (t) {
-    case DType::F32:
-        return "<f4";
-    case DType::F64:
-        return "<f8";
-    case DType::I32:
-        return "<i4";
-    case DType::I64:
-        return "<i8";
-    case DType::Bool:
-        return "|b1";
-    }
-    TESSERA_UNREACHABLE();
-}
-
 // The text after `'key':` in the header dict, with leading spaces skipped.
 static std::string header_field(const std::string& header, const std::string& key,
                                 const std::string& origin) {
@@ -78,15 +62,16 @@ TensorData parse_npy(const std::string& bytes, const std::string& origin) {
     descr = descr.substr(1, 3);
     if (descr[0] == '=')
         descr[0] = '<'; // native order: our hosts are little-endian
-    std::optional<DType> dtype;
-    for (DType t : {DType::F32, DType::F64, DType::I32, DType::I64, DType::Bool})
-        if (descr == npy_descr(t))
-            dtype = t;
-    if (descr == "<b1")
-        dtype = DType::Bool;
-    if (!dtype)
+    if (descr[2] == '1' && descr[0] == '<')
+        descr[0] = '|'; // one-byte types have no byte order
+    std::optional<DType> dtype = dtype_from_npy(descr);
+    if (!dtype) {
+        std::string supported;
+        for (const DTypeInfo& d : all_dtypes())
+            supported += std::string(supported.empty() ? "" : " ") + d.npy;
         throw UserError() << "'" << origin << "': unsupported .npy dtype '" << descr
-                          << "' (supported: <f4 <f8 <i4 <i8 |b1)";
+                          << "' (supported: " << supported << ")";
+    }
     if (header_field(header, "fortran_order", origin).compare(0, 5, "False") != 0)
         throw UserError() << "'" << origin << "': Fortran-order .npy files are not supported";
     std::string shape_text = header_field(header, "shape", origin);
@@ -135,7 +120,7 @@ std::string npy_bytes(const TensorData& t) {
                                                  : i + 1 < t.shape().size() ? ", "
                                                                             : "");
     shape += ")";
-    std::string header = std::string("{'descr': '") + npy_descr(t.dtype()) +
+    std::string header = std::string("{'descr': '") + dtype_info(t.dtype()).npy +
                          "', 'fortran_order': False, 'shape': " + shape + ", }";
     // Pad with spaces so that the data starts at a multiple of 64 bytes; end with '\n'.
     const size_t total = 10 + header.size() + 1;

@@ -7,6 +7,7 @@
 #include "tessera/runtime/model_plan.h"
 
 #include <cstring>
+#include <iterator>
 #include <stdexcept>
 #include <string>
 
@@ -26,7 +27,7 @@ void validate_cuda_fields(const ModelPlan& plan); // below validate_plan
 
 bool valid_dtype(PlanDType t) {
     const auto v = static_cast<int32_t>(t);
-    return v >= static_cast<int32_t>(PlanDType::F32) && v <= static_cast<int32_t>(PlanDType::U8);
+    return v >= static_cast<int32_t>(PlanDType::F32) && v <= static_cast<int32_t>(PlanDType::U64);
 }
 
 bool valid_storage(TensorStorage s) {
@@ -194,26 +195,22 @@ void write_ids(Writer& w, const std::vector<int32_t>& v) {
 
 } // namespace
 
+// Name and size of each PlanDType, indexed by its value.
+struct PlanDTypeRow {
+    const char* name;
+    int64_t bytes;
+};
+static const PlanDTypeRow kPlanDTypes[] = {
+    {"?", 0},  {"f32", 4}, {"f64", 8}, {"i32", 4}, {"i64", 8}, {"bool", 1}, {"f16", 2},
+    {"i8", 1}, {"u8", 1},  {"i16", 2}, {"u16", 2}, {"u32", 4}, {"u64", 8},
+};
+static_assert(std::size(kPlanDTypes) == static_cast<size_t>(PlanDType::U64) + 1,
+              "one row per PlanDType");
+
 int64_t plan_dtype_bytes(PlanDType t) {
-    switch (t) {
-    case PlanDType::F32:
-        return 4;
-    case PlanDType::F64:
-        return 8;
-    case PlanDType::I32:
-        return 4;
-    case PlanDType::I64:
-        return 8;
-    case PlanDType::Bool:
-        return 1;
-    case PlanDType::F16:
-        return 2;
-    case PlanDType::I8:
-        return 1;
-    case PlanDType::U8:
-        return 1;
-    }
-    fail("unknown plan dtype " + std::to_string(static_cast<int32_t>(t)));
+    if (!valid_dtype(t))
+        fail("unknown plan dtype " + std::to_string(static_cast<int32_t>(t)));
+    return kPlanDTypes[static_cast<int32_t>(t)].bytes;
 }
 
 const char* plan_target_name(PlanTarget t) {
@@ -227,25 +224,7 @@ const char* plan_target_name(PlanTarget t) {
 }
 
 const char* plan_dtype_name(PlanDType t) {
-    switch (t) {
-    case PlanDType::F32:
-        return "f32";
-    case PlanDType::F64:
-        return "f64";
-    case PlanDType::I32:
-        return "i32";
-    case PlanDType::I64:
-        return "i64";
-    case PlanDType::Bool:
-        return "bool";
-    case PlanDType::F16:
-        return "f16";
-    case PlanDType::I8:
-        return "i8";
-    case PlanDType::U8:
-        return "u8";
-    }
-    return "?";
+    return valid_dtype(t) ? kPlanDTypes[static_cast<int32_t>(t)].name : "?";
 }
 
 void validate_plan(const ModelPlan& plan) {

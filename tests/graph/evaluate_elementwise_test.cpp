@@ -184,7 +184,14 @@ TEST(CastTest, BetweenDtypes) {
     EXPECT_EQ(back.to_vector<float>(), (std::vector<float>{-2, 0, 0, 1, 3}));
     auto d = run_node(Op::Cast, {in(x)}, {{"to", Attribute::of_string("f64")}})[0];
     EXPECT_EQ(d.dtype(), DType::F64);
-    EXPECT_THROW(run_node(Op::Cast, {in(x)}, {{"to", Attribute::of_string("f16")}}), UserError);
+    auto h = run_node(Op::Cast, {in(x)}, {{"to", Attribute::of_string("f16")}})[0];
+    EXPECT_EQ(h.dtype(), DType::F16);
+    EXPECT_EQ(h.cast(DType::F32).to_vector<float>(), // the nearest f16 values
+              (std::vector<float>{-2.69921875f, -0.199951171875f, 0, 1.5f, 3.900390625f}));
+    auto u = run_node(Op::Cast, {in(i)}, {{"to", Attribute::of_string("u8")}})[0];
+    EXPECT_EQ(u.dtype(), DType::U8);
+    EXPECT_EQ(u.to_vector<uint8_t>(), (std::vector<uint8_t>{254, 0, 0, 1, 3})); // wraps
+    EXPECT_THROW(run_node(Op::Cast, {in(x)}, {{"to", Attribute::of_string("bf16")}}), UserError);
 }
 
 } // namespace

@@ -178,21 +178,7 @@ class NodeRef {
     onnx::NodeProto* n_;
 };
 
-inline int32_t onnx_type(DType t) {
-    switch (t) {
-    case DType::F32:
-        return onnx::TensorProto::FLOAT;
-    case DType::F64:
-        return onnx::TensorProto::DOUBLE;
-    case DType::I32:
-        return onnx::TensorProto::INT32;
-    case DType::I64:
-        return onnx::TensorProto::INT64;
-    case DType::Bool:
-        return onnx::TensorProto::BOOL;
-    }
-    return 0;
-}
+inline int32_t onnx_type(DType t) { return dtype_info(t).onnx; }
 
 /// t as a TensorProto with raw_data (or, with typed = true, the typed field).
 inline onnx::TensorProto tensor_proto(const std::string& name, const TensorData& t,
@@ -206,28 +192,25 @@ inline onnx::TensorProto tensor_proto(const std::string& name, const TensorData&
         p.set_raw_data(std::string(reinterpret_cast<const char*>(t.raw()), t.nbytes()));
         return p;
     }
-    switch (t.dtype()) {
-    case DType::F32:
-        for (float v : t.to_vector<float>())
-            p.add_float_data(v);
-        break;
-    case DType::F64:
-        for (double v : t.to_vector<double>())
-            p.add_double_data(v);
-        break;
-    case DType::I32:
-        for (int32_t v : t.to_vector<int32_t>())
-            p.add_int32_data(v);
-        break;
-    case DType::I64:
-        for (int64_t v : t.to_vector<int64_t>())
-            p.add_int64_data(v);
-        break;
-    case DType::Bool:
-        for (uint8_t v : t.to_vector<uint8_t>())
-            p.add_int32_data(v);
-        break;
-    }
+    // ONNX's typed fields: f32, f64 and i64 have their own; u32 and u64 share uint64_data;
+    // every narrower type (f16 as its bits) and i32 go in int32_data.
+    visit_dtype(t.dtype(), [&](auto tag) {
+        using T = std::remove_pointer_t<decltype(tag)>;
+        for (T v : t.to_vector<T>()) {
+            if constexpr (std::is_same_v<T, float>)
+                p.add_float_data(v);
+            else if constexpr (std::is_same_v<T, double>)
+                p.add_double_data(v);
+            else if constexpr (std::is_same_v<T, int64_t>)
+                p.add_int64_data(v);
+            else if constexpr (std::is_same_v<T, uint32_t> || std::is_same_v<T, uint64_t>)
+                p.add_uint64_data(v);
+            else if constexpr (std::is_same_v<T, Half>)
+                p.add_int32_data(v.bits);
+            else
+                p.add_int32_data(static_cast<int32_t>(v));
+        }
+    });
     return p;
 }
 

@@ -9,23 +9,10 @@
 #include <type_traits>
 #include <vector>
 
-#include "tessera/ir/type.h"
+#include "tessera/graph/dtype.h"
 #include "tessera/support/error.h"
 
 namespace tessera::graph {
-
-/// Element types of graph values. Bool is stored as one byte (0 or 1) per element.
-enum class DType : uint8_t { F32, F64, I32, I64, Bool };
-
-/// "f32", "f64", "i32", "i64", "bool".
-const char* dtype_name(DType t);
-/// The dtype named by dtype_name(), or nullopt.
-std::optional<DType> parse_dtype(const std::string& name);
-/// Bytes of one element.
-size_t dtype_size(DType t);
-bool is_float(DType t);
-/// The loop-IR scalar type of t (Bool is ir::DataType::boolean()).
-ir::DataType to_ir_type(DType t);
 
 /// Static shape; a scalar has rank 0 (shape {}) and one element.
 using Shape = std::vector<int64_t>;
@@ -34,14 +21,6 @@ using Shape = std::vector<int64_t>;
 int64_t shape_numel(const Shape& s);
 /// "[1,3,224,224]"; "[]" for a scalar.
 std::string shape_str(const Shape& s);
-
-/// The C++ element type of each dtype: float, double, int32_t, int64_t, uint8_t (Bool).
-template <typename T> constexpr DType dtype_of();
-template <> constexpr DType dtype_of<float>() { return DType::F32; }
-template <> constexpr DType dtype_of<double>() { return DType::F64; }
-template <> constexpr DType dtype_of<int32_t>() { return DType::I32; }
-template <> constexpr DType dtype_of<int64_t>() { return DType::I64; }
-template <> constexpr DType dtype_of<uint8_t>() { return DType::Bool; }
 
 /// A dense tensor that owns its elements (C order). Value semantics: copies copy the data.
 /// Graph constants hold theirs through shared_ptr<const TensorData> so graph copies stay cheap.
@@ -52,9 +31,13 @@ class TensorData {
     /// Zero-filled tensor. Pre: all dims >= 0.
     TensorData(DType dtype, Shape shape);
 
-    /// Copies `values` (size must equal the shape's element count) into a new tensor.
-    template <typename T> static TensorData from_vector(Shape shape, const std::vector<T>& values) {
-        TensorData t(dtype_of<T>(), std::move(shape));
+    /// Copies `values` (size must equal the shape's element count) into a new tensor of dtype
+    /// `as` (by default T's; uint8_t values make Bool unless `as` is U8).
+    template <typename T>
+    static TensorData from_vector(Shape shape, const std::vector<T>& values,
+                                  DType as = dtype_of<T>()) {
+        TESSERA_CHECK(stored_as<T>(as)) << dtype_name(as) << " tensor from other elements";
+        TensorData t(as, std::move(shape));
         TESSERA_CHECK(static_cast<int64_t>(values.size()) == t.numel())
             << values.size() << " values for shape " << shape_str(t.shape_);
         if (!values.empty())
@@ -70,13 +53,13 @@ class TensorData {
     int64_t numel() const { return numel_; }
     size_t nbytes() const { return bytes_.size(); }
 
-    /// Typed element pointer; T must be the C++ type of dtype() (checked).
+    /// Typed element pointer; T must be the C++ type of dtype() (checked: stored_as<T>).
     template <typename T> T* data() {
-        check_type(dtype_of<T>());
+        check_type(stored_as<T>(dtype_), dtype_of<T>());
         return reinterpret_cast<T*>(bytes_.data());
     }
     template <typename T> const T* data() const {
-        check_type(dtype_of<T>());
+        check_type(stored_as<T>(dtype_), dtype_of<T>());
         return reinterpret_cast<const T*>(bytes_.data());
     }
     /// Untyped bytes (numel() * dtype_size(dtype())).
@@ -103,7 +86,7 @@ class TensorData {
     bool operator!=(const TensorData& o) const { return !(*this == o); }
 
   private:
-    void check_type(DType t) const;
+    void check_type(bool ok, DType t) const;
 
     DType dtype_;
     Shape shape_;

@@ -41,7 +41,11 @@ typedef enum {
     TESSERA_BOOL = 5, /* one byte, 0 or 1 */
     TESSERA_F16 = 6,
     TESSERA_I8 = 7,
-    TESSERA_U8 = 8
+    TESSERA_U8 = 8,
+    TESSERA_I16 = 9,
+    TESSERA_U16 = 10,
+    TESSERA_U32 = 11,
+    TESSERA_U64 = 12
 } TesseraDType;
 
 /* Describes one input or output. The pointers stay valid until the model is freed. */

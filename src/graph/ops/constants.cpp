@@ -57,7 +57,7 @@ EvalOutputs eval_range(const Node& n, const EvalInputs& in, const std::string& w
         if (t->dtype() != s.dtype() || t->numel() != 1)
             throw UserError() << where << ": start, limit and delta must be scalars of one dtype";
     TensorData out(s.dtype(), {});
-    dispatch(s.dtype(), [&](auto tag) {
+    visit_computed(s.dtype(), [&](auto tag) {
         using T = std::remove_pointer_t<decltype(tag)>;
         const T start = s.data<T>()[0], limit = l.data<T>()[0], delta = d.data<T>()[0];
         int64_t count = range_count(static_cast<double>(start), static_cast<double>(limit),
@@ -179,6 +179,7 @@ const OpDef Shape = OpDef(Op::Shape)
                             im.keep_if_present("start");
                             im.keep_if_present("end");
                         })
+                        .moves_elements()
                         .types(shape_types)
                         .eval(eval_shape)
                         .from_types(shape_value)

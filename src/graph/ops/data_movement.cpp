@@ -501,8 +501,8 @@ void fold_pad_axes(OpImport& im) {
     const TensorData* axes_t = im.known_value(ins[3]);
     const TensorData* pads_t = im.known_value(ins[1]);
     if (!pads_t || !axes_t)
-        im.fail(std::string(pads_t ? "axes" : "pads") + " '" +
-                im.input_value(pads_t ? 3 : 1).name + "' must be a compile-time constant");
+        im.fail(std::string(pads_t ? "axes" : "pads") + " '" + im.input_value(pads_t ? 3 : 1).name +
+                "' must be a compile-time constant");
     const int64_t rank = im.input_rank(0);
     const std::vector<int64_t> axes = int_elements(*axes_t, "axes", im.where());
     const std::vector<int64_t> pads = int_elements(*pads_t, "pads", im.where());
@@ -826,7 +826,12 @@ using FK = FusionKind;
 // A reshape-like op: the kernel only renames the elements.
 OpDef reshape_op(Op op, EvalOutputs (*eval)(const Node&, const EvalInputs&, const std::string&),
                  TypeList (*types)(const NodeTypes&)) {
-    return OpDef(op).types(types).eval(eval).fuses_as(FK::Injective).builds(reshape_kernel);
+    return OpDef(op)
+        .types(types)
+        .moves_elements()
+        .eval(eval)
+        .fuses_as(FK::Injective)
+        .builds(reshape_kernel);
 }
 
 } // namespace
@@ -863,6 +868,7 @@ const OpDef Transpose =
             im.set("perm", Attribute::of_ints(transpose_perm(im.source().attr_ints("perm"),
                                                              im.input_rank(0), im.where())));
         })
+        .moves_elements()
         .types(transpose_types)
         .eval(eval_transpose)
         .fuses_as(FK::Injective)
@@ -871,6 +877,7 @@ const OpDef Transpose =
 const OpDef Concat = OpDef(Op::Concat)
                          .onnx(1, 1, OpDef::kAnyCount, 1, {{"axis", K::Int}})
                          .import_with(import_axis)
+                         .moves_elements()
                          .types(concat_types)
                          .eval(eval_concat)
                          .fuses_as(FK::Injective)
@@ -882,6 +889,7 @@ const OpDef Split =
         .onnx(1, 1, 2, OpDef::kAnyCount,
               {{"axis", K::Int}, {"split", K::Ints, 1, 13}, {"num_outputs", K::Int, 18}})
         .import_with(import_split)
+        .moves_elements()
         .types(split_types)
         .eval(eval_split)
         .fuses_as(FK::Opaque)
@@ -893,6 +901,7 @@ const OpDef Slice =
         .onnx(1, 1, 5, 1,
               {{"starts", K::Ints, 1, 10}, {"ends", K::Ints, 1, 10}, {"axes", K::Ints, 1, 10}})
         .import_with(import_slice)
+        .moves_elements()
         .types(slice_types)
         .eval(eval_slice)
         .fuses_as(FK::Injective)
@@ -905,6 +914,7 @@ const OpDef Slice =
 const OpDef Gather = OpDef(Op::Gather)
                          .onnx(1, 2, 2, 1, {{"axis", K::Int}})
                          .import_with(import_axis)
+                         .moves_elements()
                          .types(gather_types)
                          .eval(eval_gather)
                          .fuses_as(FK::Injective)
@@ -914,6 +924,7 @@ const OpDef Gather = OpDef(Op::Gather)
 
 const OpDef Expand = OpDef(Op::Expand)
                          .onnx(8, 2, 2, 1)
+                         .moves_elements()
                          .types(expand_types)
                          .eval(eval_expand)
                          .fuses_as(FK::Injective)
@@ -937,6 +948,7 @@ const OpDef Pad = OpDef(Op::Pad)
 const OpDef Tile = OpDef(Op::Tile)
                        .onnx(1, 2, 3, 1)
                        .import_with(import_tile)
+                       .moves_elements()
                        .types(tile_types)
                        .eval(eval_tile)
                        .fuses_as(FK::Injective)
@@ -946,6 +958,7 @@ const OpDef Tile = OpDef(Op::Tile)
 const OpDef DepthToSpace = OpDef(Op::DepthToSpace)
                                .onnx(1, 1, 1, 1, {{"blocksize", K::Int}, {"mode", K::String, 11}})
                                .import_with(import_block)
+                               .moves_elements()
                                .types(block_types)
                                .eval(eval_block)
                                .fuses_as(FK::Injective)
@@ -955,6 +968,7 @@ const OpDef DepthToSpace = OpDef(Op::DepthToSpace)
 const OpDef SpaceToDepth = OpDef(Op::SpaceToDepth)
                                .onnx(1, 1, 1, 1, {{"blocksize", K::Int}, {"mode", K::String, 28}})
                                .import_with(import_block)
+                               .moves_elements()
                                .types(block_types)
                                .eval(eval_block)
                                .fuses_as(FK::Injective)
@@ -963,6 +977,7 @@ const OpDef SpaceToDepth = OpDef(Op::SpaceToDepth)
 
 const OpDef Identity = OpDef(Op::Identity)
                            .onnx(1, 1, 1, 1)
+                           .moves_elements()
                            .types(like_input)
                            .eval(eval_identity)
                            .fuses_as(FK::Elementwise)

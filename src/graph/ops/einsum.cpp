@@ -152,7 +152,7 @@ EvalOutputs eval_einsum(const Node& n, const EvalInputs& in, const std::string& 
     }
     TensorData out(in[0]->dtype(), out_shape);
     const int64_t per_out = out.numel() ? shape_numel(extents) / out.numel() : 0;
-    dispatch(out.dtype(), [&](auto tag) {
+    visit_computed(out.dtype(), [&](auto tag) {
         using T = std::remove_pointer_t<decltype(tag)>;
         using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
         T* po = out.data<T>();

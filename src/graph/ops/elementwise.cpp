@@ -114,7 +114,8 @@ template <typename T> static T wrap_sub(T a, T b) {
     return static_cast<T>(static_cast<U>(a) - static_cast<U>(b));
 }
 template <typename T> static T wrap_mul(T a, T b) {
-    using U = std::make_unsigned_t<T>;
+    // At least 32 bits: narrower unsigned values promote to int, whose overflow is undefined.
+    using U = std::conditional_t<(sizeof(T) < 4), uint32_t, std::make_unsigned_t<T>>;
     return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
 }
 
@@ -256,25 +257,21 @@ template <typename T> static T int_unary(UnaryFn fn, T v) {
 EvalOutputs eval_unary(const Node& n, const EvalInputs& in, UnaryFn fn, const std::string& where) {
     const TensorData& x = require_input(in, 0, where);
     if (int_unary_ok(fn))
-        require_dtype(x, {DType::F32, DType::F64, DType::I32, DType::I64}, "input", where);
+        require_dtype(x, kNumeric, "input", where);
     else
         require_dtype(x, {DType::F32, DType::F64}, "input", where);
     TensorData out(x.dtype(), x.shape());
     const UnaryParams params = unary_params(fn, n);
-    dispatch(x.dtype(), [&](auto tag) {
+    visit_computed(x.dtype(), [&](auto tag) {
         using T = std::remove_pointer_t<decltype(tag)>;
-        if constexpr (std::is_same_v<T, uint8_t>) {
-            TESSERA_UNREACHABLE();
+        const T* px = x.data<T>();
+        T* po = out.data<T>();
+        if constexpr (std::is_integral_v<T>) {
+            for (int64_t i = 0; i < x.numel(); ++i)
+                po[i] = int_unary(fn, px[i]);
         } else {
-            const T* px = x.data<T>();
-            T* po = out.data<T>();
-            if constexpr (std::is_integral_v<T>) {
-                for (int64_t i = 0; i < x.numel(); ++i)
-                    po[i] = int_unary(fn, px[i]);
-            } else {
-                for (int64_t i = 0; i < x.numel(); ++i)
-                    po[i] = unary(fn, px[i], params);
-            }
+            for (int64_t i = 0; i < x.numel(); ++i)
+                po[i] = unary(fn, px[i], params);
         }
         return 0;
     });
@@ -294,7 +291,7 @@ template <typename T> static T arith(ArithFn fn, T a, T b, const std::string& wh
         case ArithFn::Div:
             if (b == 0)
                 throw UserError() << where << ": integer division by zero";
-            if (b == -1)
+            if (std::is_signed_v<T> && b == T(-1))
                 return wrap_sub(T(0), a); // avoids INT_MIN / -1
             return a / b;                 // truncation, as C and ONNX runtimes do
         case ArithFn::Max:
@@ -325,18 +322,14 @@ template <typename T> static T arith(ArithFn fn, T a, T b, const std::string& wh
 
 static TensorData binary_arith(ArithFn fn, const TensorData& a, const TensorData& b,
                                const std::string& where) {
-    require_dtype(a, {DType::F32, DType::F64, DType::I32, DType::I64}, "input 0", where);
+    require_dtype(a, kNumeric, "input 0", where);
     if (b.dtype() != a.dtype())
         throw UserError() << where << ": input dtypes differ (" << dtype_name(a.dtype()) << " and "
                           << dtype_name(b.dtype()) << ")";
     TensorData out(a.dtype(), broadcast_shapes({a.shape(), b.shape()}, where));
-    dispatch(a.dtype(), [&](auto tag) {
+    visit_computed(a.dtype(), [&](auto tag) {
         using T = std::remove_pointer_t<decltype(tag)>;
-        if constexpr (std::is_same_v<T, uint8_t>) {
-            TESSERA_UNREACHABLE();
-        } else {
-            broadcast_apply<T, T, T>(a, b, out, [&](T x, T y) { return arith(fn, x, y, where); });
-        }
+        broadcast_apply<T, T, T>(a, b, out, [&](T x, T y) { return arith(fn, x, y, where); });
         return 0;
     });
     return out;
@@ -350,24 +343,20 @@ EvalOutputs eval_pow(const Node& n, const EvalInputs& in, const std::string& whe
     const TensorData& a = require_input(in, 0, where);
     const TensorData& b = require_input(in, 1, where);
     // The exponent may have another numeric dtype; computed in double.
-    const std::initializer_list<DType> numeric = {DType::F32, DType::F64, DType::I32, DType::I64};
+    const std::initializer_list<DType>& numeric = kNumeric;
     require_dtype(a, numeric, "base", where);
     require_dtype(b, numeric, "exponent", where);
     TensorData out(a.dtype(), broadcast_shapes({a.shape(), b.shape()}, where));
     TensorData b64 = b.cast(DType::F64);
-    dispatch(a.dtype(), [&](auto tag) {
+    visit_computed(a.dtype(), [&](auto tag) {
         using T = std::remove_pointer_t<decltype(tag)>;
-        if constexpr (std::is_same_v<T, uint8_t>) {
-            TESSERA_UNREACHABLE();
-        } else {
-            broadcast_apply<T, double, T>(a, b64, out, [](T x, double y) {
-                double r = std::pow(static_cast<double>(x), y);
-                if constexpr (std::is_integral_v<T>)
-                    return static_cast<T>(std::trunc(r));
-                else
-                    return static_cast<T>(r);
-            });
-        }
+        broadcast_apply<T, double, T>(a, b64, out, [](T x, double y) {
+            double r = std::pow(static_cast<double>(x), y);
+            if constexpr (std::is_integral_v<T>)
+                return static_cast<T>(std::trunc(r));
+            else
+                return static_cast<T>(r);
+        });
         return 0;
     });
     return {std::move(out)};
@@ -376,7 +365,7 @@ EvalOutputs eval_pow(const Node& n, const EvalInputs& in, const std::string& whe
 EvalOutputs eval_variadic(const Node& n, const EvalInputs& in, ArithFn fn,
                           const std::string& where) {
     TensorData acc = require_input(in, 0, where);
-    require_dtype(acc, {DType::F32, DType::F64, DType::I32, DType::I64}, "input 0", where);
+    require_dtype(acc, kNumeric, "input 0", where);
     for (size_t i = 1; i < in.size(); ++i)
         acc = binary_arith(fn, acc, require_input(in, i, where), where);
     return {std::move(acc)};
@@ -391,7 +380,7 @@ EvalOutputs eval_sum_mean(const Node& n, const EvalInputs& in, bool mean,
     for (size_t i = 1; i < in.size(); ++i)
         acc = binary_arith(ArithFn::Add, acc, require_input(in, i, where), where);
     if (mean) {
-        dispatch(acc.dtype(), [&](auto tag) {
+        visit_computed(acc.dtype(), [&](auto tag) {
             using T = std::remove_pointer_t<decltype(tag)>;
             T* p = acc.data<T>();
             for (int64_t i = 0; i < acc.numel(); ++i)
@@ -408,7 +397,8 @@ template <typename T> static T mod(T a, T b, bool c_fmod, const std::string& whe
     if constexpr (std::is_integral_v<T>) {
         if (b == 0)
             throw UserError() << where << ": integer modulo by zero";
-        const T r = b == -1 ? T(0) : static_cast<T>(a % b); // avoids INT_MIN % -1
+        const T r =
+            std::is_signed_v<T> && b == T(-1) ? T(0) : static_cast<T>(a % b); // INT_MIN % -1
         return !c_fmod && r != 0 && ((r < 0) != (b < 0)) ? static_cast<T>(r + b) : r;
     } else {
         const T r = std::fmod(a, b); // exact
@@ -419,7 +409,7 @@ template <typename T> static T mod(T a, T b, bool c_fmod, const std::string& whe
 EvalOutputs eval_mod(const Node& n, const EvalInputs& in, const std::string& where) {
     const TensorData& a = require_input(in, 0, where);
     const TensorData& b = require_input(in, 1, where);
-    require_dtype(a, {DType::F32, DType::F64, DType::I32, DType::I64}, "input 0", where);
+    require_dtype(a, kNumeric, "input 0", where);
     if (b.dtype() != a.dtype())
         throw UserError() << where << ": input dtypes differ (" << dtype_name(a.dtype()) << " and "
                           << dtype_name(b.dtype()) << ")";
@@ -427,14 +417,9 @@ EvalOutputs eval_mod(const Node& n, const EvalInputs& in, const std::string& whe
     if (fmod != 0 && fmod != 1)
         throw UserError() << where << ": attribute 'fmod' must be 0 or 1, got " << fmod;
     TensorData out(a.dtype(), broadcast_shapes({a.shape(), b.shape()}, where));
-    dispatch(a.dtype(), [&](auto tag) {
+    visit_computed(a.dtype(), [&](auto tag) {
         using T = std::remove_pointer_t<decltype(tag)>;
-        if constexpr (std::is_same_v<T, uint8_t>) {
-            TESSERA_UNREACHABLE();
-        } else {
-            broadcast_apply<T, T, T>(a, b, out,
-                                     [&](T x, T y) { return mod(x, y, fmod == 1, where); });
-        }
+        broadcast_apply<T, T, T>(a, b, out, [&](T x, T y) { return mod(x, y, fmod == 1, where); });
         return 0;
     });
     return {std::move(out)};
@@ -444,7 +429,7 @@ EvalOutputs eval_mod(const Node& n, const EvalInputs& in, const std::string& whe
 EvalOutputs eval_prelu(const Node& n, const EvalInputs& in, const std::string& where) {
     const TensorData& x = require_input(in, 0, where);
     const TensorData& slope = require_input(in, 1, where);
-    require_dtype(x, {DType::F32, DType::F64, DType::I32, DType::I64}, "X", where);
+    require_dtype(x, kNumeric, "X", where);
     if (slope.dtype() != x.dtype())
         throw UserError() << where << ": slope is " << dtype_name(slope.dtype()) << " but X is "
                           << dtype_name(x.dtype());
@@ -452,18 +437,14 @@ EvalOutputs eval_prelu(const Node& n, const EvalInputs& in, const std::string& w
         throw UserError() << where << ": slope of shape " << shape_str(slope.shape())
                           << " does not broadcast to X's shape " << shape_str(x.shape());
     TensorData out(x.dtype(), x.shape());
-    dispatch(x.dtype(), [&](auto tag) {
+    visit_computed(x.dtype(), [&](auto tag) {
         using T = std::remove_pointer_t<decltype(tag)>;
-        if constexpr (std::is_same_v<T, uint8_t>) {
-            TESSERA_UNREACHABLE();
-        } else {
-            broadcast_apply<T, T, T>(x, slope, out, [](T v, T s) {
-                if constexpr (std::is_integral_v<T>)
-                    return v < 0 ? wrap_mul(s, v) : v;
-                else
-                    return v < 0 ? s * v : v;
-            });
-        }
+        broadcast_apply<T, T, T>(x, slope, out, [](T v, T s) {
+            if constexpr (std::is_integral_v<T>)
+                return v < 0 ? wrap_mul(s, v) : v;
+            else
+                return v < 0 ? s * v : v;
+        });
         return 0;
     });
     return {std::move(out)};
@@ -497,9 +478,9 @@ EvalOutputs eval_compare(const Node& n, const EvalInputs& in, CompareFn fn,
         throw UserError() << where << ": input dtypes differ (" << dtype_name(a.dtype()) << " and "
                           << dtype_name(b.dtype()) << ")";
     if (fn != CompareFn::Equal)
-        require_dtype(a, {DType::F32, DType::F64, DType::I32, DType::I64}, "input", where);
+        require_dtype(a, kNumeric, "input", where);
     TensorData out(DType::Bool, broadcast_shapes({a.shape(), b.shape()}, where));
-    dispatch(a.dtype(), [&](auto tag) {
+    visit_computed(a.dtype(), [&](auto tag) {
         using T = std::remove_pointer_t<decltype(tag)>;
         broadcast_apply<T, T, uint8_t>(a, b, out, [fn](T x, T y) -> uint8_t {
             switch (fn) {
@@ -531,7 +512,7 @@ EvalOutputs eval_where(const Node& n, const EvalInputs& in, const std::string& w
                           << dtype_name(y.dtype());
     Shape shape = broadcast_shapes({c.shape(), x.shape(), y.shape()}, where);
     TensorData out(x.dtype(), shape);
-    dispatch(x.dtype(), [&](auto tag) {
+    visit_computed(x.dtype(), [&](auto tag) {
         using T = std::remove_pointer_t<decltype(tag)>;
         const uint8_t* pc = c.data<uint8_t>();
         const T* px = x.data<T>();
@@ -550,7 +531,7 @@ EvalOutputs eval_where(const Node& n, const EvalInputs& in, const std::string& w
 
 EvalOutputs eval_clip(const Node& n, const EvalInputs& in, const std::string& where) {
     const TensorData& x = require_input(in, 0, where);
-    require_dtype(x, {DType::F32, DType::F64, DType::I32, DType::I64}, "input", where);
+    require_dtype(x, kNumeric, "input", where);
     auto bound = [&](size_t i, const char* what) -> const TensorData* {
         if (i >= in.size() || in[i] == nullptr)
             return nullptr;
@@ -563,7 +544,7 @@ EvalOutputs eval_clip(const Node& n, const EvalInputs& in, const std::string& wh
     const TensorData* lo = bound(1, "min");
     const TensorData* hi = bound(2, "max");
     TensorData out(x.dtype(), x.shape());
-    dispatch(x.dtype(), [&](auto tag) {
+    visit_computed(x.dtype(), [&](auto tag) {
         using T = std::remove_pointer_t<decltype(tag)>;
         const T* px = x.data<T>();
         T* po = out.data<T>();
@@ -1267,6 +1248,7 @@ const OpDef Where = OpDef(Op::Where)
 const OpDef Cast = OpDef(Op::Cast)
                        .onnx(1, 1, 1, 1, {{"to", K::Int}})
                        .import_with(import_cast)
+                       .moves_elements()
                        .types(cast_types)
                        .eval(eval_cast)
                        .fuses_as(FK::Elementwise)

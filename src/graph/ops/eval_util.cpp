@@ -46,7 +46,7 @@ std::vector<int64_t> int_elements(const TensorData& t, const char* what, const s
 void gather_elements(const TensorData& src, TensorData& dst, const std::vector<int64_t>& strides,
                      int64_t base) {
     TESSERA_CHECK(src.dtype() == dst.dtype()) << "gather_elements dtype mismatch";
-    dispatch(src.dtype(), [&](auto tag) {
+    visit_dtype(src.dtype(), [&](auto tag) {
         using T = std::remove_pointer_t<decltype(tag)>;
         const T* ps = src.data<T>();
         T* pd = dst.data<T>();

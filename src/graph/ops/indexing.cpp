@@ -258,7 +258,7 @@ EvalOutputs eval_cumsum(const Node& n, const EvalInputs& in, const std::string& 
     const auto [outer, inner] = outer_inner(x.shape(), axis);
     const int64_t dim = x.shape()[axis];
     TensorData out(x.dtype(), x.shape());
-    dispatch(x.dtype(), [&](auto tag) {
+    visit_computed(x.dtype(), [&](auto tag) {
         using T = std::remove_pointer_t<decltype(tag)>;
         const T* px = x.data<T>();
         T* po = out.data<T>();
@@ -346,7 +346,7 @@ EvalOutputs eval_arg(const Node& n, const EvalInputs& in, const std::string& whe
         throw UserError() << where << ": reduction over an empty axis";
     TensorData out(DType::I64, reduced_shape(x.shape(), {axis}, keepdims));
     int64_t* po = out.data<int64_t>();
-    dispatch(x.dtype(), [&](auto tag) {
+    visit_computed(x.dtype(), [&](auto tag) {
         using T = std::remove_pointer_t<decltype(tag)>;
         const T* px = x.data<T>();
         for (int64_t o = 0; o < outer; ++o)
@@ -464,7 +464,7 @@ EvalOutputs eval_scatter_nd(const Node& n, const EvalInputs& in, const std::stri
     const std::vector<int64_t> xs = contiguous_strides(x.shape());
     const int64_t count = idx.numel() / k;
     TensorData out = x;
-    dispatch(x.dtype(), [&](auto tag) {
+    visit_computed(x.dtype(), [&](auto tag) {
         using T = std::remove_pointer_t<decltype(tag)>;
         T* po = out.data<T>();
         const T* pu = upd.data<T>();
@@ -625,7 +625,7 @@ EvalOutputs eval_topk(const Node& n, const EvalInputs& in, const std::string& wh
     TensorData values(x.dtype(), os), indices(DType::I64, os);
     const auto [outer, inner] = outer_inner(x.shape(), axis);
     int64_t* pi = indices.data<int64_t>();
-    dispatch(x.dtype(), [&](auto tag) {
+    visit_computed(x.dtype(), [&](auto tag) {
         using T = std::remove_pointer_t<decltype(tag)>;
         const T* px = x.data<T>();
         T* pv = values.data<T>();
@@ -776,6 +776,7 @@ const OpDef GatherElements =
     OpDef(Op::GatherElements)
         .onnx(11, 2, 2, 1, {{"axis", K::Int}})
         .import_with([](OpImport& im) { normalize_axis_attr(im, "axis", 0); })
+        .moves_elements()
         .types(gather_elements_types)
         .eval(eval_gather_elements)
         .fuses_as(FK::Injective)
@@ -786,6 +787,7 @@ const OpDef GatherND =
     OpDef(Op::GatherND)
         .onnx(11, 2, 2, 1, {{"batch_dims", K::Int, 12}})
         .import_with([](OpImport& im) { im.keep("batch_dims", Attribute::of_int(0)); })
+        .moves_elements()
         .types(gather_nd_types)
         .eval(eval_gather_nd)
         .fuses_as(FK::Injective)
@@ -794,6 +796,7 @@ const OpDef GatherND =
 
 const OpDef Size = OpDef(Op::Size)
                        .onnx(1, 1, 1, 1)
+                       .moves_elements()
                        .types(size_types)
                        .eval(eval_size)
                        .from_types(size_value)

@@ -13,8 +13,11 @@
 
 namespace tessera::graph::detail {
 
-inline const std::initializer_list<DType> kNumeric = {DType::F32, DType::F64, DType::I32,
-                                                      DType::I64};
+/// f16 is not among these: ops that compute see f16 operands through Casts to f32 (see
+/// OpDef::any_element_type).
+inline const std::initializer_list<DType> kNumeric = {
+    DType::F32, DType::F64, DType::I32, DType::I64, DType::I8,
+    DType::U8,  DType::I16, DType::U16, DType::U32, DType::U64};
 inline const std::initializer_list<DType> kFloat = {DType::F32, DType::F64};
 inline const std::initializer_list<DType> kF32 = {DType::F32};
 

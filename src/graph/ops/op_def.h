@@ -72,6 +72,10 @@ struct OpDef {
     /// from the operand shapes, so that it is a compile-time value whatever the operands hold
     /// (shape inference and constant folding use it). Absent for every other op.
     TensorData (*value_from_types)(const Node&, const std::vector<graph::Shape>&) = nullptr;
+    /// The op only moves, selects or describes elements (Reshape, Gather, Shape, Cast): it
+    /// runs on f16 operands as they are. Every other op computes on f16 operands in f32: the
+    /// importer puts Casts around it (ImportContext::emit), as one rounding per op.
+    bool any_element_type = false;
     // ---- fusion and kernels ----
     FusionKind fusion = FusionKind::Opaque;
     /// The op's name in task names ("conv2d"); empty: the op name in lower case.
@@ -120,6 +124,10 @@ struct OpDef {
     }
     OpDef& from_types(TensorData (*f)(const Node&, const std::vector<graph::Shape>&)) {
         value_from_types = f;
+        return *this;
+    }
+    OpDef& moves_elements() {
+        any_element_type = true;
         return *this;
     }
     OpDef& fuses_as(FusionKind k) {

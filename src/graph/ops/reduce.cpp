@@ -120,78 +120,74 @@ EvalOutputs eval_reduce(const Node& n, const EvalInputs& in, const std::string& 
     TensorData out(x.dtype(), reduced_shape(x.shape(), axes, keepdims));
     const std::vector<int64_t> out_strides = broadcast_strides(kept, x.shape());
     const int64_t count = out.numel() ? x.numel() / out.numel() : 0;
-    dispatch(x.dtype(), [&](auto tag) {
+    visit_computed(x.dtype(), [&](auto tag) {
         using T = std::remove_pointer_t<decltype(tag)>;
-        if constexpr (std::is_same_v<T, uint8_t>) {
-            TESSERA_UNREACHABLE();
-        } else {
-            using Acc = std::conditional_t<std::is_floating_point_v<T>, double, T>;
-            using Lim = std::numeric_limits<Acc>;
-            const T* px = x.data<T>();
-            auto for_each = [&](auto&& f) {
-                for_each_index<1>(x.shape(), {out_strides}, {0},
-                                  [&](int64_t i, const std::array<int64_t, 1>& off) {
-                                      f(off[0], static_cast<Acc>(px[i]));
-                                  });
-            };
-            const Acc lowest = Lim::has_infinity ? -Lim::infinity() : Lim::lowest();
-            const Acc highest = Lim::has_infinity ? Lim::infinity() : Lim::max();
-            const size_t size = static_cast<size_t>(out.numel());
-            // LogSumExp: the max first; it shifts the exponents where it is finite.
-            std::vector<Acc> shift(size, Acc(0));
-            if (kind.combine == Combine::LogSumExp) {
-                std::vector<Acc> mx(size, lowest);
-                for_each([&](int64_t o, Acc v) { mx[o] = (v != v || v > mx[o]) ? v : mx[o]; });
-                for (size_t o = 0; o < size; ++o)
-                    shift[o] = std::isfinite(static_cast<double>(mx[o])) ? mx[o] : Acc(0);
+        using Acc = std::conditional_t<std::is_floating_point_v<T>, double, T>;
+        using Lim = std::numeric_limits<Acc>;
+        const T* px = x.data<T>();
+        auto for_each = [&](auto&& f) {
+            for_each_index<1>(x.shape(), {out_strides}, {0},
+                              [&](int64_t i, const std::array<int64_t, 1>& off) {
+                                  f(off[0], static_cast<Acc>(px[i]));
+                              });
+        };
+        const Acc lowest = Lim::has_infinity ? -Lim::infinity() : Lim::lowest();
+        const Acc highest = Lim::has_infinity ? Lim::infinity() : Lim::max();
+        const size_t size = static_cast<size_t>(out.numel());
+        // LogSumExp: the max first; it shifts the exponents where it is finite.
+        std::vector<Acc> shift(size, Acc(0));
+        if (kind.combine == Combine::LogSumExp) {
+            std::vector<Acc> mx(size, lowest);
+            for_each([&](int64_t o, Acc v) { mx[o] = (v != v || v > mx[o]) ? v : mx[o]; });
+            for (size_t o = 0; o < size; ++o)
+                shift[o] = std::isfinite(static_cast<double>(mx[o])) ? mx[o] : Acc(0);
+        }
+        const Acc init = kind.combine == Combine::Prod  ? Acc(1)
+                         : kind.combine == Combine::Max ? lowest
+                         : kind.combine == Combine::Min ? highest
+                                                        : Acc(0);
+        std::vector<Acc> acc(size, init);
+        for_each([&](int64_t o, Acc v) {
+            if (kind.pre == Pre::Abs)
+                v = v < 0 ? wrapping_mul(v, Acc(-1)) : v;
+            else if (kind.pre == Pre::Square)
+                v = wrapping_mul(v, v);
+            Acc& a = acc[o];
+            switch (kind.combine) {
+            case Combine::Sum:
+                a = wrapping_add(a, v);
+                break;
+            case Combine::Prod:
+                a = wrapping_mul(a, v);
+                break;
+            case Combine::Max: // NaN wins (v != v)
+                a = (v != v || v > a) ? v : a;
+                break;
+            case Combine::Min:
+                a = (v != v || v < a) ? v : a;
+                break;
+            case Combine::LogSumExp:
+                a += static_cast<Acc>(std::exp(static_cast<double>(v - shift[o])));
+                break;
             }
-            const Acc init = kind.combine == Combine::Prod  ? Acc(1)
-                             : kind.combine == Combine::Max ? lowest
-                             : kind.combine == Combine::Min ? highest
-                                                            : Acc(0);
-            std::vector<Acc> acc(size, init);
-            for_each([&](int64_t o, Acc v) {
-                if (kind.pre == Pre::Abs)
-                    v = v < 0 ? wrapping_mul(v, Acc(-1)) : v;
-                else if (kind.pre == Pre::Square)
-                    v = wrapping_mul(v, v);
-                Acc& a = acc[o];
-                switch (kind.combine) {
-                case Combine::Sum:
-                    a = wrapping_add(a, v);
-                    break;
-                case Combine::Prod:
-                    a = wrapping_mul(a, v);
-                    break;
-                case Combine::Max: // NaN wins (v != v)
-                    a = (v != v || v > a) ? v : a;
-                    break;
-                case Combine::Min:
-                    a = (v != v || v < a) ? v : a;
-                    break;
-                case Combine::LogSumExp:
-                    a += static_cast<Acc>(std::exp(static_cast<double>(v - shift[o])));
-                    break;
-                }
-            });
-            T* po = out.data<T>();
-            for (size_t o = 0; o < size; ++o) {
-                Acc v = acc[o];
-                switch (kind.post) {
-                case Post::None:
-                    break;
-                case Post::Mean:
-                    v = count ? v / static_cast<Acc>(count) : v;
-                    break;
-                case Post::Sqrt:
-                    v = static_cast<Acc>(std::sqrt(static_cast<double>(v)));
-                    break;
-                case Post::Log:
-                    v = static_cast<Acc>(std::log(static_cast<double>(v))) + shift[o];
-                    break;
-                }
-                po[o] = static_cast<T>(v);
+        });
+        T* po = out.data<T>();
+        for (size_t o = 0; o < size; ++o) {
+            Acc v = acc[o];
+            switch (kind.post) {
+            case Post::None:
+                break;
+            case Post::Mean:
+                v = count ? v / static_cast<Acc>(count) : v;
+                break;
+            case Post::Sqrt:
+                v = static_cast<Acc>(std::sqrt(static_cast<double>(v)));
+                break;
+            case Post::Log:
+                v = static_cast<Acc>(std::log(static_cast<double>(v))) + shift[o];
+                break;
             }
+            po[o] = static_cast<T>(v);
         }
         return 0;
     });
