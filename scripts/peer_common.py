@@ -1,6 +1,7 @@
 """What the peer benchmarks of the model tables (ort_bench.py, ov_bench.py) share: the command
-line, the model's inputs, the timing loop and the JSON line. It imports neither runtime, so that
-each peer's process loads only its own."""
+line, the model's inputs, the timing loop and the JSON line; quantize_models.py and
+quant_check.py share its command-line error reporting. It imports neither runtime, so that each
+peer's process loads only its own."""
 import argparse
 import json
 import os
@@ -16,9 +17,20 @@ def rss_mib():
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def parse_args(doc):
-    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse with bad input reported as the other checks report it: one `error:` line on
+    stderr and exit 1 (argparse's own prints the usage too and exits 2)."""
+
+    def error(self, message):
+        sys.exit(f"error: {message} (see --help)")
+
+
+def parse_args(doc, add_options=None):
+    """The benchmarks' command line; `add_options(parser)` adds a peer's own options."""
+    ap = ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("model")
+    if add_options:
+        add_options(ap)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--min-secs", type=float, default=2.0)
