@@ -159,6 +159,12 @@ std::vector<int64_t> broadcast_shapes(const std::vector<int64_t>& a, const std::
 
 /// Generic builders: y = f(x) elementwise; y = f(a, b) with numpy broadcasting.
 Tensor unary(const Tensor& x, const std::function<Expr(Expr)>& f, const std::string& name);
+/// y = f(elements of `ins` at one index of their numpy broadcast shape), for elementwise ops
+/// whose operands differ in dtype (f casts as it needs; y has f's result type). Throws
+/// UserError when an operand is undefined or the shapes do not broadcast.
+Tensor broadcast_map(const std::vector<Tensor>& ins,
+                     const std::function<Expr(const std::vector<Expr>&)>& f,
+                     const std::string& name);
 Tensor broadcast_binary(const Tensor& a, const Tensor& b, const std::function<Expr(Expr, Expr)>& f,
                         const std::string& name);
 

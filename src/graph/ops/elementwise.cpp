@@ -33,6 +33,7 @@
 #include "node_kernel.h"
 #include "node_types.h"
 #include "op_import.h"
+#include "round_half_even.h"
 #include "tessera/graph/fusion.h"
 #include "tessera/ir/op.h"
 #include "tessera/te/op_library.h"
@@ -793,7 +794,8 @@ void hard_sigmoid_kernel(NodeKernel& k) {
 // Compile-time bounds become immediates; a runtime bound (a graph input) is read by the kernel.
 void clip_kernel(NodeKernel& k) {
     const te::Expr lo_in = k.runtime_scalar(1), hi_in = k.runtime_scalar(2);
-    if (!lo_in.defined() && !hi_in.defined()) {
+    // te::clip takes infinities for absent bounds: floats only (an integer type has none).
+    if (!lo_in.defined() && !hi_in.defined() && k.out_type().is_float()) {
         const double lo = k.static_scalar(1).value_or(-std::numeric_limits<double>::infinity());
         const double hi = k.static_scalar(2).value_or(std::numeric_limits<double>::infinity());
         k.set(te::clip(k.in(0), lo, hi));
@@ -833,17 +835,6 @@ void unary_kernel(NodeKernel& k, te::Expr (*f)(te::Expr, const Node&), const std
 // log(1 + exp(x)) = max(x, 0) + log(1 + exp(-|x|)): no overflow for large x.
 te::Expr softplus_expr(te::Expr e) {
     return ir::max(e, imm(e, 0)) + ir::log(imm(e, 1) + ir::exp(-ir::abs(e)));
-}
-
-// Round half to even from floor: up when the fraction is above 1/2, or exactly 1/2 with an odd
-// floor. Infinities and NaN come out of floor unchanged (their fraction is NaN: no step up).
-te::Expr round_half_even(te::Expr e) {
-    const te::Expr f = ir::floor(e);
-    const te::Expr frac = e - f;
-    const te::Expr odd = ir::ne(f - imm(e, 2) * ir::floor(f * imm(e, 0.5)), imm(e, 0));
-    const te::Expr up =
-        ir::logical_or(frac > imm(e, 0.5), ir::logical_and(ir::eq(frac, imm(e, 0.5)), odd));
-    return ir::select(up, f + imm(e, 1), f);
 }
 
 te::Expr unary_expr(UnaryFn fn, te::Expr e, const Node& n) {
@@ -1037,6 +1028,20 @@ template <LogicFn F> OpDef logic_op(Op op) {
 }
 
 } // namespace
+
+// Round half to even from floor: up when the fraction is above 1/2, or exactly 1/2 with an odd
+// floor. Infinities and NaN come out of floor unchanged (their fraction is NaN: no step up).
+te::Expr round_half_even(te::Expr e) {
+    const te::Expr f = ir::floor(e);
+    const te::Expr frac = e - f;
+    const te::Expr odd =
+        ir::ne(f - ir::make_const(e.type(), 2.0) * ir::floor(f * ir::make_const(e.type(), 0.5)),
+               ir::make_const(e.type(), 0.0));
+    const te::Expr up =
+        ir::logical_or(frac > ir::make_const(e.type(), 0.5),
+                       ir::logical_and(ir::eq(frac, ir::make_const(e.type(), 0.5)), odd));
+    return ir::select(up, f + ir::make_const(e.type(), 1.0), f);
+}
 
 } // namespace tessera::graph::detail
 

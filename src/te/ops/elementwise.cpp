@@ -54,6 +54,25 @@ Tensor broadcast_binary(const Tensor& a, const Tensor& b, const std::function<Ex
         name);
 }
 
+Tensor broadcast_map(const std::vector<Tensor>& ins,
+                     const std::function<Expr(const std::vector<Expr>&)>& f,
+                     const std::string& name) {
+    std::vector<int64_t> shape;
+    for (const Tensor& t : ins) {
+        check_defined(t, name, "operand");
+        shape = broadcast_shapes(shape, t.shape(), name);
+    }
+    return compute(
+        shape,
+        [&](const std::vector<Var>& i) {
+            std::vector<Expr> vals;
+            for (const Tensor& t : ins)
+                vals.push_back(t(broadcast_index(t.shape(), i)));
+            return f(vals);
+        },
+        name);
+}
+
 Tensor add(const Tensor& a, const Tensor& b) {
     return broadcast_binary(
         a, b, [](Expr x, Expr y) { return x + y; }, "add");
