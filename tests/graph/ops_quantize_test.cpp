@@ -55,8 +55,7 @@ TEST(QuantizeLinearTest, RoundsHalvesToEvenAndSaturates) {
     const TensorData zp = TensorData::scalar<int8_t>(0);
     std::vector<TensorData> out = qdq(10, x, TensorData::scalar(1.0f), &zp);
     EXPECT_EQ(out[0].to_vector<int8_t>(), (std::vector<int8_t>{-2, 0, 0, 2, 2, 127, -128, 4}));
-    EXPECT_EQ(out[1].to_vector<float>(),
-              (std::vector<float>{-2, 0, 0, 2, 2, 127, -128, 4}));
+    EXPECT_EQ(out[1].to_vector<float>(), (std::vector<float>{-2, 0, 0, 2, 2, 127, -128, 4}));
     // u8 with zero point 128 and scale 0.5: x / 0.5 + 128.
     const TensorData zu = u8s({}, {128});
     out = qdq(13, x, TensorData::scalar(0.5f), &zu);
@@ -104,9 +103,9 @@ TEST(QuantizeLinearTest, ImportRefusesWhatItCannotRepresent) {
     out_type.initializer("s", TensorData::scalar(0.5f));
     out_type.node("QuantizeLinear", {"x", "s"}, {"y"}, "q").i("output_dtype", 3); // int8
     out_type.output("y", DType::I8);
-    EXPECT_EQ(evaluate(import_onnx_bytes(out_type.bytes(), "q.onnx"), {floats({4, 8}, 2)})[0]
-                  .dtype(),
-              DType::I8);
+    EXPECT_EQ(
+        evaluate(import_onnx_bytes(out_type.bytes(), "q.onnx"), {floats({4, 8}, 2)})[0].dtype(),
+        DType::I8);
 }
 
 std::vector<OpCase> quantize_op_cases() {
@@ -114,17 +113,17 @@ std::vector<OpCase> quantize_op_cases() {
         {"QuantizeU8PerTensor",
          {Op::QuantizeLinear},
          [](Case& c) -> std::vector<ValueId> {
-             return {c.op(Op::QuantizeLinear, {c.input(floats({2, 7, 9}, 1, -3, 3)),
-                                               c.constant(TensorData::scalar(0.023f)),
-                                               c.constant(u8s({}, {131}))})};
+             return {c.op(Op::QuantizeLinear,
+                          {c.input(floats({2, 7, 9}, 1, -3, 3)),
+                           c.constant(TensorData::scalar(0.023f)), c.constant(u8s({}, {131}))})};
          }},
         {"QuantizeI8PerAxis",
          {Op::QuantizeLinear},
          [](Case& c) -> std::vector<ValueId> {
-             return {c.op(Op::QuantizeLinear,
-                          {c.input(floats({2, 3, 5}, 2, -3, 3)),
-                           c.constant(floats({1, 3, 1}, 3, 0.01f, 0.05f)),
-                           c.constant(ints({1, 3, 1}, 4, -9, 9).cast(DType::I8))})};
+             return {
+                 c.op(Op::QuantizeLinear, {c.input(floats({2, 3, 5}, 2, -3, 3)),
+                                           c.constant(floats({1, 3, 1}, 3, 0.01f, 0.05f)),
+                                           c.constant(ints({1, 3, 1}, 4, -9, 9).cast(DType::I8))})};
          }},
         {"DequantizeU8AndI32",
          {Op::DequantizeLinear},

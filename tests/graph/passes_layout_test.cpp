@@ -48,11 +48,13 @@ void expect_no_cancelling_pairs(const Graph& g) {
 Graph conv_net() {
     GraphBuilder b;
     const ValueId x = b.input("x", {1, 13, 9, 7});
-    const ValueId a = b.op(Op::Conv, {x, b.constant_f32({11, 13, 3, 3}, 1), b.constant_f32({11}, 2)},
-                           conv_attrs(3, 1, 1));
+    const ValueId a =
+        b.op(Op::Conv, {x, b.constant_f32({11, 13, 3, 3}, 1), b.constant_f32({11}, 2)},
+             conv_attrs(3, 1, 1));
     const ValueId r = b.op(Op::Relu, {a});
     const ValueId s = b.op(Op::Add, {r, b.constant_f32({11, 1, 1}, 3)});
-    const ValueId d = b.op(Op::Conv, {s, b.constant_f32({11, 1, 3, 3}, 4)}, conv_attrs(3, 1, 1, 11));
+    const ValueId d =
+        b.op(Op::Conv, {s, b.constant_f32({11, 1, 3, 3}, 4)}, conv_attrs(3, 1, 1, 11));
     const ValueId m = b.op(Op::Mul, {d, b.constant_f32({1, 11, 1, 1}, 5)});
     const ValueId e = b.op(Op::Conv, {m, b.constant_f32({16, 11, 1, 1}, 6)}, conv_attrs(1, 1, 0));
     const ValueId f = b.op(Op::Conv, {x, b.constant_f32({16, 13, 3, 3}, 7)}, conv_attrs(3, 1, 1));
@@ -143,6 +145,33 @@ TEST(LayoutPass, MaxPoolsOfBlockedValuesStayBlocked) {
     expect_no_cancelling_pairs(g);
 }
 
+TEST(LayoutPass, PerTensorQuantizePairsBetweenConvsStayBlocked) {
+    // conv -> Q -> DQ -> conv -> Q (a u8 graph output): the per-tensor pair between the convs
+    // runs on the blocked tensor (padding channels quantize to the zero point and back to 0);
+    // the per-axis Q of the second conv's output stays NCHW.
+    GraphBuilder b;
+    const ValueId x = b.input("x", {1, 13, 9, 7});
+    const ValueId c = b.op(Op::Conv, {x, b.constant_f32({13, 13, 3, 3}, 1)}, conv_attrs(3, 1, 1));
+    const ValueId s = b.constant(TensorData::scalar(0.05f));
+    const ValueId zp = b.constant(TensorData::from_vector<uint8_t>({}, {121}, DType::U8));
+    const ValueId d = b.op(Op::DequantizeLinear, {b.op(Op::QuantizeLinear, {c, s, zp}), s, zp});
+    const ValueId y = b.op(Op::Conv, {d, b.constant_f32({11, 13, 1, 1}, 2)}, conv_attrs(1, 1, 0));
+    const ValueId per_axis_s = b.constant(testing::random_tensor({1, 11, 1, 1}, 3, 0.01f, 0.1f));
+    const ValueId per_axis_zp = b.constant(TensorData(DType::I8, {1, 11, 1, 1}));
+    const ValueId q = b.op(Op::QuantizeLinear, {y, per_axis_s, per_axis_zp});
+    Graph g = b.finish({d, q});
+    check_pass(g, [](Graph& gr) { return convert_layout_nchwc(gr, 8); });
+    EXPECT_EQ(count_op(g, Op::ConvBlocked), 2) << to_string(g);
+    for (NodeId id : g.node_ids()) {
+        const Node& n = g.node(id);
+        if (n.op == Op::QuantizeLinear || n.op == Op::DequantizeLinear) {
+            EXPECT_EQ(g.value(n.outputs[0]).shape.size(), n.inputs[1] == per_axis_s ? 4u : 5u)
+                << to_string(g);
+        }
+    }
+    expect_no_cancelling_pairs(g);
+}
+
 TEST(LayoutPass, GlobalAveragePoolsOfBlockedValuesAverageEachBlock) {
     // conv (13 channels: the last block padded) -> relu -> global average pool: the pool
     // averages the blocked tensor's rows and columns (a ReduceMean over axes 2 and 3) and only
@@ -169,15 +198,17 @@ TEST(LayoutPass, GlobalAveragePoolsOfBlockedValuesAverageEachBlock) {
 Graph fire_module(int64_t first_expand) {
     GraphBuilder b;
     const ValueId x = b.input("x", {1, 11, 9, 7});
-    const ValueId sq = b.op(Op::Relu, {b.op(Op::Conv, {x, b.constant_f32({8, 11, 1, 1}, 1)},
-                                            conv_attrs(1, 1, 0))});
-    const ValueId e1 = b.op(Op::Relu, {b.op(Op::Conv, {sq, b.constant_f32({first_expand, 8, 1, 1}, 2)},
-                                            conv_attrs(1, 1, 0))});
-    const ValueId e3 = b.op(Op::Relu, {b.op(Op::Conv, {sq, b.constant_f32({13, 8, 3, 3}, 3)},
-                                            conv_attrs(3, 1, 1))});
+    const ValueId sq = b.op(
+        Op::Relu, {b.op(Op::Conv, {x, b.constant_f32({8, 11, 1, 1}, 1)}, conv_attrs(1, 1, 0))});
+    const ValueId e1 = b.op(
+        Op::Relu,
+        {b.op(Op::Conv, {sq, b.constant_f32({first_expand, 8, 1, 1}, 2)}, conv_attrs(1, 1, 0))});
+    const ValueId e3 = b.op(
+        Op::Relu, {b.op(Op::Conv, {sq, b.constant_f32({13, 8, 3, 3}, 3)}, conv_attrs(3, 1, 1))});
     const ValueId cat = b.op(Op::Concat, {e1, e3}, {{"axis", Attribute::of_int(1)}});
-    const ValueId pool = b.op(Op::MaxPool, {cat}, {{"kernel_shape", Attribute::of_ints({3, 3})},
-                                                   {"strides", Attribute::of_ints({2, 2})}});
+    const ValueId pool = b.op(
+        Op::MaxPool, {cat},
+        {{"kernel_shape", Attribute::of_ints({3, 3})}, {"strides", Attribute::of_ints({2, 2})}});
     const ValueId out = b.op(Op::Conv, {pool, b.constant_f32({8, first_expand + 13, 1, 1}, 4)},
                              conv_attrs(1, 1, 0));
     return b.finish({out});
@@ -204,7 +235,8 @@ TEST(LayoutPass, LeavesUnblockableConvsAndOpsInNchw) {
     const ValueId x = b.input("x", {1, 8, 7, 7});
     const ValueId w = b.input("w", {8, 8, 3, 3}); // runtime weights: not blocked
     const ValueId a = b.op(Op::Conv, {x, w}, conv_attrs(3, 1, 1));
-    const ValueId grouped = b.op(Op::Conv, {x, b.constant_f32({8, 4, 3, 3}, 1)}, conv_attrs(3, 1, 1, 2));
+    const ValueId grouped =
+        b.op(Op::Conv, {x, b.constant_f32({8, 4, 3, 3}, 1)}, conv_attrs(3, 1, 1, 2));
     const ValueId c = b.op(Op::Conv, {x, b.constant_f32({8, 8, 1, 1}, 2)}, conv_attrs(1, 1, 0));
     // Div could turn padding channels into inf: it stays NCHW.
     const ValueId d = b.op(Op::Div, {c, b.constant_f32({1, 8, 1, 1}, 3, 1.0f, 2.0f)});
@@ -221,8 +253,9 @@ TEST(LayoutPass, CancelsConversionPairs) {
     GraphBuilder b;
     const ValueId x = b.input("x", {1, 16, 5, 3});
     const ValueId to = b.op(Op::LayoutToBlocked, {x}, {{"block", Attribute::of_int(8)}});
-    const ValueId back = b.op(Op::LayoutFromBlocked, {to}, {{"block", Attribute::of_int(8)},
-                                                            {"channels", Attribute::of_int(16)}});
+    const ValueId back =
+        b.op(Op::LayoutFromBlocked, {to},
+             {{"block", Attribute::of_int(8)}, {"channels", Attribute::of_int(16)}});
     const ValueId y = b.op(Op::Exp, {back}); // not a blocked op: reads NCHW
     Graph g = b.finish({y});
     PassResult r = check_pass(g, [](Graph& gr) { return convert_layout_nchwc(gr, 8); });
@@ -251,8 +284,9 @@ TEST(LayoutPass, ConversionOpsRoundTripWithPadding) {
             }
     GraphBuilder b2;
     const ValueId xb = b2.input("xb", {2, 2, 3, 5, 8});
-    const ValueId back = b2.op(Op::LayoutFromBlocked, {xb}, {{"block", Attribute::of_int(8)},
-                                                             {"channels", Attribute::of_int(13)}});
+    const ValueId back =
+        b2.op(Op::LayoutFromBlocked, {xb},
+              {{"block", Attribute::of_int(8)}, {"channels", Attribute::of_int(13)}});
     Graph g2 = b2.finish({back});
     EXPECT_EQ(evaluate(g2, {blocked})[0], in);
 }
@@ -266,8 +300,8 @@ TEST(LayoutPass, RejectsBadBlocksAndShapes) {
     EXPECT_THROW(optimize(g, o), UserError);
     GraphBuilder b;
     const ValueId x = b.input("x", {1, 16, 5, 3, 8});
-    b.op(Op::LayoutFromBlocked, {x}, {{"block", Attribute::of_int(8)},
-                                      {"channels", Attribute::of_int(7)}}); // needs 1 block
+    b.op(Op::LayoutFromBlocked, {x},
+         {{"block", Attribute::of_int(8)}, {"channels", Attribute::of_int(7)}}); // needs 1 block
     EXPECT_THROW(infer_shapes(b.g), UserError);
 }
 

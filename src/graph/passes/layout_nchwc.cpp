@@ -40,6 +40,10 @@ bool blockable_unary(Op op) {
         return false;
     }
 }
+// Per-tensor QuantizeLinear and DequantizeLinear (one scale, one zero point) map each element
+// alone, as the unary ops do: a quantized model's Q -> DQ pairs between convs stay blocked.
+// Padding channels stay finite: 0 quantizes to the zero point, which dequantizes to 0.
+bool blockable_quantize(Op op) { return op == Op::QuantizeLinear || op == Op::DequantizeLinear; }
 bool blockable_binary(Op op) {
     return op == Op::Add || op == Op::Sub || op == Op::Mul || op == Op::Max || op == Op::Min;
 }
@@ -58,7 +62,7 @@ class LayoutRewriter {
                 pools_ += rewrite_max_pool(id);
             else if (op == Op::GlobalAveragePool)
                 pools_ += rewrite_global_average_pool(id);
-            else if (blockable_unary(op) || blockable_binary(op))
+            else if (blockable_unary(op) || blockable_binary(op) || blockable_quantize(op))
                 elementwise_ += rewrite_elementwise(id);
             else if (op == Op::Concat)
                 concats_ += rewrite_concat(id);
@@ -73,8 +77,8 @@ class LayoutRewriter {
         r.changes = convs_ + pools_ + elementwise_ + concats_ + cancelled_;
         std::ostringstream os;
         os << convs_ << " convs, " << pools_ << " max pools, " << concats_ << " concats and "
-           << elementwise_ << " elementwise ops to NCHW" << block_ << "c, " << to << " to / " << from
-           << " from conversions";
+           << elementwise_ << " elementwise ops to NCHW" << block_ << "c, " << to << " to / "
+           << from << " from conversions";
         if (cancelled_)
             os << ", " << cancelled_ << " conversion pairs cancelled";
         return end_pass(r, g_, os.str());
@@ -137,9 +141,9 @@ class LayoutRewriter {
         const ValueId yb = g_.add_value(yv.name + "_nchwc", yv.dtype, blocked_shape(yv.shape));
         g_.remove_node(id);
         g_.add_node(op, std::move(inputs), {yb}, std::move(attrs), n.name);
-        g_.add_node(Op::LayoutFromBlocked, {yb}, {y},
-                    {{"block", Attribute::of_int(block_)},
-                     {"channels", Attribute::of_int(yv.shape[1])}});
+        g_.add_node(
+            Op::LayoutFromBlocked, {yb}, {y},
+            {{"block", Attribute::of_int(block_)}, {"channels", Attribute::of_int(yv.shape[1])}});
         twin_[y] = yb;
     }
 
@@ -185,8 +189,8 @@ class LayoutRewriter {
             w.name + "_nchwc", block_conv_weight(*w.constant, block_, depthwise, single ? C : 0)));
         if (bias != kNoValue) {
             const Value b = g_.value(bias);
-            ins.push_back(g_.add_constant(b.name + "_nchwc",
-                                          block_channel_vector(*b.constant, block_)));
+            ins.push_back(
+                g_.add_constant(b.name + "_nchwc", block_channel_vector(*b.constant, block_)));
         }
         replace_blocked(id, Op::ConvBlocked, std::move(ins), std::move(attrs));
         return 1;
@@ -246,10 +250,18 @@ class LayoutRewriter {
         if (n.outputs.size() != 1 || n.inputs.empty())
             return 0;
         const Value out = g_.value(n.outputs[0]);
-        if (!is_f32_nchw(out))
+        const bool quantize = blockable_quantize(n.op);
+        if (quantize) { // integer or float NCHW values; only per-tensor parameters
+            if (!out.typed || out.shape.size() != 4)
+                return 0;
+            for (size_t i = 1; i < n.inputs.size(); ++i)
+                if (shape_numel(g_.value(n.inputs[i]).shape) != 1)
+                    return 0;
+        } else if (!is_f32_nchw(out)) {
             return 0;
-        // Clip's bounds are scalars that stay as they are.
-        const size_t data_inputs = n.op == Op::Clip ? 1 : n.inputs.size();
+        }
+        // Clip's bounds and the quantization parameters are scalars that stay as they are.
+        const size_t data_inputs = n.op == Op::Clip || quantize ? 1 : n.inputs.size();
         bool any_twin = false;
         for (size_t i = 0; i < data_inputs; ++i) {
             const ValueId v = n.inputs[i];
