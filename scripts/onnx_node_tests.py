@@ -16,8 +16,8 @@ case's tolerances (integers and bools exactly). Each case ends as one of:
 Usage:
   scripts/onnx_node_tests.sh [--ops Resize,Clip,...] [--all] [--jobs N] [--json FILE]
                              [--keep DIR] [--tessera PATH] [--verbose]
-Without --ops: the ops of tessera's operator table (include/tessera/graph/ops.def); --all: every
-case. Exit status 1 when any case is wrong or crashed.
+Without --ops: the ops of tessera's operator table (include/tessera/graph/ops.def) and the
+quantized ops the importer expands (src/graph/import_onnx_expand.cpp); --all: every case. Exit status 1 when any case is wrong or crashed.
 """
 from __future__ import annotations
 
@@ -51,9 +51,12 @@ TIMEOUT_S = 300
 
 
 def table_ops() -> set[str]:
-    """The op names of ops.def (the internal ones never occur in node tests)."""
+    """The op names of ops.def (the internal ones never occur in node tests) and of the
+    importer's expansion table."""
     text = open(os.path.join(ROOT, "include/tessera/graph/ops.def")).read()
-    return set(re.findall(r"^TESSERA_GRAPH_OP\((\w+)\)", text, re.M))
+    ops = set(re.findall(r"^TESSERA_GRAPH_OP\((\w+)\)", text, re.M))
+    text = open(os.path.join(ROOT, "src/graph/import_onnx_expand.cpp")).read()
+    return ops | set(re.findall(r'^    \{"(\w+)", \d+, \d+, \d+, expand_\w+\},', text, re.M))
 
 
 def run(cmd: list[str], cwd: str) -> subprocess.CompletedProcess:

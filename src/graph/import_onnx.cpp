@@ -245,7 +245,8 @@ static Graph import_model(const std::string& bytes, const std::string& origin,
     }
 
     for (int i : node_order(gp))
-        import_node(ctx, gp.node(i), i);
+        if (!import_expanded_node(ctx, gp.node(i), i))
+            import_node(ctx, gp.node(i), i);
 
     for (const onnx::ValueInfoProto& vi : gp.output()) {
         auto it = ctx.names.find(vi.name());

@@ -29,4 +29,10 @@ struct ImportContext {
 /// canonical nodes (or a constant value for Constant) to ctx.g.
 void import_node(ImportContext& ctx, const onnx::NodeProto& np, int index);
 
+/// Imports the quantized ops of ONNX's QOperator format (MatMulInteger, ConvInteger,
+/// QLinearMatMul, QLinearConv, DynamicQuantizeLinear) as the standard nodes that compute them
+/// (import_onnx_expand.cpp); returns false, doing nothing, for every other op. Throws
+/// UserError naming the node on bad operand counts or an opset without the op.
+bool import_expanded_node(ImportContext& ctx, const onnx::NodeProto& np, int index);
+
 } // namespace tessera::graph::detail

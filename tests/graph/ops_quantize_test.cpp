@@ -4,6 +4,9 @@
 // build.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "graph_test_util.h"
 #include "op_case.h"
 #include "tessera/graph/evaluate.h"
@@ -162,6 +165,136 @@ TEST(QdqModelTest, LibraryMatchesEvaluator) {
     const std::vector<TensorData> feeds = {floats({1, 3, 9, 11}, 11, -2, 2)};
     for (int level : {0, 2}) // one quantization step of slack: sums that land on a half
         expect_library_matches_evaluator(m.bytes(), feeds, level, 0, 0.0100001);
+}
+
+} // namespace
+} // namespace tessera::graph
+
+namespace tessera::graph {
+namespace {
+
+// ---- the QOperator ops, expanded at import, against naive int32 references ----
+
+template <typename T> std::vector<int64_t> as_ints(const TensorData& t) {
+    std::vector<int64_t> v;
+    for (T x : t.to_vector<T>())
+        v.push_back(x);
+    return v;
+}
+
+TEST(QOperatorTest, MatMulIntegerAndQLinearMatMulMatchInt32References) {
+    const int64_t M = 3, K = 7, N = 5;
+    const TensorData a = ints({M, K}, 21, 0, 255).cast(DType::U8);
+    const TensorData b = ints({K, N}, 22, -128, 127).cast(DType::I8);
+    const TensorData a_zp = u8s({}, {3});
+    const TensorData b_zp = ints({N}, 23, -9, 9).cast(DType::I8);
+    const TensorData b_s = floats({N}, 24, 0.001f, 0.01f);
+    ModelBuilder m(13);
+    m.input("a", DType::U8, {M, K}).input("b", DType::I8, {K, N});
+    m.initializer("a_zp", a_zp).initializer("b_zp", b_zp).initializer("b_s", b_s);
+    m.initializer("a_s", TensorData::scalar(0.02f)).initializer("y_s", TensorData::scalar(0.05f));
+    m.initializer("y_zp", u8s({}, {128}));
+    m.node("MatMulInteger", {"a", "b", "a_zp", "b_zp"}, {"acc"});
+    m.node("QLinearMatMul", {"a", "a_s", "a_zp", "b", "b_s", "b_zp", "y_s", "y_zp"}, {"y"});
+    m.output("acc", DType::I32).output("y", DType::U8);
+    const std::vector<TensorData> out = evaluate(import_onnx_bytes(m.bytes(), "qmm.onnx"), {a, b});
+    const std::vector<int64_t> av = as_ints<uint8_t>(a), bv = as_ints<int8_t>(b),
+                               bz = as_ints<int8_t>(b_zp);
+    const std::vector<int32_t> acc = out[0].to_vector<int32_t>();
+    const std::vector<uint8_t> y = out[1].to_vector<uint8_t>();
+    int exact = 0;
+    for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j) {
+            int64_t want = 0;
+            for (int64_t k = 0; k < K; ++k)
+                want += (av[i * K + k] - 3) * (bv[k * N + j] - bz[j]);
+            EXPECT_EQ(acc[i * N + j], want) << i << "," << j;
+            const double q = std::nearbyint(double(want) * 0.02 * b_s.data<float>()[j] / 0.05);
+            const double yq = std::min(255.0, std::max(0.0, q + 128));
+            EXPECT_LE(std::abs(y[i * N + j] - yq), 1.0) << i << "," << j; // f32 products
+            exact += y[i * N + j] == yq;
+        }
+    EXPECT_GE(exact, M * N - 1);
+    expect_library_matches_evaluator(m.bytes(), {a, b}, 2, 0, 0);
+}
+
+TEST(QOperatorTest, ConvIntegerAndQLinearConvMatchInt32References) {
+    const int64_t C = 2, H = 5, W = 6, O = 3;
+    const TensorData x = ints({1, C, H, W}, 31, 0, 255).cast(DType::U8);
+    const TensorData w = ints({O, C, 3, 3}, 32, -128, 127).cast(DType::I8);
+    const TensorData w_zp = ints({O}, 33, -5, 5).cast(DType::I8);
+    const TensorData w_s = floats({O}, 34, 0.002f, 0.02f);
+    const TensorData bias = ints({O}, 35, -2000, 2000).cast(DType::I32);
+    ModelBuilder m(13);
+    m.input("x", DType::U8, {1, C, H, W});
+    m.initializer("w", w).initializer("w_zp", w_zp).initializer("w_s", w_s);
+    m.initializer("x_zp", u8s({}, {7})).initializer("x_s", TensorData::scalar(0.03f));
+    m.initializer("y_s", TensorData::scalar(0.4f)).initializer("y_zp", u8s({}, {100}));
+    m.initializer("B", bias);
+    m.node("ConvInteger", {"x", "w", "x_zp", "w_zp"}, {"acc"}).ints("pads", {1, 1, 1, 1});
+    m.node("QLinearConv", {"x", "x_s", "x_zp", "w", "w_s", "w_zp", "y_s", "y_zp", "B"}, {"y"})
+        .ints("pads", {1, 1, 1, 1});
+    m.output("acc", DType::I32).output("y", DType::U8);
+    const std::vector<TensorData> out = evaluate(import_onnx_bytes(m.bytes(), "qc.onnx"), {x});
+    const std::vector<int64_t> xv = as_ints<uint8_t>(x), wv = as_ints<int8_t>(w),
+                               wz = as_ints<int8_t>(w_zp), bv = as_ints<int32_t>(bias);
+    const std::vector<int32_t> acc = out[0].to_vector<int32_t>();
+    const std::vector<uint8_t> y = out[1].to_vector<uint8_t>();
+    for (int64_t o = 0; o < O; ++o)
+        for (int64_t h = 0; h < H; ++h)
+            for (int64_t c = 0; c < W; ++c) {
+                int64_t want = 0;
+                for (int64_t ci = 0; ci < C; ++ci)
+                    for (int64_t r = 0; r < 3; ++r)
+                        for (int64_t s = 0; s < 3; ++s) {
+                            const int64_t ih = h + r - 1, iw = c + s - 1;
+                            if (ih < 0 || ih >= H || iw < 0 || iw >= W)
+                                continue; // padding is the zero point: x - x_zp = 0
+                            want += (xv[(ci * H + ih) * W + iw] - 7) *
+                                    (wv[((o * C + ci) * 3 + r) * 3 + s] - wz[o]);
+                        }
+                const int64_t i = (o * H + h) * W + c;
+                EXPECT_EQ(acc[i], want) << i;
+                const double q =
+                    std::nearbyint(double(want + bv[o]) * 0.03 * w_s.data<float>()[o] / 0.4);
+                EXPECT_LE(std::abs(y[i] - std::min(255.0, std::max(0.0, q + 100))), 1.0) << i;
+            }
+    expect_library_matches_evaluator(m.bytes(), {x}, 2, 0, 1.0);
+}
+
+TEST(QOperatorTest, ImportChecksOperandCountsAndOpsets) {
+    ModelBuilder m(13);
+    m.input("a", DType::U8, {2, 3}).input("b", DType::U8, {3, 2});
+    m.node("QLinearMatMul", {"a", "b"}, {"y"}, "qmm");
+    m.output("y", DType::U8);
+    EXPECT_EQ(import_error(m), "node 'qmm' (QLinearMatMul): has 2 inputs, expected 8 to 8");
+    ModelBuilder old(10);
+    old.input("x", DType::F32, {2, 3});
+    old.node("DynamicQuantizeLinear", {"x"}, {"y", "s", "zp"}, "dq");
+    old.output("y", DType::U8);
+    EXPECT_EQ(import_error(old), "node 'dq' (DynamicQuantizeLinear) is not defined at opset 10");
+}
+
+TEST(QOperatorTest, DynamicQuantizeLinearFollowsOnnxDefinition) {
+    ModelBuilder m(13);
+    m.input("x", DType::F32, {3, 5});
+    m.node("DynamicQuantizeLinear", {"x"}, {"y", "s", "zp"});
+    m.output("y", DType::U8).output("s", DType::F32).output("zp", DType::U8);
+    const TensorData x = floats({3, 5}, 41, -0.7f, 2.3f);
+    const std::vector<TensorData> out = evaluate(import_onnx_bytes(m.bytes(), "dq.onnx"), {x});
+    const std::vector<float> xv = x.to_vector<float>();
+    const float lo = std::min(0.0f, *std::min_element(xv.begin(), xv.end()));
+    const float hi = std::max(0.0f, *std::max_element(xv.begin(), xv.end()));
+    const float scale = (hi - lo) / 255.0f;
+    const float zp = std::min(255.0f, std::max(0.0f, std::nearbyint((0 - lo) / scale)));
+    EXPECT_EQ(out[1].data<float>()[0], scale);
+    EXPECT_EQ(out[2].data<uint8_t>()[0], static_cast<uint8_t>(zp));
+    for (size_t i = 0; i < xv.size(); ++i)
+        EXPECT_EQ(out[0].data<uint8_t>()[i],
+                  static_cast<uint8_t>(
+                      std::min(255.0f, std::max(0.0f, std::nearbyint(xv[i] / scale) + zp))))
+            << i;
+    expect_library_matches_evaluator(m.bytes(), {x}, 2);
 }
 
 } // namespace
