@@ -197,8 +197,11 @@ bool import_expanded_node(ImportContext& ctx, const onnx::NodeProto& np, int ind
         while (n > 0 && np.input(n - 1).empty())
             --n;
         if (n < op.min_inputs || n > op.max_inputs)
-            throw UserError() << e.where() << ": has " << n << " inputs, expected " << op.min_inputs
-                              << " to " << op.max_inputs;
+            throw UserError() << e.where() << ": has " << n << " inputs, expected "
+                              << (op.min_inputs == op.max_inputs
+                                      ? std::to_string(op.min_inputs)
+                                      : std::to_string(op.min_inputs) + " to " +
+                                            std::to_string(op.max_inputs));
         if (np.output_size() < 1 || np.output(0).empty())
             throw UserError() << e.where() << ": output 0 has no name";
         op.expand(e);

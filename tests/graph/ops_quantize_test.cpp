@@ -267,7 +267,7 @@ TEST(QOperatorTest, ImportChecksOperandCountsAndOpsets) {
     m.input("a", DType::U8, {2, 3}).input("b", DType::U8, {3, 2});
     m.node("QLinearMatMul", {"a", "b"}, {"y"}, "qmm");
     m.output("y", DType::U8);
-    EXPECT_EQ(import_error(m), "node 'qmm' (QLinearMatMul): has 2 inputs, expected 8 to 8");
+    EXPECT_EQ(import_error(m), "node 'qmm' (QLinearMatMul): has 2 inputs, expected 8");
     ModelBuilder old(10);
     old.input("x", DType::F32, {2, 3});
     old.node("DynamicQuantizeLinear", {"x"}, {"y", "s", "zp"}, "dq");
