@@ -13,6 +13,7 @@
 #include "onnx/onnx.pb.h"
 #include "tessera/graph/evaluate.h"
 #include "tessera/graph/graph.h"
+#include "tessera/graph/import_onnx.h"
 #include "tessera/graph/shape_inference.h"
 #include "tessera/support/rng.h"
 
@@ -281,5 +282,15 @@ class ModelBuilder {
     }
     onnx::ModelProto m_;
 };
+
+/// The message of the UserError that importing m's model throws, or "no error".
+inline std::string model_import_error(const ModelBuilder& m) {
+    try {
+        graph::import_onnx_bytes(m.bytes(), "test.onnx");
+    } catch (const UserError& e) {
+        return e.what();
+    }
+    return "no error";
+}
 
 } // namespace tessera::testing

@@ -15,16 +15,8 @@
 namespace tessera::graph {
 namespace {
 
+using testing::model_import_error;
 using testing::ModelBuilder;
-
-std::string import_error(const ModelBuilder& m) {
-    try {
-        import_onnx_bytes(m.bytes(), "test.onnx");
-    } catch (const UserError& e) {
-        return e.what();
-    }
-    return "no error";
-}
 
 // Opset 5: every op with `consumed_inputs`, the legacy broadcast (B of A's trailing dims, B of
 // one element, `axis` at the trailing position), Clip's attribute bounds, PRelu's one-element
@@ -180,27 +172,27 @@ TEST(ElementwiseModelImportTest, LegacyBroadcastIsNumpysOrRefused) {
     };
     auto none = [](testing::NodeRef&) {};
     auto bcast = [](testing::NodeRef& n) { n.i("broadcast", 1); };
-    EXPECT_EQ(import_error(model(6, {5}, none)),
+    EXPECT_EQ(model_import_error(model(6, {5}, none)),
               "node 'mul' (Mul, opset 6): operand shapes differ (A [2,3,5], B [5]) and broadcast "
               "is not 1: before opset 7 they must be equal");
     EXPECT_EQ(
-        import_error(model(6, {3}, [](testing::NodeRef& n) { n.i("broadcast", 1).i("axis", 1); })),
+        model_import_error(model(6, {3}, [](testing::NodeRef& n) { n.i("broadcast", 1).i("axis", 1); })),
         "node 'mul' (Mul, opset 6): B does not broadcast to A (A [2,3,5], B [3]): B must "
         "have one element or A's trailing dims");
-    EXPECT_EQ(import_error(
+    EXPECT_EQ(model_import_error(
                   model(6, {3, 5}, [](testing::NodeRef& n) { n.i("broadcast", 1).i("axis", 0); })),
               "node 'mul' (Mul, opset 6): broadcast from axis 0 (A [2,3,5], B [3,5]) is not "
               "supported: only B aligned with A's trailing dims");
-    EXPECT_EQ(import_error(model(6, {1, 5}, bcast)),
+    EXPECT_EQ(model_import_error(model(6, {1, 5}, bcast)),
               "node 'mul' (Mul, opset 6): B does not broadcast to A (A [2,3,5], B [1,5]): B must "
               "have one element or A's trailing dims");
-    EXPECT_EQ(import_error(model(7, {5}, bcast)),
+    EXPECT_EQ(model_import_error(model(7, {5}, bcast)),
               "node 'mul' (Mul, opset 7): unsupported attribute 'broadcast'");
     EXPECT_EQ(
-        import_error(model(6, {5}, [](testing::NodeRef& n) { n.ints("consumed_inputs", {0}); })),
+        model_import_error(model(6, {5}, [](testing::NodeRef& n) { n.ints("consumed_inputs", {0}); })),
         "node 'mul' (Mul, opset 6): unsupported attribute 'consumed_inputs'");
-    EXPECT_EQ(import_error(model(5, {1, 1}, bcast)), "no error");
-    EXPECT_EQ(import_error(model(1, {3, 5}, bcast)), "no error");
+    EXPECT_EQ(model_import_error(model(5, {1, 1}, bcast)), "no error");
+    EXPECT_EQ(model_import_error(model(1, {3, 5}, bcast)), "no error");
 }
 
 TEST(ElementwiseModelImportTest, ClipDefaultBoundsBeforeOpset11) {
@@ -232,7 +224,7 @@ TEST(ElementwiseModelImportTest, OldPReluSlopesAndTheOpsetRange) {
     prelu.input("s", DType::F32, {5});
     prelu.node("PRelu", {"x", "s"}, {"y"}, "p");
     prelu.output("y");
-    EXPECT_EQ(import_error(prelu),
+    EXPECT_EQ(model_import_error(prelu),
               "node 'p' (PRelu, opset 6): slope of shape [5] for X of shape [2,3,5]: before "
               "opset 7 the slope must have one element or X's shape");
     // Later versions only add attributes: Cast-19's float8 `saturate` is refused by name,
@@ -241,25 +233,25 @@ TEST(ElementwiseModelImportTest, OldPReluSlopesAndTheOpsetRange) {
     cast.input("x", DType::F32, {2, 3});
     cast.node("Cast", {"x"}, {"y"}, "c").i("to", 7);
     cast.output("y", DType::I64);
-    EXPECT_EQ(import_error(cast), "no error");
+    EXPECT_EQ(model_import_error(cast), "no error");
     ModelBuilder saturate(19, 9);
     saturate.input("x", DType::F32, {2, 3});
     saturate.node("Cast", {"x"}, {"y"}, "c").i("to", 7).i("saturate", 0);
     saturate.output("y", DType::I64);
-    EXPECT_EQ(import_error(saturate),
+    EXPECT_EQ(model_import_error(saturate),
               "node 'c' (Cast, opset 19): unsupported attribute 'saturate'");
     ModelBuilder mish(17);
     mish.input("x", DType::F32, {2, 3});
     mish.node("Mish", {"x"}, {"y"}, "m");
     mish.output("y");
-    EXPECT_EQ(import_error(mish), "node 'm' (Mish, opset 17): op Mish does not exist before "
+    EXPECT_EQ(model_import_error(mish), "node 'm' (Mish, opset 17): op Mish does not exist before "
                                   "opset 18");
     ModelBuilder gelu(20, 9);
     gelu.input("x", DType::F32, {2, 3});
     gelu.node("Gelu", {"x"}, {"y"}, "g").s("approximate", "fast");
     gelu.output("y");
     EXPECT_EQ(
-        import_error(gelu),
+        model_import_error(gelu),
         "node 'g' (Gelu): attribute 'approximate' must be \"none\" or \"tanh\", got \"fast\"");
 }
 

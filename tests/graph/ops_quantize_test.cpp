@@ -15,16 +15,8 @@
 namespace tessera::graph {
 namespace {
 
+using testing::model_import_error;
 using testing::ModelBuilder;
-
-std::string import_error(const ModelBuilder& m) {
-    try {
-        import_onnx_bytes(m.bytes(), "q.onnx");
-    } catch (const UserError& e) {
-        return e.what();
-    }
-    return "no error";
-}
 
 TensorData u8s(const Shape& s, std::vector<uint8_t> v) {
     return TensorData::from_vector<uint8_t>(s, v, DType::U8);
@@ -91,7 +83,7 @@ TEST(QuantizeLinearTest, ImportRefusesWhatItCannotRepresent) {
     block.initializer("s", floats({4, 2}, 1, 0.1f, 1.0f));
     block.node("QuantizeLinear", {"x", "s"}, {"y"}, "q").i("axis", 1).i("block_size", 4);
     block.output("y", DType::U8);
-    EXPECT_EQ(import_error(block),
+    EXPECT_EQ(model_import_error(block),
               "node 'q' (QuantizeLinear, opset 21): block quantization (block_size 4) is not "
               "supported");
     ModelBuilder axis(13);
@@ -99,7 +91,7 @@ TEST(QuantizeLinearTest, ImportRefusesWhatItCannotRepresent) {
     axis.initializer("s", floats({5}, 1, 0.1f, 1.0f));
     axis.node("QuantizeLinear", {"x", "s"}, {"y"}, "q").i("axis", 1);
     axis.output("y", DType::U8);
-    EXPECT_EQ(import_error(axis),
+    EXPECT_EQ(model_import_error(axis),
               "node 'q' (QuantizeLinear, opset 13): scale has 5 elements for axis 1 of extent 8");
     ModelBuilder out_type(21);
     out_type.input("x", DType::F32, {4, 8});
@@ -267,12 +259,12 @@ TEST(QOperatorTest, ImportChecksOperandCountsAndOpsets) {
     m.input("a", DType::U8, {2, 3}).input("b", DType::U8, {3, 2});
     m.node("QLinearMatMul", {"a", "b"}, {"y"}, "qmm");
     m.output("y", DType::U8);
-    EXPECT_EQ(import_error(m), "node 'qmm' (QLinearMatMul): has 2 inputs, expected 8");
+    EXPECT_EQ(model_import_error(m), "node 'qmm' (QLinearMatMul): has 2 inputs, expected 8");
     ModelBuilder old(10);
     old.input("x", DType::F32, {2, 3});
     old.node("DynamicQuantizeLinear", {"x"}, {"y", "s", "zp"}, "dq");
     old.output("y", DType::U8);
-    EXPECT_EQ(import_error(old), "node 'dq' (DynamicQuantizeLinear) is not defined at opset 10");
+    EXPECT_EQ(model_import_error(old), "node 'dq' (DynamicQuantizeLinear) is not defined at opset 10");
 }
 
 TEST(QOperatorTest, DynamicQuantizeLinearFollowsOnnxDefinition) {
