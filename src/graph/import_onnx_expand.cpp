@@ -84,14 +84,14 @@ class Expansion {
     }
     /// v reshaped to [n, 1] when it is 1-D of n > 1 elements and per_rows; else v.
     std::string rows(const std::string& v, bool per_rows) {
-        const Shape& s = value(v).shape;
+        const Shape s = value(v).shape; // a copy: constants added below move the storage
         if (!per_rows || s.size() != 1 || s[0] == 1)
             return v;
         return node("Reshape", {v, constant(TensorData::from_vector<int64_t>({2}, {s[0], 1}))});
     }
     /// v reshaped to [n, 1, ..., 1] (rank `rank`) when it is 1-D of n > 1 elements.
     std::string channels(const std::string& v, size_t rank) {
-        const Shape& s = value(v).shape;
+        const Shape s = value(v).shape; // a copy: constants added below move the storage
         if (s.size() != 1 || s[0] == 1)
             return v;
         std::vector<int64_t> shape(rank, 1);

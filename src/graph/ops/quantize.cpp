@@ -39,8 +39,9 @@ void import_quantize(OpImport& im) {
                 ") is not supported");
     std::vector<ValueId>& in = im.inputs();
     const int64_t rank = im.input_rank(0);
-    const Shape& x_shape = im.input_value(0).shape;
-    const Shape& s_shape = im.input_value(1).shape;
+    // Copies: adding values below may move the graph's storage.
+    const Shape x_shape = im.input_value(0).shape;
+    const Shape s_shape = im.input_value(1).shape;
     DType zp_dtype = im.input_value(0).dtype; // DequantizeLinear: X's own type
     if (im.op() == Op::QuantizeLinear) {
         zp_dtype = DType::U8;
