@@ -40,20 +40,6 @@ Tensor unary(const Tensor& x, const std::function<Expr(Expr)>& f, const std::str
         x.shape(), [&](const std::vector<Var>& i) { return f(x(as_exprs(i))); }, name);
 }
 
-Tensor broadcast_binary(const Tensor& a, const Tensor& b, const std::function<Expr(Expr, Expr)>& f,
-                        const std::string& name) {
-    check_defined(a, name, "first");
-    check_defined(b, name, "second");
-    check_same_dtype(a, b, name);
-    std::vector<int64_t> shape = broadcast_shapes(a.shape(), b.shape(), name);
-    return compute(
-        shape,
-        [&](const std::vector<Var>& i) {
-            return f(a(broadcast_index(a.shape(), i)), b(broadcast_index(b.shape(), i)));
-        },
-        name);
-}
-
 Tensor broadcast_map(const std::vector<Tensor>& ins,
                      const std::function<Expr(const std::vector<Expr>&)>& f,
                      const std::string& name) {
@@ -71,6 +57,15 @@ Tensor broadcast_map(const std::vector<Tensor>& ins,
             return f(vals);
         },
         name);
+}
+
+Tensor broadcast_binary(const Tensor& a, const Tensor& b, const std::function<Expr(Expr, Expr)>& f,
+                        const std::string& name) {
+    check_defined(a, name, "first");
+    check_defined(b, name, "second");
+    check_same_dtype(a, b, name);
+    return broadcast_map(
+        {a, b}, [&](const std::vector<Expr>& v) { return f(v[0], v[1]); }, name);
 }
 
 Tensor add(const Tensor& a, const Tensor& b) {
