@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <type_traits>
 
 #include "tessera/ir/functor.h"
 #include "tessera/ir/simplify.h"
@@ -122,6 +123,9 @@ class OpCounter : public ir::IRVisitor {
         case ir::CallOp::Ceil:
             add(op->type.is_float() ? Feature::float_other_func : Feature::int_other_func, lanes);
             break;
+        case ir::CallOp::Dot4U8S8: // four byte products summed: four integer multiply-adds
+            add(Feature::int_mad, 4 * lanes);
+            break;
         case ir::CallOp::Prefetch:
             break;
         case ir::CallOp::GpuBlockSum: // a shuffle tree: a few float ops per thread
@@ -134,6 +138,10 @@ class OpCounter : public ir::IRVisitor {
     }
 
   private:
+    static bool is_dot4(const ir::Expr& e) {
+        const ir::Call* c = e.as<ir::Call>();
+        return c && c->op == ir::CallOp::Dot4U8S8;
+    }
     double at(Feature f) const { return count[static_cast<size_t>(f)]; }
     void add(Feature f, double n) { count[static_cast<size_t>(f)] += n; }
     void bump(ir::DataType t, Feature if_float, Feature if_int) {
@@ -143,6 +151,14 @@ class OpCounter : public ir::IRVisitor {
             add(if_int, t.lanes);
     }
     template <typename T> void add_or_sub(const T* op, const ir::Expr& a, const ir::Expr& b) {
+        // acc + dot4_u8s8(x, y) accumulates into the call's four multiply-adds (one vpdpbusd):
+        // the add costs nothing of its own.
+        if constexpr (std::is_same_v<T, ir::Add>) {
+            if (is_dot4(a) || is_dot4(b)) {
+                visit_children(op);
+                return;
+            }
+        }
         // x + y * z (either side) is one multiply-add: the backend fuses it.
         const ir::Mul* mul = a.as<ir::Mul>() ? a.as<ir::Mul>() : b.as<ir::Mul>();
         if (!mul) {

@@ -118,6 +118,7 @@ class ExpensiveFinder : public IRVisitor {
         case CallOp::Abs:
         case CallOp::Floor:
         case CallOp::Ceil:
+        case CallOp::Dot4U8S8: // a few integer multiply-adds, one instruction with VNNI
         case CallOp::Prefetch:
         case CallOp::GpuBlockSum:
         case CallOp::GpuBlockMax:

@@ -9,7 +9,8 @@
 // Speed matters more than anywhere else here: float a*b+c becomes llvm.fmuladd (and every float
 // operation allows contraction), stack buffers are allocas in the entry block so SROA keeps
 // register tiles in vector registers, dense vector accesses are plain vector loads and stores,
-// and integer floor division by a power of two is a shift.
+// and integer floor division by a power of two is a shift. acc + dot4_u8s8(a, b) on i32 vectors
+// is vpdpbusd (AVX-512 VNNI or AVX-VNNI) where the target has it.
 #include "codegen_llvm.h"
 #include "codegen_math.h"
 
@@ -18,11 +19,13 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include <llvm/Analysis/VectorUtils.h>
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/DerivedTypes.h>
 #include <llvm/IR/Function.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsX86.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Support/MathExtras.h>
@@ -156,6 +159,12 @@ class CodeGen {
         }
         fmf.setAllowContract();
         b_.setFastMathFlags(fmf);
+        // The resolved subtarget, not the CPU name: a feature string may turn VNNI off on a CPU
+        // that has it (and the host's string lists what a virtual machine hides).
+        const bool vnni512 = target_has_features(spec, "+avx512vnni");
+        vpdpbusd_512_ = vnni512 && target_has_features(spec, "+evex512");
+        vpdpbusd_256_ = (vnni512 && target_has_features(spec, "+avx512vl")) ||
+                        target_has_features(spec, "+avxvnni");
     }
 
     void add_function(const LoweredFunc& f);
@@ -215,6 +224,13 @@ class CodeGen {
                          llvm::CmpInst::Predicate sp, llvm::CmpInst::Predicate up);
     llvm::Value* fused_multiply_add(const Expr& mul_side, const Expr& other, bool negate_other,
                                     bool negate_product);
+    /// The widest vpdpbusd (16, 8 or 4 i32 lanes) that divides `lanes`; 0 when none does or
+    /// the target has none.
+    int vpdpbusd_width(int lanes) const;
+    /// acc + dot4_u8s8(a, b) on <lanes x i32> as vpdpbusd instructions of `width` lanes.
+    llvm::Value* vpdpbusd(llvm::Value* acc, llvm::Value* a, llvm::Value* b, int lanes, int width);
+    /// dot4_u8s8(a, b) on i32 or <lanes x i32> without VNNI, exactly.
+    llvm::Value* dot4_generic(llvm::Value* a, llvm::Value* b, int lanes);
     llvm::Value* buffer_ptr(const Buffer& b);
     llvm::Value* element_ptr(const Buffer& b, llvm::Value* index);
     /// The lane addresses of a vector access of buf at a non-dense, non-uniform index.
@@ -230,6 +246,8 @@ class CodeGen {
     llvm::Module& mod_;
     llvm::IRBuilder<> b_;
     TargetSpec spec_;
+    /// Whether the target has vpdpbusd on 512-bit, and on 256- and 128-bit, vectors.
+    bool vpdpbusd_512_ = false, vpdpbusd_256_ = false;
 
     // State of the function being generated (saved and restored around outlined bodies).
     std::string func_name_;
@@ -392,6 +410,62 @@ llvm::Value* CodeGen::fused_multiply_add(const Expr& mul_side, const Expr& other
     return intrinsic(llvm::Intrinsic::fmuladd, {a->getType()}, {a, b, c});
 }
 
+int CodeGen::vpdpbusd_width(int lanes) const {
+    if (lanes % 16 == 0 && vpdpbusd_512_)
+        return 16;
+    if (lanes % 8 == 0 && vpdpbusd_256_)
+        return 8;
+    if (lanes % 4 == 0 && vpdpbusd_256_)
+        return 4;
+    return 0;
+}
+
+llvm::Value* CodeGen::vpdpbusd(llvm::Value* acc, llvm::Value* a, llvm::Value* b, int lanes,
+                               int width) {
+    const llvm::Intrinsic::ID id = width == 16  ? llvm::Intrinsic::x86_avx512_vpdpbusd_512
+                                   : width == 8 ? llvm::Intrinsic::x86_avx512_vpdpbusd_256
+                                                : llvm::Intrinsic::x86_avx512_vpdpbusd_128;
+    // Wider vectors (a 32-lane loop is two registers of 16) go piece by piece; the shuffles
+    // only name registers.
+    std::vector<llvm::Value*> parts;
+    for (int base = 0; base < lanes; base += width) {
+        auto piece = [&](llvm::Value* v) {
+            if (width == lanes)
+                return v;
+            std::vector<int> mask;
+            for (int k = 0; k < width; ++k)
+                mask.push_back(base + k);
+            return b_.CreateShuffleVector(v, mask);
+        };
+        // vpdpbusd's second operand supplies the unsigned bytes, its third the signed ones.
+        parts.push_back(intrinsic(id, {}, {piece(acc), piece(a), piece(b)}));
+    }
+    return parts.size() == 1 ? parts[0] : llvm::concatenateVectors(b_, parts);
+}
+
+llvm::Value* CodeGen::dot4_generic(llvm::Value* a, llvm::Value* b, int lanes) {
+    // Each word's bytes widened to i32 lanes (a zero-, b sign-extended), multiplied, and each
+    // group of four summed by two rounds of even-plus-odd lanes. x86 selects vpmaddwd for the
+    // first round (the products fit in 16 bits).
+    auto* bytes = llvm::FixedVectorType::get(b_.getInt8Ty(), 4 * lanes);
+    auto* words = llvm::FixedVectorType::get(b_.getInt32Ty(), 4 * lanes);
+    llvm::Value* p = b_.CreateMul(b_.CreateZExt(b_.CreateBitCast(a, bytes), words),
+                                  b_.CreateSExt(b_.CreateBitCast(b, bytes), words));
+    for (int n = 4 * lanes; n > lanes; n /= 2) {
+        std::vector<int> even, odd;
+        for (int k = 0; k < n / 2; ++k) {
+            even.push_back(2 * k);
+            odd.push_back(2 * k + 1);
+        }
+        if (n == 2) // one lane left: a scalar
+            p = b_.CreateAdd(b_.CreateExtractElement(p, uint64_t(0)),
+                             b_.CreateExtractElement(p, uint64_t(1)));
+        else
+            p = b_.CreateAdd(b_.CreateShuffleVector(p, even), b_.CreateShuffleVector(p, odd));
+    }
+    return p;
+}
+
 llvm::Value* CodeGen::visit(const Add* op) {
     if (op->type.is_float()) {
         if (op->a.as<Mul>())
@@ -399,6 +473,18 @@ llvm::Value* CodeGen::visit(const Add* op) {
         if (op->b.as<Mul>())
             return fused_multiply_add(op->b, op->a, false, false);
         return b_.CreateFAdd(codegen(op->a), codegen(op->b));
+    }
+    // acc + dot4_u8s8(x, y), either side: the accumulator is vpdpbusd's first operand.
+    if (const int width = vpdpbusd_width(op->type.lanes)) {
+        const Call* dot = op->a.as<Call>();
+        Expr acc = op->b;
+        if (!dot || dot->op != CallOp::Dot4U8S8) {
+            dot = op->b.as<Call>();
+            acc = op->a;
+        }
+        if (dot && dot->op == CallOp::Dot4U8S8)
+            return vpdpbusd(codegen(acc), codegen(dot->args[0]), codegen(dot->args[1]),
+                            op->type.lanes, width);
     }
     llvm::Value* a = codegen(op->a);
     llvm::Value* b = codegen(op->b);
@@ -741,6 +827,12 @@ llvm::Value* CodeGen::visit(const Call* op) {
         if (t.is_int())
             return intrinsic(llvm::Intrinsic::abs, {ty}, {x, b_.getFalse()});
         return x; // unsigned and bool values are their own absolute value
+    case CallOp::Dot4U8S8:
+        // Without an add around it, vpdpbusd still does it in one instruction from zero.
+        if (const int width = vpdpbusd_width(t.lanes))
+            return vpdpbusd(llvm::Constant::getNullValue(ty), x, codegen(op->args[1]), t.lanes,
+                            width);
+        return dot4_generic(x, codegen(op->args[1]), t.lanes);
     case CallOp::Prefetch:
     case CallOp::GpuBlockSum: // GPU lowering only
     case CallOp::GpuBlockMax:

@@ -23,6 +23,11 @@ struct TargetSpec {
 };
 TargetSpec target_spec(const CompileOptions& opts);
 
+/// Whether code for spec may use every feature of `features` ("+avx512vnni,+avx512vl"), as
+/// LLVM resolves spec's CPU name and feature string (later entries win, and turning a feature
+/// off turns off those that need it). False for a name spec's target does not define.
+bool target_has_features(const TargetSpec& spec, const std::string& features);
+
 /// Registers the native target with LLVM once per process (thread-safe).
 void initialize_native_target();
 

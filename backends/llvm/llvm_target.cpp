@@ -1,5 +1,6 @@
 // The host TargetMachine, the new-PM optimization pipeline and machine-code emission. The one
 // file of the backend that parses PassBuilder.h.
+#include <algorithm>
 #include <mutex>
 
 #include <llvm/ADT/StringMap.h>
@@ -7,6 +8,7 @@
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
+#include <llvm/MC/MCSubtargetInfo.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/CodeGen.h>
@@ -15,6 +17,7 @@
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/Target/TargetOptions.h>
 #include <llvm/TargetParser/Host.h>
+#include <llvm/TargetParser/SubtargetFeature.h>
 #include <llvm/Transforms/Utils/Cloning.h>
 
 #include "codegen_llvm.h"
@@ -45,6 +48,30 @@ TargetSpec target_spec(const CompileOptions& opts) {
     spec.cpu = host_info().cpu_name;
     spec.features = host_features;
     return spec;
+}
+
+bool target_has_features(const TargetSpec& spec, const std::string& features) {
+    initialize_native_target();
+    std::string err;
+    const llvm::Target* target = llvm::TargetRegistry::lookupTarget(spec.triple, err);
+    if (!target)
+        return false;
+    // The subtarget that code generation will see: the CPU's features, then the string's.
+    std::unique_ptr<llvm::MCSubtargetInfo> sti(
+        target->createMCSubtargetInfo(spec.triple, spec.cpu, spec.features));
+    if (!sti)
+        return false;
+    // checkFeatures aborts on a name the target does not know: ask only about known ones.
+    const auto known = sti->getAllProcessorFeatures();
+    const llvm::SubtargetFeatures asked(features);
+    for (const std::string& f : asked.getFeatures()) {
+        const llvm::StringRef name = llvm::SubtargetFeatures::StripFlag(f);
+        if (!llvm::SubtargetFeatures::hasFlag(f) ||
+            std::none_of(known.begin(), known.end(),
+                         [&](const llvm::SubtargetFeatureKV& kv) { return name == kv.Key; }))
+            return false;
+    }
+    return sti->checkFeatures(features);
 }
 
 void initialize_native_target() {

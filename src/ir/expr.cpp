@@ -265,6 +265,7 @@ const char* to_string(CallOp op) {
     case CallOp::GpuBlockSum: return "gpu_block_sum";
     case CallOp::GpuBlockMax: return "gpu_block_max";
     case CallOp::GpuBlockMin: return "gpu_block_min";
+    case CallOp::Dot4U8S8: return "dot4_u8s8";
     }
     return "?";
 }
@@ -276,7 +277,7 @@ Expr Call::make(CallOp op, std::vector<Expr> args) {
     return finish(n);
 }
 DataType Call::infer_type() const {
-    size_t want = op == CallOp::Pow ? 2 : 1;
+    size_t want = op == CallOp::Pow || op == CallOp::Dot4U8S8 ? 2 : 1;
     TESSERA_CHECK(args.size() == want) << to_string(op) << " takes " << want << " arguments";
     for (const auto& a : args) TESSERA_CHECK(a.defined()) << to_string(op) << " of undefined";
     if (op == CallOp::Prefetch) {
@@ -285,6 +286,11 @@ DataType Call::infer_type() const {
     }
     DataType t = args[0].type();
     if (op == CallOp::Pow) same_type("pow", args[0], args[1]);
+    if (op == CallOp::Dot4U8S8) {
+        same_type("dot4_u8s8", args[0], args[1]);
+        TESSERA_CHECK(t.is_int() && t.bits == 32) << "dot4_u8s8 of " << t << " (i32 words)";
+        return t;
+    }
     TESSERA_CHECK(t.is_float() || op == CallOp::Abs) << to_string(op) << " of " << t;
     TESSERA_CHECK(!is_gpu_block_reduce(op) || (t.is_scalar() && t.bits >= 32))
         << to_string(op) << " of " << t << " (accumulate in f32)";

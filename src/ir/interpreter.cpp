@@ -576,6 +576,15 @@ struct VectorReduceNode : ENode {
     EPtr v;
 };
 
+/// Byte j of a (unsigned) times byte j of b (signed), summed over j < 4 (CallOp::Dot4U8S8).
+/// At most 4 * 255 * 128 in magnitude, so the i32 result is exact.
+int64_t dot4_u8s8(uint32_t a, uint32_t b) {
+    int64_t sum = 0;
+    for (int j = 0; j < 4; ++j)
+        sum += int64_t((a >> (8 * j)) & 0xff) * int64_t(int8_t(uint8_t(b >> (8 * j))));
+    return sum;
+}
+
 struct CallNode : ENode {
     CallNode(DataType t, CallOp op, std::vector<EPtr> args)
         : ENode(t), op(op), args(std::move(args)) {}
@@ -587,8 +596,13 @@ struct CallNode : ENode {
         }
         const Lane* x = args[0]->eval(fr);
         const Lane* y = args.size() > 1 ? args[1]->eval(fr) : nullptr;
+        if (op == CallOp::Dot4U8S8) {
+            for (int k = 0; k < lanes; ++k)
+                r[k].i = dot4_u8s8((uint32_t)x[k].i, (uint32_t)y[k].i);
+            return r;
+        }
         for (int k = 0; k < lanes; ++k) {
-            if (cat != Cat::Float) { // only Abs is valid on integers
+            if (cat != Cat::Float) { // only Abs (and Dot4U8S8, above) are valid on integers
                 int64_t v = x[k].i;
                 r[k].i =
                     wrap(cat == Cat::SInt && v < 0 ? (int64_t)(0 - (uint64_t)v) : v, cat, bits);
@@ -624,6 +638,7 @@ struct CallNode : ENode {
                 res = std::pow(v, y[k].f);
                 break;
             case CallOp::Prefetch:
+            case CallOp::Dot4U8S8:
                 break;
             case CallOp::GpuBlockSum:
             case CallOp::GpuBlockMax:

@@ -107,6 +107,10 @@ Expr erf(Expr x) { return Call::make(CallOp::Erf, {std::move(x)}); }
 Expr abs(Expr x) { return Call::make(CallOp::Abs, {std::move(x)}); }
 Expr floor(Expr x) { return Call::make(CallOp::Floor, {std::move(x)}); }
 Expr ceil(Expr x) { return Call::make(CallOp::Ceil, {std::move(x)}); }
+Expr dot4_u8s8(Expr a, Expr b) {
+    match_types(a, b);
+    return Call::make(CallOp::Dot4U8S8, {std::move(a), std::move(b)});
+}
 Expr pow(Expr x, Expr y) {
     match_types(x, y);
     return Call::make(CallOp::Pow, {std::move(x), std::move(y)});

@@ -145,6 +145,15 @@ ReferenceEvaluator::Value ReferenceEvaluator::eval(const Expr& e, Env& env) {
         case CallOp::Floor: return F(std::floor(a.f));
         case CallOp::Ceil: return F(std::ceil(a.f));
         case CallOp::Pow: return F(std::pow(a.f, eval(op->args[1], env).f));
+        case CallOp::Dot4U8S8: {
+            // The words' low 32 bits: integer results here are not wrapped to their width.
+            const auto ua = static_cast<uint32_t>(a.i);
+            const auto ub = static_cast<uint32_t>(eval(op->args[1], env).i);
+            int64_t sum = 0;
+            for (int j = 0; j < 4; ++j)
+                sum += int64_t((ua >> (8 * j)) & 0xff) * int64_t(int8_t(uint8_t(ub >> (8 * j))));
+            return I(sum);
+        }
         case CallOp::Prefetch:
         case CallOp::GpuBlockSum:
         case CallOp::GpuBlockMax:

@@ -63,6 +63,9 @@ struct ExprGen {
                 return gen(DataType::f32(), depth - 1) >= gen(DataType::f32(), depth - 1);
             }
         }
+        // dot4_u8s8 on i32 words, alone or accumulated (vpdpbusd where the host has VNNI).
+        if (t == DataType::i32() && coin(6))
+            return coin(2) ? gen(t, depth - 1) + dot4_u8s8(a, b) : dot4_u8s8(a, b);
         switch (rng.uniform_int(0, 8)) {
         case 0:
             return a + b;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 
@@ -436,5 +437,17 @@ RefTensor slice(const RefTensor& x, const std::vector<int64_t>& starts,
     return y;
 }
 
+int32_t dot4_u8s8(int32_t a, int32_t b) {
+    uint8_t ua[4];
+    int8_t sb[4];
+    std::memcpy(ua, &a, 4); // byte j of the word is bits 8j..8j+7 on little-endian hosts
+    std::memcpy(sb, &b, 4);
+    int64_t sum = 0;
+    for (int j = 0; j < 4; ++j)
+        sum += int64_t(ua[j]) * int64_t(sb[j]);
+    return static_cast<int32_t>(sum);
+}
+
 } // namespace ref
+
 } // namespace tessera::testing

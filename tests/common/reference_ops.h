@@ -92,5 +92,10 @@ RefTensor slice(const RefTensor& x, const std::vector<int64_t>& starts,
                 const std::vector<int64_t>& ends, const std::vector<int64_t>& axes,
                 const std::vector<int64_t>& steps);
 
+// Integer kernels.
+/// dot4_u8s8 of two i32 words: the four bytes of a (unsigned) times those of b (signed),
+/// summed. Reads the bytes through memory, independent of any shift-and-mask implementation.
+int32_t dot4_u8s8(int32_t a, int32_t b);
+
 } // namespace ref
 } // namespace tessera::testing

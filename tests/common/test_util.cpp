@@ -1,6 +1,7 @@
 #include "common/test_util.h"
 
 #include <cmath>
+#include <iterator>
 #include <limits>
 
 #include "tessera/support/rng.h"
@@ -11,6 +12,17 @@ std::vector<float> random_floats(size_t n, uint64_t seed, float lo, float hi) {
     std::vector<float> v(n);
     Rng rng(seed);
     rng.fill(v, lo, hi);
+    return v;
+}
+
+std::vector<int32_t> random_words(size_t n, uint64_t seed) {
+    std::vector<int32_t> v(n);
+    Rng rng(seed);
+    for (auto& x : v)
+        x = static_cast<int32_t>(static_cast<uint32_t>(rng.next()));
+    const uint32_t extremes[] = {0xffffffffu, 0x80808080u, 0x7f7f7f7fu, 0u, 0xff80ff80u};
+    for (size_t k = 0; k < std::size(extremes) && k < n; ++k)
+        v[k] = static_cast<int32_t>(extremes[k]);
     return v;
 }
 

@@ -211,6 +211,29 @@ TEST(ExtractFeatures, HandBuiltNestStridesLinesAndAnnotations) {
         << "a missing buffer is zeros";
 }
 
+// for i in 0..16: out[i] = acc[i] + dot4_u8s8(a[i], b[i]); diff[i] = dot4_u8s8(a[i], b[i]) - acc[i]
+TEST(ExtractFeatures, Dot4U8S8IsFourIntegerMadsThatTakeInAnAdd) {
+    const DataType i32 = DataType::i32();
+    Buffer acc = Buffer::make("acc", i32, {16}), a = Buffer::make("a", i32, {16}),
+           b = Buffer::make("b", i32, {16}), out = Buffer::make("out", i32, {16}),
+           diff = Buffer::make("diff", i32, {16});
+    Var i("i");
+    Expr dot = ir::dot4_u8s8(Load::make(a, i), Load::make(b, i));
+    Stmt s = For::make(i, 0, 16, ForKind::Serial,
+                       ir::Seq::make({Store::make(out, Load::make(acc, i) + dot, i),
+                                      Store::make(diff, dot - Load::make(acc, i), i)}));
+    ProgramFeatures pf = extract_features({"dot4", {acc, a, b, out, diff}, s});
+    ASSERT_EQ(pf.rows.size(), 2u);
+    // The accumulating add is one of the four multiply-adds (one vpdpbusd per vector).
+    EXPECT_COUNT(pf.rows[0], "int_mad", 4 * 16);
+    EXPECT_COUNT(pf.rows[0], "int_addsub", 0);
+    EXPECT_COUNT(pf.rows[0], "int_mul", 0);
+    // A subtraction is not fused: it counts on its own.
+    EXPECT_COUNT(pf.rows[1], "int_mad", 4 * 16);
+    EXPECT_COUNT(pf.rows[1], "int_addsub", 16);
+    EXPECT_COUNT(pf.rows[1], "float_math_func", 0);
+}
+
 // for i in 0..4 (parallel): allocate t[8] { for j: t[j] = in[i*8 + j]; for j: out[i*8 + j] = t[j] }
 TEST(ExtractFeatures, AllocationFeaturesOfAllocatedBuffersOnly) {
     Buffer in = Buffer::make("in", DataType::f32(), {32});

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 
+#include "common/reference_ops.h"
 #include "gpu_schedules.h"
 #include "tessera/backends/cuda.h"
 #include "tessera/ir/functor.h"
@@ -115,6 +116,48 @@ TEST(CudaCodegen, HalfPrecisionElementwise) {
     const cuda::CudaSource src = expect_compiles(lower_gpu(gpu_bind_elementwise(c, 32), "half"));
     EXPECT_NE(src.code.find("__half* __restrict__ x"), std::string::npos) << src.code;
     EXPECT_NE(src.code.find("__float2half_rn(0.5f)"), std::string::npos) << src.code;
+}
+
+TEST(CudaCodegen, Dot4U8S8IsOneMixedSignDp4a) {
+    // The int8 convolution's inner product, out[m] = acc[m] + sum_k dot4_u8s8(x[m, k], w[k]),
+    // one thread per output of each stage: NVRTC compiles the helper to PTX's dp4a with unsigned a
+    // and signed b bytes, and the CPU emulation (the helper's portable loop) matches the reference.
+    const int64_t M = 37, K = 11;
+    const ir::DataType i32 = ir::DataType::i32();
+    const ir::Tensor x = te::placeholder({M, K}, i32, "x");
+    const ir::Tensor w = te::placeholder({K}, i32, "w");
+    const ir::Tensor acc = te::placeholder({M}, i32, "acc");
+    const ir::IterVar k = te::reduce_axis(K, "k");
+    const ir::Tensor dots = te::compute(
+        {M},
+        [&](const std::vector<ir::Var>& i) {
+            return te::sum(ir::dot4_u8s8(x(i[0], k.var), w(k.var)), {k});
+        },
+        "dots");
+    const ir::Tensor out = te::compute(
+        {M}, [&](const std::vector<ir::Var>& i) { return acc(i[0]) + dots(i[0]); }, "out");
+    const te::Compute c = te::make_compute({x, w, acc}, {out});
+    const ir::LoweredFunc f = lower_gpu(gpu_bind_elementwise(c, 32), "dot4");
+    const cuda::CudaSource src = expect_compiles(f);
+    EXPECT_NE(src.code.find("tessera_dot4_u8s8("), std::string::npos) << src.code;
+    const cuda::NvrtcResult r = cuda::nvrtc_compile(src.code, "dot4");
+    EXPECT_NE(r.ptx.find("dp4a.u32.s32"), std::string::npos) << r.ptx;
+
+    auto xv = random_words(M * K, 4), wv = random_words(K, 5), av = random_words(M, 6);
+    std::vector<int32_t> got(M, 0x5a5a5a5a);
+    std::vector<void*> args;
+    for (const ir::Buffer& b : src.params)
+        args.push_back(b.name() == "x"     ? (void*)xv.data()
+                       : b.name() == "w"   ? (void*)wv.data()
+                       : b.name() == "acc" ? (void*)av.data()
+                                           : (void*)got.data());
+    EmulatedCuda(src).run(args);
+    for (int64_t m = 0; m < M; ++m) {
+        uint32_t want = static_cast<uint32_t>(av[m]); // i32 adds wrap
+        for (int64_t j = 0; j < K; ++j)
+            want += static_cast<uint32_t>(ref::dot4_u8s8(xv[m * K + j], wv[j]));
+        EXPECT_EQ(got[m], static_cast<int32_t>(want)) << m;
+    }
 }
 
 TEST(CudaCodegen, RowReductionAndMultiStageOps) {

@@ -286,6 +286,59 @@ TEST(Interpreter, MathCalls) {
     EXPECT_EQ(iv[0], 6);
 }
 
+TEST(Interpreter, Dot4U8S8MatchesBytewiseReference) {
+    // Scalar, 4-lane and 16-lane calls on random words (a's bytes above 127 and b's negative
+    // bytes are common) and the byte extremes, plus an accumulating add in the vector forms.
+    const int64_t n = 64;
+    Buffer a = Buffer::make("a", i32, {n}), b = Buffer::make("b", i32, {n});
+    Buffer acc = Buffer::make("acc", i32, {n}), s1 = Buffer::make("s1", i32, {n});
+    Buffer v4 = Buffer::make("v4", i32, {n}), v16 = Buffer::make("v16", i32, {n});
+    auto av = testing::random_words(n, 7), bv = testing::random_words(n, 8),
+         cv = testing::random_words(n, 9);
+    // The largest products of either sign: 255 * -128 and 255 * 127 in every byte.
+    av[5] = av[6] = -1;
+    bv[5] = static_cast<int32_t>(0x80808080u);
+    bv[6] = 0x7f7f7f7f;
+    std::vector<int32_t> s1v(n), v4v(n), v16v(n);
+    Var i("i"), j("j"), k("k");
+    auto lanes_at = [&](const Var& v, int lanes) { return Ramp::make(v * lanes, Expr(1), lanes); };
+    Expr r4 = lanes_at(j, 4), r16 = lanes_at(k, 16);
+    Stmt body = Seq::make({
+        loop(i, n, Store::make(s1, dot4_u8s8(Load::make(a, i), Load::make(b, i)), i)),
+        loop(j, n / 4,
+             Store::make(v4, Load::make(acc, r4) + dot4_u8s8(Load::make(a, r4), Load::make(b, r4)),
+                         r4)),
+        loop(k, n / 16,
+             Store::make(v16,
+                         dot4_u8s8(Load::make(a, r16), Load::make(b, r16)) + Load::make(acc, r16),
+                         r16)),
+    });
+    run({a, b, acc, s1, v4, v16}, body,
+        {av.data(), bv.data(), cv.data(), s1v.data(), v4v.data(), v16v.data()});
+    for (int64_t x = 0; x < n; ++x) {
+        const int32_t dot = testing::ref::dot4_u8s8(av[x], bv[x]);
+        // The accumulating add wraps in i32 like the hardware's.
+        const auto sum = static_cast<int32_t>(static_cast<uint32_t>(cv[x]) + uint32_t(dot));
+        EXPECT_EQ(s1v[x], dot) << x;
+        EXPECT_EQ(v4v[x], sum) << x;
+        EXPECT_EQ(v16v[x], sum) << x;
+    }
+    // The extremes by hand: 4 * 255 * -1, 4 * 128 * -128, 4 * 127 * 127, 0, then the range's
+    // ends 4 * 255 * -128 and 4 * 255 * 127.
+    EXPECT_EQ(s1v[0], -1020);
+    EXPECT_EQ(s1v[1], -65536);
+    EXPECT_EQ(s1v[2], 64516);
+    EXPECT_EQ(s1v[3], 0);
+    EXPECT_EQ(s1v[5], -130560);
+    EXPECT_EQ(s1v[6], 129540);
+}
+
+TEST(Interpreter, Dot4U8S8TakesI32Words) {
+    Buffer f = Buffer::make("f", f32, {1}), w = Buffer::make("w", i64, {1});
+    EXPECT_THROW(dot4_u8s8(Load::make(f, 0), Load::make(f, 0)), InternalError);
+    EXPECT_THROW(dot4_u8s8(Load::make(w, 0), Load::make(w, 0)), InternalError);
+}
+
 TEST(Interpreter, PrefetchIsANoOpEvenPastTheEnd) {
     Buffer in = Buffer::make("in", f32, {4}), out = Buffer::make("out", f32, {1});
     std::vector<float> x(4, 1), y = {0};

@@ -140,6 +140,18 @@ TEST(Printer, TypedImmediates) {
     EXPECT_EQ(to_string(Cast::make(DataType::i32(8), v)), "i32x8(v)");
 }
 
+TEST(Printer, Dot4U8S8PrintsAsACallAndBroadcastsAScalar) {
+    // The IR has no parser: the text is the call's name and its arguments, as for pow.
+    Buffer a = Buffer::make("a", DataType::i32(), {16}),
+           b = Buffer::make("b", DataType::i32(), {16});
+    Var i("i");
+    EXPECT_EQ(to_string(dot4_u8s8(Load::make(a, i), Load::make(b, i))), "dot4_u8s8(a[i], b[i])");
+    // A scalar argument is broadcast to the other's lanes (ir::dot4_u8s8 matches the types).
+    Expr v = dot4_u8s8(Load::make(a, Ramp::make(i, Expr(1), 8)), Load::make(b, Expr(0)));
+    EXPECT_EQ(v.type(), DataType::i32(8));
+    EXPECT_EQ(to_string(v), "dot4_u8s8(a[ramp(i, 1, 8)], x8(b[0]))");
+}
+
 TEST(Printer, SameNamesAreDisambiguatedInOrderOfAppearance) {
     Var i1("i"), i2("i"), renamed("i_1");
     EXPECT_EQ(to_string(i1 + i2), "i + i_1");

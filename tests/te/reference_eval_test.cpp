@@ -2,9 +2,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <vector>
 
+#include "common/reference_ops.h"
 #include "common/test_util.h"
+#include "tessera/ir/interpreter.h"
 #include "tessera/ir/op.h"
+#include "tessera/lower/lower_default.h"
 #include "tessera/support/error.h"
 #include "tessera/te/op_library.h"
 #include "tessera/te/reference_eval.h"
@@ -77,4 +81,46 @@ TEST(ReferenceEval, UnboundInputAndBadIndexAreInternalErrors) {
     ref.bind(x, xv.data());
     EXPECT_THROW(ref.at(y, {4}), InternalError);
     EXPECT_FLOAT_EQ((float)ref.at(y, {1}), std::max(0.0f, xv[1]));
+}
+
+TEST(ReferenceEval, Dot4U8S8ReductionMatchesBytewiseReference) {
+    // The int8 convolution's inner product: out[m] = acc[m] + sum_k dot4_u8s8(x[m, k], w[k]) on
+    // random words (x's bytes above 127 and w's negative bytes are common), evaluated directly
+    // and through the default lowering and the interpreter.
+    const int64_t M = 9, K = 13;
+    const DataType i32 = DataType::i32();
+    Tensor x = te::placeholder({M, K}, i32, "x");
+    Tensor w = te::placeholder({K}, i32, "w");
+    Tensor acc = te::placeholder({M}, i32, "acc");
+    IterVar k = te::reduce_axis(K, "k");
+    Tensor dots = te::compute(
+        {M},
+        [&](const std::vector<Var>& i) {
+            return te::sum(dot4_u8s8(x(i[0], k.var), w(k.var)), {k});
+        },
+        "dots");
+    Tensor out = te::compute(
+        {M}, [&](const std::vector<Var>& i) { return acc(i[0]) + dots(i[0]); }, "out");
+    auto xv = tessera::testing::random_words(M * K, 1), wv = tessera::testing::random_words(K, 2),
+         av = tessera::testing::random_words(M, 3);
+    for (auto& v : av)
+        v /= 2; // the sum stays inside i32, where the evaluator does not wrap
+    std::vector<int32_t> want(M);
+    for (int64_t m = 0; m < M; ++m) {
+        int64_t s = av[m];
+        for (int64_t kk = 0; kk < K; ++kk)
+            s += tessera::testing::ref::dot4_u8s8(xv[m * K + kk], wv[kk]);
+        want[m] = static_cast<int32_t>(s);
+    }
+    te::ReferenceEvaluator ref;
+    ref.bind(x, xv.data());
+    ref.bind(w, wv.data());
+    ref.bind(acc, av.data());
+    for (int64_t m = 0; m < M; ++m)
+        EXPECT_EQ(ref.at(out, {m}), want[m]) << m;
+
+    const LoweredFunc f = lower::lower_default(te::make_compute({x, w, acc}, {out}), "dot4");
+    std::vector<int32_t> got(M, 0x5a5a5a5a);
+    interpret(f, {xv.data(), wv.data(), av.data(), got.data()});
+    EXPECT_EQ(got, want);
 }

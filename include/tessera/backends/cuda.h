@@ -27,6 +27,8 @@
 //   of a Seq that stores to a Shared buffer (a cooperative fetch) gets __syncthreads() before
 //   it (the previous iteration's readers are done) and after it (the data is complete);
 //   adjacent fetches share their barriers.
+// - CallOp::Dot4U8S8 is a prelude helper: one PTX dp4a.u32.s32 (unsigned bytes of a, signed
+//   bytes of b) from sm_61 on, a loop over the bytes before.
 // - Integer Div/Mod keep the IR's floor semantics (helpers in the generated prelude); f16 is
 //   __half from cuda_fp16.h with math done in f32. The IR's i64 (indices) becomes 32-bit int
 //   when every buffer has under 2^30 elements and none holds 64-bit integers, else long long.

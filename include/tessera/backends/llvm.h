@@ -11,6 +11,11 @@
 // inline approximations that vectorize (exp within 2 ulp of expf, tanh and erf within 3e-7);
 // f64 math and the other calls use LLVM intrinsics or libm.
 //
+// Integers: dot4_u8s8 on i32 vectors of a multiple of 4, 8 or 16 lanes, with or without an add
+// around it, is vpdpbusd when the target (CPU name and feature string, as LLVM resolves them)
+// has AVX-512 VNNI (16 lanes: and 512-bit vectors; 4 and 8: and AVX-512VL) or AVX-VNNI (4 and 8
+// lanes). Otherwise, and on scalars, it is an exact widening multiply and sum of the bytes.
+//
 // Generated code calls tessera_parallel_for, tessera_alloc and tessera_free (runtime) and libm.
 // The JIT binds them directly; a shared library leaves them undefined, to be resolved from the
 // loading process (link it with ENABLE_EXPORTS / -rdynamic).

@@ -274,6 +274,11 @@ enum class CallOp : uint8_t {
     GpuBlockSum,
     GpuBlockMax,
     GpuBlockMin,
+    /// dot4_u8s8(a, b): the four bytes of i32 a read as unsigned, those of b as signed, their
+    /// four products summed, an i32 (scalar or lane-wise vector; both args i32 of the same
+    /// lanes). The int8 kernels' multiply: acc + dot4_u8s8(a, b) is one AVX-512 VNNI / AVX-VNNI
+    /// vpdpbusd per vector on CPUs that have it. Exact (|sum| <= 4 * 255 * 128).
+    Dot4U8S8,
 };
 const char* to_string(CallOp op);
 

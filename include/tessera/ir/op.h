@@ -55,5 +55,8 @@ Expr abs(Expr x);
 Expr floor(Expr x);
 Expr ceil(Expr x);
 Expr pow(Expr x, Expr y);
+/// The four unsigned bytes of i32 a times the four signed bytes of b, summed (CallOp::Dot4U8S8).
+/// Both i32 of the same lanes; a scalar is broadcast to the other's lanes.
+Expr dot4_u8s8(Expr a, Expr b);
 
 } // namespace tessera::ir
