@@ -59,6 +59,16 @@ PassResult eliminate_common_subexpressions(Graph& g);
 ///    Softmax.
 PassResult simplify_algebra(Graph& g);
 
+/// "quantized-ops" (-O1 and up, before constant folding): in a QDQ model, a Conv (group 1,
+/// 2-D) reading DequantizeLinear(X u8, per-tensor constant scale and zero point) and
+/// DequantizeLinear(W i8 constant, zero point 0, per tensor or per output channel) becomes
+/// QConv(X, W, Offset, Scale) (ops.def), the 8-bit convolution: Scale[k] = x_scale *
+/// w_scale[k] in f32, Offset[k] = bias[k] in units of Scale[k] - x_zero_point * sum(W[k]).
+/// An i32 bias dequantized by exactly Scale[k] (what quantizers write) adds exactly; another
+/// bias is rounded to the nearest unit. Its result is the dequantized conv's up to f32
+/// rounding; a QuantizeLinear after it (with the ops between) stays as it is.
+PassResult fold_quantized_ops(Graph& g);
+
 /// "horizontal-fusion": MatMuls that read one f32 value as their first operand and multiply it
 /// by constant 2-D weights (attention's Q, K and V projections) become one MatMul by the
 /// weights side by side and a Slice of the last axis per former MatMul, which fuses into its

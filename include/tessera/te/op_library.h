@@ -90,6 +90,31 @@ Tensor layout_from_nchwc(const Tensor& x, int64_t channels);
 Tensor conv2d_nchwc(const Tensor& x, const Tensor& w, const Conv2dParams& p,
                     const Tensor& bias = Tensor(), bool depthwise = false);
 
+// ---- quantized_conv.cpp ---------------------------------------------------------------------
+
+/// 8-bit convolution, NCHW: x u8 [N, C, H, W] (zero point x_zero_point, which also fills the
+/// padding), w i8 [K, C, R, S], offset i32 [K], scale f32 [K] (groups must be 1):
+/// y[n,k,..] = f32(sum(i32(x) * i32(w)) + offset[k]) * scale[k], f32. With offset =
+/// bias_q - x_zero_point * sum(w[k]) and scale = x_scale * w_scale[k] it is the dequantized
+/// convolution of a QDQ model. Stages "qconv2d_pad" (when padded), "qconv2d" (the i32 sum),
+/// "qconv2d_dequantize".
+Tensor qconv2d(const Tensor& x, const Tensor& w, const Tensor& offset, const Tensor& scale,
+               const Conv2dParams& p, int64_t x_zero_point);
+
+/// A blocked u8 image [N, CB, H, W, xb] (xb a multiple of 4) as i32 words of four channels,
+/// padded by p's pads with words of `pad_byte`: [N, CB, H + pads, W + pads, xb / 4]. Byte j of
+/// a word is channel 4w + j. Stage "pack_u8_words".
+Tensor pack_u8_words(const Tensor& x, const Conv2dParams& p, int64_t pad_byte);
+
+/// 8-bit convolution in the blocked layout on words from pack_u8_words: x i32 [N, CB, Hp, Wp,
+/// xw], w i32 [KB, CB, R, S, xw, x] (word j of [kb, cb, r, s, j, k] holds the s8 weights of
+/// output channel kb * x + k for input channels cb * 4xw + 4j .. + 3), offset i32 [KB, x],
+/// scale f32 [KB, x]; p's pads must be 0 (the words are padded). y [N, KB, OH, OW, x] f32 =
+/// f32(sum(dot4_u8s8(x, w)) + offset) * scale. Stages "qconv2d_nchwc" and
+/// "qconv2d_nchwc_dequantize".
+Tensor qconv2d_nchwc(const Tensor& x, const Tensor& w, const Tensor& offset, const Tensor& scale,
+                     const Conv2dParams& p);
+
 // ---- winograd.cpp ----------------------------------------------------------------------------
 // Winograd F(m x m, r x r) convolution as input transform -> batched matmul -> output
 // transform, alpha = m + r - 1, E = alpha^2 tile positions, tiles of m x m outputs numbered

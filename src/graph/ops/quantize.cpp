@@ -75,13 +75,23 @@ void import_quantize(OpImport& im) {
                 shape_str(s_shape));
     }
     if (!q_shape.empty()) {
-        const ValueId shape = im.ints_constant("qshape", q_shape);
+        // Constant parameters (the usual case) are reshaped here, so that passes before
+        // constant folding (the quantized-ops pass) read them as constants.
+        bool emitted = false;
         for (size_t i : {size_t(1), size_t(2)}) {
+            const Value& v = im.input_value(i);
+            if (v.is_constant()) {
+                in[i] = im.constant(i == 1 ? "scale" : "zero_point",
+                                    v.constant->reshaped(q_shape));
+                continue;
+            }
             const ValueId r = im.new_value(i == 1 ? "scale" : "zero_point");
-            im.emit(Op::Reshape, {in[i], shape}, {r}, {});
+            im.emit(Op::Reshape, {in[i], im.ints_constant("qshape", q_shape)}, {r}, {});
             in[i] = r;
+            emitted = true;
         }
-        im.emit(im.op(), in, im.outputs(), {}); // the reshapes were emitted: the op too
+        if (emitted)
+            im.emit(im.op(), in, im.outputs(), {}); // the reshapes were emitted: the op too
     }
 }
 

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "../ops/blocked_layout.h"
+#include "../ops/quantized_conv.h"
 #include "rewrite.h"
 
 namespace tessera::graph {
@@ -58,6 +59,8 @@ class LayoutRewriter {
             const Op op = g_.node(id).op;
             if (op == Op::Conv)
                 convs_ += rewrite_conv(id);
+            else if (op == Op::QConv)
+                convs_ += rewrite_qconv(id);
             else if (op == Op::MaxPool)
                 pools_ += rewrite_max_pool(id);
             else if (op == Op::GlobalAveragePool)
@@ -107,13 +110,14 @@ class LayoutRewriter {
     }
 
     // NCHW value v (an image of C < x channels) as one block of all its channels,
-    // [N, 1, H, W, C]: one LayoutToBlocked per value.
-    ValueId single_block(ValueId v) {
+    // [N, 1, H, W, C], or of `c` >= C channels (the padding ones 0): one LayoutToBlocked per
+    // value.
+    ValueId single_block(ValueId v, int64_t c = 0) {
         auto it = single_block_.find(v);
         if (it != single_block_.end())
             return it->second;
         const Value val = g_.value(v);
-        const int64_t c = val.shape[1];
+        c = std::max(c, val.shape[1]);
         const ValueId b = g_.add_value(val.name + "_nchw" + std::to_string(c) + "c", val.dtype,
                                        {val.shape[0], 1, val.shape[2], val.shape[3], c});
         g_.add_node(Op::LayoutToBlocked, {v}, {b}, {{"block", Attribute::of_int(c)}});
@@ -193,6 +197,49 @@ class LayoutRewriter {
                 g_.add_constant(b.name + "_nchwc", block_channel_vector(*b.constant, block_)));
         }
         replace_blocked(id, Op::ConvBlocked, std::move(ins), std::move(attrs));
+        return 1;
+    }
+
+    // QConv -> PackU8Words (the input as padded words of four channels) -> QConvBlocked, on
+    // the blocked twin of its u8 input (a blocked QuantizeLinear's output, between convs) or,
+    // for fewer input channels than a block (an image), on one block of them padded to a
+    // multiple of 4. The padding channels' weights are 0 and their offsets and scales too, so
+    // that padding output channels are 0, as ConvBlocked's.
+    int rewrite_qconv(NodeId id) {
+        const Node n = g_.node(id);
+        const Value x = g_.value(n.inputs[0]);
+        const Value w = g_.value(n.inputs[1]);
+        const int64_t C = x.shape[1], K = w.shape[0];
+        if (K < block_ || block_ % 4 != 0 || !w.is_constant() ||
+            !g_.value(n.inputs[2]).is_constant() || !g_.value(n.inputs[3]).is_constant())
+            return 0;
+        const bool single = C < block_;
+        const int64_t in_block = single ? (C + 3) / 4 * 4 : block_;
+        const ValueId xb = single ? single_block(n.inputs[0], in_block) : blocked(n.inputs[0]);
+        const Value xbv = g_.value(xb);
+        const std::vector<int64_t> pads = n.attr_ints("pads", {0, 0, 0, 0});
+        const ValueId words =
+            g_.add_value(x.name + "_words", DType::I32,
+                         {xbv.shape[0], xbv.shape[1], xbv.shape[2] + pads[0] + pads[2],
+                          xbv.shape[3] + pads[1] + pads[3], in_block / 4});
+        g_.add_node(Op::PackU8Words, {xb}, {words},
+                    {{"pads", Attribute::of_ints(pads)},
+                     {"pad_byte", Attribute::of_int(n.attr_int("x_zero_point", 0))}},
+                    n.name + "_pack");
+        Attributes attrs;
+        for (const char* key : {"kernel_shape", "strides", "dilations"})
+            if (n.has_attr(key))
+                attrs[key] = n.attrs.at(key);
+        attrs["block"] = Attribute::of_int(block_);
+        std::vector<ValueId> ins = {words};
+        ins.push_back(g_.add_constant(w.name + "_words",
+                                      pack_conv_weight_words(*w.constant, block_, in_block)));
+        for (size_t i : {size_t(2), size_t(3)}) {
+            const Value v = g_.value(n.inputs[i]);
+            ins.push_back(
+                g_.add_constant(v.name + "_nchwc", block_channel_vector(*v.constant, block_)));
+        }
+        replace_blocked(id, Op::QConvBlocked, std::move(ins), std::move(attrs));
         return 1;
     }
 

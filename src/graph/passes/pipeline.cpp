@@ -27,6 +27,7 @@ std::vector<PassEntry> all_passes(const PipelineOptions& options = {}) {
     const WinogradOptions winograd = options.winograd;
     return {
         {"shape-inference", shape_inference_pass},
+        {"quantized-ops", fold_quantized_ops},
         {"constant-folding", fold_constants},
         {"dce", eliminate_dead_code},
         {"algebraic-simplification", simplify_algebra},
@@ -89,6 +90,8 @@ std::vector<PassResult> optimize(Graph& g, const PipelineOptions& options) {
     bool kernelless = false;
     for (NodeId id : g.topological_order())
         kernelless = kernelless || !op_has_kernel(g.node(id).op);
+    if (options.level >= 1)
+        run("quantized-ops");
     if (options.level >= 1 || kernelless) {
         run("constant-folding");
         run("dce");

@@ -1,0 +1,178 @@
+// 8-bit integer convolution: u8 activations (with a zero point) times s8 weights, accumulated
+// in i32, dequantized per output channel into f32. The blocked form reads the activations as
+// i32 words of four channels and multiplies them with dot4_u8s8 (one vpdpbusd per vector on
+// CPUs with VNNI); the NCHW form is the plain loop nest of the same sum.
+#include "op_util.h"
+#include "tessera/ir/op.h"
+
+namespace tessera::te {
+
+using namespace detail;
+
+namespace {
+
+void check_window(const Conv2dParams& p, const std::string& op) {
+    if (p.stride_h < 1 || p.stride_w < 1 || p.dilation_h < 1 || p.dilation_w < 1 || p.pad_top < 0 ||
+        p.pad_left < 0 || p.pad_bottom < 0 || p.pad_right < 0)
+        throw UserError() << op << ": strides and dilations must be positive and pads "
+                          << "non-negative";
+}
+
+// Output extent of one spatial dim of a padded input of extent `padded`.
+int64_t window_out(int64_t padded, int64_t kernel, int64_t stride, int64_t dilation,
+                   const std::string& op) {
+    const int64_t span = dilation * (kernel - 1) + 1;
+    if (padded < span)
+        throw UserError() << op << ": kernel extent " << span << " larger than the padded input "
+                          << padded;
+    return (padded - span) / stride + 1;
+}
+
+void check_dtype(const Tensor& t, DataType want, const std::string& op, const char* role) {
+    check_defined(t, op, role);
+    if (t.dtype() != want)
+        throw UserError() << op << ": " << role << " '" << t.name() << "' must be "
+                          << ir::to_string(want) << ", got " << ir::to_string(t.dtype());
+}
+
+void check_channel_vector(const Tensor& t, const std::vector<int64_t>& shape, DataType want,
+                          const std::string& op, const char* role) {
+    check_dtype(t, want, op, role);
+    if (t.shape() != shape)
+        throw UserError() << op << ": " << role << " must have shape " << shape_to_string(shape)
+                          << ", got " << shape_to_string(t.shape());
+}
+
+} // namespace
+
+Tensor qconv2d(const Tensor& x, const Tensor& w, const Tensor& offset, const Tensor& scale,
+               const Conv2dParams& p, int64_t x_zero_point) {
+    const std::string op = "qconv2d";
+    check_dtype(x, DataType::u8(), op, "input");
+    check_dtype(w, DataType(DataType::Code::Int, 8), op, "weight");
+    check_rank(x, 4, op, "input");
+    check_rank(w, 4, op, "weight");
+    check_window(p, op);
+    if (x_zero_point < 0 || x_zero_point > 255)
+        throw UserError() << op << ": zero point " << x_zero_point << " is not a u8";
+    const auto& xs = x.shape();
+    const auto& ws = w.shape();
+    const int64_t n = xs[0], c = xs[1], k = ws[0], r = ws[2], s = ws[3];
+    if (ws[1] != c)
+        throw UserError() << op << ": weight " << shape_to_string(ws) << " must have " << c
+                          << " input channels";
+    check_channel_vector(offset, {k}, DataType::i32(), op, "offset");
+    check_channel_vector(scale, {k}, DataType::f32(), op, "scale");
+    const int64_t oh =
+        window_out(xs[2] + p.pad_top + p.pad_bottom, r, p.stride_h, p.dilation_h, op);
+    const int64_t ow =
+        window_out(xs[3] + p.pad_left + p.pad_right, s, p.stride_w, p.dilation_w, op);
+    // Padding holds the zero point: the real value 0, as in the dequantized convolution.
+    const bool padded = p.pad_top || p.pad_left || p.pad_bottom || p.pad_right;
+    Tensor in =
+        padded
+            ? pad_named(x, {0, 0, p.pad_top, p.pad_left}, {0, 0, p.pad_bottom, p.pad_right},
+                        constant(x.dtype(), double(x_zero_point)), PadMode::Constant, op + "_pad")
+            : x;
+    const DataType i32 = DataType::i32();
+    IterVar rc = reduce_axis(c, "rc"), ry = reduce_axis(r, "ry"), rx = reduce_axis(s, "rx");
+    Tensor acc = compute({n, k, oh, ow},
+                         [&](const std::vector<Var>& i) {
+                             Expr yy = i[2] * Expr(p.stride_h) + ry.var * Expr(p.dilation_h);
+                             Expr xx = i[3] * Expr(p.stride_w) + rx.var * Expr(p.dilation_w);
+                             return sum(ir::cast(i32, in(i[0], rc.var, yy, xx)) *
+                                            ir::cast(i32, w(i[1], rc.var, ry.var, rx.var)),
+                                        {rc, ry, rx});
+                         },
+                         op, {"n", "k", "oh", "ow"});
+    return compute({n, k, oh, ow},
+                   [&](const std::vector<Var>& i) {
+                       return ir::cast(DataType::f32(),
+                                       acc(i[0], i[1], i[2], i[3]) + offset(i[1])) *
+                              scale(i[1]);
+                   },
+                   op + "_dequantize", {"n", "k", "oh", "ow"});
+}
+
+Tensor pack_u8_words(const Tensor& x, const Conv2dParams& p, int64_t pad_byte) {
+    const std::string op = "pack_u8_words";
+    check_dtype(x, DataType::u8(), op, "input");
+    check_rank(x, 5, op, "input");
+    check_window(p, op);
+    if (pad_byte < 0 || pad_byte > 255)
+        throw UserError() << op << ": padding byte " << pad_byte << " is not a u8";
+    const auto& xs = x.shape();
+    if (xs[4] % 4 != 0)
+        throw UserError() << op << ": channel block " << xs[4] << " is not a multiple of 4";
+    const int64_t h = xs[2], wd = xs[3];
+    const int64_t ph = h + p.pad_top + p.pad_bottom, pw = wd + p.pad_left + p.pad_right;
+    const DataType i32 = DataType::i32();
+    // The word's bytes are the channels in memory order (little-endian); the top byte enters
+    // as a signed value so that the sum never leaves the i32 range.
+    const int64_t pad_word = static_cast<int32_t>(static_cast<uint32_t>(pad_byte) * 0x01010101u);
+    return compute(
+        {xs[0], xs[1], ph, pw, xs[4] / 4},
+        [&](const std::vector<Var>& i) {
+            Expr y = i[2] - Expr(p.pad_top), xx = i[3] - Expr(p.pad_left);
+            Expr yc = clamp_index(y, 0, h - 1), xc = clamp_index(xx, 0, wd - 1);
+            Expr word;
+            for (int b = 0; b < 4; ++b) {
+                Expr byte = x(i[0], i[1], yc, xc, i[4] * Expr(int64_t(4)) + Expr(int64_t(b)));
+                Expr v = b == 3 ? ir::cast(i32, ir::cast(DataType(DataType::Code::Int, 8), byte))
+                                : ir::cast(i32, byte);
+                v = b == 0 ? v : v * constant(i32, double(int64_t(1) << (8 * b)));
+                word = b == 0 ? v : word + v;
+            }
+            const bool padded = p.pad_top || p.pad_left || p.pad_bottom || p.pad_right;
+            if (!padded)
+                return word;
+            Expr inside = ir::logical_and(ir::logical_and(y >= Expr(int64_t(0)), y < Expr(h)),
+                                          ir::logical_and(xx >= Expr(int64_t(0)), xx < Expr(wd)));
+            return ir::select(inside, word, constant(i32, double(pad_word)));
+        },
+        op, {"n", "cb", "h", "w", "j"});
+}
+
+Tensor qconv2d_nchwc(const Tensor& x, const Tensor& w, const Tensor& offset, const Tensor& scale,
+                     const Conv2dParams& p) {
+    const std::string op = "qconv2d_nchwc";
+    check_dtype(x, DataType::i32(), op, "input");
+    check_dtype(w, DataType::i32(), op, "weight");
+    check_rank(x, 5, op, "input");
+    check_rank(w, 6, op, "weight");
+    check_window(p, op);
+    if (p.pad_top || p.pad_left || p.pad_bottom || p.pad_right)
+        throw UserError() << op << ": the input words are padded already (pads must be 0)";
+    const auto& xs = x.shape();
+    const auto& ws = w.shape();
+    const int64_t n = xs[0], cb = xs[1], words = xs[4];
+    const int64_t kb = ws[0], r = ws[2], s = ws[3], block = ws[5];
+    if (ws[1] != cb || ws[4] != words)
+        throw UserError() << op << ": weight " << shape_to_string(ws) << " does not match input "
+                          << shape_to_string(xs);
+    check_channel_vector(offset, {kb, block}, DataType::i32(), op, "offset");
+    check_channel_vector(scale, {kb, block}, DataType::f32(), op, "scale");
+    const int64_t oh = window_out(xs[2], r, p.stride_h, p.dilation_h, op);
+    const int64_t ow = window_out(xs[3], s, p.stride_w, p.dilation_w, op);
+    IterVar rcb = reduce_axis(cb, "rcb"), ry = reduce_axis(r, "ry"), rx = reduce_axis(s, "rx"),
+            rj = reduce_axis(words, "rj");
+    Tensor acc =
+        compute({n, kb, oh, ow, block},
+                [&](const std::vector<Var>& i) {
+                    Expr yy = i[2] * Expr(p.stride_h) + ry.var * Expr(p.dilation_h);
+                    Expr xx = i[3] * Expr(p.stride_w) + rx.var * Expr(p.dilation_w);
+                    return sum(ir::dot4_u8s8(x(i[0], rcb.var, yy, xx, rj.var),
+                                             w(i[1], rcb.var, ry.var, rx.var, rj.var, i[4])),
+                               {rcb, ry, rx, rj});
+                },
+                op, {"n", "kb", "oh", "ow", "k"});
+    return compute({n, kb, oh, ow, block},
+                   [&](const std::vector<Var>& i) {
+                       return ir::cast(DataType::f32(),
+                                       acc(i[0], i[1], i[2], i[3], i[4]) + offset(i[1], i[4])) *
+                              scale(i[1], i[4]);
+                   },
+                   op + "_dequantize", {"n", "kb", "oh", "ow", "k"});
+}
+
+} // namespace tessera::te

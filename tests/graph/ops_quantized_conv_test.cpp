@@ -1,0 +1,264 @@
+// The 8-bit convolution: QConv's evaluator against a naive int32 reference, its kernels and
+// those of PackU8Words and QConvBlocked against the evaluator (odd shapes, pads, strides,
+// weights and zero points over the whole byte range), the quantized-ops pass and the layout
+// pass on QDQ graphs checked by evaluation before and after, and a QDQ model built into a
+// library at every level.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "../../src/graph/ops/blocked_layout.h"
+#include "../../src/graph/ops/quantized_conv.h"
+#include "graph_test_util.h"
+#include "op_case.h"
+#include "tessera/graph/evaluate.h"
+#include "tessera/graph/import_onnx.h"
+
+namespace tessera::graph {
+namespace {
+
+using detail::dot4_u8s8_reference;
+using detail::pack_conv_weight_words;
+using testing::ModelBuilder;
+
+TensorData u8_image(const Shape& s, uint64_t seed) { return ints(s, seed, 0, 255).cast(DType::U8); }
+TensorData s8_weights(const Shape& s, uint64_t seed) {
+    return ints(s, seed, -128, 127).cast(DType::I8);
+}
+
+TEST(QConvTest, Dot4ReferenceReadsUnsignedTimesSignedBytes) {
+    // a = bytes {1, 2, 255, 128}, b = bytes {-1, 3, -128, 127} (little-endian).
+    const auto a = static_cast<int32_t>(0x80FF0201u);
+    const auto b = static_cast<int32_t>(0x7F8003FFu);
+    EXPECT_EQ(dot4_u8s8_reference(a, b), 1 * -1 + 2 * 3 + 255 * -128 + 128 * 127);
+}
+
+TEST(QConvTest, EvaluatorMatchesInt32Reference) {
+    const int64_t C = 5, H = 7, W = 9, K = 3, R = 3, S = 2;
+    const int64_t zp = 131;
+    const TensorData x = u8_image({2, C, H, W}, 1);
+    const TensorData w = s8_weights({K, C, R, S}, 2);
+    const TensorData off = ints({K}, 3, -5000, 5000).cast(DType::I32);
+    const TensorData sc = floats({K}, 4, 1e-4f, 1e-3f);
+    GraphBuilder b;
+    const ValueId y =
+        b.op(Op::QConv,
+             {b.input("x", x.shape(), DType::U8), b.constant(w), b.constant(off), b.constant(sc)},
+             {{"kernel_shape", Attribute::of_ints({R, S})},
+              {"strides", Attribute::of_ints({2, 1})},
+              {"dilations", Attribute::of_ints({1, 2})},
+              {"pads", Attribute::of_ints({1, 0, 2, 1})},
+              {"x_zero_point", Attribute::of_int(zp)}});
+    const TensorData out = evaluate(b.finish({y}), {x})[0];
+    const int64_t OH = (H + 3 - R) / 2 + 1, OW = W + 1 - (2 * (S - 1) + 1) + 1;
+    ASSERT_EQ(out.shape(), (Shape{2, K, OH, OW}));
+    const uint8_t* px = x.data<uint8_t>();
+    const int8_t* pw = w.data<int8_t>();
+    for (int64_t n = 0; n < 2; ++n)
+        for (int64_t k = 0; k < K; ++k)
+            for (int64_t oh = 0; oh < OH; ++oh)
+                for (int64_t ow = 0; ow < OW; ++ow) {
+                    int64_t acc = 0;
+                    for (int64_t c = 0; c < C; ++c)
+                        for (int64_t r = 0; r < R; ++r)
+                            for (int64_t s = 0; s < S; ++s) {
+                                const int64_t h = oh * 2 - 1 + r, v = ow + 2 * s;
+                                const int64_t xv = h < 0 || h >= H || v < 0 || v >= W
+                                                       ? zp
+                                                       : px[((n * C + c) * H + h) * W + v];
+                                acc += xv * pw[((k * C + c) * R + r) * S + s];
+                            }
+                    const float want =
+                        static_cast<float>(acc + off.data<int32_t>()[k]) * sc.data<float>()[k];
+                    EXPECT_EQ(out.data<float>()[((n * K + k) * OH + oh) * OW + ow], want);
+                }
+}
+
+TEST(QConvTest, BlockedFormsComputeTheSameValues) {
+    // 11 input channels in blocks of 8 (the second padded), and an image of 3 channels read as
+    // one block of 4; 13 output channels in blocks of 8.
+    for (int64_t C : {11, 3}) {
+        const int64_t K = 13, block = 8, in_block = C < block ? 4 : block, zp = 77;
+        const TensorData x = u8_image({1, C, 6, 7}, 10 + C);
+        const TensorData w = s8_weights({K, C, 3, 3}, 20 + C);
+        const TensorData off = ints({K}, 30, -900, 900).cast(DType::I32);
+        const TensorData sc = floats({K}, 31, 1e-3f, 1e-2f);
+        const Attributes window = {{"kernel_shape", Attribute::of_ints({3, 3})},
+                                   {"strides", Attribute::of_ints({1, 2})}};
+        GraphBuilder plain;
+        Attributes qa = window;
+        qa["pads"] = Attribute::of_ints({1, 1, 0, 2});
+        qa["x_zero_point"] = Attribute::of_int(zp);
+        const ValueId y = plain.op(Op::QConv,
+                                   {plain.input("x", x.shape(), DType::U8), plain.constant(w),
+                                    plain.constant(off), plain.constant(sc)},
+                                   qa);
+        const TensorData want = evaluate(plain.finish({y}), {x})[0];
+
+        GraphBuilder blocked;
+        const ValueId xb =
+            blocked.op(Op::LayoutToBlocked, {blocked.input("x", x.shape(), DType::U8)},
+                       {{"block", Attribute::of_int(in_block)}});
+        const ValueId words = blocked.op(
+            Op::PackU8Words, {xb},
+            {{"pads", Attribute::of_ints({1, 1, 0, 2})}, {"pad_byte", Attribute::of_int(zp)}});
+        Attributes ba = window;
+        ba["block"] = Attribute::of_int(block);
+        const ValueId yb =
+            blocked.op(Op::QConvBlocked,
+                       {words, blocked.constant(pack_conv_weight_words(w, block, in_block)),
+                        blocked.constant(detail::block_channel_vector(off, block)),
+                        blocked.constant(detail::block_channel_vector(sc, block))},
+                       ba);
+        const ValueId back =
+            blocked.op(Op::LayoutFromBlocked, {yb},
+                       {{"block", Attribute::of_int(block)}, {"channels", Attribute::of_int(K)}});
+        const TensorData got = evaluate(blocked.finish({back}), {x})[0];
+        EXPECT_EQ(got.to_vector<float>(), want.to_vector<float>()) << "C=" << C;
+    }
+}
+
+std::vector<OpCase> quantized_conv_op_cases() {
+    return {
+        {"QConvNchw",
+         {Op::QConv},
+         [](Case& c) -> std::vector<ValueId> {
+             return {c.op(Op::QConv,
+                          {c.input(u8_image({1, 5, 7, 9}, 41)),
+                           c.constant(s8_weights({6, 5, 3, 3}, 42)),
+                           c.constant(ints({6}, 43, -3000, 3000).cast(DType::I32)),
+                           c.constant(floats({6}, 44, 1e-4f, 1e-3f))},
+                          {{"kernel_shape", Is({3, 3})},
+                           {"strides", Is({2, 1})},
+                           {"pads", Is({1, 1, 1, 0})},
+                           {"x_zero_point", I(200)}})};
+         }},
+        {"QConvBlockedOnPackedWords",
+         {Op::PackU8Words, Op::QConvBlocked},
+         [](Case& c) -> std::vector<ValueId> {
+             // 2 blocks of 16 input channels (4 words each), 3 blocks of 16 outputs.
+             const ValueId words = c.op(Op::PackU8Words, {c.input(u8_image({1, 2, 5, 9, 16}, 51))},
+                                        {{"pads", Is({1, 1, 1, 1})}, {"pad_byte", I(255)}});
+             const TensorData w = s8_weights({48, 32, 3, 3}, 52);
+             return {c.op(Op::QConvBlocked,
+                          {words, c.constant(pack_conv_weight_words(w, 16, 16)),
+                           c.constant(ints({3, 16}, 53, -3000, 3000).cast(DType::I32)),
+                           c.constant(floats({3, 16}, 54, 1e-4f, 1e-3f))},
+                          {{"kernel_shape", Is({3, 3})}, {"block", I(16)}})};
+         }},
+        {"QConvBlockedOneByOneStrided",
+         {Op::QConvBlocked},
+         [](Case& c) -> std::vector<ValueId> {
+             // Words straight from an input (any i32 is four bytes), 1x1 stride 2, block 8.
+             const TensorData w = s8_weights({8, 12, 1, 1}, 62);
+             return {
+                 c.op(Op::QConvBlocked,
+                      {c.input(ints({1, 1, 7, 7, 3}, 61, INT32_MIN, INT32_MAX).cast(DType::I32)),
+                       c.constant(pack_conv_weight_words(w, 8, 12)),
+                       c.constant(ints({1, 8}, 63, -100, 100).cast(DType::I32)),
+                       c.constant(floats({1, 8}, 64, 1e-4f, 1e-3f))},
+                      {{"kernel_shape", Is({1, 1})}, {"strides", Is({2, 2})}, {"block", I(8)}})};
+         }},
+    };
+}
+TESSERA_REGISTER_OP_CASES(quantized_conv_op_cases);
+
+// A QDQ residual block as static quantization writes it: u8 activations per tensor, s8
+// weights per output channel, i32 biases dequantized by x_scale * w_scale.
+struct QdqBlock {
+    ModelBuilder m{13};
+    void conv(const std::string& x, const std::string& y, int64_t C, int64_t K, uint64_t seed,
+              int64_t kernel, int64_t stride) {
+        const TensorData ws = floats({K}, seed + 1, 0.002f, 0.01f);
+        m.initializer(y + "_w", s8_weights({K, C, kernel, kernel}, seed));
+        m.initializer(y + "_ws", ws).initializer(y + "_wz", TensorData(DType::I8, {K}));
+        TensorData bs(DType::F32, {K});
+        for (int64_t k = 0; k < K; ++k)
+            bs.data<float>()[k] = 0.05f * ws.data<float>()[k];
+        m.initializer(y + "_b", ints({K}, seed + 2, -4000, 4000).cast(DType::I32));
+        m.initializer(y + "_bs", bs).initializer(y + "_bz", TensorData(DType::I32, {K}));
+        m.node("DequantizeLinear", {y + "_w", y + "_ws", y + "_wz"}, {y + "_wd"}).i("axis", 0);
+        m.node("DequantizeLinear", {y + "_b", y + "_bs", y + "_bz"}, {y + "_bd"}).i("axis", 0);
+        m.node("Conv", {x, y + "_wd", y + "_bd"}, {y})
+            .ints("pads", std::vector<int64_t>(4, kernel / 2))
+            .ints("strides", {stride, stride});
+    }
+    void qdq(const std::string& x, const std::string& y) {
+        m.node("QuantizeLinear", {x, "as", "az"}, {y + "_q"});
+        m.node("DequantizeLinear", {y + "_q", "as", "az"}, {y});
+    }
+    std::string bytes(int64_t C, int64_t K) {
+        m.input("x", DType::F32, {1, C, 9, 11});
+        m.initializer("as", TensorData::scalar(0.05f));
+        m.initializer("az", TensorData::from_vector<uint8_t>({}, {120}, DType::U8));
+        qdq("x", "xd");
+        conv("xd", "c1", C, K, 100, 3, 2);
+        m.node("Relu", {"c1"}, {"r1"});
+        qdq("r1", "r1d");
+        conv("r1d", "c2", K, K, 200, 3, 1);
+        m.node("Add", {"c2", "r1d"}, {"s"});
+        m.node("Relu", {"s"}, {"r2"});
+        qdq("r2", "r2d");
+        conv("r2d", "c3", K, K, 300, 1, 1);
+        m.output("c3", DType::F32);
+        return m.bytes();
+    }
+};
+
+TEST(QuantizedOpsPass, FoldsDequantizedConvsAndKeepsValues) {
+    for (int64_t C : {3, 20}) {
+        Graph g = import_onnx_bytes(QdqBlock().bytes(C, 24), "qdq.onnx");
+        const PassResult r = check_pass(g, fold_quantized_ops);
+        EXPECT_EQ(r.changes, 3) << r.summary;
+        int qconvs = 0, convs = 0;
+        for (NodeId id : g.node_ids()) {
+            qconvs += g.node(id).op == Op::QConv;
+            convs += g.node(id).op == Op::Conv;
+        }
+        EXPECT_EQ(qconvs, 3);
+        EXPECT_EQ(convs, 0);
+        // Then blocked: QConvBlocked on packed words, values unchanged to the bit.
+        for (int64_t block : {8, 16}) {
+            Graph b = g;
+            const Graph before = b;
+            convert_layout_nchwc(b, block);
+            int qb = 0;
+            for (NodeId id : b.node_ids())
+                qb += b.node(id).op == Op::QConvBlocked;
+            EXPECT_EQ(qb, 3) << "C=" << C << " block " << block;
+            const std::vector<TensorData> in = {floats({1, C, 9, 11}, 5, -3, 3)};
+            EXPECT_EQ(evaluate(b, in)[0].to_vector<float>(),
+                      evaluate(before, in)[0].to_vector<float>());
+        }
+    }
+}
+
+TEST(QuantizedOpsPass, LeavesWhatItCannotRepresent) {
+    // Weights with a nonzero zero point, and an s8 activation: both stay f32 convs.
+    ModelBuilder m(13);
+    m.input("x", DType::F32, {1, 4, 5, 5});
+    m.initializer("as", TensorData::scalar(0.05f));
+    m.initializer("az", TensorData::scalar<int8_t>(3));
+    m.initializer("w", s8_weights({4, 4, 1, 1}, 1)).initializer("ws", TensorData::scalar(0.01f));
+    m.initializer("wz", TensorData::scalar<int8_t>(1));
+    m.node("QuantizeLinear", {"x", "as", "az"}, {"xq"});
+    m.node("DequantizeLinear", {"xq", "as", "az"}, {"xd"});
+    m.node("DequantizeLinear", {"w", "ws", "wz"}, {"wd"});
+    m.node("Conv", {"xd", "wd"}, {"y"});
+    m.output("y", DType::F32);
+    Graph g = import_onnx_bytes(m.bytes(), "q.onnx");
+    EXPECT_EQ(fold_quantized_ops(g).changes, 0);
+}
+
+TEST(QuantizedOpsPass, LibraryMatchesEvaluatorAtEveryLevel) {
+    const std::string model = QdqBlock().bytes(3, 24);
+    // The evaluator runs the dequantized f32 graph; the library the 8-bit convs from -O1 on:
+    // equal up to f32 rounding of the conv sums, which a QuantizeLinear may turn into one
+    // quantization step (0.05) of an intermediate, 0.05 * 127 * 0.01 at most in the last sum.
+    for (int level : {0, 1, 3})
+        expect_library_matches_evaluator(model, {floats({1, 3, 9, 11}, 9, -3, 3)}, level, 1e-4,
+                                         0.07);
+}
+
+} // namespace
+} // namespace tessera::graph
