@@ -217,7 +217,7 @@ class CodeGen {
 #include "tessera/ir/ir_nodes.def"
 
     llvm::Value* cast_value(llvm::Value* v, DataType from, DataType to);
-    /// fptosi.sat of an f32 vector to i32 as vector clamps and selects.
+    /// fptosi.sat of f32 (scalar or vector) to i32 as clamps and selects.
     llvm::Value* saturating_f32_to_i32(llvm::Value* v);
     llvm::Value* floor_div_mod(const Expr& a, const Expr& b, bool is_mod);
     llvm::Value* min_max(llvm::Value* a, llvm::Value* b, DataType t, bool is_max);
@@ -360,13 +360,15 @@ llvm::Value* CodeGen::visit(const Variable* op) {
 }
 
 // LLVM 19 scalarizes a vector llvm.fptosi.sat on x86 (a compare and branch per lane: a
-// QuantizeLinear over 200K values took 0.9 ms on one core). The same conversion stays vectors
-// as a clamp into the range where fptosi is defined, then the two lanes kinds it cannot give:
-// x >= 2^31 saturates to INT32_MAX and NaN gives 0.
+// QuantizeLinear over 200K values took 0.9 ms on one core), and its loop vectorizer does the
+// same to a scalar one. The same conversion stays vectors as a clamp into the range where
+// fptosi is defined, then the two kinds of lanes it cannot give: x >= 2^31 saturates to
+// INT32_MAX and NaN gives 0.
 llvm::Value* CodeGen::saturating_f32_to_i32(llvm::Value* v) {
     llvm::Type* fty = v->getType();
-    llvm::Type* ity = llvm::VectorType::get(b_.getInt32Ty(),
-                                            llvm::cast<llvm::VectorType>(fty)->getElementCount());
+    llvm::Type* ity = b_.getInt32Ty();
+    if (auto* vt = llvm::dyn_cast<llvm::VectorType>(fty))
+        ity = llvm::VectorType::get(ity, vt->getElementCount());
     auto f = [&](double x) { return llvm::ConstantFP::get(fty, x); };
     // 2147483520 is the largest f32 below 2^31.
     llvm::Value* in_range = intrinsic(
@@ -399,7 +401,7 @@ llvm::Value* CodeGen::cast_value(llvm::Value* v, DataType from, DataType to) {
         if (to.bits == 32 && to.is_int())
             wide = to;
         llvm::Type* wty = llvm_type(wide);
-        if (from.bits == 32 && wide.bits == 32 && from.lanes > 1)
+        if (from.bits == 32 && wide.bits == 32)
             return b_.CreateTrunc(saturating_f32_to_i32(v), ty);
         bool unsigned64 = to.is_uint() && to.bits == 64;
         llvm::Value* r =
