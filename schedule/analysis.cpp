@@ -101,8 +101,13 @@ class ExpensiveFinder : public IRVisitor {
   public:
     using IRVisitor::visit;
     bool found = false;
+    // A Select on indices (a padding stage's bounds) is a branch or a masked load per
+    // element of its reader when inlined; one on values read from tensors (rounding half to
+    // even, a Where) is a vector blend, as cheap as the arithmetic around it.
     void visit(const Select* op) override {
-        found = true;
+        bool reads = false;
+        for_each_read(op->condition, [&](const TensorRead*) { reads = true; });
+        found = found || !reads;
         visit_children(op);
     }
     void visit(const Call* op) override {
