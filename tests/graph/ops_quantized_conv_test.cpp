@@ -9,6 +9,7 @@
 
 #include "../../src/graph/ops/blocked_layout.h"
 #include "../../src/graph/ops/quantized_conv.h"
+#include "../../src/graph/ops/quantized_matmul.h"
 #include "graph_test_util.h"
 #include "op_case.h"
 #include "tessera/graph/evaluate.h"
@@ -19,6 +20,7 @@ namespace {
 
 using detail::dot4_u8s8_reference;
 using detail::pack_conv_weight_words;
+using detail::pack_matmul_weight_words;
 using testing::ModelBuilder;
 
 TensorData u8_image(const Shape& s, uint64_t seed) { return ints(s, seed, 0, 255).cast(DType::U8); }
@@ -159,9 +161,40 @@ std::vector<OpCase> quantized_conv_op_cases() {
                        c.constant(floats({1, 8}, 64, 1e-4f, 1e-3f))},
                       {{"kernel_shape", Is({1, 1})}, {"strides", Is({2, 2})}, {"block", I(8)}})};
          }},
+        {"QMatMulOddColumns",
+         {Op::QMatMul},
+         [](Case& c) -> std::vector<ValueId> {
+             // 13 columns: the last word holds one of them and three zero bytes.
+             const TensorData w = s8_weights({13, 37}, 72);
+             return {c.op(Op::QMatMul, {c.input(u8_image({2, 5, 13}, 71)),
+                                        c.constant(detail::pack_matmul_weight_words(w)),
+                                        c.constant(ints({37}, 73, -3000, 3000).cast(DType::I32)),
+                                        c.constant(floats({37}, 74, 1e-4f, 1e-3f))})};
+         }},
     };
 }
 TESSERA_REGISTER_OP_CASES(quantized_conv_op_cases);
+
+TEST(QMatMulTest, EvaluatorMatchesInt32Reference) {
+    const int64_t M = 3, K = 10, N = 7;
+    const TensorData x = u8_image({M, K}, 81);
+    const TensorData w = s8_weights({K, N}, 82);
+    const TensorData off = ints({N}, 83, -500, 500).cast(DType::I32);
+    const TensorData sc = floats({N}, 84, 1e-3f, 1e-2f);
+    GraphBuilder b;
+    const ValueId y = b.op(Op::QMatMul, {b.input("x", x.shape(), DType::U8),
+                                         b.constant(detail::pack_matmul_weight_words(w)),
+                                         b.constant(off), b.constant(sc)});
+    const TensorData out = evaluate(b.finish({y}), {x})[0];
+    for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = 0; n < N; ++n) {
+            int64_t acc = 0;
+            for (int64_t k = 0; k < K; ++k)
+                acc += int64_t(x.data<uint8_t>()[m * K + k]) * w.data<int8_t>()[k * N + n];
+            EXPECT_EQ(out.data<float>()[m * N + n],
+                      static_cast<float>(acc + off.data<int32_t>()[n]) * sc.data<float>()[n]);
+        }
+}
 
 // A QDQ residual block as static quantization writes it: u8 activations per tensor, s8
 // weights per output channel, i32 biases dequantized by x_scale * w_scale.
@@ -231,6 +264,37 @@ TEST(QuantizedOpsPass, FoldsDequantizedConvsAndKeepsValues) {
                       evaluate(before, in)[0].to_vector<float>());
         }
     }
+}
+
+// x -> Q -> DQ -> MatMul(DQ(W per column)) -> Add(bias), as static quantization writes a
+// transformer's projections.
+std::string qdq_matmul_model(int64_t K, int64_t N) {
+    ModelBuilder m(13);
+    m.input("x", DType::F32, {1, 6, K});
+    m.initializer("as", TensorData::scalar(0.04f));
+    m.initializer("az", TensorData::from_vector<uint8_t>({}, {131}, DType::U8));
+    m.initializer("w", s8_weights({K, N}, 91)).initializer("ws", floats({N}, 92, 0.002f, 0.01f));
+    m.initializer("wz", TensorData(DType::I8, {N})).initializer("b", floats({N}, 93));
+    m.node("QuantizeLinear", {"x", "as", "az"}, {"xq"});
+    m.node("DequantizeLinear", {"xq", "as", "az"}, {"xd"});
+    m.node("DequantizeLinear", {"w", "ws", "wz"}, {"wd"}).i("axis", 1);
+    m.node("MatMul", {"xd", "wd"}, {"mm"});
+    m.node("Add", {"mm", "b"}, {"y"});
+    m.output("y", DType::F32);
+    return m.bytes();
+}
+
+TEST(QuantizedOpsPass, FoldsDequantizedMatMulsAndKeepsValues) {
+    Graph g = import_onnx_bytes(qdq_matmul_model(23, 33), "qmm.onnx");
+    const PassResult r = check_pass(g, fold_quantized_ops);
+    EXPECT_EQ(r.changes, 1) << r.summary;
+    int qmm = 0;
+    for (NodeId id : g.node_ids())
+        qmm += g.node(id).op == Op::QMatMul;
+    EXPECT_EQ(qmm, 1);
+    for (int level : {0, 2, 3})
+        expect_library_matches_evaluator(qdq_matmul_model(23, 33), {floats({1, 6, 23}, 5, -3, 3)},
+                                         level, 1e-4, 1e-4);
 }
 
 TEST(QuantizedOpsPass, LeavesWhatItCannotRepresent) {

@@ -65,8 +65,10 @@ PassResult simplify_algebra(Graph& g);
 /// QConv(X, W, Offset, Scale) (ops.def), the 8-bit convolution: Scale[k] = x_scale *
 /// w_scale[k] in f32, Offset[k] = bias[k] in units of Scale[k] - x_zero_point * sum(W[k]).
 /// An i32 bias dequantized by exactly Scale[k] (what quantizers write) adds exactly; another
-/// bias is rounded to the nearest unit. Its result is the dequantized conv's up to f32
-/// rounding; a QuantizeLinear after it (with the ops between) stays as it is.
+/// bias is rounded to the nearest unit. A MatMul of such operands (W [K, N], per tensor or
+/// per column), or a Gemm (alpha and beta 1, transA 0, its C folded like a bias), becomes
+/// QMatMul with W packed into words at compile time. The results are the
+/// dequantized ops' up to f32 rounding; QuantizeLinear and the ops around stay as they are.
 PassResult fold_quantized_ops(Graph& g);
 
 /// "horizontal-fusion": MatMuls that read one f32 value as their first operand and multiply it

@@ -115,6 +115,15 @@ Tensor pack_u8_words(const Tensor& x, const Conv2dParams& p, int64_t pad_byte);
 Tensor qconv2d_nchwc(const Tensor& x, const Tensor& w, const Tensor& offset, const Tensor& scale,
                      const Conv2dParams& p);
 
+// ---- quantized_matmul.cpp -------------------------------------------------------------------
+
+/// 8-bit matrix product: x u8 [..., K] times weights w i32 [ceil(K/4), N] (word [j, n] holds
+/// the s8 weights of column n for rows 4j .. 4j + 3, byte i for row 4j + i; rows past K are 0),
+/// offset i32 [N], scale f32 [N]: y[..., n] = f32(sum_k x[..., k] * w[k, n] + offset[n]) *
+/// scale[n], f32. Stages "qmatmul_words" (x's rows as words), "qmatmul" (the i32 sums with
+/// dot4_u8s8), "qmatmul_dequantize".
+Tensor qmatmul(const Tensor& x, const Tensor& w, const Tensor& offset, const Tensor& scale);
+
 // ---- winograd.cpp ----------------------------------------------------------------------------
 // Winograd F(m x m, r x r) convolution as input transform -> batched matmul -> output
 // transform, alpha = m + r - 1, E = alpha^2 tile positions, tiles of m x m outputs numbered

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "../ops/quantized_conv.h"
+#include "../ops/quantized_matmul.h"
 #include "rewrite.h"
 
 namespace tessera::graph {
@@ -48,6 +49,119 @@ bool all_zero(const std::vector<double>& v) {
     return true;
 }
 
+// The dequantization of an 8-bit product per output o: Scale[o] = x_scale * w_scale[o] in f32,
+// as the dequantized operands multiply, and Offset[o] = -x_zero_point * sum(W[o]). False when
+// a scale is not positive and finite.
+bool product_params(const Dequantized& x, const std::vector<double>& w_scale,
+                    const std::vector<int64_t>& wsum, TensorData* scale, TensorData* offset) {
+    const int64_t n = static_cast<int64_t>(wsum.size());
+    *scale = TensorData(DType::F32, {n});
+    *offset = TensorData(DType::I32, {n});
+    const auto xzp = static_cast<int64_t>(x.zero_point[0]);
+    for (int64_t o = 0; o < n; ++o) {
+        const float s = static_cast<float>(x.scale[0]) *
+                        static_cast<float>(w_scale[w_scale.size() == 1 ? 0 : o]);
+        if (!(s > 0) || !std::isfinite(s))
+            return false;
+        scale->data<float>()[o] = s;
+        offset->data<int32_t>()[o] = static_cast<int32_t>(-xzp * wsum[o]);
+    }
+    return true;
+}
+
+// [R, C] -> [C, R] of an I8 matrix.
+TensorData transposed_s8(const TensorData& m) {
+    const int64_t R = m.shape()[0], C = m.shape()[1];
+    TensorData t(DType::I8, {C, R});
+    for (int64_t r = 0; r < R; ++r)
+        for (int64_t c = 0; c < C; ++c)
+            t.data<int8_t>()[c * R + r] = m.data<int8_t>()[r * C + c];
+    return t;
+}
+
+// Adds bias (a graph value, [n] after dropping leading 1s) to offset in units of scale: an
+// i32 bias dequantized by exactly scale[o] (what quantizers write) adds exactly; another
+// (f32, or an i32 one of other scales) is rounded to the nearest unit, an error of at most
+// half of scale[o]. False when the bias is not a constant of that form.
+bool add_bias(const Graph& g, ValueId bias, const TensorData& scale, TensorData* offset) {
+    const int64_t n = scale.numel();
+    Dequantized b;
+    std::vector<double> real; // the bias's value, when it is not exact in units
+    std::vector<double> q;
+    if (dequantized(g, bias, true, &b)) {
+        q = b.values->as_f64();
+        if (static_cast<int64_t>(q.size()) != n ||
+            (b.scale.size() != 1 && static_cast<int64_t>(b.scale.size()) != n) ||
+            (b.zero_point.size() != 1 && static_cast<int64_t>(b.zero_point.size()) != n))
+            return false;
+        for (int64_t o = 0; o < n; ++o) {
+            const double zp = b.zero_point[b.zero_point.size() == 1 ? 0 : o];
+            const double sc = b.scale[b.scale.size() == 1 ? 0 : o];
+            real.push_back(zp == 0 && static_cast<float>(sc) == scale.data<float>()[o]
+                               ? std::nan("") // exact: q[o] units
+                               : (q[o] - zp) * sc);
+        }
+    } else {
+        const Value& v = g.value(bias);
+        if (!v.is_constant() || shape_numel(v.shape) != n || v.shape.empty() || v.shape.back() != n)
+            return false;
+        real = v.constant->as_f64();
+    }
+    for (int64_t o = 0; o < n; ++o) {
+        const double units =
+            std::isnan(real[o]) ? q[o] : std::nearbyint(real[o] / scale.data<float>()[o]);
+        if (std::fabs(units) > 1 << 30)
+            return false;
+        offset->data<int32_t>()[o] += static_cast<int32_t>(units);
+    }
+    return true;
+}
+
+// MatMul(DQ(x u8, per tensor), DQ(w i8 constant [K, N], zero point 0, per tensor or per
+// column)) -> QMatMul with the weights packed into words; Gemm (alpha and beta 1, transA 0,
+// A of rank 2) likewise, its transB weights transposed and its C folded into the offset.
+bool fold_matmul(Graph& g, NodeId id) {
+    const Node n = g.node(id);
+    const bool gemm = n.op == Op::Gemm;
+    if (n.outputs.size() != 1 || n.inputs.size() < 2 || (!gemm && n.inputs.size() != 2))
+        return false;
+    if (gemm && (n.attr_float("alpha", 1.0f) != 1.0f || n.attr_float("beta", 1.0f) != 1.0f ||
+                 n.attr_int("transA", 0) != 0))
+        return false;
+    const bool trans_b = gemm && n.attr_int("transB", 0) != 0;
+    Dequantized x, w;
+    if (!dequantized(g, n.inputs[0], false, &x) || !dequantized(g, n.inputs[1], true, &w))
+        return false;
+    const Value xv = g.value(x.data);
+    const Value wv = g.value(w.data);
+    if (xv.dtype != DType::U8 || xv.shape.empty() || x.scale.size() != 1 || wv.dtype != DType::I8 ||
+        wv.shape.size() != 2 || !all_zero(w.zero_point))
+        return false;
+    const TensorData wkn = trans_b ? transposed_s8(*w.values) : *w.values;
+    const int64_t K = wkn.shape()[0], N = wkn.shape()[1];
+    if (K != xv.shape.back() || (gemm && xv.shape.size() != 2))
+        return false;
+    // A scale per output: per column of [K, N], per row of transB's [N, K].
+    if (w.scale.size() != 1 && w.scale_shape != (trans_b ? Shape{N, 1} : Shape{1, N}))
+        return false;
+    const int8_t* pw = wkn.data<int8_t>();
+    std::vector<int64_t> wsum(N, 0);
+    for (int64_t k = 0; k < K; ++k)
+        for (int64_t c = 0; c < N; ++c)
+            wsum[c] += pw[k * N + c];
+    TensorData scale, offset;
+    if (!product_params(x, w.scale, wsum, &scale, &offset))
+        return false;
+    if (gemm && n.input(2) != kNoValue && !add_bias(g, n.inputs[2], scale, &offset))
+        return false;
+    const std::string base = g.value(n.outputs[0]).name;
+    const ValueId words = g.add_constant(wv.name + "_words", pack_matmul_weight_words(wkn));
+    const ValueId off = g.add_constant(base + "_qoffset", std::move(offset));
+    const ValueId sc = g.add_constant(base + "_qscale", std::move(scale));
+    replace_node(g, id, Op::QMatMul, {x.data, words, off, sc}, {});
+    return true;
+}
+
 // Conv(DQ(x u8, per tensor), DQ(w i8 constant, zero point 0, per tensor or per output channel),
 // B?) -> QConv. Copies, not references: adding values below may move the graph's storage.
 bool fold_conv(Graph& g, NodeId id) {
@@ -67,53 +181,17 @@ bool fold_conv(Graph& g, NodeId id) {
     if (per_k != 1 && w.scale_shape != Shape{K, 1, 1, 1})
         return false; // per-axis along another axis than the output channels
     const int64_t xzp = static_cast<int64_t>(x.zero_point[0]);
-    // scale[k] = x_scale * w_scale[k] in f32, as the dequantized operands multiply.
-    TensorData scale(DType::F32, {K}), offset(DType::I32, {K});
     const int64_t per_out = shape_numel(wv.shape) / K;
     const int8_t* pw = w.values->data<int8_t>();
-    for (int64_t k = 0; k < K; ++k) {
-        const float s =
-            static_cast<float>(x.scale[0]) * static_cast<float>(w.scale[per_k == 1 ? 0 : k]);
-        if (!(s > 0) || !std::isfinite(s))
-            return false;
-        scale.data<float>()[k] = s;
-        int64_t wsum = 0;
+    std::vector<int64_t> wsum(K, 0);
+    for (int64_t k = 0; k < K; ++k)
         for (int64_t i = 0; i < per_out; ++i)
-            wsum += pw[k * per_out + i];
-        offset.data<int32_t>()[k] = static_cast<int32_t>(-xzp * wsum);
-    }
-    // The bias in accumulator units: an i32 bias dequantized by scale[k] adds exactly;
-    // another bias (f32, or an i32 one of other scales) is rounded to the nearest unit,
-    // an error of at most half of x_scale * w_scale[k].
-    if (n.input(2) != kNoValue) {
-        Dequantized b;
-        if (dequantized(g, n.inputs[2], true, &b)) {
-            const std::vector<double> q = b.values->as_f64();
-            if (static_cast<int64_t>(q.size()) != K ||
-                (b.scale.size() != 1 && static_cast<int64_t>(b.scale.size()) != K))
-                return false;
-            for (int64_t k = 0; k < K; ++k) {
-                const double zp = b.zero_point[b.zero_point.size() == 1 ? 0 : k];
-                const double sc = b.scale[b.scale.size() == 1 ? 0 : k];
-                const float unit = scale.data<float>()[k];
-                offset.data<int32_t>()[k] +=
-                    zp == 0 && static_cast<float>(sc) == unit
-                        ? static_cast<int32_t>(q[k])
-                        : static_cast<int32_t>(std::nearbyint((q[k] - zp) * sc / unit));
-            }
-        } else {
-            const Value bv = g.value(n.inputs[2]);
-            if (!bv.is_constant() || bv.shape != Shape{K})
-                return false;
-            const std::vector<double> bias = bv.constant->as_f64();
-            for (int64_t k = 0; k < K; ++k) {
-                const double units = std::nearbyint(bias[k] / scale.data<float>()[k]);
-                if (std::fabs(units) > 1 << 30)
-                    return false;
-                offset.data<int32_t>()[k] += static_cast<int32_t>(units);
-            }
-        }
-    }
+            wsum[k] += pw[k * per_out + i];
+    TensorData scale, offset;
+    if (!product_params(x, w.scale, wsum, &scale, &offset))
+        return false;
+    if (n.input(2) != kNoValue && !add_bias(g, n.inputs[2], scale, &offset))
+        return false;
     Attributes attrs;
     for (const char* key : {"kernel_shape", "strides", "dilations", "pads"})
         if (n.has_attr(key))
@@ -130,13 +208,18 @@ bool fold_conv(Graph& g, NodeId id) {
 
 PassResult fold_quantized_ops(Graph& g) {
     PassResult r = begin_pass("quantized-ops", g);
-    int convs = 0;
-    for (NodeId id : g.topological_order())
-        if (g.is_live(id) && g.node(id).op == Op::Conv)
+    int convs = 0, matmuls = 0;
+    for (NodeId id : g.topological_order()) {
+        if (!g.is_live(id))
+            continue;
+        if (g.node(id).op == Op::Conv)
             convs += fold_conv(g, id);
-    r.changes = convs;
+        else if (g.node(id).op == Op::MatMul || g.node(id).op == Op::Gemm)
+            matmuls += fold_matmul(g, id);
+    }
+    r.changes = convs + matmuls;
     std::ostringstream os;
-    os << convs << " convs to 8-bit QConv";
+    os << convs << " convs to 8-bit QConv, " << matmuls << " matmuls to QMatMul";
     return end_pass(r, g, os.str());
 }
 
