@@ -22,6 +22,7 @@
 #include "op_schedule.h"
 #include "run_command.h"
 #include "tune_command.h"
+#include "tessera/graph/pipeline.h"
 #include "tessera/support/error.h"
 #include "tessera/tuner/measure.h"
 
@@ -155,9 +156,11 @@ int main(int argc, char** argv) {
                         "Print the graph after this pass, or after every pass with 'all'");
     inspect->add_flag("--time-passes", inspect_opts.time_passes,
                       "Report the wall time of each pass and of import, fusion and planning");
+    std::string pass_names; // from the pipeline itself, so that the list cannot go stale
+    for (const std::string& p : graph::pipeline_pass_names())
+        pass_names += (pass_names.empty() ? "" : ", ") + p;
     inspect->add_option("--disable-pass", inspect_opts.disabled_passes,
-                        "Skip this pipeline pass (repeatable): shape-inference, "
-                        "constant-folding, dce, algebraic-simplification, cse, layout, winograd")
+                        "Skip this pipeline pass (repeatable): " + pass_names)
         ->allow_extra_args(false);
     inspect->add_option("--schedule", inspect_opts.schedule_task,
                         "Print the default schedule of one task on this host (what an untuned "

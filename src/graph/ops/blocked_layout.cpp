@@ -288,13 +288,7 @@ TypeList blocked_types(const NodeTypes& t) {
 // Made by the layout pass only: no ONNX opset defines it.
 OpDef blocked_op(Op op, EvalOutputs (*eval)(const Node&, const EvalInputs&, const std::string&),
                  FusionKind fusion, const char* name, void (*kernel)(NodeKernel&)) {
-    return OpDef(op)
-        .onnx(OpDef::kNotOnnx, 1, 3, 1)
-        .types(blocked_types)
-        .eval(eval)
-        .fuses_as(fusion)
-        .named(name)
-        .builds(kernel);
+    return pass_made_op(op, 1, 3, blocked_types, eval, fusion, name, kernel);
 }
 
 } // namespace

@@ -159,6 +159,20 @@ struct OpDef {
 /// The entry of `op`.
 const OpDef& op_def(Op op);
 
+/// The entry of an op that only passes make (no ONNX opset defines it): `min_in` to `max_in`
+/// operands, one output, and its semantics and kernel.
+inline OpDef pass_made_op(Op op, int min_in, int max_in, TypeList (*types)(const NodeTypes&),
+                          EvalOutputs (*eval)(const Node&, const EvalInputs&, const std::string&),
+                          FusionKind fusion, const char* name, void (*kernel)(NodeKernel&)) {
+    return OpDef(op)
+        .onnx(OpDef::kNotOnnx, min_in, max_in, 1)
+        .types(types)
+        .eval(eval)
+        .fuses_as(fusion)
+        .named(name)
+        .builds(kernel);
+}
+
 } // namespace tessera::graph::detail
 
 /// The entries, one per op of ops.def, defined in the family files.

@@ -267,19 +267,6 @@ void qconv_blocked_kernel(NodeKernel& k) {
     k.set(te::qconv2d_nchwc(k.in(0), w, k.in(2), k.in(3), p));
 }
 
-// Made by passes only: no ONNX opset defines them.
-OpDef pass_op(Op op, int inputs, TypeList (*types)(const NodeTypes&),
-              EvalOutputs (*eval)(const Node&, const EvalInputs&, const std::string&),
-              FusionKind fusion, const char* name, void (*kernel)(NodeKernel&)) {
-    return OpDef(op)
-        .onnx(OpDef::kNotOnnx, inputs, inputs, 1)
-        .types(types)
-        .eval(eval)
-        .fuses_as(fusion)
-        .named(name)
-        .builds(kernel);
-}
-
 } // namespace
 
 } // namespace tessera::graph::detail
@@ -288,13 +275,14 @@ namespace tessera::graph::ops {
 
 using namespace detail;
 
-const OpDef QConv =
-    pass_op(Op::QConv, 4, qconv_types, eval_qconv, FusionKind::OutFusable, "qconv2d", qconv_kernel);
+const OpDef QConv = pass_made_op(Op::QConv, 4, 4, qconv_types, eval_qconv, FusionKind::OutFusable,
+                                 "qconv2d", qconv_kernel);
 // Its own task: fused into the conv that reads it, the words would be packed again for every
 // output channel block.
-const OpDef PackU8Words = pass_op(Op::PackU8Words, 1, pack_words_types, eval_pack_words,
-                                  FusionKind::Opaque, "pack_u8_words", pack_words_kernel);
-const OpDef QConvBlocked = pass_op(Op::QConvBlocked, 4, qconv_blocked_types, eval_qconv_blocked,
-                                   FusionKind::OutFusable, "qconv2d_nchwc", qconv_blocked_kernel);
+const OpDef PackU8Words = pass_made_op(Op::PackU8Words, 1, 1, pack_words_types, eval_pack_words,
+                                       FusionKind::Opaque, "pack_u8_words", pack_words_kernel);
+const OpDef QConvBlocked =
+    pass_made_op(Op::QConvBlocked, 4, 4, qconv_blocked_types, eval_qconv_blocked,
+                 FusionKind::OutFusable, "qconv2d_nchwc", qconv_blocked_kernel);
 
 } // namespace tessera::graph::ops

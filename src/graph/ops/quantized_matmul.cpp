@@ -85,12 +85,7 @@ namespace tessera::graph::ops {
 using namespace detail;
 
 // Made by the quantized-ops pass only: no ONNX opset defines it.
-const OpDef QMatMul = OpDef(Op::QMatMul)
-                          .onnx(OpDef::kNotOnnx, 4, 4, 1)
-                          .types(qmatmul_types)
-                          .eval(eval_qmatmul)
-                          .fuses_as(FusionKind::OutFusable)
-                          .named("qmatmul")
-                          .builds(qmatmul_kernel);
+const OpDef QMatMul = pass_made_op(Op::QMatMul, 4, 4, qmatmul_types, eval_qmatmul,
+                                   FusionKind::OutFusable, "qmatmul", qmatmul_kernel);
 
 } // namespace tessera::graph::ops

@@ -49,6 +49,18 @@ bool all_zero(const std::vector<double>& v) {
     return true;
 }
 
+// A product node's quantized operands: input 0 DequantizeLinear(u8, per tensor), input 1
+// DequantizeLinear(an i8 constant of rank w_rank, zero point 0). False for anything else.
+bool quantized_operands(const Graph& g, const Node& n, size_t w_rank, Dequantized* x,
+                        Dequantized* w) {
+    if (!dequantized(g, n.inputs[0], false, x) || !dequantized(g, n.inputs[1], true, w))
+        return false;
+    const Value& xv = g.value(x->data);
+    const Value& wv = g.value(w->data);
+    return xv.dtype == DType::U8 && !xv.shape.empty() && x->scale.size() == 1 &&
+           wv.dtype == DType::I8 && wv.shape.size() == w_rank && all_zero(w->zero_point);
+}
+
 // The dequantization of an 8-bit product per output o: Scale[o] = x_scale * w_scale[o] in f32,
 // as the dequantized operands multiply, and Offset[o] = -x_zero_point * sum(W[o]). False when
 // a scale is not positive and finite.
@@ -130,13 +142,10 @@ bool fold_matmul(Graph& g, NodeId id) {
         return false;
     const bool trans_b = gemm && n.attr_int("transB", 0) != 0;
     Dequantized x, w;
-    if (!dequantized(g, n.inputs[0], false, &x) || !dequantized(g, n.inputs[1], true, &w))
+    if (!quantized_operands(g, n, 2, &x, &w))
         return false;
     const Value xv = g.value(x.data);
     const Value wv = g.value(w.data);
-    if (xv.dtype != DType::U8 || xv.shape.empty() || x.scale.size() != 1 || wv.dtype != DType::I8 ||
-        wv.shape.size() != 2 || !all_zero(w.zero_point))
-        return false;
     const TensorData wkn = trans_b ? transposed_s8(*w.values) : *w.values;
     const int64_t K = wkn.shape()[0], N = wkn.shape()[1];
     if (K != xv.shape.back() || (gemm && xv.shape.size() != 2))
@@ -169,13 +178,9 @@ bool fold_conv(Graph& g, NodeId id) {
     if (n.outputs.size() != 1 || n.inputs.size() < 2 || n.attr_int("group", 1) != 1)
         return false;
     Dequantized x, w;
-    if (!dequantized(g, n.inputs[0], false, &x) || !dequantized(g, n.inputs[1], true, &w))
+    if (!quantized_operands(g, n, 4, &x, &w) || g.value(x.data).shape.size() != 4)
         return false;
-    const Value xv = g.value(x.data);
     const Value wv = g.value(w.data);
-    if (xv.dtype != DType::U8 || xv.shape.size() != 4 || x.scale.size() != 1 ||
-        wv.dtype != DType::I8 || wv.shape.size() != 4 || !all_zero(w.zero_point))
-        return false;
     const int64_t K = wv.shape[0];
     const int64_t per_k = static_cast<int64_t>(w.scale.size());
     if (per_k != 1 && w.scale_shape != Shape{K, 1, 1, 1})
