@@ -44,18 +44,8 @@ LoweredFunc dot4_kernel(int lanes, Form form) {
                                                 : dot;
         return Store::make(out, value, i);
     };
-    const int64_t blocks = lanes > 1 ? kCount / lanes : 0;
-    std::vector<Stmt> parts;
-    if (blocks > 0)
-        parts.push_back(loop("blk", blocks, ForKind::Serial, [&](Var blk) {
-            return loop("lane", lanes, ForKind::Vectorized,
-                        [&](Var lane) { return element(blk * lanes + lane); });
-        }));
-    Var t("t");
-    parts.push_back(For::make(t, Expr(blocks * lanes), Expr(kCount - blocks * lanes),
-                              ForKind::Serial, element(t)));
     return lower::prepare_for_codegen(
-        LoweredFunc{"dot4", {acc, a, b, out}, parts.size() == 1 ? parts[0] : Seq::make(parts)});
+        LoweredFunc{"dot4", {acc, a, b, out}, vector_loop_with_tail(kCount, lanes, element)});
 }
 
 /// The host's CPU with its enabled features, then `extra` (e.g. "-avx512vnni,-avxvnni").

@@ -49,20 +49,9 @@ template <typename T> void check(DataType to, int lanes) {
     const int64_t n = static_cast<int64_t>(in.size());
     Buffer src = buf("x", DataType::f32(), n), dst = buf("y", to, n);
     auto element = [&](Expr i) { return Store::make(dst, cast(to, Load::make(src, i)), i); };
-    const int64_t blocks = lanes > 1 ? n / lanes : 0;
-    std::vector<Stmt> parts;
-    if (blocks > 0)
-        parts.push_back(loop("blk", blocks, ForKind::Serial, [&](Var blk) {
-            return loop("lane", lanes, ForKind::Vectorized,
-                        [&](Var lane) { return element(blk * lanes + lane); });
-        }));
-    Var t("t");
-    parts.push_back(
-        For::make(t, Expr(blocks * lanes), Expr(n - blocks * lanes), ForKind::Serial, element(t)));
     backend::CompileOptions opts;
     opts.keep_assembly = true;
-    JitKernel k =
-        jit_compile({src, dst}, parts.size() == 1 ? parts[0] : Seq::make(parts), opts, true);
+    JitKernel k = jit_compile({src, dst}, vector_loop_with_tail(n, lanes, element), opts, true);
     std::vector<T> out(in.size(), T(0x5a));
     void* args[] = {const_cast<float*>(in.data()), out.data()};
     k.fn(args);

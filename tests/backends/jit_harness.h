@@ -50,4 +50,20 @@ template <typename F> ir::Stmt loop(const std::string& name, int64_t n, ir::ForK
     return ir::For::make(v, ir::Expr(int64_t{0}), ir::Expr(n), kind, body(v));
 }
 
+/// element(i) for i < n: full blocks of `lanes` in a Vectorized inner loop (none for lanes 1),
+/// then the rest as a scalar loop.
+template <typename F> ir::Stmt vector_loop_with_tail(int64_t n, int lanes, F element) {
+    const int64_t blocks = lanes > 1 ? n / lanes : 0;
+    std::vector<ir::Stmt> parts;
+    if (blocks > 0)
+        parts.push_back(loop("blk", blocks, ir::ForKind::Serial, [&](ir::Var blk) {
+            return loop("lane", lanes, ir::ForKind::Vectorized,
+                        [&](ir::Var lane) { return element(blk * lanes + lane); });
+        }));
+    ir::Var t("t");
+    parts.push_back(ir::For::make(t, ir::Expr(blocks * lanes), ir::Expr(n - blocks * lanes),
+                                  ir::ForKind::Serial, element(t)));
+    return parts.size() == 1 ? parts[0] : ir::Seq::make(parts);
+}
+
 } // namespace tessera::testing

@@ -61,6 +61,18 @@ bool quantized_operands(const Graph& g, const Node& n, size_t w_rank, Dequantize
            wv.dtype == DType::I8 && wv.shape.size() == w_rank && all_zero(w->zero_point);
 }
 
+// The sum of each output's weights: output o's `count` weights lie at o * out_stride +
+// i * in_stride of the i8 tensor w.
+std::vector<int64_t> weight_sums(const TensorData& w, int64_t outputs, int64_t out_stride,
+                                 int64_t in_stride, int64_t count) {
+    std::vector<int64_t> sums(outputs, 0);
+    const int8_t* pw = w.data<int8_t>();
+    for (int64_t o = 0; o < outputs; ++o)
+        for (int64_t i = 0; i < count; ++i)
+            sums[o] += pw[o * out_stride + i * in_stride];
+    return sums;
+}
+
 // The dequantization of an 8-bit product per output o: Scale[o] = x_scale * w_scale[o] in f32,
 // as the dequantized operands multiply, and Offset[o] = -x_zero_point * sum(W[o]). False when
 // a scale is not positive and finite.
@@ -153,13 +165,8 @@ bool fold_matmul(Graph& g, NodeId id) {
     // A scale per output: per column of [K, N], per row of transB's [N, K].
     if (w.scale.size() != 1 && w.scale_shape != (trans_b ? Shape{N, 1} : Shape{1, N}))
         return false;
-    const int8_t* pw = wkn.data<int8_t>();
-    std::vector<int64_t> wsum(N, 0);
-    for (int64_t k = 0; k < K; ++k)
-        for (int64_t c = 0; c < N; ++c)
-            wsum[c] += pw[k * N + c];
     TensorData scale, offset;
-    if (!product_params(x, w.scale, wsum, &scale, &offset))
+    if (!product_params(x, w.scale, weight_sums(wkn, N, 1, N, K), &scale, &offset))
         return false;
     if (gemm && n.input(2) != kNoValue && !add_bias(g, n.inputs[2], scale, &offset))
         return false;
@@ -187,13 +194,9 @@ bool fold_conv(Graph& g, NodeId id) {
         return false; // per-axis along another axis than the output channels
     const int64_t xzp = static_cast<int64_t>(x.zero_point[0]);
     const int64_t per_out = shape_numel(wv.shape) / K;
-    const int8_t* pw = w.values->data<int8_t>();
-    std::vector<int64_t> wsum(K, 0);
-    for (int64_t k = 0; k < K; ++k)
-        for (int64_t i = 0; i < per_out; ++i)
-            wsum[k] += pw[k * per_out + i];
     TensorData scale, offset;
-    if (!product_params(x, w.scale, wsum, &scale, &offset))
+    if (!product_params(x, w.scale, weight_sums(*w.values, K, per_out, 1, per_out), &scale,
+                        &offset))
         return false;
     if (n.input(2) != kNoValue && !add_bias(g, n.inputs[2], scale, &offset))
         return false;
