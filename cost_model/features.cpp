@@ -13,6 +13,7 @@
 
 #include "tessera/ir/functor.h"
 #include "tessera/ir/simplify.h"
+#include "tessera/ir/tile_matmul.h"
 
 #include "feature_layout.h"
 #include "index_linear_form.h"
@@ -125,6 +126,9 @@ class OpCounter : public ir::IRVisitor {
             break;
         case ir::CallOp::Dot4U8S8: // four byte products summed: four integer multiply-adds
             add(Feature::int_mad, 4 * lanes);
+            break;
+        case ir::CallOp::TileMatmulU8S8: // its byte products, as dot4 counts them
+            add(Feature::int_mad, double(ir::TileMatmul::from_call(*op).byte_products()));
             break;
         case ir::CallOp::Prefetch:
             break;

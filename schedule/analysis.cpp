@@ -124,6 +124,7 @@ class ExpensiveFinder : public IRVisitor {
         case CallOp::Floor:
         case CallOp::Ceil:
         case CallOp::Dot4U8S8: // a few integer multiply-adds, one instruction with VNNI
+        case CallOp::TileMatmulU8S8:
         case CallOp::Prefetch:
         case CallOp::GpuBlockSum:
         case CallOp::GpuBlockMax:

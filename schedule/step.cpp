@@ -19,7 +19,7 @@ constexpr AnnotationName kAnnotations[] = {
     {IterAnnotation::BlockX, "blockIdx.x"},   {IterAnnotation::BlockY, "blockIdx.y"},
     {IterAnnotation::BlockZ, "blockIdx.z"},   {IterAnnotation::VThread, "vthread"},
     {IterAnnotation::ThreadX, "threadIdx.x"}, {IterAnnotation::ThreadY, "threadIdx.y"},
-    {IterAnnotation::ThreadZ, "threadIdx.z"},
+    {IterAnnotation::ThreadZ, "threadIdx.z"}, {IterAnnotation::TileMatmul, "tile_matmul"},
 };
 
 struct KindName {
@@ -57,6 +57,7 @@ bool is_gpu_binding(IterAnnotation a) {
     case IterAnnotation::Parallel:
     case IterAnnotation::Vectorize:
     case IterAnnotation::Unroll:
+    case IterAnnotation::TileMatmul:
         return false;
     }
     return false;

@@ -77,9 +77,16 @@ CodeNeeds code_needs(const sched::State& s, const std::string& recorded_isa_clas
         if (st.is_input() || st.location.kind == sched::ComputeLocKind::Inlined)
             continue;
         int64_t lanes = 1;
-        for (const sched::Iterator& it : st.iters)
+        bool tiles = false;
+        for (const sched::Iterator& it : st.iters) {
             if (it.annotation == sched::IterAnnotation::Vectorize)
                 lanes = std::max(lanes, it.extent);
+            tiles = tiles || it.annotation == sched::IterAnnotation::TileMatmul;
+        }
+        if (tiles && is_x86(triple) && has(recorded, "amx-int8")) {
+            features.push_back("amx-int8");
+            features.push_back("amx-tile");
+        }
         if (lanes <= 1)
             continue;
         const ir::DataType t = st.tensor.dtype();

@@ -71,6 +71,7 @@ class TaskTuner {
             d.num_cores = opts_.sample.num_cores;
             d.vector_lanes = opts_.sample.max_vectorize_lanes;
             d.weight_inputs = opts_.sketch.weight_inputs;
+            d.cpu_tiles = opts_.cpu_tiles;
             try {
                 seeds_.push_back(sched::default_schedule(c_, d));
             } catch (const ScheduleError&) { // a Compute the rules do not cover: search alone

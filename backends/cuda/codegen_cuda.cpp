@@ -143,6 +143,7 @@ int bound_axis(ForKind k) {
     case ForKind::Parallel:
     case ForKind::Vectorized:
     case ForKind::Unrolled:
+    case ForKind::TileMatmul:
     case ForKind::GpuVThread: return -1;
     }
     return -1;
@@ -607,6 +608,8 @@ class CudaWriter {
             return "0"; // a hint for CPUs; GPUs hide latency with threads
         if (is_gpu_block_reduce(op->op))
             return block_reduce(op);
+        TESSERA_CHECK(op->op != CallOp::TileMatmulU8S8)
+            << "tile_matmul_u8s8 (CPU matrix tiles) reached the CUDA backend";
         if (op->op == CallOp::Abs && !t.is_float()) {
             const std::string x = expr(op->args[0]);
             return t.is_int() ? "(" + x + " < 0 ? -" + x + " : " + x + ")" : x;
@@ -632,6 +635,7 @@ class CudaWriter {
         case CallOp::Pow: r = fn("powf", "pow") + "(" + arg(0) + ", " + arg(1) + ")"; break;
         case CallOp::Dot4U8S8: r = call2("tessera_dot4_u8s8", op->args[0], op->args[1]); break;
         case CallOp::Prefetch:
+        case CallOp::TileMatmulU8S8:
         case CallOp::GpuBlockSum:
         case CallOp::GpuBlockMax:
         case CallOp::GpuBlockMin: break;
@@ -858,6 +862,7 @@ class CudaWriter {
             break;
         case ForKind::Serial:
         case ForKind::Parallel:
+        case ForKind::TileMatmul: // CPU tiles: a plain loop here
         case ForKind::GpuBlockX:
         case ForKind::GpuBlockY:
         case ForKind::GpuBlockZ:

@@ -33,6 +33,7 @@
 #include "tessera/ir/functor.h"
 #include "tessera/ir/op.h"
 #include "tessera/ir/printer.h"
+#include "tessera/ir/tile_matmul.h"
 #include "tessera/support/error.h"
 
 namespace tessera::backend::detail {
@@ -165,6 +166,8 @@ class CodeGen {
         vpdpbusd_512_ = vnni512 && target_has_features(spec, "+evex512");
         vpdpbusd_256_ = (vnni512 && target_has_features(spec, "+avx512vl")) ||
                         target_has_features(spec, "+avxvnni");
+        amx_int8_ =
+            target_has_features(spec, "+amx-int8") && target_has_features(spec, "+amx-tile");
     }
 
     void add_function(const LoweredFunc& f);
@@ -240,6 +243,8 @@ class CodeGen {
     llvm::Value* load(const Buffer& buf, const Expr& index, int lanes);
     void store(const Buffer& buf, llvm::Value* value, const Expr& index, int lanes);
     void parallel_for(const For* op);
+    /// A TileMatmul as AMX tile instructions (its loops without AMX).
+    void tile_matmul(const TileMatmul& t);
     void serial_for(const Var& loop_var, llvm::Value* begin, llvm::Value* end, const Stmt& body,
                     llvm::Value* offset);
     void bind(const Variable* v, llvm::Value* value) { vars_[v] = value; }
@@ -250,6 +255,8 @@ class CodeGen {
     TargetSpec spec_;
     /// Whether the target has vpdpbusd on 512-bit, and on 256- and 128-bit, vectors.
     bool vpdpbusd_512_ = false, vpdpbusd_256_ = false;
+    /// Whether the target has AMX tiles with tdpbusd.
+    bool amx_int8_ = false;
 
     // State of the function being generated (saved and restored around outlined bodies).
     std::string func_name_;
@@ -263,6 +270,20 @@ class CodeGen {
 
 // ---------------------------------------------------------------------------------------------
 // Functions.
+
+/// Whether s holds a TileMatmul statement.
+bool uses_tile_matmul(const Stmt& s) {
+    struct Finder : IRVisitor {
+        bool found = false;
+        using IRVisitor::visit;
+        void visit(const Call* op) override {
+            found = found || op->op == CallOp::TileMatmulU8S8;
+            IRVisitor::visit(op);
+        }
+    } f;
+    f.visit(s);
+    return f.found;
+}
 
 llvm::Function* CodeGen::new_function(const std::string& name, llvm::FunctionType* ty,
                                       bool exported) {
@@ -312,6 +333,8 @@ void CodeGen::add_function(const LoweredFunc& f) {
         llvm::Value* slot = b_.CreateConstInBoundsGEP1_64(ptr(), entry->getArg(0), i);
         call_args.push_back(b_.CreateLoad(ptr(), slot, f.params[i].name()));
     }
+    if (amx_int8_ && uses_tile_matmul(f.body))
+        b_.CreateCall(mod_.getOrInsertFunction("tessera_enable_cpu_tiles", b_.getVoidTy()));
     b_.CreateCall(body, call_args);
     b_.CreateRetVoid();
 
@@ -859,6 +882,7 @@ llvm::Value* CodeGen::visit(const Call* op) {
                             width);
         return dot4_generic(x, codegen(op->args[1]), t.lanes);
     case CallOp::Prefetch:
+    case CallOp::TileMatmulU8S8: // a statement (visit(Evaluate))
     case CallOp::GpuBlockSum: // GPU lowering only
     case CallOp::GpuBlockMax:
     case CallOp::GpuBlockMin:
@@ -1099,7 +1123,89 @@ void CodeGen::visit(const Seq* op) {
         codegen(s);
 }
 
-void CodeGen::visit(const Evaluate* op) { codegen(op->value); }
+void CodeGen::visit(const Evaluate* op) {
+    const Call* call = op->value.as<Call>();
+    if (call && call->op == CallOp::TileMatmulU8S8)
+        return tile_matmul(TileMatmul::from_call(*call));
+    codegen(op->value);
+}
+
+void CodeGen::tile_matmul(const TileMatmul& t) {
+    if (!amx_int8_)
+        return codegen(t.expand());
+    auto i16 = [&](int64_t v) { return b_.getInt16(static_cast<uint16_t>(v)); };
+    // The address of element `offset` (an i64 value) past the first one of a Load operand.
+    auto address = [&](const Expr& operand, llvm::Value* offset) {
+        const Load* l = operand.as<Load>();
+        llvm::Value* index = b_.CreateAdd(codegen(l->index), offset, "", false, true);
+        return b_.CreateGEP(b_.getInt32Ty(), buffer_ptr(l->buffer), index);
+    };
+    auto load_tile = [&](int64_t rows, int64_t words, llvm::Value* p, int64_t ld) {
+        return intrinsic(llvm::Intrinsic::x86_tileloadd64_internal, {},
+                         {i16(rows), i16(4 * words), p, b_.getInt64(4 * ld)});
+    };
+    const size_t n_acc = static_cast<size_t>(t.m_tiles * t.n_tiles);
+    auto c_offset = [&](int64_t mt, int64_t nt) {
+        return b_.getInt64(mt * t.c_m_tile + nt * t.c_n_tile);
+    };
+    std::vector<llvm::Value*> acc;
+    for (int64_t mt = 0; mt < t.m_tiles; ++mt)
+        for (int64_t nt = 0; nt < t.n_tiles; ++nt)
+            acc.push_back(load_tile(t.m, t.n, address(t.c, c_offset(mt, nt)), t.ldc));
+
+    // One loop over all reduce steps (its index split into the loops' indices): the
+    // accumulators stay in tile registers, carried by phis.
+    int64_t steps = 1;
+    for (const auto& l : t.loops)
+        steps *= l.extent;
+    llvm::BasicBlock* pre = b_.GetInsertBlock();
+    auto* loop = llvm::BasicBlock::Create(ctx_, "tile.loop", fn_);
+    auto* exit = llvm::BasicBlock::Create(ctx_, "tile.exit", fn_);
+    b_.CreateBr(loop);
+    b_.SetInsertPoint(loop);
+    llvm::PHINode* step = b_.CreatePHI(i64(), 2, "tile.step");
+    step->addIncoming(b_.getInt64(0), pre);
+    std::vector<llvm::PHINode*> phis;
+    for (size_t i = 0; i < n_acc; ++i) {
+        phis.push_back(b_.CreatePHI(acc[i]->getType(), 2));
+        phis.back()->addIncoming(acc[i], pre);
+    }
+    llvm::Value* a_off = b_.getInt64(0);
+    llvm::Value* b_off = b_.getInt64(0);
+    llvm::Value* rest = step;
+    for (size_t l = t.loops.size(); l-- > 0;) {
+        llvm::Value* ext = b_.getInt64(t.loops[l].extent);
+        llvm::Value* r = b_.CreateURem(rest, ext);
+        rest = b_.CreateUDiv(rest, ext);
+        a_off = b_.CreateAdd(a_off, b_.CreateMul(r, b_.getInt64(t.loops[l].a_stride)));
+        b_off = b_.CreateAdd(b_off, b_.CreateMul(r, b_.getInt64(t.loops[l].b_stride)));
+    }
+    std::vector<llvm::Value*> a_tiles, b_tiles;
+    for (int64_t mt = 0; mt < t.m_tiles; ++mt)
+        a_tiles.push_back(load_tile(
+            t.m, t.k, address(t.a, b_.CreateAdd(a_off, b_.getInt64(mt * t.a_m_tile))), t.lda));
+    for (int64_t nt = 0; nt < t.n_tiles; ++nt)
+        b_tiles.push_back(load_tile(
+            t.k, t.n, address(t.b, b_.CreateAdd(b_off, b_.getInt64(nt * t.b_n_tile))), t.ldb));
+    std::vector<llvm::Value*> next_acc;
+    for (int64_t mt = 0; mt < t.m_tiles; ++mt)
+        for (int64_t nt = 0; nt < t.n_tiles; ++nt)
+            next_acc.push_back(
+                intrinsic(llvm::Intrinsic::x86_tdpbusd_internal, {},
+                          {i16(t.m), i16(4 * t.n), i16(4 * t.k), phis[mt * t.n_tiles + nt],
+                           a_tiles[mt], b_tiles[nt]}));
+    llvm::Value* next = b_.CreateAdd(step, b_.getInt64(1), "", true, true);
+    step->addIncoming(next, b_.GetInsertBlock());
+    for (size_t i = 0; i < n_acc; ++i)
+        phis[i]->addIncoming(next_acc[i], b_.GetInsertBlock());
+    b_.CreateCondBr(b_.CreateICmpULT(next, b_.getInt64(steps)), loop, exit);
+    b_.SetInsertPoint(exit);
+    for (int64_t mt = 0; mt < t.m_tiles; ++mt)
+        for (int64_t nt = 0; nt < t.n_tiles; ++nt)
+            intrinsic(llvm::Intrinsic::x86_tilestored64_internal, {},
+                      {i16(t.m), i16(4 * t.n), address(t.c, c_offset(mt, nt)),
+                       b_.getInt64(4 * t.ldc), next_acc[mt * t.n_tiles + nt]});
+}
 
 } // namespace
 
@@ -1127,6 +1233,7 @@ void check_function_names(const std::vector<LoweredFunc>& funcs) {
         static const char* const kReserved[] = {"tessera_parallel_for",
                                                 "tessera_alloc",
                                                 "tessera_free",
+                                                "tessera_enable_cpu_tiles",
                                                 "exp",
                                                 "expf",
                                                 "log",

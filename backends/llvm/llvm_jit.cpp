@@ -22,6 +22,7 @@
 
 #include "codegen_llvm.h"
 #include "tessera/runtime/alloc.h"
+#include "tessera/runtime/cpu_tiles.h"
 #include "tessera/runtime/thread_pool.h"
 #include "tessera/support/error.h"
 
@@ -77,6 +78,8 @@ class SharedJit {
         syms[jit_->mangleAndIntern("tessera_alloc")] = {ExecutorAddr::fromPtr(&tessera_alloc),
                                                         flags};
         syms[jit_->mangleAndIntern("tessera_free")] = {ExecutorAddr::fromPtr(&tessera_free), flags};
+        syms[jit_->mangleAndIntern("tessera_enable_cpu_tiles")] = {
+            ExecutorAddr::fromPtr(&tessera_enable_cpu_tiles), flags};
         if (llvm::Error e = jit_->getMainJITDylib().define(absoluteSymbols(std::move(syms))))
             TESSERA_UNREACHABLE() << "cannot bind runtime symbols: " << error_text(std::move(e));
         // libm and anything else the process has loaded.

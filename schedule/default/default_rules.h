@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "tessera/schedule/default_schedule.h"
@@ -76,6 +77,15 @@ void factor_row_reductions(State& s, const DefaultScheduleOptions& opts);
 /// innermost contiguous loop of untiled stages split by the vector width and vectorized.
 /// Throws ScheduleError when a step is illegal.
 void annotate_fixed(State& s, const DefaultScheduleOptions& opts);
+
+/// `tiled` (a default schedule from the sketches) with its stage of 8-bit products, a sum of
+/// dot4_u8s8(A, B), re-cut for matrix tiles: the register tile becomes up to 2 row tiles of
+/// up to 16 rows (the innermost axis only A reads, and the next) by up to 2 column tiles of
+/// its columns (the innermost axis, only B reads, at most 16 long), the whole reduction in the
+/// tile's reduce level with the words loop innermost, the nest annotated tile_matmul (not
+/// vectorized, not unrolled). nullopt when the stage is absent, the steps do not have the
+/// tiled shape, or the result does not lower to a TileMatmul (tile_matmul_schedule.cpp).
+std::optional<State> tile_matmul_schedule(const State& tiled);
 
 /// The GPU default schedule (default_schedule.h, target Gpu); gpu_default_schedule.cpp.
 State gpu_default_schedule(const te::Compute& c, const DefaultScheduleOptions& opts);

@@ -118,6 +118,9 @@ State default_schedule(const te::Compute& c, const DefaultScheduleOptions& opts)
             detail::factor_row_reductions(s, opts);
             detail::annotate_fixed(s, opts);
             check_lowers(s);
+            if (opts.cpu_tiles && opts.target == TargetKind::Cpu)
+                if (std::optional<State> tiles = detail::tile_matmul_schedule(s))
+                    return *tiles;
             return s;
         } catch (const ScheduleError&) {
             // The next sketch, or the simpler schedules.

@@ -188,6 +188,8 @@ class Lowerer {
             return ForKind::Vectorized;
         case IterAnnotation::Unroll:
             return ForKind::Unrolled;
+        case IterAnnotation::TileMatmul:
+            return ForKind::TileMatmul;
         case IterAnnotation::None:
         case IterAnnotation::BlockX:
         case IterAnnotation::BlockY:
@@ -205,6 +207,7 @@ class Lowerer {
     static ForKind gpu_kind_of(IterAnnotation a) {
         switch (a) {
         case IterAnnotation::None:
+        case IterAnnotation::TileMatmul: // CPU matrix tiles
         case IterAnnotation::Parallel: return ForKind::Serial; // no host threads inside a kernel
         case IterAnnotation::Vectorize: return ForKind::Vectorized;
         case IterAnnotation::Unroll: return ForKind::Unrolled;

@@ -146,6 +146,7 @@ sched::DefaultScheduleOptions build_default_schedule_options(BuildTarget target,
     sched::DefaultScheduleOptions dso;
     dso.num_cores = num_cores > 0 ? num_cores : std::max(1, host.cores);
     dso.vector_lanes = std::max(4, host.vector_bits / 32);
+    dso.cpu_tiles = host.has_feature("amx-int8") && host.has_feature("amx-tile");
     if (target == BuildTarget::Cuda)
         dso.target = sched::TargetKind::Gpu;
     return dso;

@@ -266,6 +266,7 @@ const char* to_string(CallOp op) {
     case CallOp::GpuBlockMax: return "gpu_block_max";
     case CallOp::GpuBlockMin: return "gpu_block_min";
     case CallOp::Dot4U8S8: return "dot4_u8s8";
+    case CallOp::TileMatmulU8S8: return "tile_matmul_u8s8";
     }
     return "?";
 }
@@ -277,6 +278,10 @@ Expr Call::make(CallOp op, std::vector<Expr> args) {
     return finish(n);
 }
 DataType Call::infer_type() const {
+    if (op == CallOp::TileMatmulU8S8) { // TileMatmul::from_call checks the arguments
+        TESSERA_CHECK(args.size() >= 15) << "tile_matmul_u8s8 with " << args.size() << " arguments";
+        return DataType::i32();
+    }
     size_t want = op == CallOp::Pow || op == CallOp::Dot4U8S8 ? 2 : 1;
     TESSERA_CHECK(args.size() == want) << to_string(op) << " takes " << want << " arguments";
     for (const auto& a : args) TESSERA_CHECK(a.defined()) << to_string(op) << " of undefined";

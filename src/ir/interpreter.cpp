@@ -2,6 +2,7 @@
 // (variables resolved to frame slots, buffers to slot numbers, types to small category codes), so
 // that running it costs one virtual call per node and no map lookup per access.
 #include "tessera/ir/interpreter.h"
+#include "tessera/ir/tile_matmul.h"
 
 #include <cmath>
 #include <cstring>
@@ -639,6 +640,7 @@ struct CallNode : ENode {
                 break;
             case CallOp::Prefetch:
             case CallOp::Dot4U8S8:
+            case CallOp::TileMatmulU8S8: // an Evaluate of it runs its loops (stmt())
                 break;
             case CallOp::GpuBlockSum:
             case CallOp::GpuBlockMax:
@@ -1009,8 +1011,13 @@ SPtr Translator::stmt(const Stmt& s) {
             stmts.push_back(stmt(x));
         return std::make_unique<SeqNode>(std::move(stmts));
     }
-    case IRNodeType::Evaluate:
+    case IRNodeType::Evaluate: {
+        // A tile matmul runs as the loops it stands for.
+        const Call* call = s.as<Evaluate>()->value.as<Call>();
+        if (call && call->op == CallOp::TileMatmulU8S8)
+            return stmt(TileMatmul::from_call(*call).expand());
         return std::make_unique<EvaluateNode>(expr(s.as<Evaluate>()->value));
+    }
 #define TESSERA_EXPR_NODE(X) case IRNodeType::X:
 #include "tessera/ir/ir_nodes.def"
         break;

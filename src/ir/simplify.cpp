@@ -29,14 +29,16 @@ template <typename N> bool uses(const N& n, const Variable* v) {
     return u.found;
 }
 
-/// Whether e contains a side effect (Call(Prefetch)) or a cross-thread reduction (its
-/// barriers must run exactly where the lowering put them: never dropped or duplicated).
+/// Whether e contains a side effect (Call(Prefetch), Call(TileMatmulU8S8)) or a cross-thread
+/// reduction (its barriers must run exactly where the lowering put them: never dropped or
+/// duplicated).
 bool has_side_effect(const Expr& e) {
     struct Finder : IRVisitor {
         bool found = false;
         using IRVisitor::visit;
         void visit(const Call* op) override {
-            found = found || op->op == CallOp::Prefetch || is_gpu_block_reduce(op->op);
+            found = found || op->op == CallOp::Prefetch || op->op == CallOp::TileMatmulU8S8 ||
+                    is_gpu_block_reduce(op->op);
             IRVisitor::visit(op);
         }
     } f;

@@ -12,6 +12,7 @@ const char* to_string(ForKind k) {
     case ForKind::Parallel: return "parallel";
     case ForKind::Vectorized: return "vectorized";
     case ForKind::Unrolled: return "unrolled";
+    case ForKind::TileMatmul: return "tile_matmul";
     case ForKind::GpuBlockX: return "blockIdx.x";
     case ForKind::GpuBlockY: return "blockIdx.y";
     case ForKind::GpuBlockZ: return "blockIdx.z";
@@ -28,7 +29,8 @@ bool is_gpu_kind(ForKind k) {
     case ForKind::Serial:
     case ForKind::Parallel:
     case ForKind::Vectorized:
-    case ForKind::Unrolled: return false;
+    case ForKind::Unrolled:
+    case ForKind::TileMatmul: return false;
     case ForKind::GpuBlockX:
     case ForKind::GpuBlockY:
     case ForKind::GpuBlockZ:

@@ -3,13 +3,15 @@
 
 #include "tessera/ir/simplify.h"
 #include "tessera/ir/verify.h"
+#include "tessera/lower/tile_matmul.h"
 #include "tessera/lower/unroll_loops.h"
 #include "tessera/lower/vectorize_loops.h"
 
 namespace tessera::lower {
 
 ir::LoweredFunc prepare_for_codegen(ir::LoweredFunc f) {
-    ir::Stmt s = ir::simplify(f.body);
+    // Tile nests first: simplifying would drop a tile_matmul loop of one iteration.
+    ir::Stmt s = ir::simplify(lower_tile_matmuls(f.body));
     s = vectorize_loops(s);
     s = unroll_loops(s);
     // Folds the constants unrolling substituted and the Ramp bases vectorizing built.

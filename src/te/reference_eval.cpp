@@ -155,6 +155,7 @@ ReferenceEvaluator::Value ReferenceEvaluator::eval(const Expr& e, Env& env) {
             return I(sum);
         }
         case CallOp::Prefetch:
+        case CallOp::TileMatmulU8S8:
         case CallOp::GpuBlockSum:
         case CallOp::GpuBlockMax:
         case CallOp::GpuBlockMin: break;

@@ -89,6 +89,19 @@ TEST(CodeNeeds, ElementTypesWithAnExtensionNeedItWhenTheRecorderHadIt) {
               (std::vector<std::string>{"avx", "f16c"}));
 }
 
+TEST(CodeNeeds, TileMatmulNestsNeedAmxWhereTheRecorderHadIt) {
+    // The root of a tile nest annotated (scalar loops otherwise): AMX on the machine that had
+    // it, nothing where the code ran as plain loops.
+    const te::Compute c = matmul(7, 13, 67);
+    sched::State s = vectorized(c, 1);
+    sched::annotate(s, int(s.stages.size()) - 1, 2, sched::IterAnnotation::TileMatmul);
+    EXPECT_EQ(code_needs(s, kRocketLake).features,
+              (std::vector<std::string>{"amx-int8", "amx-tile"}));
+    EXPECT_TRUE(code_needs(s, kZen5).features.empty());
+    EXPECT_EQ(missing_features(code_needs(s, kRocketLake), kZen5),
+              (std::vector<std::string>{"amx-int8", "amx-tile"}));
+}
+
 TEST(CodeNeeds, MissingFeaturesAreThoseTheHostLacks) {
     CodeNeeds n;
     n.features = {"avx", "avx512f"};

@@ -16,7 +16,12 @@
 // has AVX-512 VNNI (16 lanes: and 512-bit vectors; 4 and 8: and AVX-512VL) or AVX-VNNI (4 and 8
 // lanes). Otherwise, and on scalars, it is an exact widening multiply and sum of the bytes.
 //
-// Generated code calls tessera_parallel_for, tessera_alloc and tessera_free (runtime) and libm.
+// A TileMatmul statement (ir/tile_matmul.h) is tile loads, tdpbusd and tile stores when the
+// target has AMX-INT8 (accumulators in tile registers across its reduce steps; the function
+// requests the tile state with tessera_enable_cpu_tiles on entry), its loops otherwise.
+//
+// Generated code calls tessera_parallel_for, tessera_alloc, tessera_free and
+// tessera_enable_cpu_tiles (runtime) and libm.
 // The JIT binds them directly; a shared library leaves them undefined, to be resolved from the
 // loading process (link it with ENABLE_EXPORTS / -rdynamic).
 //

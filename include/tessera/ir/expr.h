@@ -6,7 +6,8 @@
 //   divisor must be non-zero. Float arithmetic is IEEE in the node's width.
 // - Binary operands have the same type; a scalar is never mixed with a vector implicitly
 //   (use Broadcast). Comparisons yield bool with the operands' lanes.
-// - Evaluation has no side effects except Call(Prefetch), which is only valid in Evaluate.
+// - Evaluation has no side effects except Call(Prefetch) and Call(TileMatmulU8S8), which are
+//   only valid in Evaluate.
 // - Variables are identified by object identity; their names are hints for printing only.
 #pragma once
 
@@ -279,6 +280,10 @@ enum class CallOp : uint8_t {
     /// lanes). The int8 kernels' multiply: acc + dot4_u8s8(a, b) is one AVX-512 VNNI / AVX-VNNI
     /// vpdpbusd per vector on CPUs that have it. Exact (|sum| <= 4 * 255 * 128).
     Dot4U8S8,
+    /// A block of 8-bit matrix products on matrix tiles (tile_matmul.h: TileMatmul gives its
+    /// arguments and meaning). Only valid in an Evaluate; made by lowering (lower/tile_matmul.h).
+    /// Type i32 (a statement; its value means nothing).
+    TileMatmulU8S8,
 };
 const char* to_string(CallOp op);
 

@@ -28,6 +28,9 @@ enum class ForKind : uint8_t {
     Parallel,   ///< Iterations run on the runtime thread pool in any order.
     Vectorized, ///< Becomes vector instructions (the vectorize pass removes it). Constant extent.
     Unrolled,   ///< Fully unrolled (the unroll pass removes it). Constant extent.
+    /// The root of a loop nest of 8-bit products that lowering turns into one TileMatmul
+    /// (lower/tile_matmul.h; prepare_for_codegen does it). Runs serially where it remains.
+    TileMatmul,
     // GPU bindings (only the CUDA backend accepts them; CPU backends reject them). One kind per
     // hardware index rather than one "bound" kind plus a tag field: the kind is already part of
     // For's reflection, so equality, hashing and printing cover the binding with no new field.

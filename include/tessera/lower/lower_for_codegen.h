@@ -5,9 +5,11 @@
 
 namespace tessera::lower {
 
-/// f ready for code generation: simplify -> vectorize_loops -> unroll_loops -> simplify ->
-/// verify (InternalError when a pass broke the IR). Afterwards the body holds only Serial and
-/// Parallel loops, with the indices of unrolled copies folded to constants. Idempotent.
+/// f ready for code generation: lower_tile_matmuls -> simplify -> vectorize_loops ->
+/// unroll_loops -> simplify -> verify (InternalError when a pass broke the IR; ScheduleError
+/// when a tile_matmul nest does not fit its tiles). Afterwards the body holds only Serial and
+/// Parallel loops (and TileMatmul statements), with the indices of unrolled copies folded to
+/// constants. Idempotent.
 ir::LoweredFunc prepare_for_codegen(ir::LoweredFunc f);
 
 } // namespace tessera::lower

@@ -84,6 +84,11 @@ struct DefaultScheduleOptions {
     int64_t vector_lanes = 8;            ///< f32 lanes of the widest vector register (8: AVX2, 16: AVX-512).
     /// As SketchOptions::weight_inputs; empty: the Compute's own (te::Compute::weight_inputs).
     std::vector<int> weight_inputs;
+    /// Cpu: the CPU has matrix tiles for 8-bit products (x86 AMX-INT8). A stage that sums
+    /// dot4_u8s8 then gets its register tile re-cut into tiles (up to 2x2 of 16 rows x 16
+    /// columns, its reduce loops inside one `tile_matmul` nest, lower/tile_matmul.h), when
+    /// that lowers; otherwise the vector tile.
+    bool cpu_tiles = false;
     /// Gpu: the device limits the schedule keeps (threads, vthreads, shared and register-tile
     /// bytes).
     GpuSampleOptions gpu;

@@ -26,8 +26,13 @@ enum class IterAnnotation : uint8_t {
     ThreadX,
     ThreadY,
     ThreadZ,
+    /// The root of a loop nest of 8-bit products that the CPU runs on matrix tiles (AMX):
+    /// the loops inside it (reduce loops, then rows, columns and words of the tiles) become
+    /// one TileMatmul (ir/tile_matmul.h); a nest that does not fit is a ScheduleError.
+    TileMatmul,
 };
-/// "none", "parallel", "vectorize", "unroll", "blockIdx.x", ..., "vthread", "threadIdx.x", ...
+/// "none", "parallel", "vectorize", "unroll", "blockIdx.x", ..., "vthread", "threadIdx.x", ...,
+/// "tile_matmul"
 const char* to_string(IterAnnotation a);
 /// Parses to_string's names; throws UserError on an unknown name.
 IterAnnotation parse_iter_annotation(const std::string& s);

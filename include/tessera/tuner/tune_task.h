@@ -90,6 +90,9 @@ struct SearchOptions {
     /// it, and the first round measures it when the database does not have it yet: the search
     /// starts from what an untuned build already runs and never ends below it.
     bool seed_default_schedule = true;
+    /// The seeded default schedule puts 8-bit products on matrix tiles (the measuring CPU has
+    /// AMX-INT8; DefaultScheduleOptions::cpu_tiles).
+    bool cpu_tiles = false;
     /// Best records of up to this many other machines measured first (the file comment).
     int transfer_seeds = 4;
     /// Candidates measured and committed at a time: a killed tuner loses at most this many,

@@ -1,0 +1,198 @@
+// lower_tile_matmuls: a `tile_matmul` loop nest matched to one TileMatmul by the coefficients of
+// its loop variables in the three indices of its store.
+#include "tessera/lower/tile_matmul.h"
+
+#include <optional>
+#include <sstream>
+#include <unordered_map>
+
+#include "tessera/ir/functor.h"
+#include "tessera/ir/op.h"
+#include "tessera/ir/simplify.h"
+#include "tessera/ir/tile_matmul.h"
+#include "tessera/support/error.h"
+
+namespace tessera::lower {
+
+using namespace ir;
+
+namespace {
+
+[[noreturn]] void fail(const std::string& what) { throw ScheduleError("tile_matmul: " + what); }
+
+class Substituter : public IRMutator {
+  public:
+    using IRMutator::visit;
+    std::unordered_map<const Variable*, Expr> values;
+    Expr visit(const Variable* op) override {
+        auto it = values.find(op);
+        return it == values.end() ? Expr(op) : it->second;
+    }
+};
+
+Expr substituted(const Expr& e, const Variable* v, const Expr& value) {
+    Substituter s;
+    s.values[v] = value;
+    return s.mutate(e);
+}
+
+/// The constant c with e(v + 1) - e(v) == c for every v, when there is one.
+std::optional<int64_t> coefficient(const Expr& e, const Var& v) {
+    Expr d = simplify(substituted(e, v.get(), v + Expr(int64_t(1))) - e);
+    if (const IntImm* c = d.as<IntImm>())
+        return c->value;
+    return std::nullopt;
+}
+
+struct Loop {
+    Var var;
+    int64_t extent = 0;
+    int64_t c = 0, a = 0, b = 0; // coefficients in the C, A and B indices
+};
+
+/// The loads of `acc + dot4_u8s8(x, y)` (either order) when value has that form.
+bool match_update(const Expr& value, const Load*& acc, const Load*& x, const Load*& y) {
+    const Add* add = value.as<Add>();
+    if (!add)
+        return false;
+    for (const auto& [l, r] : {std::pair(add->a, add->b), std::pair(add->b, add->a)}) {
+        const Call* dot = r.as<Call>();
+        acc = l.as<Load>();
+        if (acc && dot && dot->op == CallOp::Dot4U8S8) {
+            x = dot->args[0].as<Load>();
+            y = dot->args[1].as<Load>();
+            return x && y;
+        }
+    }
+    return false;
+}
+
+Stmt lower_nest(const For* root) {
+    Substituter subs; // Lets and loops of one iteration, substituted into the indices
+    std::vector<Loop> loops;
+    Stmt s(root);
+    while (true) {
+        if (const For* f = s.as<For>()) {
+            if (f->kind != ForKind::Serial && f->kind != ForKind::Unrolled && f != root)
+                fail("loop '" + f->loop_var.name() + "' is " + to_string(f->kind));
+            const IntImm* min = simplify(subs.mutate(f->min)).as<IntImm>();
+            const IntImm* extent = simplify(subs.mutate(f->extent)).as<IntImm>();
+            if (!min || min->value != 0 || !extent)
+                fail("loop '" + f->loop_var.name() + "' does not run a constant count from 0");
+            if (extent->value == 1)
+                subs.values[f->loop_var.get()] = Expr(int64_t(0));
+            else
+                loops.push_back({f->loop_var, extent->value});
+            s = f->body;
+        } else if (const LetStmt* l = s.as<LetStmt>()) {
+            subs.values[l->var.get()] = subs.mutate(l->value);
+            s = l->body;
+        } else {
+            break;
+        }
+    }
+    const Store* st = s.as<Store>();
+    const Load *acc = nullptr, *x = nullptr, *y = nullptr;
+    if (!st || !match_update(st->value, acc, x, y))
+        fail("the nest under '" + root->loop_var.name() +
+             "' is not one store of acc + dot4_u8s8(x, y)");
+    if (st->value.type() != DataType::i32() || acc->buffer.get() != st->buffer.get())
+        fail("the store under '" + root->loop_var.name() + "' is not a scalar i32 update");
+    const Expr ic = simplify(subs.mutate(st->index));
+    if (!is_const_int(simplify(subs.mutate(acc->index) - ic), 0))
+        fail("the accumulator under '" + root->loop_var.name() + "' is read elsewhere");
+    const Expr ia = simplify(subs.mutate(x->index));
+    const Expr ib = simplify(subs.mutate(y->index));
+
+    // Coefficients, then the role of each loop.
+    for (Loop& l : loops) {
+        auto c = coefficient(ic, l.var), a = coefficient(ia, l.var), b = coefficient(ib, l.var);
+        if (!c || !a || !b)
+            fail("an index is not linear in loop '" + l.var.name() + "'");
+        l.c = *c;
+        l.a = *a;
+        l.b = *b;
+    }
+    const Loop* k_loop = nullptr;
+    std::vector<const Loop*> reduce, rows, columns;
+    for (const Loop& l : loops) {
+        if (l.c == 0) {
+            if (l.a == 1 && l.b != 0 && l.extent <= TileMatmul::kMaxColumnWords)
+                k_loop = &l; // the innermost such loop wins
+            reduce.push_back(&l);
+        } else if (l.b == 0 && l.a != 0) {
+            rows.push_back(&l);
+        } else if (l.a == 0 && l.b != 0) {
+            columns.push_back(&l);
+        } else {
+            fail("loop '" + l.var.name() + "' is neither a reduce, row nor column loop");
+        }
+    }
+    TileMatmul t;
+    // Rows: the longer of at most two row loops that fits a tile; the other counts row tiles.
+    if (rows.empty() || rows.size() > 2)
+        fail(std::to_string(rows.size()) + " row loops under '" + root->loop_var.name() + "'");
+    const Loop* row = rows.back();
+    if (rows.size() == 2 && rows[0]->extent > row->extent &&
+        rows[0]->extent <= TileMatmul::kMaxRows)
+        row = rows[0];
+    if (row->extent > TileMatmul::kMaxRows)
+        fail("row loop '" + row->var.name() + "' of " + std::to_string(row->extent) + " rows");
+    t.m = row->extent;
+    t.ldc = row->c;
+    t.lda = row->a;
+    for (const Loop* l : rows)
+        if (l != row) {
+            t.m_tiles = l->extent;
+            t.c_m_tile = l->c;
+            t.a_m_tile = l->a;
+        }
+    // Columns: the loop with unit strides in C and B; another one counts column tiles.
+    const Loop* column = nullptr;
+    for (const Loop* l : columns)
+        if (l->c == 1 && l->b == 1 && l->extent <= TileMatmul::kMaxColumnWords && !column)
+            column = l;
+    if (!column || columns.size() > 2)
+        fail("no loop of at most 16 contiguous columns under '" + root->loop_var.name() + "'");
+    t.n = column->extent;
+    for (const Loop* l : columns)
+        if (l != column) {
+            t.n_tiles = l->extent;
+            t.c_n_tile = l->c;
+            t.b_n_tile = l->b;
+        }
+    // Words: the k loop (a single word per step without one); the rest accumulate in tiles.
+    t.k = k_loop ? k_loop->extent : 1;
+    t.ldb = k_loop ? k_loop->b : 1;
+    for (const Loop* l : reduce)
+        if (l != k_loop)
+            t.loops.push_back({l->extent, l->a, l->b});
+    if (t.tile_registers() > TileMatmul::kTileRegisters)
+        fail(std::to_string(t.m_tiles) + "x" + std::to_string(t.n_tiles) +
+             " tiles need more than 8 tile registers");
+
+    // The first elements: every loop variable at 0.
+    Substituter zero;
+    for (const Loop& l : loops)
+        zero.values[l.var.get()] = Expr(int64_t(0));
+    t.c = Load::make(st->buffer, simplify(zero.mutate(ic)));
+    t.a = Load::make(x->buffer, simplify(zero.mutate(ia)));
+    t.b = Load::make(y->buffer, simplify(zero.mutate(ib)));
+    return t.to_stmt();
+}
+
+class TileMatmulLowering : public IRMutator {
+  public:
+    using IRMutator::visit;
+    Stmt visit(const For* op) override {
+        if (op->kind == ForKind::TileMatmul)
+            return lower_nest(op);
+        return IRMutator::visit(op);
+    }
+};
+
+} // namespace
+
+Stmt lower_tile_matmuls(const Stmt& s) { return TileMatmulLowering().mutate(s); }
+
+} // namespace tessera::lower

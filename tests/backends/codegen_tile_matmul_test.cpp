@@ -1,0 +1,237 @@
+// Matrix tiles for 8-bit products: a hand-built tile_matmul nest lowered to one TileMatmul
+// (fields, and interpretation before and after), run through the LLVM JIT with the host's
+// features (tdpbusd where the host has AMX-INT8) and with AMX turned off by the feature string
+// (the expanded loops); nests that do not fit are schedule errors; and the default schedule
+// of an 8-bit NCHW[x]c convolution on tiles (forced, so any host checks it by interpretation)
+// against the naive nest.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "backends/jit_harness.h"
+#include "common/test_util.h"
+#include "tessera/backends/host.h"
+#include "tessera/ir/interpreter.h"
+#include "tessera/ir/printer.h"
+#include "tessera/ir/tile_matmul.h"
+#include "tessera/lower/lower_default.h"
+#include "tessera/lower/tile_matmul.h"
+#include "tessera/schedule/default_schedule.h"
+#include "tessera/schedule/lower_state.h"
+#include "tessera/support/error.h"
+#include "tessera/te/op_library.h"
+
+using namespace tessera;
+using namespace tessera::ir;
+using namespace tessera::testing;
+
+namespace {
+
+// Odd sizes and padded strides: 3 reduce steps of 2 row tiles of 7 rows by 2 column tiles of
+// 5 columns, 3 words deep; A rows 4 words apart (one unused), B rows 6 apart.
+constexpr int64_t kSteps = 3, kRowTiles = 2, kRows = 7, kColTiles = 2, kCols = 5, kWords = 3;
+constexpr int64_t kLda = 4, kLdb = 6;
+constexpr int64_t kAStep = kRowTiles * kRows * kLda + 1, kBStep = kColTiles * kWords * kLdb + 2;
+constexpr int64_t kCSize = kRowTiles * kColTiles * kRows * kCols;
+constexpr int64_t kASize = kSteps * kAStep, kBSize = kSteps * kBStep;
+
+struct Nest {
+    Buffer c = buf("c", DataType::i32(), kCSize), a = buf("a", DataType::i32(), kASize),
+           b = buf("b", DataType::i32(), kBSize);
+    Stmt body;
+};
+
+/// for r (root, `root_kind`): for mt: for i: for nt: for j: for w:
+///   C[mt][nt][i][j] += dot4(A[r][mt][i][w], B[r][nt][w][j]); `rows` replaces the row count.
+Nest tile_nest(ForKind root_kind = ForKind::TileMatmul, int64_t rows = kRows,
+               bool b_reads_rows = false) {
+    Nest n;
+    n.body = loop("r", kSteps, root_kind, [&](Var r) {
+        return loop("mt", kRowTiles, ForKind::Serial, [&](Var mt) {
+            return loop("i", rows, ForKind::Serial, [&](Var i) {
+                return loop("nt", kColTiles, ForKind::Serial, [&](Var nt) {
+                    return loop("j", kCols, ForKind::Serial, [&](Var j) {
+                        return loop("w", kWords, ForKind::Serial, [&](Var w) {
+                            Expr ci = ((mt * kColTiles + nt) * kRows + i) * kCols + j;
+                            Expr ai = r * kAStep + (mt * kRows + i) * kLda + w;
+                            Expr bi = r * kBStep + (nt * kWords + w) * kLdb + j;
+                            if (b_reads_rows)
+                                bi = bi + i;
+                            return Store::make(n.c,
+                                               Load::make(n.c, ci) + dot4_u8s8(Load::make(n.a, ai),
+                                                                               Load::make(n.b, bi)),
+                                               ci);
+                        });
+                    });
+                });
+            });
+        });
+    });
+    return n;
+}
+
+struct Data {
+    std::vector<int32_t> c = random_words(kCSize, 5), a = random_words(kASize, 6),
+                         b = random_words(kBSize, 7);
+};
+
+std::vector<int32_t> interpret_nest(const Nest& n, const Stmt& body) {
+    Data d;
+    interpret(LoweredFunc{"f", {n.c, n.a, n.b}, body}, {d.c.data(), d.a.data(), d.b.data()});
+    return d.c;
+}
+
+/// The host's CPU and features, then `extra` (e.g. "-amx-int8,-amx-tile").
+backend::CompileOptions host_options_with(const std::string& extra) {
+    const backend::HostInfo& h = backend::host_info();
+    backend::CompileOptions o;
+    o.cpu = h.cpu_name;
+    for (const std::string& f : h.features)
+        o.features += (o.features.empty() ? "+" : ",+") + f;
+    o.features += "," + extra;
+    return o;
+}
+
+bool host_has_amx() {
+    return backend::host_info().has_feature("amx-int8") &&
+           backend::host_info().has_feature("amx-tile");
+}
+
+int count_of(const std::string& text, const std::string& what) {
+    int n = 0;
+    for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1))
+        ++n;
+    return n;
+}
+
+/// Runs the nest through the JIT with opts; returns the assembly, checks C.
+std::string expect_jit_matches(const Nest& n, backend::CompileOptions opts,
+                               const std::vector<int32_t>& want, const std::string& what) {
+    opts.keep_assembly = true;
+    JitKernel k = jit_compile({n.c, n.a, n.b}, n.body, opts, true);
+    Data d;
+    k(d.c, d.a, d.b);
+    EXPECT_EQ(d.c, want) << what;
+    return k.module->assembly();
+}
+
+} // namespace
+
+TEST(TileMatmulLowering, ANestBecomesOneTileMatmulWithItsStridesAndTheSameSums) {
+    const Nest n = tile_nest();
+    const Stmt lowered = lower::lower_tile_matmuls(n.body);
+    const Evaluate* e = lowered.as<Evaluate>();
+    ASSERT_NE(e, nullptr) << lowered;
+    const Call* call = e->value.as<Call>();
+    ASSERT_NE(call, nullptr);
+    const TileMatmul t = TileMatmul::from_call(*call);
+    EXPECT_EQ(t.m, kRows);
+    EXPECT_EQ(t.n, kCols);
+    EXPECT_EQ(t.k, kWords);
+    EXPECT_EQ(t.m_tiles, kRowTiles);
+    EXPECT_EQ(t.n_tiles, kColTiles);
+    EXPECT_EQ(t.ldc, kCols);
+    EXPECT_EQ(t.lda, kLda);
+    EXPECT_EQ(t.ldb, kLdb);
+    EXPECT_EQ(t.c_m_tile, kColTiles * kRows * kCols);
+    EXPECT_EQ(t.c_n_tile, kRows * kCols);
+    EXPECT_EQ(t.a_m_tile, kRows * kLda);
+    EXPECT_EQ(t.b_n_tile, kWords * kLdb);
+    ASSERT_EQ(t.loops.size(), 1u);
+    EXPECT_EQ(t.loops[0].extent, kSteps);
+    EXPECT_EQ(t.loops[0].a_stride, kAStep);
+    EXPECT_EQ(t.loops[0].b_stride, kBStep);
+    EXPECT_EQ(t.tile_registers(), 8);
+    // The call means what the loops meant (and the interpreter runs it).
+    const std::vector<int32_t> want = interpret_nest(n, n.body);
+    EXPECT_EQ(interpret_nest(n, lowered), want);
+    EXPECT_NE(want, Data().c); // the products changed C
+}
+
+TEST(TileMatmulLowering, NestsThatDoNotFitTheTilesAreScheduleErrors) {
+    // 17 rows do not fit a tile.
+    EXPECT_THROW(lower::lower_tile_matmuls(tile_nest(ForKind::TileMatmul, 17).body), ScheduleError);
+    // B read along the rows: the row loop is neither a row nor a column loop.
+    EXPECT_THROW(lower::lower_tile_matmuls(tile_nest(ForKind::TileMatmul, kRows, true).body),
+                 ScheduleError);
+    // A nest that is not a product.
+    Buffer c = buf("c", DataType::i32(), 16);
+    Stmt copy = loop("i", 16, ForKind::TileMatmul,
+                     [&](Var i) { return Store::make(c, Load::make(c, i) + Expr(1), i); });
+    EXPECT_THROW(lower::lower_tile_matmuls(copy), ScheduleError);
+    // Without the annotation nothing changes.
+    const Nest serial = tile_nest(ForKind::Serial);
+    EXPECT_TRUE(lower::lower_tile_matmuls(serial.body).same_as(serial.body));
+}
+
+TEST(TileMatmulCodegen, MatchesTheLoopsWithHostFeaturesAndWithAmxOff) {
+    const Nest n = tile_nest();
+    const std::vector<int32_t> want = interpret_nest(n, n.body);
+    const std::string host = expect_jit_matches(n, host_options_with(""), want, "host features");
+    if (host_has_amx()) {
+        EXPECT_GT(count_of(host, "tdpbusd"), 0) << host;
+        EXPECT_GT(count_of(host, "tileloadd"), 0) << host;
+        EXPECT_GT(count_of(host, "ldtilecfg"), 0) << host;
+    }
+    const std::string off =
+        expect_jit_matches(n, host_options_with("-amx-int8,-amx-tile"), want, "AMX off");
+    EXPECT_EQ(count_of(off, "tdpbusd"), 0) << off;
+    EXPECT_EQ(count_of(off, "tileloadd"), 0) << off;
+}
+
+TEST(TileMatmulSchedule, BlockedConvOnTilesMatchesTheNaiveNest) {
+    // An 8-bit NCHW[16]c 3x3 conv on words: 2 input blocks of 4 words, 4 output blocks, a 7x9
+    // image padded to 9x11 (odd rows: one row tile), stride 1.
+    const te::Tensor x = te::placeholder({1, 2, 9, 11, 4}, DataType::i32(), "x");
+    const te::Tensor w = te::placeholder({4, 2, 3, 3, 4, 16}, DataType::i32(), "w");
+    const te::Tensor offset = te::placeholder({4, 16}, DataType::i32(), "offset");
+    const te::Tensor scale = te::placeholder({4, 16}, DataType::f32(), "scale");
+    const te::Compute c =
+        te::make_compute({x, w, offset, scale},
+                         {te::qconv2d_nchwc(x, w, offset, scale, te::Conv2dParams::make(1, 0))});
+    sched::DefaultScheduleOptions o;
+    o.num_cores = 2;
+    o.vector_lanes = 16;
+    o.cpu_tiles = true;
+    const sched::State s = sched::default_schedule(c, o);
+    bool tiled = false;
+    for (const sched::Stage& st : s.stages)
+        for (const sched::Iterator& it : st.iters)
+            tiled = tiled || it.annotation == sched::IterAnnotation::TileMatmul;
+    ASSERT_TRUE(tiled) << sched::to_string(s);
+    o.cpu_tiles = false;
+    const sched::State vectors = sched::default_schedule(c, o);
+
+    // Inputs: random words, offsets, scales; the naive nest interpreted is the reference.
+    const std::vector<int32_t> xs = random_words(1 * 2 * 9 * 11 * 4, 31),
+                               ws = random_words(4 * 2 * 3 * 3 * 4 * 16, 32);
+    std::vector<int32_t> offs = random_words(64, 33);
+    for (auto& v : offs)
+        v /= 1024;
+    const std::vector<float> scales = random_floats(64, 34, 0.001f, 0.01f);
+    const int64_t out_size = 1 * 4 * 7 * 9 * 16;
+    auto run = [&](const LoweredFunc& f, bool jit, const backend::CompileOptions& opts) {
+        std::vector<int32_t> xv = xs, wv = ws, ov = offs;
+        std::vector<float> sv = scales, out(out_size, -1.0f);
+        std::vector<void*> args = {xv.data(), wv.data(), ov.data(), sv.data(), out.data()};
+        if (jit) {
+            auto m = backend::JitModule::compile({lower::prepare_for_codegen(f)}, opts);
+            m->get(f.name)(args.data());
+        } else {
+            interpret(f, args);
+        }
+        return out;
+    };
+    const std::vector<float> want = run(lower::lower_default(c, "naive"), false, {});
+    const std::string amx_off = "-amx-int8,-amx-tile";
+    for (const sched::State* st : {&s, &vectors}) {
+        const LoweredFunc f = sched::lower_state(*st, "scheduled");
+        EXPECT_EQ(run(f, false, {}), want) << "interpreter\n" << sched::to_string(*st);
+        EXPECT_EQ(run(f, true, host_options_with("")), want) << "JIT, host features";
+        EXPECT_EQ(run(f, true, host_options_with(amx_off)), want) << "JIT, AMX off";
+    }
+}
