@@ -144,13 +144,30 @@ std::optional<State> tile_matmul_schedule(const State& tiled) {
         steps[reduce_splits[r]].lengths = {st.iters[n_spatial + r].extent};
 
     // Reduce level 2 (after S0 S1 R0 S2) holds the words loop last: it moves inside the tile.
+    // When the words axis has one step (an image of 4 channels: one word per pixel), the
+    // reduce axis before it takes its place: a kernel window's columns, whose words lie side
+    // by side in a row of the input (7 words of a 7x7 window instead of 1 per tile step).
+    const auto reduce_extent = [&](size_t r) { return st.iters[n_spatial + r].extent; };
+    size_t words_axis = n_reduce - 1;
+    while (words_axis > 0 && reduce_extent(words_axis) == 1)
+        --words_axis;
     std::vector<int>& order = steps[reorder].iters;
     const size_t r1 = 3 * n_spatial + n_reduce;
-    const int words = order[r1 + n_reduce - 1];
-    order.erase(order.begin() + static_cast<long>(r1 + n_reduce - 1));
+    const int words = order[r1 + words_axis];
+    order.erase(order.begin() + static_cast<long>(r1 + words_axis));
     order.push_back(words);
-    // The tile nest's root: the first reduce loop of that level.
-    steps[vectorize].iter = static_cast<int>(r1);
+    // The tile nest's root: its outermost loop of more than one step (lowering drops the
+    // others), among the tile level's reduce loops, then its spatial loops, then words.
+    std::vector<int64_t> nest_extents;
+    for (size_t r = 0; r < n_reduce; ++r)
+        if (r != words_axis)
+            nest_extents.push_back(reduce_extent(r));
+    nest_extents.insert(nest_extents.end(), lengths.begin(), lengths.end());
+    nest_extents.push_back(reduce_extent(words_axis));
+    size_t root = 0;
+    while (root + 1 < nest_extents.size() && nest_extents[root] == 1)
+        ++root;
+    steps[vectorize].iter = static_cast<int>(r1 + root);
     steps[vectorize].annotation = IterAnnotation::TileMatmul;
     try {
         State s = replay(tiled.compute, steps);
