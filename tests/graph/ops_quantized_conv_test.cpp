@@ -120,6 +120,35 @@ TEST(QConvTest, BlockedFormsComputeTheSameValues) {
     }
 }
 
+TEST(QConvTest, PackedWordsInWiderBlocksHoldConsecutiveChannels) {
+    // Two blocks of 8 channels (byte = channel number) as one block of 16 channels: word j
+    // holds channels 4j .. 4j + 3, byte i channel 4j + i, across the input blocks.
+    TensorData x(DType::U8, {1, 2, 1, 1, 8});
+    for (int64_t c = 0; c < 16; ++c)
+        x.data<uint8_t>()[c] = static_cast<uint8_t>(c);
+    GraphBuilder b;
+    const ValueId words = b.op(Op::PackU8Words, {b.input("x", x.shape(), DType::U8)},
+                               {{"words_block", Attribute::of_int(16)}});
+    const TensorData y = evaluate(b.finish({words}), {x})[0];
+    ASSERT_EQ(y.shape(), (Shape{1, 1, 1, 1, 4}));
+    for (int64_t j = 0; j < 4; ++j) {
+        uint32_t want = 0;
+        for (int64_t i = 0; i < 4; ++i)
+            want |= uint32_t(4 * j + i) << (8 * i);
+        EXPECT_EQ(static_cast<uint32_t>(y.data<int32_t>()[j]), want) << "word " << j;
+    }
+}
+
+TEST(QConvTest, PackedWordsRefuseBlocksThatDoNotTileTheChannels) {
+    // 3 blocks of 8 channels: 16 does not divide 24, 12 is no multiple of 8.
+    for (int64_t wb : {16, 12}) {
+        GraphBuilder b;
+        b.op(Op::PackU8Words, {b.input("x", {1, 3, 2, 2, 8}, DType::U8)},
+             {{"words_block", Attribute::of_int(wb)}});
+        EXPECT_THROW(infer_shapes(b.g), UserError) << "words_block " << wb;
+    }
+}
+
 std::vector<OpCase> quantized_conv_op_cases() {
     return {
         {"QConvNchw",
@@ -147,6 +176,44 @@ std::vector<OpCase> quantized_conv_op_cases() {
                            c.constant(ints({3, 16}, 53, -3000, 3000).cast(DType::I32)),
                            c.constant(floats({3, 16}, 54, 1e-4f, 1e-3f))},
                           {{"kernel_shape", Is({3, 3})}, {"block", I(16)}})};
+         }},
+        {"PackU8WordsInBlocksOf32",
+         {Op::PackU8Words},
+         [](Case& c) -> std::vector<ValueId> {
+             // 4 blocks of 16 channels as 2 blocks of 32 (8 words each), odd extents, pads.
+             return {
+                 c.op(Op::PackU8Words, {c.input(u8_image({2, 4, 5, 7, 16}, 55))},
+                      {{"pads", Is({1, 2, 0, 1})}, {"pad_byte", I(77)}, {"words_block", I(32)}})};
+         }},
+        {"QConvBlockedOnWordBlocksOf64",
+         {Op::PackU8Words, Op::QConvBlocked},
+         [](Case& c) -> std::vector<ValueId> {
+             // 128 channels in blocks of 16 as 2 blocks of 64 (16 words each), 2 blocks of 16
+             // outputs.
+             const ValueId words =
+                 c.op(Op::PackU8Words, {c.input(u8_image({1, 8, 5, 7, 16}, 56))},
+                      {{"pads", Is({1, 1, 1, 1})}, {"pad_byte", I(9)}, {"words_block", I(64)}});
+             const TensorData w = s8_weights({32, 128, 3, 3}, 57);
+             return {c.op(Op::QConvBlocked,
+                          {words, c.constant(pack_conv_weight_words(w, 16, 64)),
+                           c.constant(ints({2, 16}, 58, -3000, 3000).cast(DType::I32)),
+                           c.constant(floats({2, 16}, 59, 1e-4f, 1e-3f))},
+                          {{"kernel_shape", Is({3, 3})}, {"block", I(16)}})};
+         }},
+        {"QConvBlockedOnWordBlocksOf64Strided",
+         {Op::PackU8Words, Op::QConvBlocked},
+         [](Case& c) -> std::vector<ValueId> {
+             // 64 channels in blocks of 16 as one block of 64, stride 2 over odd extents.
+             const ValueId words =
+                 c.op(Op::PackU8Words, {c.input(u8_image({1, 4, 9, 7, 16}, 65))},
+                      {{"pads", Is({0, 1, 1, 0})}, {"pad_byte", I(200)}, {"words_block", I(64)}});
+             const TensorData w = s8_weights({16, 64, 3, 3}, 66);
+             return {
+                 c.op(Op::QConvBlocked,
+                      {words, c.constant(pack_conv_weight_words(w, 16, 64)),
+                       c.constant(ints({1, 16}, 67, -3000, 3000).cast(DType::I32)),
+                       c.constant(floats({1, 16}, 68, 1e-4f, 1e-3f))},
+                      {{"kernel_shape", Is({3, 3})}, {"strides", Is({2, 2})}, {"block", I(16)}})};
          }},
         {"QConvBlockedOneByOneStrided",
          {Op::QConvBlocked},
@@ -264,6 +331,44 @@ TEST(QuantizedOpsPass, FoldsDequantizedConvsAndKeepsValues) {
                       evaluate(before, in)[0].to_vector<float>());
         }
     }
+}
+
+TEST(QuantizedOpsPass, LayoutPacksWordsInBlocksOf64WhenTheyTileTheChannels) {
+    // 64 input channels everywhere but the first conv's 3 (an image, read as one block of 4):
+    // the others' words come in one block of 64 channels, whatever the layout's block.
+    for (int64_t C : {64, 3}) {
+        Graph g = import_onnx_bytes(QdqBlock().bytes(C, 64), "qdq.onnx");
+        check_pass(g, fold_quantized_ops);
+        for (int64_t block : {8, 16}) {
+            Graph b = g;
+            const Graph before = b;
+            check_pass(b, [block](Graph& gr) { return convert_layout_nchwc(gr, block); });
+            int wide = 0, narrow = 0;
+            for (NodeId id : b.node_ids()) {
+                const Node& n = b.node(id);
+                if (n.op != Op::PackU8Words)
+                    continue;
+                const Value& words = b.value(n.outputs[0]);
+                if (n.attr_int("words_block", 0) == 64) {
+                    ++wide;
+                    EXPECT_EQ(words.shape[1], 1);
+                    EXPECT_EQ(words.shape[4], 16);
+                } else {
+                    ++narrow;
+                    EXPECT_FALSE(n.has_attr("words_block"));
+                }
+            }
+            EXPECT_EQ(wide, C == 64 ? 3 : 2) << "C=" << C << " block " << block;
+            EXPECT_EQ(narrow, C == 64 ? 0 : 1) << "C=" << C << " block " << block;
+            const std::vector<TensorData> in = {floats({1, C, 9, 11}, 6, -3, 3)};
+            EXPECT_EQ(evaluate(b, in)[0].to_vector<float>(),
+                      evaluate(before, in)[0].to_vector<float>())
+                << "C=" << C << " block " << block;
+        }
+    }
+    // Built: the kernels on the 64-channel word blocks, within LibraryMatchesEvaluator's bound.
+    expect_library_matches_evaluator(QdqBlock().bytes(64, 64), {floats({1, 64, 9, 11}, 9, -3, 3)},
+                                     3, 1e-4, 0.07);
 }
 
 // x -> Q -> DQ -> MatMul(DQ(W per column)) -> Add(bias), as static quantization writes a

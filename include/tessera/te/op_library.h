@@ -101,10 +101,13 @@ Tensor conv2d_nchwc(const Tensor& x, const Tensor& w, const Conv2dParams& p,
 Tensor qconv2d(const Tensor& x, const Tensor& w, const Tensor& offset, const Tensor& scale,
                const Conv2dParams& p, int64_t x_zero_point);
 
-/// A blocked u8 image [N, CB, H, W, xb] (xb a multiple of 4) as i32 words of four channels,
-/// padded by p's pads with words of `pad_byte`: [N, CB, H + pads, W + pads, xb / 4]. Byte j of
-/// a word is channel 4w + j. Stage "pack_u8_words".
-Tensor pack_u8_words(const Tensor& x, const Conv2dParams& p, int64_t pad_byte);
+/// A blocked u8 image [N, CB, H, W, xb] (xb a multiple of 4) as i32 words of four channels in
+/// blocks of `words_block` channels (wb; 0: xb), padded by p's pads with words of `pad_byte`:
+/// [N, CB * xb / wb, H + pads, W + pads, wb / 4]. Word j of block cbw holds channels
+/// cbw * wb + 4j .. + 3, byte i channel cbw * wb + 4j + i (read from input block channel / xb,
+/// lane channel % xb). wb must be a multiple of xb that divides CB * xb. Stage "pack_u8_words".
+Tensor pack_u8_words(const Tensor& x, const Conv2dParams& p, int64_t pad_byte,
+                     int64_t words_block = 0);
 
 /// 8-bit convolution in the blocked layout on words from pack_u8_words: x i32 [N, CB, Hp, Wp,
 /// xw], w i32 [KB, CB, R, S, xw, x] (word j of [kb, cb, r, s, j, k] holds the s8 weights of

@@ -63,6 +63,18 @@ int64_t zero_point_attr(const Node& n, const char* key, const std::string& where
     return zp;
 }
 
+// PackU8Words's channels per block of output words: the `words_block` attribute, by default
+// the input's block xb. A multiple of xb that divides the input's CB * xb channels, so that
+// every block of words is full and each word's four channels lie in one input block.
+int64_t words_block_attr(const Node& n, int64_t cb, int64_t xb, const std::string& where) {
+    const int64_t wb = n.attr_int("words_block", xb);
+    if (xb <= 0 || wb <= 0 || wb % xb != 0 || (cb * xb) % wb != 0)
+        throw UserError() << where << ": words_block " << wb << " must be a multiple of the "
+                          << "input's channel block " << xb << " that divides its " << cb * xb
+                          << " channels";
+    return wb;
+}
+
 // ---- types ----
 
 void require_channel_vector(const NodeTypes& t, size_t i, const char* what, DType dtype,
@@ -111,10 +123,11 @@ TypeList pack_words_types(const NodeTypes& t) {
     zero_point_attr(t.node(), "pad_byte", t.where());
     if (x.shape[4] % 4 != 0)
         t.fail("X " + shape_str(x.shape) + ": the channel block is not a multiple of 4");
+    const int64_t wb = words_block_attr(t.node(), x.shape[1], x.shape[4], t.where());
     const Window2d win = window_of(t.node(), {1, 1}, t.where());
     return {{DType::I32,
-             {x.shape[0], x.shape[1], x.shape[2] + win.pads[0] + win.pads[2],
-              x.shape[3] + win.pads[1] + win.pads[3], x.shape[4] / 4}}};
+             {x.shape[0], x.shape[1] * x.shape[4] / wb, x.shape[2] + win.pads[0] + win.pads[2],
+              x.shape[3] + win.pads[1] + win.pads[3], wb / 4}}};
 }
 
 TypeList qconv_blocked_types(const NodeTypes& t) {
@@ -189,19 +202,24 @@ EvalOutputs eval_pack_words(const Node& n, const EvalInputs& in, const std::stri
     const auto pad = static_cast<uint8_t>(zero_point_attr(n, "pad_byte", where));
     const int64_t N = x.shape()[0], CB = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
     const int64_t xb = x.shape()[4];
+    const int64_t wb = words_block_attr(n, CB, xb, where), CBW = CB * xb / wb;
     const int64_t PH = H + win.pads[0] + win.pads[2], PW = W + win.pads[1] + win.pads[3];
-    TensorData y(DType::I32, {N, CB, PH, PW, xb / 4});
+    TensorData y(DType::I32, {N, CBW, PH, PW, wb / 4});
     const uint8_t* px = x.data<uint8_t>();
     auto* py = reinterpret_cast<uint8_t*>(y.data<int32_t>());
-    for (int64_t b = 0; b < N * CB; ++b)
-        for (int64_t h = 0; h < PH; ++h)
-            for (int64_t v = 0; v < PW; ++v) {
-                const int64_t ih = h - win.pads[0], iw = v - win.pads[1];
-                const bool inside = ih >= 0 && ih < H && iw >= 0 && iw < W;
-                for (int64_t c = 0; c < xb; ++c)
-                    py[((b * PH + h) * PW + v) * xb + c] =
-                        inside ? px[((b * H + ih) * W + iw) * xb + c] : pad;
-            }
+    // Byte i of word j of output block cbw is channel cbw * wb + 4j + i, in memory order.
+    for (int64_t b = 0; b < N; ++b)
+        for (int64_t cbw = 0; cbw < CBW; ++cbw)
+            for (int64_t h = 0; h < PH; ++h)
+                for (int64_t v = 0; v < PW; ++v) {
+                    const int64_t ih = h - win.pads[0], iw = v - win.pads[1];
+                    const bool inside = ih >= 0 && ih < H && iw >= 0 && iw < W;
+                    for (int64_t ci = 0; ci < wb; ++ci) {
+                        const int64_t c = cbw * wb + ci, cb = c / xb;
+                        py[(((b * CBW + cbw) * PH + h) * PW + v) * wb + ci] =
+                            inside ? px[(((b * CB + cb) * H + ih) * W + iw) * xb + c % xb] : pad;
+                    }
+                }
     return {y};
 }
 
@@ -258,7 +276,9 @@ void qconv_kernel(NodeKernel& k) {
 
 void pack_words_kernel(NodeKernel& k) {
     te::Conv2dParams p = conv2d_params(k.node(), {1, 1}, k.where());
-    k.set(te::pack_u8_words(k.in(0), p, zero_point_attr(k.node(), "pad_byte", k.where())));
+    const te::Tensor x = k.in(0);
+    const int64_t wb = words_block_attr(k.node(), x.shape()[1], x.shape()[4], k.where());
+    k.set(te::pack_u8_words(x, p, zero_point_attr(k.node(), "pad_byte", k.where()), wb));
 }
 
 void qconv_blocked_kernel(NodeKernel& k) {

@@ -49,6 +49,11 @@ bool blockable_binary(Op op) {
     return op == Op::Add || op == Op::Sub || op == Op::Mul || op == Op::Max || op == Op::Min;
 }
 
+// Input channels per block of an 8-bit conv's words when they fill whole blocks of it: 64
+// bytes, one row of an AMX tile (16 VNNI words of four channels), contiguous per pixel for
+// the matrix-tile kernels; the vector kernels sum over the block's words as over smaller ones.
+constexpr int64_t kQConvWordsBlock = 64;
+
 class LayoutRewriter {
   public:
     LayoutRewriter(Graph& g, int64_t block) : g_(g), block_(block) {}
@@ -203,8 +208,10 @@ class LayoutRewriter {
     // QConv -> PackU8Words (the input as padded words of four channels) -> QConvBlocked, on
     // the blocked twin of its u8 input (a blocked QuantizeLinear's output, between convs) or,
     // for fewer input channels than a block (an image), on one block of them padded to a
-    // multiple of 4. The padding channels' weights are 0 and their offsets and scales too, so
-    // that padding output channels are 0, as ConvBlocked's.
+    // multiple of 4. The words come in blocks of kQConvWordsBlock channels when C is a
+    // multiple of it (and it of the layout's block), else in the activations' blocks. The
+    // padding channels' weights are 0 and their offsets and scales too, so that padding
+    // output channels are 0, as ConvBlocked's.
     int rewrite_qconv(NodeId id) {
         const Node n = g_.node(id);
         const Value x = g_.value(n.inputs[0]);
@@ -214,18 +221,21 @@ class LayoutRewriter {
             !g_.value(n.inputs[2]).is_constant() || !g_.value(n.inputs[3]).is_constant())
             return 0;
         const bool single = C < block_;
-        const int64_t in_block = single ? (C + 3) / 4 * 4 : block_;
-        const ValueId xb = single ? single_block(n.inputs[0], in_block) : blocked(n.inputs[0]);
+        const int64_t x_block = single ? (C + 3) / 4 * 4 : block_;
+        const bool wide = !single && C % kQConvWordsBlock == 0 && kQConvWordsBlock % block_ == 0;
+        const int64_t in_block = wide ? kQConvWordsBlock : x_block;
+        const ValueId xb = single ? single_block(n.inputs[0], x_block) : blocked(n.inputs[0]);
         const Value xbv = g_.value(xb);
         const std::vector<int64_t> pads = n.attr_ints("pads", {0, 0, 0, 0});
-        const ValueId words =
-            g_.add_value(x.name + "_words", DType::I32,
-                         {xbv.shape[0], xbv.shape[1], xbv.shape[2] + pads[0] + pads[2],
-                          xbv.shape[3] + pads[1] + pads[3], in_block / 4});
-        g_.add_node(Op::PackU8Words, {xb}, {words},
-                    {{"pads", Attribute::of_ints(pads)},
-                     {"pad_byte", Attribute::of_int(n.attr_int("x_zero_point", 0))}},
-                    n.name + "_pack");
+        const ValueId words = g_.add_value(x.name + "_words", DType::I32,
+                                           {xbv.shape[0], xbv.shape[1] * x_block / in_block,
+                                            xbv.shape[2] + pads[0] + pads[2],
+                                            xbv.shape[3] + pads[1] + pads[3], in_block / 4});
+        Attributes pack = {{"pads", Attribute::of_ints(pads)},
+                           {"pad_byte", Attribute::of_int(n.attr_int("x_zero_point", 0))}};
+        if (in_block != x_block)
+            pack["words_block"] = Attribute::of_int(in_block);
+        g_.add_node(Op::PackU8Words, {xb}, {words}, std::move(pack), n.name + "_pack");
         Attributes attrs;
         for (const char* key : {"kernel_shape", "strides", "dilations"})
             if (n.has_attr(key))

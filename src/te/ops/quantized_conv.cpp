@@ -94,7 +94,8 @@ Tensor qconv2d(const Tensor& x, const Tensor& w, const Tensor& offset, const Ten
                    op + "_dequantize", {"n", "k", "oh", "ow"});
 }
 
-Tensor pack_u8_words(const Tensor& x, const Conv2dParams& p, int64_t pad_byte) {
+Tensor pack_u8_words(const Tensor& x, const Conv2dParams& p, int64_t pad_byte,
+                     int64_t words_block) {
     const std::string op = "pack_u8_words";
     check_dtype(x, DataType::u8(), op, "input");
     check_rank(x, 5, op, "input");
@@ -102,22 +103,32 @@ Tensor pack_u8_words(const Tensor& x, const Conv2dParams& p, int64_t pad_byte) {
     if (pad_byte < 0 || pad_byte > 255)
         throw UserError() << op << ": padding byte " << pad_byte << " is not a u8";
     const auto& xs = x.shape();
-    if (xs[4] % 4 != 0)
-        throw UserError() << op << ": channel block " << xs[4] << " is not a multiple of 4";
+    const int64_t xb = xs[4];
+    if (xb <= 0 || xb % 4 != 0)
+        throw UserError() << op << ": channel block " << xb << " is not a multiple of 4";
+    const int64_t wb = words_block == 0 ? xb : words_block;
+    if (wb <= 0 || wb % xb != 0 || (xs[1] * xb) % wb != 0)
+        throw UserError() << op << ": words block " << wb << " must be a multiple of the channel "
+                          << "block " << xb << " that divides the " << xs[1] * xb << " channels";
     const int64_t h = xs[2], wd = xs[3];
     const int64_t ph = h + p.pad_top + p.pad_bottom, pw = wd + p.pad_left + p.pad_right;
     const DataType i32 = DataType::i32();
     // The word's bytes are the channels in memory order (little-endian); the top byte enters
     // as a signed value so that the sum never leaves the i32 range.
     const int64_t pad_word = static_cast<int32_t>(static_cast<uint32_t>(pad_byte) * 0x01010101u);
+    // Word j of output block cbw is word cbw * wb / 4 + j of the image's channels: in input
+    // block cbw * (wb / xb) + j / (xb / 4), at lanes 4 * (j % (xb / 4)) + 0 .. 3.
+    const int64_t xw = xb / 4, ratio = wb / xb;
     return compute(
-        {xs[0], xs[1], ph, pw, xs[4] / 4},
+        {xs[0], xs[1] / ratio, ph, pw, wb / 4},
         [&](const std::vector<Var>& i) {
             Expr y = i[2] - Expr(p.pad_top), xx = i[3] - Expr(p.pad_left);
             Expr yc = clamp_index(y, 0, h - 1), xc = clamp_index(xx, 0, wd - 1);
+            Expr cb = ratio == 1 ? Expr(i[1]) : i[1] * Expr(ratio) + i[4] / Expr(xw);
+            Expr lane_word = ratio == 1 ? Expr(i[4]) : i[4] % Expr(xw);
             Expr word;
             for (int b = 0; b < 4; ++b) {
-                Expr byte = x(i[0], i[1], yc, xc, i[4] * Expr(int64_t(4)) + Expr(int64_t(b)));
+                Expr byte = x(i[0], cb, yc, xc, lane_word * Expr(int64_t(4)) + Expr(int64_t(b)));
                 Expr v = b == 3 ? ir::cast(i32, ir::cast(DataType(DataType::Code::Int, 8), byte))
                                 : ir::cast(i32, byte);
                 v = b == 0 ? v : v * constant(i32, double(int64_t(1) << (8 * b)));
