@@ -131,6 +131,7 @@ class OpCounter : public ir::IRVisitor {
             add(Feature::int_mad, double(ir::TileMatmul::from_call(*op).byte_products()));
             break;
         case ir::CallOp::Prefetch:
+        case ir::CallOp::BytesAsWord: // its Load is counted as a load
             break;
         case ir::CallOp::GpuBlockSum: // a shuffle tree: a few float ops per thread
         case ir::CallOp::GpuBlockMax:

@@ -125,6 +125,7 @@ class ExpensiveFinder : public IRVisitor {
         case CallOp::Ceil:
         case CallOp::Dot4U8S8: // a few integer multiply-adds, one instruction with VNNI
         case CallOp::TileMatmulU8S8:
+        case CallOp::BytesAsWord:
         case CallOp::Prefetch:
         case CallOp::GpuBlockSum:
         case CallOp::GpuBlockMax:

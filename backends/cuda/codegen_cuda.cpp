@@ -610,6 +610,16 @@ class CudaWriter {
             return block_reduce(op);
         TESSERA_CHECK(op->op != CallOp::TileMatmulU8S8)
             << "tile_matmul_u8s8 (CPU matrix tiles) reached the CUDA backend";
+        if (op->op == CallOp::BytesAsWord) { // the bytes one by one: no alignment assumed
+            const Load* l = op->args[0].as<Load>();
+            TESSERA_CHECK(l) << "bytes_as_word of a non-Load";
+            const std::string p = "(&" + name_of(l->buffer) + "[" + expr(l->index) + "])";
+            std::string w;
+            for (int j = 0; j < 4; ++j)
+                w += std::string(j ? " | " : "") + "((unsigned)" + p + "[" + std::to_string(j) +
+                     "] << " + std::to_string(8 * j) + ")";
+            return "((int)(" + w + "))";
+        }
         if (op->op == CallOp::Abs && !t.is_float()) {
             const std::string x = expr(op->args[0]);
             return t.is_int() ? "(" + x + " < 0 ? -" + x + " : " + x + ")" : x;
@@ -636,6 +646,7 @@ class CudaWriter {
         case CallOp::Dot4U8S8: r = call2("tessera_dot4_u8s8", op->args[0], op->args[1]); break;
         case CallOp::Prefetch:
         case CallOp::TileMatmulU8S8:
+        case CallOp::BytesAsWord:
         case CallOp::GpuBlockSum:
         case CallOp::GpuBlockMax:
         case CallOp::GpuBlockMin: break;

@@ -243,6 +243,9 @@ class CodeGen {
     llvm::Value* load(const Buffer& buf, const Expr& index, int lanes);
     void store(const Buffer& buf, llvm::Value* value, const Expr& index, int lanes);
     void parallel_for(const For* op);
+    /// CallOp::BytesAsWord of `bytes` (a u8 Load): unaligned i32 loads, one vector load of
+    /// 4 x lanes bytes when the lanes' words lie side by side.
+    llvm::Value* bytes_as_word(const Load* bytes, int lanes);
     /// A TileMatmul as AMX tile instructions (its loops without AMX).
     void tile_matmul(const TileMatmul& t);
     void serial_for(const Var& loop_var, llvm::Value* begin, llvm::Value* end, const Stmt& body,
@@ -841,6 +844,8 @@ llvm::Value* CodeGen::visit(const Call* op) {
                   {addr, b_.getInt32(0), b_.getInt32(3), b_.getInt32(1)});
         return llvm::ConstantInt::get(b_.getInt32Ty(), 0);
     }
+    if (op->op == CallOp::BytesAsWord)
+        return bytes_as_word(op->args[0].as<Load>(), t.lanes);
     llvm::Value* x = codegen(op->args[0]);
     llvm::Type* ty = x->getType();
     if (t.is_float() && t.bits <= 32 &&
@@ -883,12 +888,35 @@ llvm::Value* CodeGen::visit(const Call* op) {
         return dot4_generic(x, codegen(op->args[1]), t.lanes);
     case CallOp::Prefetch:
     case CallOp::TileMatmulU8S8: // a statement (visit(Evaluate))
+    case CallOp::BytesAsWord:    // bytes_as_word()
     case CallOp::GpuBlockSum: // GPU lowering only
     case CallOp::GpuBlockMax:
     case CallOp::GpuBlockMin:
         break;
     }
     TESSERA_UNREACHABLE() << "call " << to_string(op->op);
+}
+
+llvm::Value* CodeGen::bytes_as_word(const Load* bytes, int lanes) {
+    TESSERA_CHECK(bytes) << "bytes_as_word of a non-Load in " << func_name_;
+    llvm::Value* base = buffer_ptr(bytes->buffer);
+    auto word_at = [&](llvm::Value* index, llvm::Type* ty) {
+        return b_.CreateAlignedLoad(ty, b_.CreateGEP(b_.getInt8Ty(), base, index), llvm::Align(1));
+    };
+    if (lanes == 1)
+        return word_at(codegen(bytes->index), b_.getInt32Ty());
+    const Ramp* ramp = bytes->index.as<Ramp>();
+    if (ramp && is_const_int(ramp->stride, 4)) {
+        auto* ty = llvm::FixedVectorType::get(b_.getInt8Ty(), 4 * lanes);
+        return b_.CreateBitCast(word_at(codegen(ramp->base), ty),
+                                llvm::FixedVectorType::get(b_.getInt32Ty(), lanes));
+    }
+    llvm::Value* index = codegen(bytes->index);
+    llvm::Value* r = llvm::PoisonValue::get(llvm::FixedVectorType::get(b_.getInt32Ty(), lanes));
+    for (int k = 0; k < lanes; ++k)
+        r = b_.CreateInsertElement(
+            r, word_at(b_.CreateExtractElement(index, uint64_t(k)), b_.getInt32Ty()), uint64_t(k));
+    return r;
 }
 
 llvm::Value* CodeGen::visit(const Let* op) {

@@ -267,6 +267,7 @@ const char* to_string(CallOp op) {
     case CallOp::GpuBlockMin: return "gpu_block_min";
     case CallOp::Dot4U8S8: return "dot4_u8s8";
     case CallOp::TileMatmulU8S8: return "tile_matmul_u8s8";
+    case CallOp::BytesAsWord: return "bytes_as_word";
     }
     return "?";
 }
@@ -288,6 +289,12 @@ DataType Call::infer_type() const {
     if (op == CallOp::Prefetch) {
         TESSERA_CHECK(args[0].as<Load>()) << "prefetch of a non-Load";
         return DataType::i32();
+    }
+    if (op == CallOp::BytesAsWord) {
+        TESSERA_CHECK((args[0].as<Load>() || args[0].as<TensorRead>()) &&
+                      args[0].type().element_of() == DataType::u8())
+            << "bytes_as_word of " << args[0].type() << " (a u8 Load or TensorRead)";
+        return DataType::i32(args[0].type().lanes);
     }
     DataType t = args[0].type();
     if (op == CallOp::Pow) same_type("pow", args[0], args[1]);

@@ -520,6 +520,31 @@ struct LoadNode : ENode {
     EPtr index;
 };
 
+/// CallOp::BytesAsWord of a Load: each lane's 4 bytes from its index on, little-endian.
+struct BytesAsWordNode : ENode {
+    BytesAsWordNode(DataType t, int slot, std::string name, EPtr index)
+        : ENode(t), slot(slot), name(std::move(name)), index(std::move(index)) {}
+    const Lane* eval(Frame& fr) override {
+        const Lane* idx = index->eval(fr);
+        const BufSlot& b = fr.bufs[slot];
+        Lane* r = out.data();
+        for (int k = 0; k < lanes; ++k) {
+            int64_t i = idx[k].i;
+            if (i < 0 || i + 3 >= b.size)
+                TESSERA_UNREACHABLE() << "interpreter: out-of-bounds bytes_as_word of buffer '"
+                                      << name << "' at index " << i << " (size " << b.size << ")";
+            uint32_t w = 0;
+            for (int j = 0; j < 4; ++j)
+                w |= uint32_t(b.data[i + j]) << (8 * j);
+            r[k].i = int32_t(w);
+        }
+        return r;
+    }
+    int slot;
+    std::string name;
+    EPtr index;
+};
+
 struct RampNode : ENode {
     RampNode(DataType t, EPtr base, EPtr stride)
         : ENode(t), base(std::move(base)), stride(std::move(stride)) {}
@@ -641,6 +666,7 @@ struct CallNode : ENode {
             case CallOp::Prefetch:
             case CallOp::Dot4U8S8:
             case CallOp::TileMatmulU8S8: // an Evaluate of it runs its loops (stmt())
+            case CallOp::BytesAsWord:    // BytesAsWordNode
                 break;
             case CallOp::GpuBlockSum:
             case CallOp::GpuBlockMax:
@@ -939,6 +965,12 @@ EPtr Translator::expr(const Expr& e) {
     }
     case IRNodeType::Call: {
         const auto* op = e.as<Call>();
+        if (op->op == CallOp::BytesAsWord) {
+            const Load* l = op->args[0].as<Load>();
+            TESSERA_CHECK(l) << "interpreter: bytes_as_word of a non-Load";
+            return std::make_unique<BytesAsWordNode>(op->type, buffer_slot(l->buffer, "load"),
+                                                     l->buffer.name(), expr(l->index));
+        }
         std::vector<EPtr> args;
         if (op->op != CallOp::Prefetch) // a prefetch may point past the end; never evaluated
             for (const auto& a : op->args)

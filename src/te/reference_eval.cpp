@@ -134,6 +134,17 @@ ReferenceEvaluator::Value ReferenceEvaluator::eval(const Expr& e, Env& env) {
     }
     case IRNodeType::Call: {
         const auto* op = e.as<Call>();
+        if (op->op == CallOp::BytesAsWord) { // the 4 elements from the read's last index on
+            const TensorRead* t = op->args[0].as<TensorRead>();
+            TESSERA_CHECK(t) << "bytes_as_word of a non-TensorRead in a tensor expression";
+            std::vector<int64_t> idx;
+            for (const auto& i : t->indices)
+                idx.push_back(eval(i, env).i);
+            uint32_t w = 0;
+            for (int j = 0; j < 4; ++j, ++idx.back())
+                w |= uint32_t(element(t->tensor, idx).i & 0xff) << (8 * j);
+            return I(int32_t(w));
+        }
         Value a = eval(op->args[0], env);
         switch (op->op) {
         case CallOp::Exp: return F(std::exp(a.f));
@@ -156,6 +167,7 @@ ReferenceEvaluator::Value ReferenceEvaluator::eval(const Expr& e, Env& env) {
         }
         case CallOp::Prefetch:
         case CallOp::TileMatmulU8S8:
+        case CallOp::BytesAsWord:
         case CallOp::GpuBlockSum:
         case CallOp::GpuBlockMax:
         case CallOp::GpuBlockMin: break;

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "common/reference_ops.h"
@@ -22,14 +23,16 @@ TEST(ReferenceEval, MatmulMatchesNaiveLoops) {
     Tensor a = te::placeholder({M, K}, DataType::f32(), "a");
     Tensor b = te::placeholder({K, N}, DataType::f32(), "b");
     Tensor c = te::matmul(a, b);
-    auto av = tessera::testing::random_floats(M * K, 1), bv = tessera::testing::random_floats(K * N, 2);
+    auto av = tessera::testing::random_floats(M * K, 1),
+         bv = tessera::testing::random_floats(K * N, 2);
     te::ReferenceEvaluator ref;
     ref.bind(a, av.data());
     ref.bind(b, bv.data());
     for (int64_t i = 0; i < M; ++i)
         for (int64_t j = 0; j < N; ++j) {
             double want = 0;
-            for (int64_t k = 0; k < K; ++k) want += (double)av[i * K + k] * bv[k * N + j];
+            for (int64_t k = 0; k < K; ++k)
+                want += (double)av[i * K + k] * bv[k * N + j];
             EXPECT_NEAR(ref.at(c, {i, j}), want, 1e-9);
         }
 }
@@ -43,7 +46,8 @@ TEST(ReferenceEval, MultiStageSoftmaxRowsSumToOne) {
     ref.bind(x, xv.data());
     for (int64_t i = 0; i < M; ++i) {
         double total = 0, denom = 0;
-        for (int64_t j = 0; j < N; ++j) denom += std::exp((double)xv[i * N + j]);
+        for (int64_t j = 0; j < N; ++j)
+            denom += std::exp((double)xv[i * N + j]);
         for (int64_t j = 0; j < N; ++j) {
             double v = ref.at(y, {i, j});
             EXPECT_NEAR(v, std::exp((double)xv[i * N + j]) / denom, 1e-12);
@@ -67,7 +71,8 @@ TEST(ReferenceEval, PaddedConvolutionBranchIsNotEvaluated) {
     for (int r = 0; r < 3; ++r)
         for (int s = 0; s < 3; ++s) {
             int h = r - 1, ww = s - 1;
-            if (h >= 0 && ww >= 0) want += (double)xv[h * 7 + ww] * wv[r * 3 + s];
+            if (h >= 0 && ww >= 0)
+                want += (double)xv[h * 7 + ww] * wv[r * 3 + s];
         }
     EXPECT_NEAR(ref.at(y, {0, 0, 0, 0}), want, 1e-9);
 }
@@ -123,4 +128,25 @@ TEST(ReferenceEval, Dot4U8S8ReductionMatchesBytewiseReference) {
     std::vector<int32_t> got(M, 0x5a5a5a5a);
     interpret(f, {xv.data(), wv.data(), av.data(), got.data()});
     EXPECT_EQ(got, want);
+}
+
+TEST(ReferenceEval, BytesAsWordReadsFourBytesOfTheLastAxis) {
+    // Words of 4 channels packed from a [3, 12] u8 image (odd rows, bytes above 127), directly
+    // and through the default lowering and the interpreter.
+    Tensor x = te::placeholder({3, 12}, DataType::u8(), "x");
+    Tensor words = te::compute(
+        {3, 3}, [&](const std::vector<Var>& i) { return bytes_as_word(x(i[0], i[1] * Expr(4))); },
+        "words");
+    const std::vector<int32_t> random = tessera::testing::random_words(9, 4);
+    std::vector<uint8_t> xv(36);
+    std::memcpy(xv.data(), random.data(), xv.size());
+    te::ReferenceEvaluator ref;
+    ref.bind(x, xv.data());
+    for (int64_t r = 0; r < 3; ++r)
+        for (int64_t c = 0; c < 3; ++c)
+            EXPECT_EQ(ref.at(words, {r, c}), random[r * 3 + c]) << r << ", " << c;
+    const LoweredFunc f = lower::lower_default(te::make_compute({x}, {words}), "words");
+    std::vector<int32_t> got(9, 0);
+    interpret(f, {xv.data(), got.data()});
+    EXPECT_EQ(got, random);
 }

@@ -280,6 +280,12 @@ enum class CallOp : uint8_t {
     /// lanes). The int8 kernels' multiply: acc + dot4_u8s8(a, b) is one AVX-512 VNNI / AVX-VNNI
     /// vpdpbusd per vector on CPUs that have it. Exact (|sum| <= 4 * 255 * 128).
     Dot4U8S8,
+    /// bytes_as_word(x): the i32 whose little-endian bytes are the 4 consecutive u8 elements
+    /// starting at x (a Load of a u8 buffer, or a TensorRead of a u8 tensor whose last index
+    /// steps through them), i.e. those bytes reinterpreted. Lane-wise on a vector Load. Pre: the
+    /// 4 elements exist (same last dimension). Packing bytes into the words dot4_u8s8 reads:
+    /// a dense vector load where each lane's address is 4 past the previous.
+    BytesAsWord,
     /// A block of 8-bit matrix products on matrix tiles (tile_matmul.h: TileMatmul gives its
     /// arguments and meaning). Only valid in an Evaluate; made by lowering (lower/tile_matmul.h).
     /// Type i32 (a statement; its value means nothing).

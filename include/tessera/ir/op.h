@@ -58,5 +58,8 @@ Expr pow(Expr x, Expr y);
 /// The four unsigned bytes of i32 a times the four signed bytes of b, summed (CallOp::Dot4U8S8).
 /// Both i32 of the same lanes; a scalar is broadcast to the other's lanes.
 Expr dot4_u8s8(Expr a, Expr b);
+/// The 4 u8 elements from `bytes` on as one little-endian i32 (CallOp::BytesAsWord). Pre:
+/// bytes is a u8 Load or TensorRead.
+Expr bytes_as_word(Expr bytes);
 
 } // namespace tessera::ir

@@ -113,8 +113,8 @@ Tensor pack_u8_words(const Tensor& x, const Conv2dParams& p, int64_t pad_byte,
     const int64_t h = xs[2], wd = xs[3];
     const int64_t ph = h + p.pad_top + p.pad_bottom, pw = wd + p.pad_left + p.pad_right;
     const DataType i32 = DataType::i32();
-    // The word's bytes are the channels in memory order (little-endian); the top byte enters
-    // as a signed value so that the sum never leaves the i32 range.
+    // The word's bytes are the channels in memory order (little-endian): 4 consecutive bytes of
+    // the input reinterpreted (one load each, a dense vector load along a block).
     const int64_t pad_word = static_cast<int32_t>(static_cast<uint32_t>(pad_byte) * 0x01010101u);
     // Word j of output block cbw is word cbw * wb / 4 + j of the image's channels: in input
     // block cbw * (wb / xb) + j / (xb / 4), at lanes 4 * (j % (xb / 4)) + 0 .. 3.
@@ -126,14 +126,7 @@ Tensor pack_u8_words(const Tensor& x, const Conv2dParams& p, int64_t pad_byte,
             Expr yc = clamp_index(y, 0, h - 1), xc = clamp_index(xx, 0, wd - 1);
             Expr cb = ratio == 1 ? Expr(i[1]) : i[1] * Expr(ratio) + i[4] / Expr(xw);
             Expr lane_word = ratio == 1 ? Expr(i[4]) : i[4] % Expr(xw);
-            Expr word;
-            for (int b = 0; b < 4; ++b) {
-                Expr byte = x(i[0], cb, yc, xc, lane_word * Expr(int64_t(4)) + Expr(int64_t(b)));
-                Expr v = b == 3 ? ir::cast(i32, ir::cast(DataType(DataType::Code::Int, 8), byte))
-                                : ir::cast(i32, byte);
-                v = b == 0 ? v : v * constant(i32, double(int64_t(1) << (8 * b)));
-                word = b == 0 ? v : word + v;
-            }
+            Expr word = ir::bytes_as_word(x(i[0], cb, yc, xc, lane_word * Expr(int64_t(4))));
             const bool padded = p.pad_top || p.pad_left || p.pad_bottom || p.pad_right;
             if (!padded)
                 return word;
