@@ -303,6 +303,24 @@ struct QdqBlock {
         m.output("c3", DType::F32);
         return m.bytes();
     }
+    /// A conv, a 3x3 stride-2 MaxPool between QuantizeLinear/DequantizeLinear pairs of the same
+    /// parameters (as quantizers write them), and a conv on the pooled bytes.
+    std::string pooled(int64_t C, int64_t K) {
+        m.input("x", DType::F32, {1, C, 9, 11});
+        m.initializer("as", TensorData::scalar(0.05f));
+        m.initializer("az", TensorData::from_vector<uint8_t>({}, {120}, DType::U8));
+        qdq("x", "xd");
+        conv("xd", "c1", C, K, 100, 3, 1);
+        qdq("c1", "c1d");
+        m.node("MaxPool", {"c1d"}, {"p"})
+            .ints("kernel_shape", {3, 3})
+            .ints("strides", {2, 2})
+            .ints("pads", {1, 1, 1, 1});
+        qdq("p", "pd");
+        conv("pd", "c2", K, K, 200, 3, 1);
+        m.output("c2", DType::F32);
+        return m.bytes();
+    }
 };
 
 TEST(QuantizedOpsPass, FoldsDequantizedConvsAndKeepsValues) {
@@ -331,6 +349,44 @@ TEST(QuantizedOpsPass, FoldsDequantizedConvsAndKeepsValues) {
                       evaluate(before, in)[0].to_vector<float>());
         }
     }
+}
+
+TEST(QuantizedOpsPass, MaxPoolsBetweenQuantizationsPoolTheBytes) {
+    Graph g = import_onnx_bytes(QdqBlock().pooled(5, 32), "qpool.onnx");
+    const PassResult r = check_pass(g, fold_quantized_ops);
+    EXPECT_EQ(r.changes, 3) << r.summary; // two convs and the pool
+    int byte_pools = 0;
+    for (NodeId id : g.node_ids())
+        byte_pools += g.node(id).op == Op::MaxPool &&
+                      g.value(g.node(id).inputs[0]).dtype == DType::U8 &&
+                      g.value(g.node(id).outputs[0]).dtype == DType::U8;
+    EXPECT_EQ(byte_pools, 1);
+    // Blocked: the pool of blocked bytes, values unchanged to the bit.
+    for (int64_t block : {8, 16}) {
+        Graph b = g;
+        const Graph before = b;
+        convert_layout_nchwc(b, block);
+        int blocked = 0;
+        for (NodeId id : b.node_ids())
+            blocked += b.node(id).op == Op::MaxPoolBlocked &&
+                       b.value(b.node(id).outputs[0]).dtype == DType::U8;
+        EXPECT_EQ(blocked, 1) << "block " << block;
+        const std::vector<TensorData> in = {floats({1, 5, 9, 11}, 6, -3, 3)};
+        EXPECT_EQ(evaluate(b, in)[0].to_vector<float>(),
+                  evaluate(before, in)[0].to_vector<float>());
+    }
+    // Another scale after the pool: left alone.
+    const std::string model = QdqBlock().pooled(5, 32);
+    Graph h = import_onnx_bytes(model, "qpool.onnx");
+    const ValueId other_scale = h.add_constant("other_scale", TensorData::scalar(0.07f));
+    for (NodeId id : h.node_ids())
+        if (h.node(id).op == Op::QuantizeLinear && h.value(h.node(id).inputs[0]).name == "p")
+            h.node(id).inputs[1] = other_scale;
+    EXPECT_EQ(check_pass(h, fold_quantized_ops).changes, 2);
+    // Built at every level, against the evaluator of the dequantized graph.
+    for (int level : {0, 1, 3})
+        expect_library_matches_evaluator(model, {floats({1, 5, 9, 11}, 10, -3, 3)}, level, 1e-4,
+                                         0.07);
 }
 
 TEST(QuantizedOpsPass, LayoutPacksWordsInBlocksOf64WhenTheyTileTheChannels) {

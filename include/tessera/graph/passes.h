@@ -69,6 +69,8 @@ PassResult simplify_algebra(Graph& g);
 /// per column), or a Gemm (alpha and beta 1, transA 0, its C folded like a bias), becomes
 /// QMatMul with W packed into words at compile time. The results are the
 /// dequantized ops' up to f32 rounding; QuantizeLinear and the ops around stay as they are.
+/// QuantizeLinear(MaxPool(DequantizeLinear(X u8, per tensor)), the same scale and zero point)
+/// becomes MaxPool(X) on the bytes, exactly.
 PassResult fold_quantized_ops(Graph& g);
 
 /// "horizontal-fusion": MatMuls that read one f32 value as their first operand and multiply it

@@ -256,8 +256,8 @@ std::vector<std::pair<DType, Shape>> blocked_layout_types(const Node& n,
         return {{DType::F32, out}};
     }
     case Op::MaxPoolBlocked: {
-        if (x.dtype != DType::F32)
-            throw UserError() << where << ": X must be f32";
+        if (x.dtype != DType::F32 && x.dtype != DType::U8)
+            throw UserError() << where << ": X must be f32 or u8";
         require_rank_of(x.shape, 5, "X", where);
         if (x.shape[4] != block)
             throw UserError() << where << ": X " << shape_str(x.shape) << " is not in blocks of "
@@ -268,7 +268,7 @@ std::vector<std::pair<DType, Shape>> blocked_layout_types(const Node& n,
             out[2 + d] =
                 window_output_dim(x.shape[2 + d], win.kernel[d], win.stride[d], win.dilation[d],
                                   win.pads[d], win.pads[2 + d], win.ceil_mode, where);
-        return {{DType::F32, out}};
+        return {{x.dtype, out}};
     }
     default:
         break;

@@ -113,6 +113,12 @@ EvalOutputs eval_conv(const Node& n, const EvalInputs& in, const std::string& wh
 
 EvalOutputs eval_pool(const Node& n, const EvalInputs& in, const std::string& where) {
     const TensorData& x = require_input(in, 0, where);
+    if (n.op == Op::MaxPool && x.dtype() == DType::U8) {
+        // The maximum of bytes is that of their f32 values, which hold them exactly.
+        const TensorData xf = x.cast(DType::F32);
+        EvalOutputs y = eval_pool(n, {&xf}, where);
+        return {y[0].cast(DType::U8)};
+    }
     if (x.rank() == 5)
         return eval_pool_nd(n, in, where);
     require_f32(x, "X", where);
@@ -363,9 +369,12 @@ TypeList conv_types(const NodeTypes& t) {
 TypeList pool_types(const NodeTypes& t) {
     const Node& n = t.node();
     const Value& x = t.in(0, "X");
-    t.dtype(x, kF32, "X");
+    // MaxPool also pools u8 values (the quantized-ops pass makes it), into u8.
+    const DType out_t = n.op == Op::MaxPool && x.dtype == DType::U8 ? DType::U8 : DType::F32;
+    if (out_t == DType::F32)
+        t.dtype(x, kF32, "X");
     if (x.shape.size() == 5)
-        return {{DType::F32, pool_nd_output_shape(n, x.shape, t.where())}};
+        return {{out_t, pool_nd_output_shape(n, x.shape, t.where())}};
     t.rank(x, 4, "X");
     Window2d win = window_of(n, {0, 0}, t.where());
     const bool is_max = n.op == Op::MaxPool;
@@ -379,7 +388,7 @@ TypeList pool_types(const NodeTypes& t) {
         out[2 + d] = window_output_dim(x.shape[2 + d], win.kernel[d], win.stride[d],
                                        is_max ? win.dilation[d] : 1, win.pads[d], win.pads[2 + d],
                                        win.ceil_mode, t.where());
-    return {{DType::F32, out}};
+    return {{out_t, out}};
 }
 
 TypeList global_pool_types(const NodeTypes& t) {

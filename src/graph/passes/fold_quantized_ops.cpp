@@ -1,5 +1,6 @@
 // The quantized-ops pass: a QDQ model's DequantizeLinear -> Conv becomes the 8-bit QConv on
-// the quantized operands themselves (passes.h states the pattern). The DequantizeLinear nodes
+// the quantized operands themselves, DQ -> MaxPool -> Q a MaxPool on the bytes (passes.h states
+// the patterns). The DequantizeLinear nodes
 // stay for their other readers; dead ones go with dead-code elimination.
 #include <cmath>
 #include <sstream>
@@ -212,11 +213,34 @@ bool fold_conv(Graph& g, NodeId id) {
     return true;
 }
 
+// QuantizeLinear(MaxPool(DQ(x u8, per tensor)), the same scale and zero point) -> MaxPool(x):
+// dequantizing is increasing, so the maximum commutes with it, and quantizing a dequantized
+// byte with its own parameters gives it back. The pool reads and writes bytes.
+bool fold_max_pool(Graph& g, NodeId id) {
+    const Node q = g.node(id);
+    if (q.inputs.size() != 3 || q.outputs.size() != 1 || g.value(q.outputs[0]).dtype != DType::U8)
+        return false;
+    const Node* pool = producer_op(g, q.inputs[0], Op::MaxPool);
+    Dequantized x;
+    if (!pool || pool->outputs.size() != 1 || !dequantized(g, pool->inputs[0], false, &x) ||
+        g.value(x.data).dtype != DType::U8 || x.scale.size() != 1)
+        return false;
+    double q_scale = 0, q_zero_point = 0;
+    if (!constant_scalar(g, q.inputs[1], &q_scale) ||
+        !constant_scalar(g, q.inputs[2], &q_zero_point) ||
+        static_cast<float>(q_scale) != static_cast<float>(x.scale[0]) ||
+        q_zero_point != x.zero_point[0])
+        return false;
+    const Attributes attrs = pool->attrs;
+    replace_node(g, id, Op::MaxPool, {x.data}, attrs);
+    return true;
+}
+
 } // namespace
 
 PassResult fold_quantized_ops(Graph& g) {
     PassResult r = begin_pass("quantized-ops", g);
-    int convs = 0, matmuls = 0;
+    int convs = 0, matmuls = 0, pools = 0;
     for (NodeId id : g.topological_order()) {
         if (!g.is_live(id))
             continue;
@@ -224,10 +248,13 @@ PassResult fold_quantized_ops(Graph& g) {
             convs += fold_conv(g, id);
         else if (g.node(id).op == Op::MatMul || g.node(id).op == Op::Gemm)
             matmuls += fold_matmul(g, id);
+        else if (g.node(id).op == Op::QuantizeLinear)
+            pools += fold_max_pool(g, id);
     }
-    r.changes = convs + matmuls;
+    r.changes = convs + matmuls + pools;
     std::ostringstream os;
-    os << convs << " convs to 8-bit QConv, " << matmuls << " matmuls to QMatMul";
+    os << convs << " convs to 8-bit QConv, " << matmuls << " matmuls to QMatMul, " << pools
+       << " max pools on bytes";
     return end_pass(r, g, os.str());
 }
 

@@ -253,11 +253,16 @@ class LayoutRewriter {
         return 1;
     }
 
-    // A MaxPool whose input is blocked anyway pools the blocked tensor (channels never mix).
+    // A MaxPool whose input is blocked anyway pools the blocked tensor (channels never mix),
+    // of f32 or of bytes (a QDQ model's, the quantized-ops pass).
     int rewrite_max_pool(NodeId id) {
         const Node n = g_.node(id);
         if (n.outputs.size() != 1 || n.inputs.size() != 1 || !has_twin(n.inputs[0]) ||
-            !is_f32_nchw(g_.value(n.outputs[0])) || n.attr_int("storage_order", 0) != 0)
+            n.attr_int("storage_order", 0) != 0)
+            return 0;
+        const Value out = g_.value(n.outputs[0]);
+        if (!out.typed || out.shape.size() != 4 ||
+            (out.dtype != DType::F32 && out.dtype != DType::U8))
             return 0;
         Attributes attrs = n.attrs;
         attrs.erase("storage_order");
