@@ -51,17 +51,6 @@ LoweredFunc dot4_kernel(int lanes, Form form) {
         LoweredFunc{"dot4", {acc, a, b, out}, vector_loop_with_tail(kCount, lanes, element)});
 }
 
-/// The host's CPU with its enabled features, then `extra` (e.g. "-avx512vnni,-avxvnni").
-backend::CompileOptions host_options_with(const std::string& extra) {
-    const backend::HostInfo& h = backend::host_info();
-    backend::CompileOptions o;
-    o.cpu = h.cpu_name;
-    for (const std::string& f : h.features)
-        o.features += (o.features.empty() ? "+" : ",+") + f;
-    o.features += "," + extra;
-    return o;
-}
-
 /// VNNI off on whatever CPU this is: the generic lowering.
 backend::CompileOptions vnni_off() { return host_options_with("-avx512vnni,-avxvnni"); }
 

@@ -85,17 +85,6 @@ std::vector<int32_t> interpret_nest(const Nest& n, const Stmt& body) {
     return d.c;
 }
 
-/// The host's CPU and features, then `extra` (e.g. "-amx-int8,-amx-tile").
-backend::CompileOptions host_options_with(const std::string& extra) {
-    const backend::HostInfo& h = backend::host_info();
-    backend::CompileOptions o;
-    o.cpu = h.cpu_name;
-    for (const std::string& f : h.features)
-        o.features += (o.features.empty() ? "+" : ",+") + f;
-    o.features += "," + extra;
-    return o;
-}
-
 bool host_has_amx() {
     return backend::host_info().has_feature("amx-int8") &&
            backend::host_info().has_feature("amx-tile");

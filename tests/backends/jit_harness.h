@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "tessera/backends/host.h"
 #include "tessera/backends/llvm.h"
 #include "tessera/ir/op.h"
 #include "tessera/ir/stmt.h"
@@ -37,6 +38,18 @@ inline JitKernel jit_compile(std::vector<ir::Buffer> params, ir::Stmt body,
     k.module = backend::JitModule::compile({f}, opts);
     k.fn = k.module->get("f");
     return k;
+}
+
+/// The host's CPU with its enabled features, then `extra` (e.g. "-avx512vnni,-avxvnni" or
+/// "-amx-int8,-amx-tile": the host without those).
+inline backend::CompileOptions host_options_with(const std::string& extra) {
+    const backend::HostInfo& h = backend::host_info();
+    backend::CompileOptions o;
+    o.cpu = h.cpu_name;
+    for (const std::string& f : h.features)
+        o.features += (o.features.empty() ? "+" : ",+") + f;
+    o.features += "," + extra;
+    return o;
 }
 
 /// A 1-D buffer of n elements of type t.
