@@ -1,5 +1,5 @@
 // Algebraic simplification: identities, transpose and reshape chains, BatchNorm folding,
-// MatMul+Add into Gemm, and the LayerNorm / GELU / Softmax recognizers.
+// MatMul+Add into Gemm, squares, and the LayerNorm / GELU / Softmax recognizers.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -34,6 +34,24 @@ TEST(Simplify, RemovesIdentities) {
     EXPECT_EQ(r.changes, 10) << r.summary;
     EXPECT_EQ(op_histogram(g), (std::map<std::string, int>{{"Relu", 1}}));
     EXPECT_EQ(first_node(g, Op::Relu).inputs[0], x);
+}
+
+// x^2 is x*x (the same rounding; check_pass evaluates before and after); other exponents and
+// an exponent that widens x stay.
+TEST(Simplify, SquaresBecomeMultiplies) {
+    GraphBuilder b;
+    ValueId x = b.input("x", {7, 13});
+    ValueId sq = b.op(Op::Pow, {x, b.scalar(2.0f)});
+    ValueId cube = b.op(Op::Pow, {sq, b.scalar(3.0f)});
+    ValueId wide = b.op(Op::Pow, {cube, b.constant(TensorData::from_vector<float>(
+                                            {3, 7, 13}, std::vector<float>(3 * 7 * 13, 2.0f)))});
+    Graph g = b.finish({wide});
+    PassResult r = check_pass(g, simplify_algebra);
+    EXPECT_EQ(r.changes, 1) << r.summary;
+    EXPECT_EQ(op_histogram(g), (std::map<std::string, int>{{"Mul", 1}, {"Pow", 2}}));
+    const Node& mul = first_node(g, Op::Mul);
+    EXPECT_EQ(mul.inputs[0], x);
+    EXPECT_EQ(mul.inputs[1], x);
 }
 
 // x + c where c broadcasts x to a larger shape is not an identity even when c is zero.

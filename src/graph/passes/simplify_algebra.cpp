@@ -270,12 +270,31 @@ bool try_matmul_add(Graph& g, NodeId id, std::string* what) {
     return false;
 }
 
+// Pow(x, 2) -> Mul(x, x) for f32 x and a splat exponent of x's shape or a broadcast one that
+// does not widen x: the same correctly rounded square, one multiply instead of a libm call
+// per element (a normalization's variance that is not recognized as a whole, e.g. between the
+// QuantizeLinear/DequantizeLinear pairs of a QDQ model).
+bool try_square(Graph& g, NodeId id, std::string* what) {
+    const Node& n = g.node(id);
+    if (n.op != Op::Pow || n.inputs.size() != 2 || n.outputs.size() != 1)
+        return false;
+    const Value& x = g.value(n.inputs[0]);
+    const Value& out = g.value(n.outputs[0]);
+    if (!x.typed || !out.typed || x.dtype != DType::F32 || x.shape != out.shape ||
+        !is_constant_splat(g, n.inputs[1], 2.0))
+        return false;
+    const ValueId xv = n.inputs[0];
+    replace_node(g, id, Op::Mul, {xv, xv}, {});
+    *what = "x^2 into x*x";
+    return true;
+}
+
 bool rewrite_one(Graph& g, NodeId id, std::string* what) {
     return try_noop(g, id, what) || try_identity_operand(g, id, what) ||
            try_transpose_pair(g, id, what) || try_reshape_chain(g, id, what) ||
            try_fold_batch_norm(g, id, what) || recognize_layer_norm(g, id, what) ||
            recognize_gelu(g, id, what) || recognize_softmax(g, id, what) ||
-           try_matmul_add(g, id, what);
+           try_matmul_add(g, id, what) || try_square(g, id, what);
 }
 
 } // namespace
