@@ -1166,11 +1166,14 @@ void CodeGen::tile_matmul(const TileMatmul& t) {
     auto address = [&](const Expr& operand, llvm::Value* offset) {
         const Load* l = operand.as<Load>();
         llvm::Value* index = b_.CreateAdd(codegen(l->index), offset, "", false, true);
-        return b_.CreateGEP(b_.getInt32Ty(), buffer_ptr(l->buffer), index);
+        return b_.CreateGEP(memory_type(l->buffer.dtype()), buffer_ptr(l->buffer), index);
     };
-    auto load_tile = [&](int64_t rows, int64_t words, llvm::Value* p, int64_t ld) {
+    // Rows of `words` words, `ld` elements of `operand` (i32 words or, A only, bytes) apart.
+    auto load_tile = [&](int64_t rows, int64_t words, llvm::Value* p, int64_t ld,
+                         const Expr& operand) {
+        const int64_t bytes = operand.as<Load>()->buffer.dtype().bytes();
         return intrinsic(llvm::Intrinsic::x86_tileloadd64_internal, {},
-                         {i16(rows), i16(4 * words), p, b_.getInt64(4 * ld)});
+                         {i16(rows), i16(4 * words), p, b_.getInt64(bytes * ld)});
     };
     const size_t n_acc = static_cast<size_t>(t.m_tiles * t.n_tiles);
     auto c_offset = [&](int64_t mt, int64_t nt) {
@@ -1179,7 +1182,7 @@ void CodeGen::tile_matmul(const TileMatmul& t) {
     std::vector<llvm::Value*> acc;
     for (int64_t mt = 0; mt < t.m_tiles; ++mt)
         for (int64_t nt = 0; nt < t.n_tiles; ++nt)
-            acc.push_back(load_tile(t.m, t.n, address(t.c, c_offset(mt, nt)), t.ldc));
+            acc.push_back(load_tile(t.m, t.n, address(t.c, c_offset(mt, nt)), t.ldc, t.c));
 
     // One loop over all reduce steps (its index split into the loops' indices): the
     // accumulators stay in tile registers, carried by phis.
@@ -1211,10 +1214,12 @@ void CodeGen::tile_matmul(const TileMatmul& t) {
     std::vector<llvm::Value*> a_tiles, b_tiles;
     for (int64_t mt = 0; mt < t.m_tiles; ++mt)
         a_tiles.push_back(load_tile(
-            t.m, t.k, address(t.a, b_.CreateAdd(a_off, b_.getInt64(mt * t.a_m_tile))), t.lda));
+            t.m, t.k, address(t.a, b_.CreateAdd(a_off, b_.getInt64(mt * t.a_m_tile))), t.lda,
+            t.a));
     for (int64_t nt = 0; nt < t.n_tiles; ++nt)
         b_tiles.push_back(load_tile(
-            t.k, t.n, address(t.b, b_.CreateAdd(b_off, b_.getInt64(nt * t.b_n_tile))), t.ldb));
+            t.k, t.n, address(t.b, b_.CreateAdd(b_off, b_.getInt64(nt * t.b_n_tile))), t.ldb,
+            t.b));
     std::vector<llvm::Value*> next_acc;
     for (int64_t mt = 0; mt < t.m_tiles; ++mt)
         for (int64_t nt = 0; nt < t.n_tiles; ++nt)

@@ -21,8 +21,8 @@ int64_t int_arg(const Call& call, size_t i) {
 void check_fields(const TileMatmul& t) {
     for (const Expr* e : {&t.c, &t.a, &t.b}) {
         const Load* l = e->as<Load>();
-        TESSERA_CHECK(l && l->type == DataType::i32())
-            << "tile_matmul operand is not a scalar i32 Load";
+        TESSERA_CHECK(l && (l->type == DataType::i32() || (e == &t.a && l->type == DataType::u8())))
+            << "tile_matmul operand is not a scalar i32 Load (A: or u8)";
     }
     TESSERA_CHECK(t.m >= 1 && t.m <= TileMatmul::kMaxRows && t.n >= 1 &&
                   t.n <= TileMatmul::kMaxColumnWords && t.k >= 1 &&
@@ -37,6 +37,8 @@ void check_fields(const TileMatmul& t) {
 }
 
 } // namespace
+
+int64_t TileMatmul::a_elements_per_word() const { return a.type() == DataType::u8() ? 4 : 1; }
 
 int64_t TileMatmul::byte_products() const {
     int64_t steps = 1;
@@ -83,7 +85,8 @@ Stmt TileMatmul::expand() const {
     const Load* bl = b.as<Load>();
     Var mt("tile_mt"), nt("tile_nt"), i("tile_i"), j("tile_j"), w("tile_w");
     std::vector<Var> rs;
-    Expr a_index = al->index + mt * Expr(a_m_tile) + i * Expr(lda) + w;
+    Expr a_index =
+        al->index + mt * Expr(a_m_tile) + i * Expr(lda) + w * Expr(a_elements_per_word());
     Expr b_index = bl->index + nt * Expr(b_n_tile) + w * Expr(ldb) + j;
     for (size_t l = 0; l < loops.size(); ++l) {
         rs.emplace_back("tile_r" + std::to_string(l));
@@ -91,11 +94,13 @@ Stmt TileMatmul::expand() const {
         b_index = b_index + rs.back() * Expr(loops[l].b_stride);
     }
     Expr c_index = cl->index + mt * Expr(c_m_tile) + nt * Expr(c_n_tile) + i * Expr(ldc) + j;
-    Stmt body =
-        Store::make(cl->buffer,
-                    Load::make(cl->buffer, c_index) +
-                        dot4_u8s8(Load::make(al->buffer, a_index), Load::make(bl->buffer, b_index)),
-                    c_index);
+    Stmt body = Store::make(cl->buffer,
+                            Load::make(cl->buffer, c_index) +
+                                dot4_u8s8(a_elements_per_word() == 4
+                                              ? bytes_as_word(Load::make(al->buffer, a_index))
+                                              : Load::make(al->buffer, a_index),
+                                          Load::make(bl->buffer, b_index)),
+                            c_index);
     auto loop = [&](const Var& v, int64_t extent) {
         body = For::make(v, Expr(int64_t(0)), Expr(extent), ForKind::Serial, body);
     };

@@ -50,6 +50,19 @@ struct Loop {
     int64_t c = 0, a = 0, b = 0; // coefficients in the C, A and B indices
 };
 
+bool contains_dot4(const Expr& e) {
+    struct Finder : IRVisitor {
+        bool found = false;
+        using IRVisitor::visit;
+        void visit(const Call* op) override {
+            found = found || op->op == CallOp::Dot4U8S8;
+            IRVisitor::visit(op);
+        }
+    } f;
+    f.visit(e);
+    return f.found;
+}
+
 /// The loads of `acc + dot4_u8s8(x, y)` (either order) when value has that form.
 bool match_update(const Expr& value, const Load*& acc, const Load*& x, const Load*& y) {
     const Add* add = value.as<Add>();
@@ -59,7 +72,10 @@ bool match_update(const Expr& value, const Load*& acc, const Load*& x, const Loa
         const Call* dot = r.as<Call>();
         acc = l.as<Load>();
         if (acc && dot && dot->op == CallOp::Dot4U8S8) {
-            x = dot->args[0].as<Load>();
+            // A's words may be its bytes reinterpreted (bytes_as_word of a u8 Load).
+            const Call* bytes = dot->args[0].as<Call>();
+            x = bytes && bytes->op == CallOp::BytesAsWord ? bytes->args[0].as<Load>()
+                                                          : dot->args[0].as<Load>();
             y = dot->args[1].as<Load>();
             return x && y;
         }
@@ -93,6 +109,10 @@ Stmt lower_nest(const For* root) {
     }
     const Store* st = s.as<Store>();
     const Load *acc = nullptr, *x = nullptr, *y = nullptr;
+    // The accumulators' initialization shares the annotated loop (a spatial one) with the
+    // product: it stays a plain nest.
+    if (st && !contains_dot4(st->value))
+        return For::make(root->loop_var, root->min, root->extent, ForKind::Serial, root->body);
     if (!st || !match_update(st->value, acc, x, y))
         fail("the nest under '" + root->loop_var.name() +
              "' is not one store of acc + dot4_u8s8(x, y)");
@@ -115,9 +135,10 @@ Stmt lower_nest(const For* root) {
     }
     const Loop* k_loop = nullptr;
     std::vector<const Loop*> reduce, rows, columns;
+    const int64_t a_per_word = x->type == DataType::u8() ? 4 : 1;
     for (const Loop& l : loops) {
         if (l.c == 0) {
-            if (l.a == 1 && l.b != 0 && l.extent <= TileMatmul::kMaxColumnWords)
+            if (l.a == a_per_word && l.b != 0 && l.extent <= TileMatmul::kMaxColumnWords)
                 k_loop = &l; // the innermost such loop wins
             reduce.push_back(&l);
         } else if (l.b == 0 && l.a != 0) {
@@ -163,6 +184,8 @@ Stmt lower_nest(const For* root) {
         }
     // Words: the k loop (a single word per step without one); the rest accumulate in tiles.
     t.k = k_loop ? k_loop->extent : 1;
+    if (!k_loop && a_per_word != 1)
+        fail("no words loop over the bytes under '" + root->loop_var.name() + "'");
     t.ldb = k_loop ? k_loop->b : 1;
     for (const Loop* l : reduce)
         if (l != k_loop)

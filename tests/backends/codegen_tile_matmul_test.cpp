@@ -21,6 +21,7 @@
 #include "tessera/lower/lower_default.h"
 #include "tessera/lower/tile_matmul.h"
 #include "tessera/schedule/default_schedule.h"
+#include "tessera/schedule/layout.h"
 #include "tessera/schedule/lower_state.h"
 #include "tessera/support/error.h"
 #include "tessera/te/op_library.h"
@@ -147,11 +148,18 @@ TEST(TileMatmulLowering, NestsThatDoNotFitTheTilesAreScheduleErrors) {
     // B read along the rows: the row loop is neither a row nor a column loop.
     EXPECT_THROW(lower::lower_tile_matmuls(tile_nest(ForKind::TileMatmul, kRows, true).body),
                  ScheduleError);
-    // A nest that is not a product.
-    Buffer c = buf("c", DataType::i32(), 16);
-    Stmt copy = loop("i", 16, ForKind::TileMatmul,
-                     [&](Var i) { return Store::make(c, Load::make(c, i) + Expr(1), i); });
-    EXPECT_THROW(lower::lower_tile_matmuls(copy), ScheduleError);
+    // A product of another form: acc * dot4.
+    Buffer c = buf("c", DataType::i32(), 16), a = buf("a", DataType::i32(), 16);
+    Stmt scaled = loop("i", 16, ForKind::TileMatmul, [&](Var i) {
+        return Store::make(c, Load::make(c, i) * dot4_u8s8(Load::make(a, i), Load::make(a, i)), i);
+    });
+    EXPECT_THROW(lower::lower_tile_matmuls(scaled), ScheduleError);
+    // A nest without products (the accumulators' zeroing under the same root): plain loops.
+    Stmt zero = loop("i", 16, ForKind::TileMatmul,
+                     [&](Var i) { return Store::make(c, make_zero(DataType::i32()), i); });
+    const For* plain = lower::lower_tile_matmuls(zero).as<For>();
+    ASSERT_NE(plain, nullptr);
+    EXPECT_EQ(plain->kind, ForKind::Serial);
     // Without the annotation nothing changes.
     const Nest serial = tile_nest(ForKind::Serial);
     EXPECT_TRUE(lower::lower_tile_matmuls(serial.body).same_as(serial.body));
@@ -172,19 +180,22 @@ TEST(TileMatmulCodegen, MatchesTheLoopsWithHostFeaturesAndWithAmxOff) {
     EXPECT_EQ(count_of(off, "tileloadd"), 0) << off;
 }
 
-TEST(TileMatmulSchedule, BlockedConvOnTilesMatchesTheNaiveNest) {
-    // An 8-bit NCHW[16]c 3x3 conv on words: 2 input blocks of 4 words, 4 output blocks, a 7x9
-    // image padded to 9x11 (odd rows: one row tile), stride 1.
-    const te::Tensor x = te::placeholder({1, 2, 9, 11, 4}, DataType::i32(), "x");
-    const te::Tensor w = te::placeholder({4, 2, 3, 3, 4, 16}, DataType::i32(), "w");
-    const te::Tensor offset = te::placeholder({4, 16}, DataType::i32(), "offset");
-    const te::Tensor scale = te::placeholder({4, 16}, DataType::f32(), "scale");
-    const te::Compute c =
-        te::make_compute({x, w, offset, scale},
-                         {te::qconv2d_nchwc(x, w, offset, scale, te::Conv2dParams::make(1, 0))});
+template <typename T> std::vector<uint8_t> raw(const std::vector<T>& v) {
+    std::vector<uint8_t> out(v.size() * sizeof(T));
+    std::memcpy(out.data(), v.data(), out.size());
+    return out;
+}
+
+/// The default schedule of c with cpu_tiles forced (a tile_matmul annotation expected) and
+/// without, each against the naive nest: interpreted, and through the JIT with the host's
+/// features and with AMX off. `inputs` hold the raw bytes of each input; `out_size` f32s out.
+/// Input 1 is a weight (stored in the tiles' read order, as model builds mark it).
+void expect_tiles_match(const te::Compute& c, std::vector<std::vector<uint8_t>> inputs,
+                        int64_t out_size) {
     sched::DefaultScheduleOptions o;
     o.num_cores = 2;
     o.vector_lanes = 16;
+    o.weight_inputs = {1};
     o.cpu_tiles = true;
     const sched::State s = sched::default_schedule(c, o);
     bool tiled = false;
@@ -194,19 +205,24 @@ TEST(TileMatmulSchedule, BlockedConvOnTilesMatchesTheNaiveNest) {
     ASSERT_TRUE(tiled) << sched::to_string(s);
     o.cpu_tiles = false;
     const sched::State vectors = sched::default_schedule(c, o);
-
-    // Inputs: random words, offsets, scales; the naive nest interpreted is the reference.
-    const std::vector<int32_t> xs = random_words(1 * 2 * 9 * 11 * 4, 31),
-                               ws = random_words(4 * 2 * 3 * 3 * 4 * 16, 32);
-    std::vector<int32_t> offs = random_words(64, 33);
-    for (auto& v : offs)
-        v /= 1024;
-    const std::vector<float> scales = random_floats(64, 34, 0.001f, 0.01f);
-    const int64_t out_size = 1 * 4 * 7 * 9 * 16;
-    auto run = [&](const LoweredFunc& f, bool jit, const backend::CompileOptions& opts) {
-        std::vector<int32_t> xv = xs, wv = ws, ov = offs;
-        std::vector<float> sv = scales, out(out_size, -1.0f);
-        std::vector<void*> args = {xv.data(), wv.data(), ov.data(), sv.data(), out.data()};
+    auto run = [&](const LoweredFunc& f, bool jit, const backend::CompileOptions& opts,
+                   const sched::State* st = nullptr) {
+        std::vector<std::vector<uint8_t>> in = inputs;
+        // The weight packed into its layout as a build stores it.
+        const sched::Stage* ws = st ? &st->stages[st->stage_id_of(c.inputs[1])] : nullptr;
+        if (ws && !ws->layout.is_identity()) {
+            int64_t n = 1;
+            for (int64_t d : sched::packed_shape(ws->layout, ws->tensor.shape()))
+                n *= d;
+            std::vector<uint8_t> packed(size_t(n) * 4);
+            sched::pack_layout(ws->layout, ws->tensor.shape(), 4, inputs[1].data(), packed.data());
+            in[1] = packed;
+        }
+        std::vector<float> out(out_size, -1.0f);
+        std::vector<void*> args;
+        for (auto& v : in)
+            args.push_back(v.data());
+        args.push_back(out.data());
         if (jit) {
             auto m = backend::JitModule::compile({lower::prepare_for_codegen(f)}, opts);
             m->get(f.name)(args.data());
@@ -219,8 +235,49 @@ TEST(TileMatmulSchedule, BlockedConvOnTilesMatchesTheNaiveNest) {
     const std::string amx_off = "-amx-int8,-amx-tile";
     for (const sched::State* st : {&s, &vectors}) {
         const LoweredFunc f = sched::lower_state(*st, "scheduled");
-        EXPECT_EQ(run(f, false, {}), want) << "interpreter\n" << sched::to_string(*st);
-        EXPECT_EQ(run(f, true, host_options_with("")), want) << "JIT, host features";
-        EXPECT_EQ(run(f, true, host_options_with(amx_off)), want) << "JIT, AMX off";
+        EXPECT_EQ(run(f, false, {}, st), want) << "interpreter\n" << sched::to_string(*st);
+        EXPECT_EQ(run(f, true, host_options_with(""), st), want) << "JIT, host features";
+        EXPECT_EQ(run(f, true, host_options_with(amx_off), st), want) << "JIT, AMX off";
     }
+}
+
+/// Random offsets (small, so that sums stay in i32) and positive scales for n outputs.
+std::vector<std::vector<uint8_t>> dequantization(int64_t n, uint64_t seed) {
+    std::vector<int32_t> offs = random_words(n, seed);
+    for (auto& v : offs)
+        v /= 1024;
+    return {raw(offs), raw(random_floats(n, seed + 1, 0.001f, 0.01f))};
+}
+
+TEST(TileMatmulSchedule, BlockedConvOnTilesMatchesTheNaiveNest) {
+    // An 8-bit NCHW[16]c 3x3 conv on words: 2 input blocks of 4 words, 4 output blocks, a 7x9
+    // image padded to 9x11 (odd rows: one row tile), stride 1.
+    const te::Tensor x = te::placeholder({1, 2, 9, 11, 4}, DataType::i32(), "x");
+    const te::Tensor w = te::placeholder({4, 2, 3, 3, 4, 16}, DataType::i32(), "w");
+    const te::Tensor offset = te::placeholder({4, 16}, DataType::i32(), "offset");
+    const te::Tensor scale = te::placeholder({4, 16}, DataType::f32(), "scale");
+    const te::Compute c =
+        te::make_compute({x, w, offset, scale},
+                         {te::qconv2d_nchwc(x, w, offset, scale, te::Conv2dParams::make(1, 0))});
+    std::vector<std::vector<uint8_t>> in = {raw(random_words(1 * 2 * 9 * 11 * 4, 31)),
+                                            raw(random_words(4 * 2 * 3 * 3 * 4 * 16, 32))};
+    for (auto& d : dequantization(64, 33))
+        in.push_back(d);
+    expect_tiles_match(c, in, 1 * 4 * 7 * 9 * 16);
+}
+
+TEST(TileMatmulSchedule, MatMulOnTilesMatchesTheNaiveNest) {
+    // u8 [48, 96] x words [24, 64]: rows in 3 tiles of 16, columns in 2 pairs of 2 tiles of
+    // 16, 12 words per tile step, twice.
+    const te::Tensor x = te::placeholder({48, 96}, DataType::u8(), "x");
+    const te::Tensor w = te::placeholder({24, 64}, DataType::i32(), "w");
+    const te::Tensor offset = te::placeholder({64}, DataType::i32(), "offset");
+    const te::Tensor scale = te::placeholder({64}, DataType::f32(), "scale");
+    const te::Compute c =
+        te::make_compute({x, w, offset, scale}, {te::qmatmul(x, w, offset, scale)});
+    std::vector<std::vector<uint8_t>> in = {raw(random_words(48 * 96 / 4, 41)),
+                                            raw(random_words(24 * 64, 42))};
+    for (auto& d : dequantization(64, 43))
+        in.push_back(d);
+    expect_tiles_match(c, in, 48 * 64);
 }

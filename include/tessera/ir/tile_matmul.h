@@ -11,8 +11,9 @@
 //   for each reduce step r = (r_0, ..., r_{L-1}) over loops[0..L) (outermost first),
 //   for mt < m_tiles, nt < n_tiles, i < m, j < n, w < k:
 //     C[c + mt*c_m_tile + nt*c_n_tile + i*ldc + j] +=
-//       dot4_u8s8(A[a + sum(r_l*loops[l].a_stride) + mt*a_m_tile + i*lda + w],
+//       dot4_u8s8(A[a + sum(r_l*loops[l].a_stride) + mt*a_m_tile + i*lda + w*e],
 //                 B[b + sum(r_l*loops[l].b_stride) + nt*b_n_tile + w*ldb + j])
+// (e = 1; with A in bytes, e = 4 and the word is bytes_as_word of the 4 bytes there)
 // i.e. per tile an (m x 4k) u8 by (4k x n) s8 product accumulated into (m x n) i32, B's rows
 // holding 4 consecutive reduce bytes of each column (the layout tdpbusd reads).
 #pragma once
@@ -32,7 +33,8 @@ struct TileMatmul {
     };
 
     /// Scalar Loads whose buffer and index name the first element of C (i32 accumulators), A
-    /// (i32 words of u8) and B (i32 words of s8). Their values are never read as such.
+    /// (i32 words of u8, or the u8 bytes themselves: then A's offsets and strides count bytes,
+    /// 4 per word) and B (i32 words of s8). Their values are never read as such.
     Expr c, a, b;
     int64_t m = 1, n = 1, k = 1;        ///< Tile rows, columns (i32) and words (4 bytes).
     int64_t m_tiles = 1, n_tiles = 1;   ///< Tiles of rows and of columns per call.
@@ -44,6 +46,8 @@ struct TileMatmul {
     /// Limits of one x86 AMX unit: 16 rows of 64 bytes per tile, 8 tile registers.
     static constexpr int64_t kMaxRows = 16, kMaxColumnWords = 16, kTileRegisters = 8;
 
+    /// Elements of A per word: 4 when A is bytes, else 1.
+    int64_t a_elements_per_word() const;
     /// Tile registers one call holds at once: accumulators, A tiles and B tiles.
     int64_t tile_registers() const { return m_tiles * n_tiles + m_tiles + n_tiles; }
     /// Multiply-adds (byte products) of one call.

@@ -39,6 +39,11 @@ Tensor qmatmul(const Tensor& x, const Tensor& w, const Tensor& offset, const Ten
     Tensor xw = compute(
         word_shape,
         [&](const std::vector<Var>& i) {
+            if (k % 4 == 0) { // whole words: the row's bytes reinterpreted
+                std::vector<Expr> xi = as_exprs(i);
+                xi.back() = i[rank - 1] * Expr(int64_t(4));
+                return ir::bytes_as_word(x(xi));
+            }
             Expr word;
             for (int b = 0; b < 4; ++b) {
                 std::vector<Expr> xi = as_exprs(i);
