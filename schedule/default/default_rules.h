@@ -79,12 +79,15 @@ void factor_row_reductions(State& s, const DefaultScheduleOptions& opts);
 void annotate_fixed(State& s, const DefaultScheduleOptions& opts);
 
 /// `tiled` (a default schedule from the sketches) with its stage of 8-bit products, a sum of
-/// dot4_u8s8(A, B), re-cut for matrix tiles: the register tile becomes up to 2 row tiles of
-/// up to 16 rows (the innermost axis only A reads, and the next) by up to 2 column tiles of
-/// its columns (the innermost axis, only B reads, at most 16 long), the whole reduction in the
-/// tile's reduce level with the words loop innermost, the nest annotated tile_matmul (not
-/// vectorized, not unrolled). nullopt when the stage is absent, the steps do not have the
-/// tiled shape, or the result does not lower to a TileMatmul (tile_matmul_schedule.cpp).
+/// dot4_u8s8(A, B), re-cut for matrix tiles: tiles of up to 16 rows (the innermost axis only A
+/// reads) by up to 16 columns (the innermost axis, only B reads), a second tile of each from
+/// the same axis when it is longer (a matmul's) or else from the next axis of that kind (a
+/// convolution's output rows and channel blocks); the loop order S0 S1 R0 R1 S2 S3 with the
+/// words loop innermost (16 words per step when longer, the rest around the tile), the nest
+/// annotated tile_matmul from its outermost loop of more than one step (not vectorized, not
+/// unrolled; the stage's later vector splits dropped). nullopt when the stage is absent, the
+/// steps do not have the tiled shape, or the result does not lower to a TileMatmul
+/// (tile_matmul_schedule.cpp).
 std::optional<State> tile_matmul_schedule(const State& tiled);
 
 /// The GPU default schedule (default_schedule.h, target Gpu); gpu_default_schedule.cpp.
