@@ -274,20 +274,6 @@ class CodeGen {
 // ---------------------------------------------------------------------------------------------
 // Functions.
 
-/// Whether s holds a TileMatmul statement.
-bool uses_tile_matmul(const Stmt& s) {
-    struct Finder : IRVisitor {
-        bool found = false;
-        using IRVisitor::visit;
-        void visit(const Call* op) override {
-            found = found || op->op == CallOp::TileMatmulU8S8;
-            IRVisitor::visit(op);
-        }
-    } f;
-    f.visit(s);
-    return f.found;
-}
-
 llvm::Function* CodeGen::new_function(const std::string& name, llvm::FunctionType* ty,
                                       bool exported) {
     auto linkage = exported ? llvm::Function::ExternalLinkage : llvm::Function::InternalLinkage;
@@ -336,7 +322,7 @@ void CodeGen::add_function(const LoweredFunc& f) {
         llvm::Value* slot = b_.CreateConstInBoundsGEP1_64(ptr(), entry->getArg(0), i);
         call_args.push_back(b_.CreateLoad(ptr(), slot, f.params[i].name()));
     }
-    if (amx_int8_ && uses_tile_matmul(f.body))
+    if (amx_int8_ && contains_call(f.body, CallOp::TileMatmulU8S8))
         b_.CreateCall(mod_.getOrInsertFunction("tessera_enable_cpu_tiles", b_.getVoidTy()));
     b_.CreateCall(body, call_args);
     b_.CreateRetVoid();

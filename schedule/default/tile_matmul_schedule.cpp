@@ -61,18 +61,6 @@ int64_t largest_divisor(int64_t n, int64_t cap) {
     return 1;
 }
 
-bool has_tile_matmul(const ir::Stmt& s) {
-    struct Finder : ir::IRVisitor {
-        bool found = false;
-        using ir::IRVisitor::visit;
-        void visit(const ir::Call* op) override {
-            found = found || op->op == ir::CallOp::TileMatmulU8S8;
-        }
-    } f;
-    f.visit(s);
-    return f.found;
-}
-
 } // namespace
 
 std::optional<State> tile_matmul_schedule(const State& tiled) {
@@ -232,7 +220,7 @@ std::optional<State> tile_matmul_schedule(const State& tiled) {
     try {
         State s = replay(tiled.compute, steps);
         ir::LoweredFunc f = lower_state(s, "tile_matmul_check");
-        if (!has_tile_matmul(lower::lower_tile_matmuls(f.body)))
+        if (!ir::contains_call(lower::lower_tile_matmuls(f.body), ir::CallOp::TileMatmulU8S8))
             return std::nullopt;
         return s;
     } catch (const ScheduleError&) {

@@ -69,4 +69,33 @@ Stmt IRMutator::mutate(const Stmt& s) {
     Stmt IRMutator::visit(const X* op) { return mutate_stmt_children(op); }
 #include "tessera/ir/ir_nodes.def"
 
+namespace {
+
+struct CallFinder : IRVisitor {
+    bool (*pred)(CallOp) = nullptr;
+    CallOp op = CallOp::Exp;
+    bool found = false;
+    using IRVisitor::visit;
+    void visit(const Call* c) override {
+        found = found || (pred ? pred(c->op) : c->op == op);
+        if (!found)
+            IRVisitor::visit(c);
+    }
+};
+
+template <typename N> bool find_call(const N& n, bool (*pred)(CallOp), CallOp op) {
+    CallFinder f;
+    f.pred = pred;
+    f.op = op;
+    f.visit(n);
+    return f.found;
+}
+
+} // namespace
+
+bool contains_call(const Stmt& n, bool (*pred)(CallOp)) { return find_call(n, pred, CallOp::Exp); }
+bool contains_call(const Expr& n, bool (*pred)(CallOp)) { return find_call(n, pred, CallOp::Exp); }
+bool contains_call(const Stmt& n, CallOp op) { return find_call(n, nullptr, op); }
+bool contains_call(const Expr& n, CallOp op) { return find_call(n, nullptr, op); }
+
 } // namespace tessera::ir

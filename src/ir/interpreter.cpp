@@ -498,6 +498,14 @@ struct CastNode : ENode {
     EPtr v;
 };
 
+/// Fails unless elements [i, i + count) lie in buffer b (`what` of buffer `name`).
+void check_access(int64_t i, int64_t count, const BufSlot& b, const char* what,
+                  const std::string& name) {
+    if (i < 0 || i + count > b.size)
+        TESSERA_UNREACHABLE() << "interpreter: out-of-bounds " << what << " of buffer '" << name
+                              << "' at index " << i << " (size " << b.size << ")";
+}
+
 struct LoadNode : ENode {
     LoadNode(DataType t, int slot, Mem mem, std::string name, EPtr index)
         : ENode(t), slot(slot), mem(mem), name(std::move(name)), index(std::move(index)) {}
@@ -506,10 +514,8 @@ struct LoadNode : ENode {
         const BufSlot& b = fr.bufs[slot];
         Lane* r = out.data();
         for (int k = 0; k < lanes; ++k) {
-            int64_t i = idx[k].i;
-            if (i < 0 || i >= b.size)
-                TESSERA_UNREACHABLE() << "interpreter: out-of-bounds load of buffer '" << name
-                                      << "' at index " << i << " (size " << b.size << ")";
+            const int64_t i = idx[k].i;
+            check_access(i, 1, b, "load", name);
             r[k] = mem_read(b.data, i, mem);
         }
         return r;
@@ -529,10 +535,8 @@ struct BytesAsWordNode : ENode {
         const BufSlot& b = fr.bufs[slot];
         Lane* r = out.data();
         for (int k = 0; k < lanes; ++k) {
-            int64_t i = idx[k].i;
-            if (i < 0 || i + 3 >= b.size)
-                TESSERA_UNREACHABLE() << "interpreter: out-of-bounds bytes_as_word of buffer '"
-                                      << name << "' at index " << i << " (size " << b.size << ")";
+            const int64_t i = idx[k].i;
+            check_access(i, 4, b, "bytes_as_word", name);
             uint32_t w = 0;
             for (int j = 0; j < 4; ++j)
                 w |= uint32_t(b.data[i + j]) << (8 * j);
@@ -1052,7 +1056,7 @@ SPtr Translator::stmt(const Stmt& s) {
     }
 #define TESSERA_EXPR_NODE(X) case IRNodeType::X:
 #include "tessera/ir/ir_nodes.def"
-        break;
+    break;
     }
     TESSERA_UNREACHABLE() << "interpreter: expression node in statement position";
 }

@@ -33,17 +33,9 @@ template <typename N> bool uses(const N& n, const Variable* v) {
 /// reduction (its barriers must run exactly where the lowering put them: never dropped or
 /// duplicated).
 bool has_side_effect(const Expr& e) {
-    struct Finder : IRVisitor {
-        bool found = false;
-        using IRVisitor::visit;
-        void visit(const Call* op) override {
-            found = found || op->op == CallOp::Prefetch || op->op == CallOp::TileMatmulU8S8 ||
-                    is_gpu_block_reduce(op->op);
-            IRVisitor::visit(op);
-        }
-    } f;
-    f.visit(e);
-    return f.found;
+    return contains_call(e, [](CallOp op) {
+        return op == CallOp::Prefetch || op == CallOp::TileMatmulU8S8 || is_gpu_block_reduce(op);
+    });
 }
 
 /// Values a Let may be substituted with: nothing is recomputed or duplicated in cost.

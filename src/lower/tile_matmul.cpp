@@ -50,19 +50,6 @@ struct Loop {
     int64_t c = 0, a = 0, b = 0; // coefficients in the C, A and B indices
 };
 
-bool contains_dot4(const Expr& e) {
-    struct Finder : IRVisitor {
-        bool found = false;
-        using IRVisitor::visit;
-        void visit(const Call* op) override {
-            found = found || op->op == CallOp::Dot4U8S8;
-            IRVisitor::visit(op);
-        }
-    } f;
-    f.visit(e);
-    return f.found;
-}
-
 /// The loads of `acc + dot4_u8s8(x, y)` (either order) when value has that form.
 bool match_update(const Expr& value, const Load*& acc, const Load*& x, const Load*& y) {
     const Add* add = value.as<Add>();
@@ -111,7 +98,7 @@ Stmt lower_nest(const For* root) {
     const Load *acc = nullptr, *x = nullptr, *y = nullptr;
     // The accumulators' initialization shares the annotated loop (a spatial one) with the
     // product: it stays a plain nest.
-    if (st && !contains_dot4(st->value))
+    if (st && !contains_call(st->value, CallOp::Dot4U8S8))
         return For::make(root->loop_var, root->min, root->extent, ForKind::Serial, root->body);
     if (!st || !match_update(st->value, acc, x, y))
         fail("the nest under '" + root->loop_var.name() +

@@ -115,4 +115,11 @@ template <typename T> Stmt IRMutator::mutate_stmt_children(const T* op) {
     return Stmt(new T(std::move(copy)));
 }
 
+/// Whether n (a statement or expression) contains a Call whose op satisfies `pred`.
+bool contains_call(const Stmt& n, bool (*pred)(CallOp));
+bool contains_call(const Expr& n, bool (*pred)(CallOp));
+/// Whether n contains a Call of `op`.
+bool contains_call(const Stmt& n, CallOp op);
+bool contains_call(const Expr& n, CallOp op);
+
 } // namespace tessera::ir
