@@ -127,8 +127,14 @@ class OpCounter : public ir::IRVisitor {
         case ir::CallOp::Dot4U8S8: // four byte products summed: four integer multiply-adds
             add(Feature::int_mad, 4 * lanes);
             break;
+        case ir::CallOp::Dot2BF16: // two bf16 products summed: two float multiply-adds
+            add(Feature::float_mad, 2 * lanes);
+            break;
         case ir::CallOp::TileMatmulU8S8: // its byte products, as dot4 counts them
-            add(Feature::int_mad, double(ir::TileMatmul::from_call(*op).byte_products()));
+            add(Feature::int_mad, double(ir::TileMatmul::from_call(*op).products()));
+            break;
+        case ir::CallOp::TileMatmulBF16: // its bf16 products, as dot2 counts them
+            add(Feature::float_mad, double(ir::TileMatmul::from_call(*op).products()));
             break;
         case ir::CallOp::Prefetch:
         case ir::CallOp::BytesAsWord: // its Load is counted as a load
@@ -143,9 +149,9 @@ class OpCounter : public ir::IRVisitor {
     }
 
   private:
-    static bool is_dot4(const ir::Expr& e) {
+    static bool is_dot4(const ir::Expr& e) { // or dot2_bf16: both accumulate in one instruction
         const ir::Call* c = e.as<ir::Call>();
-        return c && c->op == ir::CallOp::Dot4U8S8;
+        return c && (c->op == ir::CallOp::Dot4U8S8 || c->op == ir::CallOp::Dot2BF16);
     }
     double at(Feature f) const { return count[static_cast<size_t>(f)]; }
     void add(Feature f, double n) { count[static_cast<size_t>(f)] += n; }
@@ -156,8 +162,8 @@ class OpCounter : public ir::IRVisitor {
             add(if_int, t.lanes);
     }
     template <typename T> void add_or_sub(const T* op, const ir::Expr& a, const ir::Expr& b) {
-        // acc + dot4_u8s8(x, y) accumulates into the call's four multiply-adds (one vpdpbusd):
-        // the add costs nothing of its own.
+        // acc + dot4_u8s8(x, y) accumulates into the call's multiply-adds (one vpdpbusd; the
+        // same for dot2_bf16 and vdpbf16ps): the add costs nothing of its own.
         if constexpr (std::is_same_v<T, ir::Add>) {
             if (is_dot4(a) || is_dot4(b)) {
                 visit_children(op);

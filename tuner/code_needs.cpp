@@ -1,6 +1,8 @@
 // What a schedule's code needs of a CPU (code_needs.h).
 #include "tessera/tuner/code_needs.h"
 
+#include "tessera/ir/functor.h"
+
 #include <algorithm>
 
 namespace tessera::tune {
@@ -29,6 +31,7 @@ constexpr ElementExtension kX86ElementExtensions[] = {
     {ir::DataType::Code::Float, 16, "f16c"},
     {ir::DataType::Code::Int, 8, "avx512vnni"},
     {ir::DataType::Code::UInt, 8, "avx512vnni"},
+    {ir::DataType::Code::BFloat, 16, "avx512bf16"},
 };
 
 } // namespace
@@ -83,8 +86,11 @@ CodeNeeds code_needs(const sched::State& s, const std::string& recorded_isa_clas
                 lanes = std::max(lanes, it.extent);
             tiles = tiles || it.annotation == sched::IterAnnotation::TileMatmul;
         }
-        if (tiles && is_x86(triple) && has(recorded, "amx-int8")) {
-            features.push_back("amx-int8");
+        // The stage's product: dot2_bf16 sums bf16 pairs (AMX-BF16), else 8-bit bytes.
+        const char* amx =
+            ir::contains_call(st.body, ir::CallOp::Dot2BF16) ? "amx-bf16" : "amx-int8";
+        if (tiles && is_x86(triple) && has(recorded, amx)) {
+            features.push_back(amx);
             features.push_back("amx-tile");
         }
         if (lanes <= 1)

@@ -72,6 +72,7 @@ class TaskTuner {
             d.vector_lanes = opts_.sample.max_vectorize_lanes;
             d.weight_inputs = opts_.sketch.weight_inputs;
             d.cpu_tiles = opts_.cpu_tiles;
+            d.cpu_tiles_bf16 = opts_.cpu_tiles_bf16;
             try {
                 seeds_.push_back(sched::default_schedule(c_, d));
             } catch (const ScheduleError&) { // a Compute the rules do not cover: search alone

@@ -106,6 +106,8 @@ std::string scalar_type(DataType t) {
         if (t.bits == 64)
             return "double";
         break;
+    case DataType::Code::BFloat:
+        throw UserError() << "bf16 values are not supported by the CUDA backend";
     case DataType::Code::Int:
         if (t.bits == 8)
             return "signed char";
@@ -608,8 +610,8 @@ class CudaWriter {
             return "0"; // a hint for CPUs; GPUs hide latency with threads
         if (is_gpu_block_reduce(op->op))
             return block_reduce(op);
-        TESSERA_CHECK(op->op != CallOp::TileMatmulU8S8)
-            << "tile_matmul_u8s8 (CPU matrix tiles) reached the CUDA backend";
+        TESSERA_CHECK(!is_tile_matmul(op->op))
+            << to_string(op->op) << " (CPU matrix tiles) reached the CUDA backend";
         if (op->op == CallOp::BytesAsWord) { // the bytes one by one: no alignment assumed
             const Load* l = op->args[0].as<Load>();
             TESSERA_CHECK(l) << "bytes_as_word of a non-Load";
@@ -644,8 +646,11 @@ class CudaWriter {
         case CallOp::Ceil: r = fn("ceilf", "ceil") + "(" + arg(0) + ")"; break;
         case CallOp::Pow: r = fn("powf", "pow") + "(" + arg(0) + ", " + arg(1) + ")"; break;
         case CallOp::Dot4U8S8: r = call2("tessera_dot4_u8s8", op->args[0], op->args[1]); break;
+        case CallOp::Dot2BF16:
+            throw UserError() << "dot2_bf16 (bf16 words) is not supported by the CUDA backend";
         case CallOp::Prefetch:
         case CallOp::TileMatmulU8S8:
+        case CallOp::TileMatmulBF16:
         case CallOp::BytesAsWord:
         case CallOp::GpuBlockSum:
         case CallOp::GpuBlockMax:

@@ -35,6 +35,7 @@
 #include "tessera/ir/printer.h"
 #include "tessera/ir/tile_matmul.h"
 #include "tessera/support/error.h"
+#include "tessera/support/bfloat16.h"
 
 namespace tessera::backend::detail {
 
@@ -168,6 +169,11 @@ class CodeGen {
                         target_has_features(spec, "+avxvnni");
         amx_int8_ =
             target_has_features(spec, "+amx-int8") && target_has_features(spec, "+amx-tile");
+        amx_bf16_ =
+            target_has_features(spec, "+amx-bf16") && target_has_features(spec, "+amx-tile");
+        const bool bf16 = target_has_features(spec, "+avx512bf16");
+        vdpbf16ps_512_ = bf16 && target_has_features(spec, "+evex512");
+        vdpbf16ps_256_ = bf16 && target_has_features(spec, "+avx512vl");
     }
 
     void add_function(const LoweredFunc& f);
@@ -175,6 +181,8 @@ class CodeGen {
   private:
     // ---- types and helpers ----------------------------------------------------------------
     llvm::Type* scalar_type(DataType t) {
+        if (t.is_bfloat()) // a storage type: its bits, converted by cast_value only
+            return llvm::Type::getInt16Ty(ctx_);
         if (t.is_float()) {
             switch (t.bits) {
             case 16:
@@ -220,6 +228,9 @@ class CodeGen {
 #include "tessera/ir/ir_nodes.def"
 
     llvm::Value* cast_value(llvm::Value* v, DataType from, DataType to);
+    /// cast_value where from or to is bf16: through f32, rounding to nearest even (a quiet NaN
+    /// stays NaN), as vcvtneps2bf16 and the interpreter round.
+    llvm::Value* cast_bf16(llvm::Value* v, DataType from, DataType to);
     /// fptosi.sat of f32 (scalar or vector) to i32 as clamps and selects.
     llvm::Value* saturating_f32_to_i32(llvm::Value* v);
     llvm::Value* floor_div_mod(const Expr& a, const Expr& b, bool is_mod);
@@ -229,13 +240,20 @@ class CodeGen {
                          llvm::CmpInst::Predicate sp, llvm::CmpInst::Predicate up);
     llvm::Value* fused_multiply_add(const Expr& mul_side, const Expr& other, bool negate_other,
                                     bool negate_product);
-    /// The widest vpdpbusd (16, 8 or 4 i32 lanes) that divides `lanes`; 0 when none does or
-    /// the target has none.
-    int vpdpbusd_width(int lanes) const;
-    /// acc + dot4_u8s8(a, b) on <lanes x i32> as vpdpbusd instructions of `width` lanes.
-    llvm::Value* vpdpbusd(llvm::Value* acc, llvm::Value* a, llvm::Value* b, int lanes, int width);
+    /// The widest dot-product instruction for `dot` (vpdpbusd for Dot4U8S8, vdpbf16ps for
+    /// Dot2BF16: 16, 8 or 4 lanes) that divides `lanes`; 0 when none does or the target has none.
+    int dot_instruction_width(CallOp dot, int lanes) const;
+    /// acc + dot(a, b) on <lanes x i32> words as that instruction, `width` lanes at a time.
+    llvm::Value* dot_instruction(CallOp dot, llvm::Value* acc, llvm::Value* a, llvm::Value* b,
+                                 int lanes, int width);
     /// dot4_u8s8(a, b) on i32 or <lanes x i32> without VNNI, exactly.
     llvm::Value* dot4_generic(llvm::Value* a, llvm::Value* b, int lanes);
+    /// dot2_bf16(a, b) on i32 or <lanes x i32> without AVX512-BF16: the halves as f32, exactly
+    /// as the interpreter computes it.
+    llvm::Value* dot2_generic(llvm::Value* a, llvm::Value* b, int lanes);
+    /// The code of `op` when it is acc + (a dot-product call that has an instruction at its
+    /// lanes), either side; nullptr otherwise.
+    llvm::Value* accumulated_dot(const Add* op);
     llvm::Value* buffer_ptr(const Buffer& b);
     llvm::Value* element_ptr(const Buffer& b, llvm::Value* index);
     /// The lane addresses of a vector access of buf at a non-dense, non-uniform index.
@@ -243,8 +261,8 @@ class CodeGen {
     llvm::Value* load(const Buffer& buf, const Expr& index, int lanes);
     void store(const Buffer& buf, llvm::Value* value, const Expr& index, int lanes);
     void parallel_for(const For* op);
-    /// CallOp::BytesAsWord of `bytes` (a u8 Load): unaligned i32 loads, one vector load of
-    /// 4 x lanes bytes when the lanes' words lie side by side.
+    /// CallOp::BytesAsWord of `bytes` (a u8 or bf16 Load): unaligned i32 loads, one vector
+    /// load of 4 x lanes bytes when the lanes' words lie side by side.
     llvm::Value* bytes_as_word(const Load* bytes, int lanes);
     /// A TileMatmul as AMX tile instructions (its loops without AMX).
     void tile_matmul(const TileMatmul& t);
@@ -258,8 +276,13 @@ class CodeGen {
     TargetSpec spec_;
     /// Whether the target has vpdpbusd on 512-bit, and on 256- and 128-bit, vectors.
     bool vpdpbusd_512_ = false, vpdpbusd_256_ = false;
+    bool vdpbf16ps_512_ = false, vdpbf16ps_256_ = false;
     /// Whether the target has AMX tiles with tdpbusd.
-    bool amx_int8_ = false;
+    bool amx_int8_ = false, amx_bf16_ = false;
+    /// Whether the target runs a tile_matmul call of op on tiles (else its loops).
+    bool has_tiles_for(CallOp op) const {
+        return op == CallOp::TileMatmulBF16 ? amx_bf16_ : op == CallOp::TileMatmulU8S8 && amx_int8_;
+    }
 
     // State of the function being generated (saved and restored around outlined bodies).
     std::string func_name_;
@@ -322,7 +345,8 @@ void CodeGen::add_function(const LoweredFunc& f) {
         llvm::Value* slot = b_.CreateConstInBoundsGEP1_64(ptr(), entry->getArg(0), i);
         call_args.push_back(b_.CreateLoad(ptr(), slot, f.params[i].name()));
     }
-    if (amx_int8_ && contains_call(f.body, CallOp::TileMatmulU8S8))
+    if ((contains_call(f.body, CallOp::TileMatmulU8S8) && has_tiles_for(CallOp::TileMatmulU8S8)) ||
+        (contains_call(f.body, CallOp::TileMatmulBF16) && has_tiles_for(CallOp::TileMatmulBF16)))
         b_.CreateCall(mod_.getOrInsertFunction("tessera_enable_cpu_tiles", b_.getVoidTy()));
     b_.CreateCall(body, call_args);
     b_.CreateRetVoid();
@@ -362,6 +386,9 @@ llvm::Value* CodeGen::visit(const IntImm* op) {
 }
 
 llvm::Value* CodeGen::visit(const FloatImm* op) {
+    if (op->type.is_bfloat())
+        return llvm::ConstantInt::get(llvm_type(op->type),
+                                      f32_to_bf16_bits(static_cast<float>(op->value)));
     return llvm::ConstantFP::get(llvm_type(op->type), op->value);
 }
 
@@ -395,6 +422,8 @@ llvm::Value* CodeGen::saturating_f32_to_i32(llvm::Value* v) {
 llvm::Value* CodeGen::cast_value(llvm::Value* v, DataType from, DataType to) {
     if (from == to)
         return v;
+    if (from.is_bfloat() || to.is_bfloat())
+        return cast_bf16(v, from, to);
     llvm::Type* ty = llvm_type(to);
     if (from.is_float() && to.is_float())
         return to.bits > from.bits ? b_.CreateFPExt(v, ty) : b_.CreateFPTrunc(v, ty);
@@ -429,6 +458,27 @@ llvm::Value* CodeGen::cast_value(llvm::Value* v, DataType from, DataType to) {
     return v; // same width, signedness changes only
 }
 
+llvm::Value* CodeGen::cast_bf16(llvm::Value* v, DataType from, DataType to) {
+    const int lanes = to.lanes;
+    auto splat = [&](uint32_t c) {
+        return llvm::ConstantInt::get(llvm_type(DataType::i32(lanes)), c);
+    };
+    if (from.is_bfloat()) { // exact: the bits are the top half of the f32
+        llvm::Value* wide = b_.CreateShl(b_.CreateZExt(v, llvm_type(DataType::i32(lanes))), 16);
+        return cast_value(b_.CreateBitCast(wide, llvm_type(DataType::f32(lanes))),
+                          DataType::f32(lanes), to);
+    }
+    llvm::Value* f = cast_value(v, from, DataType::f32(lanes));
+    llvm::Value* x = b_.CreateBitCast(f, llvm_type(DataType::i32(lanes)));
+    llvm::Value* hi = b_.CreateLShr(x, 16);
+    // x + 0x7fff + (the kept part's lowest bit): ties go to even, carries step the exponent.
+    llvm::Value* rounded =
+        b_.CreateLShr(b_.CreateAdd(x, b_.CreateAdd(splat(0x7fff), b_.CreateAnd(hi, splat(1)))), 16);
+    llvm::Value* nan = b_.CreateFCmpUNO(f, f);
+    llvm::Value* bits = b_.CreateSelect(nan, b_.CreateOr(hi, splat(0x40)), rounded);
+    return b_.CreateTrunc(bits, llvm_type(to));
+}
+
 llvm::Value* CodeGen::visit(const Cast* op) {
     return cast_value(codegen(op->value), op->value.type(), op->type);
 }
@@ -447,21 +497,29 @@ llvm::Value* CodeGen::fused_multiply_add(const Expr& mul_side, const Expr& other
     return intrinsic(llvm::Intrinsic::fmuladd, {a->getType()}, {a, b, c});
 }
 
-int CodeGen::vpdpbusd_width(int lanes) const {
-    if (lanes % 16 == 0 && vpdpbusd_512_)
+int CodeGen::dot_instruction_width(CallOp dot, int lanes) const {
+    const bool bf16 = dot == CallOp::Dot2BF16;
+    const bool w512 = bf16 ? vdpbf16ps_512_ : vpdpbusd_512_;
+    const bool w256 = bf16 ? vdpbf16ps_256_ : vpdpbusd_256_;
+    if (lanes % 16 == 0 && w512)
         return 16;
-    if (lanes % 8 == 0 && vpdpbusd_256_)
+    if (lanes % 8 == 0 && w256)
         return 8;
-    if (lanes % 4 == 0 && vpdpbusd_256_)
+    if (lanes % 4 == 0 && w256)
         return 4;
     return 0;
 }
 
-llvm::Value* CodeGen::vpdpbusd(llvm::Value* acc, llvm::Value* a, llvm::Value* b, int lanes,
-                               int width) {
-    const llvm::Intrinsic::ID id = width == 16  ? llvm::Intrinsic::x86_avx512_vpdpbusd_512
-                                   : width == 8 ? llvm::Intrinsic::x86_avx512_vpdpbusd_256
-                                                : llvm::Intrinsic::x86_avx512_vpdpbusd_128;
+llvm::Value* CodeGen::dot_instruction(CallOp dot, llvm::Value* acc, llvm::Value* a,
+                                      llvm::Value* b, int lanes, int width) {
+    using I = llvm::Intrinsic::ID;
+    const bool bf16 = dot == CallOp::Dot2BF16;
+    const I id = width == 16 ? (bf16 ? I(llvm::Intrinsic::x86_avx512bf16_dpbf16ps_512)
+                                     : I(llvm::Intrinsic::x86_avx512_vpdpbusd_512))
+                 : width == 8 ? (bf16 ? I(llvm::Intrinsic::x86_avx512bf16_dpbf16ps_256)
+                                      : I(llvm::Intrinsic::x86_avx512_vpdpbusd_256))
+                              : (bf16 ? I(llvm::Intrinsic::x86_avx512bf16_dpbf16ps_128)
+                                      : I(llvm::Intrinsic::x86_avx512_vpdpbusd_128));
     // Wider vectors (a 32-lane loop is two registers of 16) go piece by piece; the shuffles
     // only name registers.
     std::vector<llvm::Value*> parts;
@@ -474,8 +532,15 @@ llvm::Value* CodeGen::vpdpbusd(llvm::Value* acc, llvm::Value* a, llvm::Value* b,
                 mask.push_back(base + k);
             return b_.CreateShuffleVector(v, mask);
         };
-        // vpdpbusd's second operand supplies the unsigned bytes, its third the signed ones.
-        parts.push_back(intrinsic(id, {}, {piece(acc), piece(a), piece(b)}));
+        // vpdpbusd's second operand supplies the unsigned bytes, its third the signed ones;
+        // vdpbf16ps reads each word as two bfloat lanes.
+        auto operand = [&](llvm::Value* v) {
+            v = piece(v);
+            return bf16 ? b_.CreateBitCast(v, llvm::FixedVectorType::get(b_.getBFloatTy(),
+                                                                         2 * width))
+                        : v;
+        };
+        parts.push_back(intrinsic(id, {}, {piece(acc), operand(a), operand(b)}));
     }
     return parts.size() == 1 ? parts[0] : llvm::concatenateVectors(b_, parts);
 }
@@ -503,25 +568,42 @@ llvm::Value* CodeGen::dot4_generic(llvm::Value* a, llvm::Value* b, int lanes) {
     return p;
 }
 
+llvm::Value* CodeGen::dot2_generic(llvm::Value* a, llvm::Value* b, int lanes) {
+    llvm::Type* words = llvm_type(DataType::i32(lanes));
+    llvm::Type* floats = llvm_type(DataType::f32(lanes));
+    auto lo = [&](llvm::Value* w) { return b_.CreateBitCast(b_.CreateShl(w, 16), floats); };
+    auto hi = [&](llvm::Value* w) {
+        return b_.CreateBitCast(b_.CreateAnd(w, llvm::ConstantInt::get(words, 0xffff0000u)),
+                                floats);
+    };
+    // Both products are exact, so one fused multiply-add rounds the sum once, as the
+    // interpreter does.
+    return intrinsic(llvm::Intrinsic::fma, {floats},
+                     {hi(a), hi(b), b_.CreateFMul(lo(a), lo(b))});
+}
+
+llvm::Value* CodeGen::accumulated_dot(const Add* op) {
+    for (const auto& [dot_side, acc] : {std::pair(op->a, op->b), std::pair(op->b, op->a)}) {
+        const Call* dot = dot_side.as<Call>();
+        if (!dot || (dot->op != CallOp::Dot4U8S8 && dot->op != CallOp::Dot2BF16))
+            continue;
+        if (const int width = dot_instruction_width(dot->op, op->type.lanes))
+            return dot_instruction(dot->op, codegen(acc), codegen(dot->args[0]),
+                                   codegen(dot->args[1]), op->type.lanes, width);
+    }
+    return nullptr;
+}
+
 llvm::Value* CodeGen::visit(const Add* op) {
+    // acc + dot(x, y), either side: the accumulator is the instruction's first operand.
+    if (llvm::Value* v = accumulated_dot(op))
+        return v;
     if (op->type.is_float()) {
         if (op->a.as<Mul>())
             return fused_multiply_add(op->a, op->b, false, false);
         if (op->b.as<Mul>())
             return fused_multiply_add(op->b, op->a, false, false);
         return b_.CreateFAdd(codegen(op->a), codegen(op->b));
-    }
-    // acc + dot4_u8s8(x, y), either side: the accumulator is vpdpbusd's first operand.
-    if (const int width = vpdpbusd_width(op->type.lanes)) {
-        const Call* dot = op->a.as<Call>();
-        Expr acc = op->b;
-        if (!dot || dot->op != CallOp::Dot4U8S8) {
-            dot = op->b.as<Call>();
-            acc = op->a;
-        }
-        if (dot && dot->op == CallOp::Dot4U8S8)
-            return vpdpbusd(codegen(acc), codegen(dot->args[0]), codegen(dot->args[1]),
-                            op->type.lanes, width);
     }
     llvm::Value* a = codegen(op->a);
     llvm::Value* b = codegen(op->b);
@@ -867,13 +949,16 @@ llvm::Value* CodeGen::visit(const Call* op) {
             return intrinsic(llvm::Intrinsic::abs, {ty}, {x, b_.getFalse()});
         return x; // unsigned and bool values are their own absolute value
     case CallOp::Dot4U8S8:
-        // Without an add around it, vpdpbusd still does it in one instruction from zero.
-        if (const int width = vpdpbusd_width(t.lanes))
-            return vpdpbusd(llvm::Constant::getNullValue(ty), x, codegen(op->args[1]), t.lanes,
-                            width);
-        return dot4_generic(x, codegen(op->args[1]), t.lanes);
+    case CallOp::Dot2BF16:
+        // Without an add around it, the instruction still does it in one from zero.
+        if (const int width = dot_instruction_width(op->op, t.lanes))
+            return dot_instruction(op->op, llvm::Constant::getNullValue(llvm_type(t)), x,
+                                   codegen(op->args[1]), t.lanes, width);
+        return op->op == CallOp::Dot4U8S8 ? dot4_generic(x, codegen(op->args[1]), t.lanes)
+                                          : dot2_generic(x, codegen(op->args[1]), t.lanes);
     case CallOp::Prefetch:
     case CallOp::TileMatmulU8S8: // a statement (visit(Evaluate))
+    case CallOp::TileMatmulBF16:
     case CallOp::BytesAsWord:    // bytes_as_word()
     case CallOp::GpuBlockSum: // GPU lowering only
     case CallOp::GpuBlockMax:
@@ -886,13 +971,15 @@ llvm::Value* CodeGen::visit(const Call* op) {
 llvm::Value* CodeGen::bytes_as_word(const Load* bytes, int lanes) {
     TESSERA_CHECK(bytes) << "bytes_as_word of a non-Load in " << func_name_;
     llvm::Value* base = buffer_ptr(bytes->buffer);
+    llvm::Type* elem = memory_type(bytes->type.element_of()); // u8 or bf16 (i16)
+    const int per_word = 4 / bytes->type.bytes();
     auto word_at = [&](llvm::Value* index, llvm::Type* ty) {
-        return b_.CreateAlignedLoad(ty, b_.CreateGEP(b_.getInt8Ty(), base, index), llvm::Align(1));
+        return b_.CreateAlignedLoad(ty, b_.CreateGEP(elem, base, index), llvm::Align(1));
     };
     if (lanes == 1)
         return word_at(codegen(bytes->index), b_.getInt32Ty());
     const Ramp* ramp = bytes->index.as<Ramp>();
-    if (ramp && is_const_int(ramp->stride, 4)) {
+    if (ramp && is_const_int(ramp->stride, per_word)) {
         auto* ty = llvm::FixedVectorType::get(b_.getInt8Ty(), 4 * lanes);
         return b_.CreateBitCast(word_at(codegen(ramp->base), ty),
                                 llvm::FixedVectorType::get(b_.getInt32Ty(), lanes));
@@ -1139,13 +1226,14 @@ void CodeGen::visit(const Seq* op) {
 
 void CodeGen::visit(const Evaluate* op) {
     const Call* call = op->value.as<Call>();
-    if (call && call->op == CallOp::TileMatmulU8S8)
+    if (call && is_tile_matmul(call->op))
         return tile_matmul(TileMatmul::from_call(*call));
     codegen(op->value);
 }
 
 void CodeGen::tile_matmul(const TileMatmul& t) {
-    if (!amx_int8_)
+    const bool bf16 = t.product == CallOp::Dot2BF16;
+    if (!has_tiles_for(bf16 ? CallOp::TileMatmulBF16 : CallOp::TileMatmulU8S8))
         return codegen(t.expand());
     auto i16 = [&](int64_t v) { return b_.getInt16(static_cast<uint16_t>(v)); };
     // The address of element `offset` (an i64 value) past the first one of a Load operand.
@@ -1210,7 +1298,9 @@ void CodeGen::tile_matmul(const TileMatmul& t) {
     for (int64_t mt = 0; mt < t.m_tiles; ++mt)
         for (int64_t nt = 0; nt < t.n_tiles; ++nt)
             next_acc.push_back(
-                intrinsic(llvm::Intrinsic::x86_tdpbusd_internal, {},
+                intrinsic(bf16 ? llvm::Intrinsic::x86_tdpbf16ps_internal
+                               : llvm::Intrinsic::x86_tdpbusd_internal,
+                          {},
                           {i16(t.m), i16(4 * t.n), i16(4 * t.k), phis[mt * t.n_tiles + nt],
                            a_tiles[mt], b_tiles[nt]}));
     llvm::Value* next = b_.CreateAdd(step, b_.getInt64(1), "", true, true);

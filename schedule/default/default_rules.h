@@ -78,8 +78,9 @@ void factor_row_reductions(State& s, const DefaultScheduleOptions& opts);
 /// Throws ScheduleError when a step is illegal.
 void annotate_fixed(State& s, const DefaultScheduleOptions& opts);
 
-/// `tiled` (a default schedule from the sketches) with its stage of 8-bit products, a sum of
-/// dot4_u8s8(A, B), re-cut for matrix tiles: tiles of up to 16 rows (the innermost axis only A
+/// `tiled` (a default schedule from the sketches) with its stage of word products, a sum of
+/// dot4_u8s8(A, B) (when opts.cpu_tiles) or dot2_bf16(A, B) (opts.cpu_tiles_bf16), re-cut
+/// for matrix tiles: tiles of up to 16 rows (the innermost axis only A
 /// reads) by up to 16 columns (the innermost axis, only B reads), a second tile of each from
 /// the same axis when it is longer (a matmul's) or else from the next axis of that kind (a
 /// convolution's output rows and channel blocks); the loop order S0 S1 R0 R1 S2 S3 with the
@@ -88,7 +89,7 @@ void annotate_fixed(State& s, const DefaultScheduleOptions& opts);
 /// unrolled; the stage's later vector splits dropped). nullopt when the stage is absent, the
 /// steps do not have the tiled shape, or the result does not lower to a TileMatmul
 /// (tile_matmul_schedule.cpp).
-std::optional<State> tile_matmul_schedule(const State& tiled);
+std::optional<State> tile_matmul_schedule(const State& tiled, const DefaultScheduleOptions& opts);
 
 /// The GPU default schedule (default_schedule.h, target Gpu); gpu_default_schedule.cpp.
 State gpu_default_schedule(const te::Compute& c, const DefaultScheduleOptions& opts);

@@ -118,8 +118,8 @@ State default_schedule(const te::Compute& c, const DefaultScheduleOptions& opts)
             detail::factor_row_reductions(s, opts);
             detail::annotate_fixed(s, opts);
             check_lowers(s);
-            if (opts.cpu_tiles && opts.target == TargetKind::Cpu)
-                if (std::optional<State> tiles = detail::tile_matmul_schedule(s))
+            if ((opts.cpu_tiles || opts.cpu_tiles_bf16) && opts.target == TargetKind::Cpu)
+                if (std::optional<State> tiles = detail::tile_matmul_schedule(s, opts))
                     return *tiles;
             return s;
         } catch (const ScheduleError&) {

@@ -1,6 +1,6 @@
-// The default schedule's matrix-tile variant: the register tile of a stage of 8-bit products
-// (sum of dot4_u8s8 over words) re-cut into AMX tiles, its reduce loops run inside one
-// tile_matmul nest (lower/tile_matmul.h).
+// The default schedule's matrix-tile variant: the register tile of a stage of word products
+// (a sum of dot4_u8s8 or dot2_bf16 over words) re-cut into AMX tiles, its reduce loops run
+// inside one tile_matmul nest (lower/tile_matmul.h).
 #include <algorithm>
 #include <optional>
 
@@ -18,23 +18,26 @@ namespace {
 
 using ir::TileMatmul;
 
-/// The two reads of the stage's `sum(dot4_u8s8(a, b))`, when its body has that form.
-struct Dot4Reads {
+/// The two reads of the stage's `sum(dot4_u8s8(a, b))` (when opts.cpu_tiles) or
+/// `sum(dot2_bf16(a, b))` (opts.cpu_tiles_bf16), when its body has that form.
+struct WordProductReads {
     const ir::TensorRead* a = nullptr;
     const ir::TensorRead* b = nullptr;
 };
-std::optional<Dot4Reads> dot4_reads(const Stage& st) {
+std::optional<WordProductReads> word_product_reads(const Stage& st,
+                                                   const DefaultScheduleOptions& opts) {
     const ir::Reduce* r = st.body.as<ir::Reduce>();
     if (!r || r->op != ir::ReduceOp::Sum)
         return std::nullopt;
     const ir::Call* dot = r->source.as<ir::Call>();
-    if (!dot || dot->op != ir::CallOp::Dot4U8S8)
+    if (!dot || !((dot->op == ir::CallOp::Dot4U8S8 && opts.cpu_tiles) ||
+                  (dot->op == ir::CallOp::Dot2BF16 && opts.cpu_tiles_bf16)))
         return std::nullopt;
-    // A's words may be its bytes reinterpreted.
+    // A's words may be its elements reinterpreted.
     const ir::Call* bytes = dot->args[0].as<ir::Call>();
     const ir::Expr a =
         bytes && bytes->op == ir::CallOp::BytesAsWord ? bytes->args[0] : dot->args[0];
-    Dot4Reads d{a.as<ir::TensorRead>(), dot->args[1].as<ir::TensorRead>()};
+    WordProductReads d{a.as<ir::TensorRead>(), dot->args[1].as<ir::TensorRead>()};
     if (!d.a || !d.b)
         return std::nullopt;
     return d;
@@ -63,12 +66,13 @@ int64_t largest_divisor(int64_t n, int64_t cap) {
 
 } // namespace
 
-std::optional<State> tile_matmul_schedule(const State& tiled) {
+std::optional<State> tile_matmul_schedule(const State& tiled,
+                                         const DefaultScheduleOptions& opts) {
     const State initial = make_initial_state(tiled.compute);
     int stage = -1;
-    std::optional<Dot4Reads> reads;
+    std::optional<WordProductReads> reads;
     for (size_t i = 0; i < initial.stages.size() && stage < 0; ++i)
-        if ((reads = dot4_reads(initial.stages[i])))
+        if ((reads = word_product_reads(initial.stages[i], opts)))
             stage = static_cast<int>(i);
     if (stage < 0)
         return std::nullopt;
@@ -122,6 +126,10 @@ std::optional<State> tile_matmul_schedule(const State& tiled) {
     }
     if (!rows)
         return std::nullopt;
+    // Columns one tile nest covers. A weight packed in blocks of more columns (the register
+    // tile's) would make B's index jump between blocks inside the nest: its blocks shrink to
+    // the nest's columns, which keeps B linear in the nest's loops.
+    const int64_t nest_columns = lengths[column][1] * lengths[column][2];
 
     // The tiled schedule's split and reorder steps of the stage: 3 lengths per spatial axis
     // (levels 1..3 of "SSRSRS"), 1 per reduce axis. Its later steps on the stage (the vector
@@ -140,6 +148,9 @@ std::optional<State> tile_matmul_schedule(const State& tiled) {
         new_index[i] = static_cast<int>(steps.size());
         steps.push_back(s);
         Step& t = steps.back();
+        if (t.kind == StepKind::TransformLayout && !t.lengths.empty() &&
+            t.lengths.back() > nest_columns && t.lengths.back() % nest_columns == 0)
+            t.lengths.back() = nest_columns;
         if (t.kind == StepKind::FollowSplit) {
             if (t.src_step < 0 || new_index[static_cast<size_t>(t.src_step)] < 0)
                 return std::nullopt;
@@ -220,7 +231,7 @@ std::optional<State> tile_matmul_schedule(const State& tiled) {
     try {
         State s = replay(tiled.compute, steps);
         ir::LoweredFunc f = lower_state(s, "tile_matmul_check");
-        if (!ir::contains_call(lower::lower_tile_matmuls(f.body), ir::CallOp::TileMatmulU8S8))
+        if (!ir::contains_call(lower::lower_tile_matmuls(f.body), ir::is_tile_matmul))
             return std::nullopt;
         return s;
     } catch (const ScheduleError&) {

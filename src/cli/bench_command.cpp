@@ -21,7 +21,7 @@ namespace tessera::cli {
 
 namespace {
 
-/// A buffer of random values of t's dtype. f16 gets the bits of values in [-1, 1).
+/// A buffer of random values of t's dtype. f16 and bf16 get the bits of values in [-1, 1).
 std::vector<unsigned char> random_input(const ModelTensorInfo& t, Rng& rng) {
     const int64_t bytes = dense_bytes(t);
     const int64_t elem = model_dtype_bytes(t.dtype);
@@ -47,6 +47,13 @@ std::vector<unsigned char> random_input(const ModelTensorInfo& t, Rng& rng) {
             // sign, exponent 14 (0.5..1) and 10 random mantissa bits: |v| in [0.5, 1).
             const uint16_t v = static_cast<uint16_t>((rng.uniform_int(0, 1) << 15) | (14 << 10) |
                                                      rng.uniform_int(0, 1023));
+            std::memcpy(p, &v, 2);
+            break;
+        }
+        case TESSERA_BF16: {
+            // sign, exponent 126 (0.5..1) and 7 random mantissa bits.
+            const uint16_t v = static_cast<uint16_t>((rng.uniform_int(0, 1) << 15) | (126 << 7) |
+                                                     rng.uniform_int(0, 127));
             std::memcpy(p, &v, 2);
             break;
         }

@@ -95,6 +95,7 @@ int run_build(const BuildCommandOptions& opts, std::ostream& out, std::ostream& 
     bo.model_path = opts.model;
     bo.opt_level = opts.opt_level;
     bo.winograd = !opts.no_winograd;
+    bo.precision = precision_of(opts.inputs);
     bo.jobs = opts.jobs;
     if (opts.target == "cuda") {
         bo.target = compile::BuildTarget::Cuda;

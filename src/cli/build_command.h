@@ -28,7 +28,7 @@ struct BuildCommandOptions {
     int opt_level = 3;   ///< Graph optimization level 0..3.
     bool no_winograd = false; ///< --no-winograd: every 3x3 conv stays direct.
     bool json = false;   ///< One JSON object on stdout instead of the table.
-    ModelInputOptions inputs; ///< --input-shape, --bind.
+    ModelInputOptions inputs; ///< --input-shape, --bind, --precision.
     int jobs = 0; ///< Code generation threads; 0 = one per hardware thread.
     /// "llvm" (this CPU; "cpu" is accepted too) or "cuda" (an NVIDIA GPU).
     std::string target = "llvm";

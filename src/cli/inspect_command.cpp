@@ -100,6 +100,7 @@ void run_inspect(const InspectOptions& options, std::ostream& out) {
     const graph::ImportOptions import_opts = import_options(options.inputs);
     graph::PipelineOptions popts;
     popts.level = options.opt_level;
+    popts.precision = precision_of(options.inputs);
     popts.layout_block = options.layout_block != 0
                              ? options.layout_block
                              : graph::layout_block_for(backend::host_info().vector_bits);

@@ -16,7 +16,7 @@ namespace tessera::cli {
 
 struct InspectOptions {
     std::string model;                     ///< path of the .onnx file
-    ModelInputOptions inputs; ///< --input-shape, --bind
+    ModelInputOptions inputs; ///< --input-shape, --bind, --precision
     int opt_level = 2;                     ///< 0 to 3 (-O0 .. -O3)
     std::string print_after;               ///< a pass name or "all"; empty: never
     bool time_passes = false;

@@ -1,12 +1,14 @@
 // The options every command that imports a model shares (build, inspect, tune): static shapes
-// for inputs with symbolic dims (--input-shape) and values for inputs that set shapes
-// (--bind), so that the three import the same graph and tune and build see the same tasks.
+// for inputs with symbolic dims (--input-shape), values for inputs that set shapes (--bind)
+// and the products' precision (--precision), so that the three make the same graph and tune
+// and build see the same tasks.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "tessera/graph/import_onnx.h"
+#include "tessera/graph/passes.h"
 
 namespace CLI {
 class App;
@@ -17,13 +19,17 @@ namespace tessera::cli {
 struct ModelInputOptions {
     std::vector<std::string> input_shapes; ///< "name=1x3x224x224" each.
     std::vector<std::string> binds;        ///< "name=file.npy" (or .pb) each.
+    std::string precision = "fp32";        ///< --precision: fp32 or bf16.
 };
 
-/// Registers --input-shape and --bind on `cmd`, parsing into `opts`.
+/// Registers --input-shape, --bind and --precision on `cmd`, parsing into `opts`.
 void add_model_input_options(CLI::App* cmd, ModelInputOptions& opts);
 
 /// The import options the flags say: shapes parsed, bound files read. Throws UserError quoting
 /// a malformed flag, a name given twice, or an unreadable file.
 graph::ImportOptions import_options(const ModelInputOptions& opts);
+
+/// The precision --precision names; throws UserError for another name.
+graph::Precision precision_of(const ModelInputOptions& opts);
 
 } // namespace tessera::cli

@@ -194,7 +194,8 @@ sched::State host_default_schedule(const te::OpInstance& inst) {
     sched::DefaultScheduleOptions o;
     o.num_cores = std::max(1, host.cores);
     o.vector_lanes = std::max(1, host.vector_bits / 32);
-    o.cpu_tiles = host.has_feature("amx-int8") && host.has_feature("amx-tile");
+    o.cpu_tiles = host.has_u8s8_tiles();
+    o.cpu_tiles_bf16 = host.has_bf16_tiles();
     o.weight_inputs = inst.weight_inputs;
     return sched::default_schedule(inst.compute, o);
 }

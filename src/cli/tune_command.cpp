@@ -168,7 +168,8 @@ tune::SearchOptions tune_search_options(const TuneOptions& o,
     so.sketch.weight_inputs = weight_inputs; // packed once, outside the timed call
     so.sample.num_cores = cores;
     so.sample.max_vectorize_lanes = std::max(1, host.vector_bits / 32);
-    so.cpu_tiles = host.has_feature("amx-int8") && host.has_feature("amx-tile");
+    so.cpu_tiles = host.has_u8s8_tiles();
+    so.cpu_tiles_bf16 = host.has_bf16_tiles();
     if (o.target == "cuda") // GPU sketches, the GPU default schedule and the GPU mutations
         so.sketch.target = sched::TargetKind::Gpu;
     return so;

@@ -22,7 +22,7 @@ namespace tessera::cli {
 struct TuneOptions {
     std::string op;                        ///< NAME:key=value,... (see `tessera op list`).
     std::string model_path;                ///< An ONNX model (exactly one of op, model_path).
-    ModelInputOptions inputs; ///< A model's --input-shape and --bind (as `build`).
+    ModelInputOptions inputs; ///< A model's --input-shape, --bind, --precision (as `build`).
     int opt_level = 3;                     ///< Graph pipeline level for a model (as `build`).
     bool no_winograd = false; ///< --no-winograd: a model's 3x3 convs stay direct (as `build`).
     /// Candidates to measure in this run (all tasks of a model together); 0 = no limit (then

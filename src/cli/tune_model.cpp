@@ -236,12 +236,14 @@ std::vector<size_t> shard_task_indices(const std::vector<tune::TaskToTune>& task
 
 std::vector<tune::TaskToTune> model_tasks(const std::string& model_path,
                                           const graph::ImportOptions& import, int opt_level,
-                                          const std::string& target, bool winograd) {
+                                          const std::string& target, bool winograd,
+                                          graph::Precision precision) {
     if (opt_level < 0 || opt_level > 3)
         throw UserError() << "-O must be 0..3, got " << opt_level;
     graph::Graph g = graph::import_onnx(model_path, import);
     graph::PipelineOptions popts;
     popts.level = opt_level;
+    popts.precision = precision;
     // The graph `build` makes for this target (its tasks must be the ones tuned here): NCHW[x]c
     // with one vector register of channels on a CPU, no layout pass for a GPU.
     popts.layout_block = graph::layout_block_for(backend::host_info().vector_bits);
@@ -278,7 +280,7 @@ tune::TasksResult run_tune_model(const TuneOptions& opts, std::ostream& out, std
     const tune::TuneTarget target = tune_target_of(opts);
     std::vector<tune::TaskToTune> tasks =
         model_tasks(opts.model_path, import_options(opts.inputs), opts.opt_level, opts.target,
-                    !opts.no_winograd);
+                    !opts.no_winograd, precision_of(opts.inputs));
     st.model_tasks = tasks.size();
     st.index = shard_task_indices(tasks, st.shard);
     if (st.index.size() != tasks.size()) {

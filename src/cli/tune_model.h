@@ -18,11 +18,12 @@ namespace tessera::cli {
 /// (pure data movement: layout changes, flatten) counts one operation per output element, so
 /// that its throughput is still defined. Throws UserError for a file that is not a model, a
 /// level outside 0..3 or an op without a tensor program. `winograd` false keeps 3x3 convs direct
-/// (as `build --no-winograd`).
+/// (as `build --no-winograd`); `precision` runs the precision pass (as `build --precision`).
 std::vector<tune::TaskToTune> model_tasks(const std::string& model_path,
                                           const graph::ImportOptions& import, int opt_level,
                                           const std::string& target = "llvm",
-                                          bool winograd = true);
+                                          bool winograd = true,
+                                          graph::Precision precision = graph::Precision::FP32);
 
 /// Share `index` of `count` of a model's tasks (`tune MODEL --shard I/N`).
 struct TaskShard {

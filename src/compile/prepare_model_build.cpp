@@ -146,7 +146,8 @@ sched::DefaultScheduleOptions build_default_schedule_options(BuildTarget target,
     sched::DefaultScheduleOptions dso;
     dso.num_cores = num_cores > 0 ? num_cores : std::max(1, host.cores);
     dso.vector_lanes = std::max(4, host.vector_bits / 32);
-    dso.cpu_tiles = host.has_feature("amx-int8") && host.has_feature("amx-tile");
+    dso.cpu_tiles = host.has_u8s8_tiles();
+    dso.cpu_tiles_bf16 = host.has_bf16_tiles();
     if (target == BuildTarget::Cuda)
         dso.target = sched::TargetKind::Gpu;
     return dso;
@@ -198,6 +199,7 @@ ModelBuild prepare_model_build(const BuildOptions& opts) {
     b.graph = graph::import_onnx(opts.model_path, io);
     graph::PipelineOptions po;
     po.level = opts.opt_level;
+    po.precision = opts.precision;
     std::ostringstream pass_log; // optimize prints only on request; keep stray output away
     po.out = &pass_log;
     // NCHW[x]c with one vector register of channels (the tasks `tune MODEL` extracts on this

@@ -11,19 +11,21 @@ using Code = ir::DataType::Code;
 // ONNX codes are TensorProto::DataType's; C API codes are TesseraDType's (tessera_model.h).
 // constexpr: constant-initialized, so that static initializers elsewhere may read it.
 static constexpr DTypeInfo kTable[] = {
-    // dtype        name    bytes ir                   onnx npy    abi float  signed
-    {DType::F32, "f32", 4, ir::DataType::f32(), 1, "<f4", 1, true, true},
-    {DType::F64, "f64", 8, ir::DataType::f64(), 11, "<f8", 2, true, true},
-    {DType::I32, "i32", 4, ir::DataType::i32(), 6, "<i4", 3, false, true},
-    {DType::I64, "i64", 8, ir::DataType::i64(), 7, "<i8", 4, false, true},
-    {DType::Bool, "bool", 1, ir::DataType::boolean(), 9, "|b1", 5, false, false},
-    {DType::F16, "f16", 2, ir::DataType::f16(), 10, "<f2", 6, true, true},
-    {DType::I8, "i8", 1, ir::DataType(Code::Int, 8), 3, "|i1", 7, false, true},
-    {DType::U8, "u8", 1, ir::DataType::u8(), 2, "|u1", 8, false, false},
-    {DType::I16, "i16", 2, ir::DataType(Code::Int, 16), 5, "<i2", 9, false, true},
-    {DType::U16, "u16", 2, ir::DataType(Code::UInt, 16), 4, "<u2", 10, false, false},
-    {DType::U32, "u32", 4, ir::DataType(Code::UInt, 32), 12, "<u4", 11, false, false},
-    {DType::U64, "u64", 8, ir::DataType(Code::UInt, 64), 13, "<u8", 12, false, false},
+    // dtype        name    bytes ir                   onnx npy    abi float  signed  storage
+    {DType::F32, "f32", 4, ir::DataType::f32(), 1, "<f4", 1, true, true, false},
+    {DType::F64, "f64", 8, ir::DataType::f64(), 11, "<f8", 2, true, true, false},
+    {DType::I32, "i32", 4, ir::DataType::i32(), 6, "<i4", 3, false, true, false},
+    {DType::I64, "i64", 8, ir::DataType::i64(), 7, "<i8", 4, false, true, false},
+    {DType::Bool, "bool", 1, ir::DataType::boolean(), 9, "|b1", 5, false, false, false},
+    {DType::F16, "f16", 2, ir::DataType::f16(), 10, "<f2", 6, true, true, true},
+    {DType::I8, "i8", 1, ir::DataType(Code::Int, 8), 3, "|i1", 7, false, true, false},
+    {DType::U8, "u8", 1, ir::DataType::u8(), 2, "|u1", 8, false, false, false},
+    {DType::I16, "i16", 2, ir::DataType(Code::Int, 16), 5, "<i2", 9, false, true, false},
+    {DType::U16, "u16", 2, ir::DataType(Code::UInt, 16), 4, "<u2", 10, false, false, false},
+    {DType::U32, "u32", 4, ir::DataType(Code::UInt, 32), 12, "<u4", 11, false, false, false},
+    {DType::U64, "u64", 8, ir::DataType(Code::UInt, 64), 13, "<u8", 12, false, false, false},
+    // numpy has no bf16: ml_dtypes' bfloat16 arrays save as 2-byte void ('<V2').
+    {DType::BF16, "bf16", 2, ir::DataType::bf16(), 16, "<V2", 13, true, true, true},
 };
 
 const std::vector<DTypeInfo>& all_dtypes() {
@@ -40,6 +42,8 @@ const DTypeInfo& dtype_info(DType t) {
 
 const char* dtype_name(DType t) { return dtype_info(t).name; }
 size_t dtype_size(DType t) { return dtype_info(t).bytes; }
+bool is_storage_float(DType t) { return dtype_info(t).storage_float; }
+
 bool is_float(DType t) { return dtype_info(t).is_float; }
 bool is_integer(DType t) { return t != DType::Bool && !is_float(t); }
 ir::DataType to_ir_type(DType t) { return dtype_info(t).ir; }

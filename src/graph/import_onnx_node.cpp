@@ -3,6 +3,8 @@
 // rewrites the node into the form shape inference, the evaluator and the kernels accept.
 #include "ops/op_import.h"
 
+#include <optional>
+
 #include "onnx_import.h"
 #include "onnx_tensor.h"
 #include "ops/op_def.h"
@@ -259,24 +261,26 @@ void ImportContext::define(const std::string& name, ValueId v, const std::string
 
 NodeId ImportContext::emit(Op op, std::vector<ValueId> inputs, std::vector<ValueId> outputs,
                            Attributes attrs, const std::string& name) {
-    bool widen = false;
+    // The 16-bit float the op's results return to: that of its first such operand.
+    std::optional<DType> narrow;
     if (!op_def(op).any_element_type)
         for (ValueId v : inputs)
-            widen = widen || (v != kNoValue && g.value(v).dtype == DType::F16);
-    if (!widen) {
+            if (!narrow && v != kNoValue && is_storage_float(g.value(v).dtype))
+                narrow = g.value(v).dtype;
+    if (!narrow) {
         NodeId id = g.add_node(op, std::move(inputs), std::move(outputs), std::move(attrs), name);
         inf.infer(id);
         return id;
     }
-    // The op computes in f32: its f16 operands are cast up, and its float results are cast
-    // back into the values the model names (other results pass through an Identity).
+    // The op computes in f32: its f16 / bf16 operands are cast up, and its float results are
+    // cast back into the values the model names (other results pass through an Identity).
     auto cast = [&](ValueId from, ValueId to, DType dtype) {
         Attributes a;
         a["to"] = Attribute::of_string(dtype_name(dtype));
         inf.infer(g.add_node(Op::Cast, {from}, {to}, std::move(a), name));
     };
     for (ValueId& v : inputs) {
-        if (v == kNoValue || g.value(v).dtype != DType::F16)
+        if (v == kNoValue || !is_storage_float(g.value(v).dtype))
             continue;
         ValueId wide = g.add_value(g.value(v).name + "/f32");
         cast(v, wide, DType::F32);
@@ -289,7 +293,7 @@ NodeId ImportContext::emit(Op op, std::vector<ValueId> inputs, std::vector<Value
     inf.infer(id);
     for (size_t i = 0; i < outputs.size(); ++i) {
         if (g.value(wide_outputs[i]).dtype == DType::F32)
-            cast(wide_outputs[i], outputs[i], DType::F16);
+            cast(wide_outputs[i], outputs[i], *narrow);
         else
             inf.infer(g.add_node(Op::Identity, {wide_outputs[i]}, {outputs[i]}, {}, name));
     }

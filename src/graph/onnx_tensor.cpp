@@ -96,14 +96,15 @@ static int64_t field_size(const onnx::TensorProto& t, DType dtype) {
     TESSERA_UNREACHABLE();
 }
 
-// Copies a typed field's values into out's elements (float16 values are bit patterns).
+// Copies a typed field's values into out's elements (float16 and bfloat16 values are bit
+// patterns).
 template <typename Field> static void copy_field(const Field& field, TensorData& out) {
     visit_dtype(out.dtype(), [&](auto tag) {
         using T = std::remove_pointer_t<decltype(tag)>;
         T* p = out.data<T>();
         for (int64_t i = 0; i < out.numel(); ++i) {
-            if constexpr (std::is_same_v<T, Half>)
-                p[i] = Half::from_bits(static_cast<uint16_t>(field.Get(static_cast<int>(i))));
+            if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
+                p[i] = T::from_bits(static_cast<uint16_t>(field.Get(static_cast<int>(i))));
             else
                 p[i] = static_cast<T>(field.Get(static_cast<int>(i)));
         }

@@ -68,7 +68,7 @@ TensorData TensorData::reshaped(Shape shape) const {
 
 // Converts one element; float -> int casts of out-of-range values are clamped rather than UB.
 template <typename To, typename From> static To convert(From v) {
-    if constexpr (std::is_same_v<From, Half>) {
+    if constexpr (std::is_same_v<From, Half> || std::is_same_v<From, BFloat16>) {
         return convert<To>(static_cast<float>(v));
     } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
         if (!(v == v))

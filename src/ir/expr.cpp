@@ -266,7 +266,9 @@ const char* to_string(CallOp op) {
     case CallOp::GpuBlockMax: return "gpu_block_max";
     case CallOp::GpuBlockMin: return "gpu_block_min";
     case CallOp::Dot4U8S8: return "dot4_u8s8";
+    case CallOp::Dot2BF16: return "dot2_bf16";
     case CallOp::TileMatmulU8S8: return "tile_matmul_u8s8";
+    case CallOp::TileMatmulBF16: return "tile_matmul_bf16";
     case CallOp::BytesAsWord: return "bytes_as_word";
     }
     return "?";
@@ -279,11 +281,12 @@ Expr Call::make(CallOp op, std::vector<Expr> args) {
     return finish(n);
 }
 DataType Call::infer_type() const {
-    if (op == CallOp::TileMatmulU8S8) { // TileMatmul::from_call checks the arguments
-        TESSERA_CHECK(args.size() >= 15) << "tile_matmul_u8s8 with " << args.size() << " arguments";
+    if (is_tile_matmul(op)) { // TileMatmul::from_call checks the arguments
+        TESSERA_CHECK(args.size() >= 15)
+            << to_string(op) << " with " << args.size() << " arguments";
         return DataType::i32();
     }
-    size_t want = op == CallOp::Pow || op == CallOp::Dot4U8S8 ? 2 : 1;
+    size_t want = op == CallOp::Pow || op == CallOp::Dot4U8S8 || op == CallOp::Dot2BF16 ? 2 : 1;
     TESSERA_CHECK(args.size() == want) << to_string(op) << " takes " << want << " arguments";
     for (const auto& a : args) TESSERA_CHECK(a.defined()) << to_string(op) << " of undefined";
     if (op == CallOp::Prefetch) {
@@ -291,9 +294,10 @@ DataType Call::infer_type() const {
         return DataType::i32();
     }
     if (op == CallOp::BytesAsWord) {
+        const DataType e = args[0].type().element_of();
         TESSERA_CHECK((args[0].as<Load>() || args[0].as<TensorRead>()) &&
-                      args[0].type().element_of() == DataType::u8())
-            << "bytes_as_word of " << args[0].type() << " (a u8 Load or TensorRead)";
+                      (e == DataType::u8() || e == DataType::bf16()))
+            << "bytes_as_word of " << args[0].type() << " (a u8 or bf16 Load or TensorRead)";
         return DataType::i32(args[0].type().lanes);
     }
     DataType t = args[0].type();
@@ -302,6 +306,11 @@ DataType Call::infer_type() const {
         same_type("dot4_u8s8", args[0], args[1]);
         TESSERA_CHECK(t.is_int() && t.bits == 32) << "dot4_u8s8 of " << t << " (i32 words)";
         return t;
+    }
+    if (op == CallOp::Dot2BF16) {
+        same_type("dot2_bf16", args[0], args[1]);
+        TESSERA_CHECK(t.is_int() && t.bits == 32) << "dot2_bf16 of " << t << " (i32 words)";
+        return DataType::f32(t.lanes);
     }
     TESSERA_CHECK(t.is_float() || op == CallOp::Abs) << to_string(op) << " of " << t;
     TESSERA_CHECK(!is_gpu_block_reduce(op) || (t.is_scalar() && t.bits >= 32))
@@ -389,6 +398,10 @@ CallOp gpu_block_reduce_op(ReduceOp op) {
 
 bool is_gpu_block_reduce(CallOp op) {
     return op == CallOp::GpuBlockSum || op == CallOp::GpuBlockMax || op == CallOp::GpuBlockMin;
+}
+
+bool is_tile_matmul(CallOp op) {
+    return op == CallOp::TileMatmulU8S8 || op == CallOp::TileMatmulBF16;
 }
 
 } // namespace tessera::ir

@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "tessera/support/bfloat16.h"
 #include "tessera/support/error.h"
 
 namespace tessera::ir {
@@ -90,8 +91,14 @@ float half_to_float(uint16_t h) {
     return f;
 }
 
-/// Rounds a float result to its type's precision.
+/// ENode::bits of a bf16 value: f16 and bf16 are both 16 bits wide but round differently, and
+/// bits is only read as a width for integers.
+constexpr int kBFloat16Bits = -16;
+
+/// Rounds a float result to its type's precision (bits as ENode::bits holds it).
 inline double round_to(double v, int bits) {
+    if (bits == kBFloat16Bits)
+        return (double)bf16_bits_to_f32(f32_to_bf16_bits((float)v));
     if (bits == 32)
         return (double)(float)v;
     if (bits == 16)
@@ -100,11 +107,13 @@ inline double round_to(double v, int bits) {
 }
 
 /// The memory representation of a buffer element.
-enum class Mem : uint8_t { F16, F32, F64, I8, I16, I32, I64, U8, U16, U32, U64, Bool };
+enum class Mem : uint8_t { F16, BF16, F32, F64, I8, I16, I32, I64, U8, U16, U32, U64, Bool };
 
 Mem mem_of(DataType t) {
     switch (cat_of(t)) {
     case Cat::Float:
+        if (t.is_bfloat())
+            return Mem::BF16;
         return t.bits == 16 ? Mem::F16 : t.bits == 32 ? Mem::F32 : Mem::F64;
     case Cat::Bool:
         return Mem::Bool;
@@ -130,6 +139,9 @@ inline Lane mem_read(const uint8_t* base, int64_t i, Mem m) {
     switch (m) {
     case Mem::F16:
         l.f = half_to_float(load_as<uint16_t>(base, i));
+        break;
+    case Mem::BF16:
+        l.f = bf16_bits_to_f32(load_as<uint16_t>(base, i));
         break;
     case Mem::F32:
         l.f = load_as<float>(base, i);
@@ -172,6 +184,9 @@ inline void mem_write(uint8_t* base, int64_t i, Mem m, Lane l) {
     switch (m) {
     case Mem::F16:
         store_as<uint16_t>(base, i, float_to_half((float)l.f));
+        break;
+    case Mem::BF16:
+        store_as<uint16_t>(base, i, f32_to_bf16_bits((float)l.f));
         break;
     case Mem::F32:
         store_as<float>(base, i, (float)l.f);
@@ -225,7 +240,9 @@ struct Frame {
 // node is evaluated again (its own storage, a constant, or a variable's frame slot).
 
 struct ENode {
-    explicit ENode(DataType t) : cat(cat_of(t)), bits(t.bits), lanes(t.lanes), out(t.lanes) {}
+    explicit ENode(DataType t)
+        : cat(cat_of(t)), bits(t.is_bfloat() ? kBFloat16Bits : t.bits), lanes(t.lanes),
+          out(t.lanes) {}
     virtual ~ENode() = default;
     virtual const Lane* eval(Frame& fr) = 0;
     Cat cat;
@@ -526,25 +543,28 @@ struct LoadNode : ENode {
     EPtr index;
 };
 
-/// CallOp::BytesAsWord of a Load: each lane's 4 bytes from its index on, little-endian.
+/// CallOp::BytesAsWord of a Load: each lane's 4 bytes from its element on (elements of
+/// `elem_bytes` each), little-endian.
 struct BytesAsWordNode : ENode {
-    BytesAsWordNode(DataType t, int slot, std::string name, EPtr index)
-        : ENode(t), slot(slot), name(std::move(name)), index(std::move(index)) {}
+    BytesAsWordNode(DataType t, int slot, int elem_bytes, std::string name, EPtr index)
+        : ENode(t), slot(slot), elem_bytes(elem_bytes), name(std::move(name)),
+          index(std::move(index)) {}
     const Lane* eval(Frame& fr) override {
         const Lane* idx = index->eval(fr);
         const BufSlot& b = fr.bufs[slot];
         Lane* r = out.data();
         for (int k = 0; k < lanes; ++k) {
             const int64_t i = idx[k].i;
-            check_access(i, 4, b, "bytes_as_word", name);
+            check_access(i, 4 / elem_bytes, b, "bytes_as_word", name);
             uint32_t w = 0;
             for (int j = 0; j < 4; ++j)
-                w |= uint32_t(b.data[i + j]) << (8 * j);
+                w |= uint32_t(b.data[i * elem_bytes + j]) << (8 * j);
             r[k].i = int32_t(w);
         }
         return r;
     }
     int slot;
+    int elem_bytes;
     std::string name;
     EPtr index;
 };
@@ -631,6 +651,11 @@ struct CallNode : ENode {
                 r[k].i = dot4_u8s8((uint32_t)x[k].i, (uint32_t)y[k].i);
             return r;
         }
+        if (op == CallOp::Dot2BF16) {
+            for (int k = 0; k < lanes; ++k)
+                r[k].f = tessera::dot2_bf16((uint32_t)x[k].i, (uint32_t)y[k].i);
+            return r;
+        }
         for (int k = 0; k < lanes; ++k) {
             if (cat != Cat::Float) { // only Abs (and Dot4U8S8, above) are valid on integers
                 int64_t v = x[k].i;
@@ -669,7 +694,9 @@ struct CallNode : ENode {
                 break;
             case CallOp::Prefetch:
             case CallOp::Dot4U8S8:
+            case CallOp::Dot2BF16:
             case CallOp::TileMatmulU8S8: // an Evaluate of it runs its loops (stmt())
+            case CallOp::TileMatmulBF16:
             case CallOp::BytesAsWord:    // BytesAsWordNode
                 break;
             case CallOp::GpuBlockSum:
@@ -973,7 +1000,8 @@ EPtr Translator::expr(const Expr& e) {
             const Load* l = op->args[0].as<Load>();
             TESSERA_CHECK(l) << "interpreter: bytes_as_word of a non-Load";
             return std::make_unique<BytesAsWordNode>(op->type, buffer_slot(l->buffer, "load"),
-                                                     l->buffer.name(), expr(l->index));
+                                                     l->type.bytes(), l->buffer.name(),
+                                                     expr(l->index));
         }
         std::vector<EPtr> args;
         if (op->op != CallOp::Prefetch) // a prefetch may point past the end; never evaluated
@@ -1050,7 +1078,7 @@ SPtr Translator::stmt(const Stmt& s) {
     case IRNodeType::Evaluate: {
         // A tile matmul runs as the loops it stands for.
         const Call* call = s.as<Evaluate>()->value.as<Call>();
-        if (call && call->op == CallOp::TileMatmulU8S8)
+        if (call && is_tile_matmul(call->op))
             return stmt(TileMatmul::from_call(*call).expand());
         return std::make_unique<EvaluateNode>(expr(s.as<Evaluate>()->value));
     }

@@ -111,6 +111,10 @@ Expr dot4_u8s8(Expr a, Expr b) {
     match_types(a, b);
     return Call::make(CallOp::Dot4U8S8, {std::move(a), std::move(b)});
 }
+Expr dot2_bf16(Expr a, Expr b) {
+    match_types(a, b);
+    return Call::make(CallOp::Dot2BF16, {std::move(a), std::move(b)});
+}
 Expr bytes_as_word(Expr bytes) { return Call::make(CallOp::BytesAsWord, {std::move(bytes)}); }
 Expr pow(Expr x, Expr y) {
     match_types(x, y);

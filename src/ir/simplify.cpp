@@ -29,12 +29,12 @@ template <typename N> bool uses(const N& n, const Variable* v) {
     return u.found;
 }
 
-/// Whether e contains a side effect (Call(Prefetch), Call(TileMatmulU8S8)) or a cross-thread
+/// Whether e contains a side effect (Call(Prefetch), Call(TileMatmul*)) or a cross-thread
 /// reduction (its barriers must run exactly where the lowering put them: never dropped or
 /// duplicated).
 bool has_side_effect(const Expr& e) {
     return contains_call(e, [](CallOp op) {
-        return op == CallOp::Prefetch || op == CallOp::TileMatmulU8S8 || is_gpu_block_reduce(op);
+        return op == CallOp::Prefetch || is_tile_matmul(op) || is_gpu_block_reduce(op);
     });
 }
 

@@ -19,10 +19,16 @@ int64_t int_arg(const Call& call, size_t i) {
 }
 
 void check_fields(const TileMatmul& t) {
+    const bool bf16 = t.product == CallOp::Dot2BF16;
+    TESSERA_CHECK(bf16 || t.product == CallOp::Dot4U8S8)
+        << "tile_matmul of " << to_string(t.product);
+    const DataType acc = bf16 ? DataType::f32() : DataType::i32();
+    const DataType elem = bf16 ? DataType::bf16() : DataType::u8();
     for (const Expr* e : {&t.c, &t.a, &t.b}) {
         const Load* l = e->as<Load>();
-        TESSERA_CHECK(l && (l->type == DataType::i32() || (e == &t.a && l->type == DataType::u8())))
-            << "tile_matmul operand is not a scalar i32 Load (A: or u8)";
+        const DataType want = e == &t.c ? acc : DataType::i32();
+        TESSERA_CHECK(l && (l->type == want || (e == &t.a && l->type == elem)))
+            << "tile_matmul operand is not a scalar " << want << " Load (A: or " << elem << ")";
     }
     TESSERA_CHECK(t.m >= 1 && t.m <= TileMatmul::kMaxRows && t.n >= 1 &&
                   t.n <= TileMatmul::kMaxColumnWords && t.k >= 1 &&
@@ -38,13 +44,15 @@ void check_fields(const TileMatmul& t) {
 
 } // namespace
 
-int64_t TileMatmul::a_elements_per_word() const { return a.type() == DataType::u8() ? 4 : 1; }
+int64_t TileMatmul::a_elements_per_word() const {
+    return a.type() == DataType::i32() ? 1 : word_elements();
+}
 
-int64_t TileMatmul::byte_products() const {
+int64_t TileMatmul::products() const {
     int64_t steps = 1;
     for (const auto& l : loops)
         steps *= l.extent;
-    return steps * m_tiles * n_tiles * m * n * k * 4;
+    return steps * m_tiles * n_tiles * m * n * k * word_elements();
 }
 
 Stmt TileMatmul::to_stmt() const {
@@ -56,15 +64,18 @@ Stmt TileMatmul::to_stmt() const {
     for (const auto& l : loops)
         for (int64_t v : {l.extent, l.a_stride, l.b_stride})
             args.push_back(Expr(v));
-    return Evaluate::make(Call::make(CallOp::TileMatmulU8S8, std::move(args)));
+    return Evaluate::make(Call::make(
+        product == CallOp::Dot2BF16 ? CallOp::TileMatmulBF16 : CallOp::TileMatmulU8S8,
+        std::move(args)));
 }
 
 TileMatmul TileMatmul::from_call(const Call& call) {
-    TESSERA_CHECK(call.op == CallOp::TileMatmulU8S8) << "not a tile_matmul call";
+    TESSERA_CHECK(is_tile_matmul(call.op)) << "not a tile_matmul call";
     TESSERA_CHECK(call.args.size() >= kLoads + kFields &&
                   (call.args.size() - kLoads - kFields) % kPerLoop == 0)
         << "tile_matmul call with " << call.args.size() << " arguments";
     TileMatmul t;
+    t.product = call.op == CallOp::TileMatmulBF16 ? CallOp::Dot2BF16 : CallOp::Dot4U8S8;
     t.c = call.args[0];
     t.a = call.args[1];
     t.b = call.args[2];
@@ -94,13 +105,12 @@ Stmt TileMatmul::expand() const {
         b_index = b_index + rs.back() * Expr(loops[l].b_stride);
     }
     Expr c_index = cl->index + mt * Expr(c_m_tile) + nt * Expr(c_n_tile) + i * Expr(ldc) + j;
-    Stmt body = Store::make(cl->buffer,
-                            Load::make(cl->buffer, c_index) +
-                                dot4_u8s8(a_elements_per_word() == 4
-                                              ? bytes_as_word(Load::make(al->buffer, a_index))
-                                              : Load::make(al->buffer, a_index),
-                                          Load::make(bl->buffer, b_index)),
-                            c_index);
+    const Expr a_word = a_elements_per_word() > 1 ? bytes_as_word(Load::make(al->buffer, a_index))
+                                                  : Load::make(al->buffer, a_index);
+    const Expr b_word = Load::make(bl->buffer, b_index);
+    const Expr dot = product == CallOp::Dot2BF16 ? dot2_bf16(a_word, b_word)
+                                                 : dot4_u8s8(a_word, b_word);
+    Stmt body = Store::make(cl->buffer, Load::make(cl->buffer, c_index) + dot, c_index);
     auto loop = [&](const Var& v, int64_t extent) {
         body = For::make(v, Expr(int64_t(0)), Expr(extent), ForKind::Serial, body);
     };

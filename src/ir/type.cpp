@@ -14,6 +14,7 @@ std::string to_string(DataType t) {
         case DataType::Code::Int: s = "i"; break;
         case DataType::Code::UInt: s = "u"; break;
         case DataType::Code::Float: s = "f"; break;
+        case DataType::Code::BFloat: s = "bf"; break;
         }
         s += std::to_string(t.bits);
     }
@@ -41,6 +42,7 @@ DataType parse_type(const std::string& s) {
                   {"i64", DataType::i64()}, {"u8", DataType::u8()},
                   {"u16", {DataType::Code::UInt, 16}}, {"u32", {DataType::Code::UInt, 32}},
                   {"u64", {DataType::Code::UInt, 64}}, {"f16", DataType::f16()},
+                  {"bf16", DataType::bf16()},
                   {"f32", DataType::f32()}, {"f64", DataType::f64()}};
     for (const auto& k : kTypes)
         if (base == k.name && lanes >= 1) return k.type.with_lanes(lanes);

@@ -62,7 +62,7 @@ public:
     void visit(const Call* op) override {
         if (op->op == CallOp::Prefetch && op != evaluated_)
             fail("prefetch outside an Evaluate", Expr(op));
-        if (op->op == CallOp::TileMatmulU8S8 && op != evaluated_)
+        if (is_tile_matmul(op->op) && op != evaluated_)
             fail("tile_matmul outside an Evaluate", Expr(op));
         IRVisitor::visit(op);
     }

@@ -50,16 +50,21 @@ struct Loop {
     int64_t c = 0, a = 0, b = 0; // coefficients in the C, A and B indices
 };
 
-/// The loads of `acc + dot4_u8s8(x, y)` (either order) when value has that form.
-bool match_update(const Expr& value, const Load*& acc, const Load*& x, const Load*& y) {
+bool is_word_product(CallOp op) { return op == CallOp::Dot4U8S8 || op == CallOp::Dot2BF16; }
+
+/// The loads of `acc + dot(x, y)` (either order; dot4_u8s8 or dot2_bf16, which goes into
+/// `product`) when value has that form.
+bool match_update(const Expr& value, const Load*& acc, const Load*& x, const Load*& y,
+                  CallOp& product) {
     const Add* add = value.as<Add>();
     if (!add)
         return false;
     for (const auto& [l, r] : {std::pair(add->a, add->b), std::pair(add->b, add->a)}) {
         const Call* dot = r.as<Call>();
         acc = l.as<Load>();
-        if (acc && dot && dot->op == CallOp::Dot4U8S8) {
-            // A's words may be its bytes reinterpreted (bytes_as_word of a u8 Load).
+        if (acc && dot && is_word_product(dot->op)) {
+            product = dot->op;
+            // A's words may be its elements reinterpreted (bytes_as_word of a u8 or bf16 Load).
             const Call* bytes = dot->args[0].as<Call>();
             x = bytes && bytes->op == CallOp::BytesAsWord ? bytes->args[0].as<Load>()
                                                           : dot->args[0].as<Load>();
@@ -96,15 +101,18 @@ Stmt lower_nest(const For* root) {
     }
     const Store* st = s.as<Store>();
     const Load *acc = nullptr, *x = nullptr, *y = nullptr;
+    CallOp product = CallOp::Dot4U8S8;
     // The accumulators' initialization shares the annotated loop (a spatial one) with the
     // product: it stays a plain nest.
-    if (st && !contains_call(st->value, CallOp::Dot4U8S8))
+    if (st && !contains_call(st->value, is_word_product))
         return For::make(root->loop_var, root->min, root->extent, ForKind::Serial, root->body);
-    if (!st || !match_update(st->value, acc, x, y))
+    if (!st || !match_update(st->value, acc, x, y, product))
         fail("the nest under '" + root->loop_var.name() +
-             "' is not one store of acc + dot4_u8s8(x, y)");
-    if (st->value.type() != DataType::i32() || acc->buffer.get() != st->buffer.get())
-        fail("the store under '" + root->loop_var.name() + "' is not a scalar i32 update");
+             "' is not one store of acc + dot4_u8s8(x, y) or dot2_bf16(x, y)");
+    const DataType acc_type = product == CallOp::Dot2BF16 ? DataType::f32() : DataType::i32();
+    if (st->value.type() != acc_type || acc->buffer.get() != st->buffer.get())
+        fail("the store under '" + root->loop_var.name() + "' is not a scalar " +
+             to_string(acc_type) + " update");
     const Expr ic = simplify(subs.mutate(st->index));
     if (!is_const_int(simplify(subs.mutate(acc->index) - ic), 0))
         fail("the accumulator under '" + root->loop_var.name() + "' is read elsewhere");
@@ -122,7 +130,8 @@ Stmt lower_nest(const For* root) {
     }
     const Loop* k_loop = nullptr;
     std::vector<const Loop*> reduce, rows, columns;
-    const int64_t a_per_word = x->type == DataType::u8() ? 4 : 1;
+    const int64_t a_per_word =
+        x->type == DataType::i32() ? 1 : product == CallOp::Dot2BF16 ? 2 : 4;
     for (const Loop& l : loops) {
         if (l.c == 0) {
             if (l.a == a_per_word && l.b != 0 && l.extent <= TileMatmul::kMaxColumnWords)
@@ -137,6 +146,7 @@ Stmt lower_nest(const For* root) {
         }
     }
     TileMatmul t;
+    t.product = product;
     // Rows: the longer of at most two row loops that fits a tile; the other counts row tiles.
     if (rows.empty() || rows.size() > 2)
         fail(std::to_string(rows.size()) + " row loops under '" + root->loop_var.name() + "'");

@@ -27,7 +27,7 @@ void validate_cuda_fields(const ModelPlan& plan); // below validate_plan
 
 bool valid_dtype(PlanDType t) {
     const auto v = static_cast<int32_t>(t);
-    return v >= static_cast<int32_t>(PlanDType::F32) && v <= static_cast<int32_t>(PlanDType::U64);
+    return v >= static_cast<int32_t>(PlanDType::F32) && v <= static_cast<int32_t>(PlanDType::BF16);
 }
 
 bool valid_storage(TensorStorage s) {
@@ -202,9 +202,9 @@ struct PlanDTypeRow {
 };
 static const PlanDTypeRow kPlanDTypes[] = {
     {"?", 0},  {"f32", 4}, {"f64", 8}, {"i32", 4}, {"i64", 8}, {"bool", 1}, {"f16", 2},
-    {"i8", 1}, {"u8", 1},  {"i16", 2}, {"u16", 2}, {"u32", 4}, {"u64", 8},
+    {"i8", 1}, {"u8", 1},  {"i16", 2}, {"u16", 2}, {"u32", 4}, {"u64", 8}, {"bf16", 2},
 };
-static_assert(std::size(kPlanDTypes) == static_cast<size_t>(PlanDType::U64) + 1,
+static_assert(std::size(kPlanDTypes) == static_cast<size_t>(PlanDType::BF16) + 1,
               "one row per PlanDType");
 
 int64_t plan_dtype_bytes(PlanDType t) {

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "tessera/support/bfloat16.h"
 #include "tessera/support/error.h"
 
 namespace tessera::te {
@@ -47,6 +48,8 @@ ReferenceEvaluator::Value ReferenceEvaluator::element(const Tensor& t,
         else if (dt == DataType::i32()) v.i = static_cast<const int32_t*>(p)[flat];
         else if (dt == DataType::i64()) v.i = static_cast<const int64_t*>(p)[flat];
         else if (dt.is_bool() || dt == DataType::u8()) v.i = static_cast<const uint8_t*>(p)[flat];
+        else if (dt == DataType::bf16())
+            v.f = bf16_bits_to_f32(static_cast<const uint16_t*>(p)[flat]);
         else TESSERA_UNREACHABLE() << "reference of tensor type " << dt;
         return v;
     }
@@ -85,6 +88,8 @@ ReferenceEvaluator::Value ReferenceEvaluator::eval(const Expr& e, Env& env) {
     case IRNodeType::Cast: {
         Value v = eval(e.as<Cast>()->value, env);
         DataType t = e.type();
+        if (t.is_bfloat()) // the one rounding the reference keeps: the kernels' bf16 operands
+            return F(bf16_bits_to_f32(f32_to_bf16_bits(static_cast<float>(num(v)))));
         if (t.is_float()) return F(num(v));
         if (t.is_bool()) return I(num(v) != 0);
         return I(v.is_float ? static_cast<int64_t>(std::trunc(v.f)) : v.i);
@@ -134,15 +139,19 @@ ReferenceEvaluator::Value ReferenceEvaluator::eval(const Expr& e, Env& env) {
     }
     case IRNodeType::Call: {
         const auto* op = e.as<Call>();
-        if (op->op == CallOp::BytesAsWord) { // the 4 elements from the read's last index on
+        if (op->op == CallOp::BytesAsWord) { // the elements from the read's last index on
             const TensorRead* t = op->args[0].as<TensorRead>();
             TESSERA_CHECK(t) << "bytes_as_word of a non-TensorRead in a tensor expression";
             std::vector<int64_t> idx;
             for (const auto& i : t->indices)
                 idx.push_back(eval(i, env).i);
+            const bool bf16 = t->tensor.dtype().is_bfloat();
             uint32_t w = 0;
-            for (int j = 0; j < 4; ++j, ++idx.back())
-                w |= uint32_t(element(t->tensor, idx).i & 0xff) << (8 * j);
+            for (int j = 0; j < (bf16 ? 2 : 4); ++j, ++idx.back()) {
+                const Value v = element(t->tensor, idx);
+                w |= bf16 ? uint32_t(f32_to_bf16_bits(static_cast<float>(v.f))) << (16 * j)
+                          : uint32_t(v.i & 0xff) << (8 * j);
+            }
             return I(int32_t(w));
         }
         Value a = eval(op->args[0], env);
@@ -165,8 +174,12 @@ ReferenceEvaluator::Value ReferenceEvaluator::eval(const Expr& e, Env& env) {
                 sum += int64_t((ua >> (8 * j)) & 0xff) * int64_t(int8_t(uint8_t(ub >> (8 * j))));
             return I(sum);
         }
+        case CallOp::Dot2BF16:
+            return F(dot2_bf16(static_cast<uint32_t>(a.i),
+                               static_cast<uint32_t>(eval(op->args[1], env).i)));
         case CallOp::Prefetch:
         case CallOp::TileMatmulU8S8:
+        case CallOp::TileMatmulBF16:
         case CallOp::BytesAsWord:
         case CallOp::GpuBlockSum:
         case CallOp::GpuBlockMax:

@@ -2,10 +2,11 @@
 // (fields, and interpretation before and after), run through the LLVM JIT with the host's
 // features (tdpbusd where the host has AMX-INT8) and with AMX turned off by the feature string
 // (the expanded loops); nests that do not fit are schedule errors; and the default schedule
-// of an 8-bit NCHW[x]c convolution on tiles (forced, so any host checks it by interpretation)
-// against the naive nest.
+// of an 8-bit NCHW[x]c convolution, an 8-bit and a bf16 matmul on tiles (forced, so any host
+// checks it by interpretation) against the naive nest (tdpbf16ps where the host has AMX-BF16).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <sstream>
@@ -23,6 +24,7 @@
 #include "tessera/schedule/default_schedule.h"
 #include "tessera/schedule/layout.h"
 #include "tessera/schedule/lower_state.h"
+#include "tessera/support/bfloat16.h"
 #include "tessera/support/error.h"
 #include "tessera/te/op_library.h"
 
@@ -186,24 +188,25 @@ template <typename T> std::vector<uint8_t> raw(const std::vector<T>& v) {
     return out;
 }
 
-/// The default schedule of c with cpu_tiles forced (a tile_matmul annotation expected) and
-/// without, each against the naive nest: interpreted, and through the JIT with the host's
-/// features and with AMX off. `inputs` hold the raw bytes of each input; `out_size` f32s out.
-/// Input 1 is a weight (stored in the tiles' read order, as model builds mark it).
+/// The default schedule of c with cpu_tiles (or, `bf16`, cpu_tiles_bf16) forced (a tile_matmul
+/// annotation expected) and without, each against the naive nest: interpreted, and through the
+/// JIT with the host's features and with AMX off. `inputs` hold the raw bytes of each input;
+/// `out_size` f32s out. Input 1 is a weight (stored in the tiles' read order, as model builds
+/// mark it). 8-bit sums must be equal; bf16 ones (f32 sums in other orders) within `bf16_tol`.
 void expect_tiles_match(const te::Compute& c, std::vector<std::vector<uint8_t>> inputs,
-                        int64_t out_size) {
+                        int64_t out_size, bool bf16 = false, float bf16_tol = 0) {
     sched::DefaultScheduleOptions o;
     o.num_cores = 2;
     o.vector_lanes = 16;
     o.weight_inputs = {1};
-    o.cpu_tiles = true;
+    (bf16 ? o.cpu_tiles_bf16 : o.cpu_tiles) = true;
     const sched::State s = sched::default_schedule(c, o);
     bool tiled = false;
     for (const sched::Stage& st : s.stages)
         for (const sched::Iterator& it : st.iters)
             tiled = tiled || it.annotation == sched::IterAnnotation::TileMatmul;
     ASSERT_TRUE(tiled) << sched::to_string(s);
-    o.cpu_tiles = false;
+    o.cpu_tiles = o.cpu_tiles_bf16 = false;
     const sched::State vectors = sched::default_schedule(c, o);
     auto run = [&](const LoweredFunc& f, bool jit, const backend::CompileOptions& opts,
                    const sched::State* st = nullptr) {
@@ -232,12 +235,22 @@ void expect_tiles_match(const te::Compute& c, std::vector<std::vector<uint8_t>> 
         return out;
     };
     const std::vector<float> want = run(lower::lower_default(c, "naive"), false, {});
-    const std::string amx_off = "-amx-int8,-amx-tile";
+    const std::string amx_off = bf16 ? "-amx-bf16,-amx-tile" : "-amx-int8,-amx-tile";
+    auto expect_near = [&](const std::vector<float>& got, const std::string& what) {
+        if (!bf16) {
+            EXPECT_EQ(got, want) << what;
+            return;
+        }
+        int wrong = 0;
+        for (size_t i = 0; i < want.size(); ++i)
+            if (!(std::fabs(got[i] - want[i]) <= bf16_tol) && ++wrong <= 5)
+                ADD_FAILURE() << what << ": out[" << i << "] = " << got[i] << ", want " << want[i];
+    };
     for (const sched::State* st : {&s, &vectors}) {
         const LoweredFunc f = sched::lower_state(*st, "scheduled");
-        EXPECT_EQ(run(f, false, {}, st), want) << "interpreter\n" << sched::to_string(*st);
-        EXPECT_EQ(run(f, true, host_options_with(""), st), want) << "JIT, host features";
-        EXPECT_EQ(run(f, true, host_options_with(amx_off), st), want) << "JIT, AMX off";
+        expect_near(run(f, false, {}, st), "interpreter\n" + sched::to_string(*st));
+        expect_near(run(f, true, host_options_with(""), st), "JIT, host features");
+        expect_near(run(f, true, host_options_with(amx_off), st), "JIT, AMX off");
     }
 }
 
@@ -280,4 +293,41 @@ TEST(TileMatmulSchedule, MatMulOnTilesMatchesTheNaiveNest) {
     for (auto& d : dequantization(64, 43))
         in.push_back(d);
     expect_tiles_match(c, in, 48 * 64);
+}
+
+/// n random bf16 values in [-1, 1) as raw bytes.
+std::vector<uint8_t> random_bf16(int64_t n, uint64_t seed) {
+    std::vector<uint16_t> h;
+    for (float f : random_floats(n, seed))
+        h.push_back(f32_to_bf16_bits(f));
+    return raw(h);
+}
+
+TEST(TileMatmulSchedule, Bf16MatMulOnTilesMatchesTheNaiveNest) {
+    // bf16 [40, 96] x words [48, 64]: rows in 3 tiles (16, 16, 8), columns in 2 pairs of 2
+    // tiles of 16, 16 words (32 bf16) per tile step, three times.
+    const te::Tensor x = te::placeholder({40, 96}, DataType::bf16(), "x");
+    const te::Tensor w = te::placeholder({48, 64}, DataType::i32(), "w");
+    const te::Compute c = te::make_compute({x, w}, {te::bf16_matmul(x, w)});
+    // Words of two bf16 values in [-1, 1): sums of 96 products stay below 96; f32 sums in other
+    // orders differ by a few units of 2^-24 * 96.
+    expect_tiles_match(c, {random_bf16(40 * 96, 51), random_bf16(48 * 64 * 2, 52)}, 40 * 64,
+                       true, 1e-4f);
+}
+
+TEST(TileMatmulSchedule, Bf16MatMulWithBiasOnWeightsPackedWiderThanANest) {
+    // bf16 [1, 48, 64] x words [32, 256] + bias: the register tile packs the weight in blocks
+    // of 64 columns, a tile nest covers 32: the blocks shrink so that B stays linear in it.
+    const te::Tensor x = te::placeholder({1, 48, 64}, DataType::bf16(), "x");
+    const te::Tensor w = te::placeholder({32, 256}, DataType::i32(), "w");
+    const te::Tensor b = te::placeholder({256}, DataType::f32(), "b");
+    const te::Tensor y = te::bf16_matmul(x, w);
+    const te::Tensor z = te::compute(
+        {1, 48, 256},
+        [&](const std::vector<ir::Var>& i) { return y(i[0], i[1], i[2]) + b(i[2]); }, "add");
+    const te::Compute c = te::make_compute({x, w, b}, {z});
+    expect_tiles_match(c,
+                       {random_bf16(48 * 64, 61), random_bf16(32 * 256 * 2, 62),
+                        raw(random_floats(256, 63))},
+                       48 * 256, true, 1e-4f);
 }

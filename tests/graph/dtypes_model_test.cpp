@@ -1,7 +1,7 @@
 // Element types beyond f32 through the whole build (import, passes, kernels, the library's C
-// API) against the graph evaluator: f16 models, whose computing ops run in f32 between Casts
-// that the importer places, and the integer widths 8 to 64 (wrapping arithmetic, comparisons,
-// casts).
+// API) against the graph evaluator: f16 and bf16 models, whose computing ops run in f32 between
+// Casts that the importer places, and the integer widths 8 to 64 (wrapping arithmetic,
+// comparisons, casts).
 #include <gtest/gtest.h>
 
 #include "graph_test_util.h"
@@ -14,9 +14,9 @@ namespace {
 
 using testing::ModelBuilder;
 
-// Conv -> Relu -> GlobalAveragePool -> Flatten -> MatMul -> Softmax, with f16 input, weights
-// (one raw, one in int32_data as bits) and output; a Transpose and a Gather of the f16 input (ops
-// that only move elements) and a Cast of it to f32.
+// Conv -> Relu -> GlobalAveragePool -> Flatten -> MatMul -> Softmax, with 16-bit float input,
+// weights (one raw, one in int32_data as bits) and output; a Transpose and a Gather of the input
+// (ops that only move elements) and a Cast of it to f32.
 std::string cnn_model(DType t) {
     ModelBuilder m(13);
     m.input("x", t, {1, 3, 9, 11});
@@ -37,8 +37,16 @@ std::string cnn_model(DType t) {
     return m.bytes();
 }
 
-TEST(HalfModelTest, ComputingOpsRunInF32BetweenCasts) {
-    const Graph g = import_onnx_bytes(cnn_model(DType::F16), "half.onnx");
+// The 16-bit float storage types: f16 and bf16.
+class StorageFloatModelTest : public ::testing::TestWithParam<DType> {
+  protected:
+    DType t() const { return GetParam(); }
+    /// One rounding step of the type, relative.
+    double step() const { return t() == DType::BF16 ? 1.0 / 128 : 1.0 / 1024; }
+};
+
+TEST_P(StorageFloatModelTest, ComputingOpsRunInF32BetweenCasts) {
+    const Graph g = import_onnx_bytes(cnn_model(t()), "narrow.onnx");
     for (NodeId id : g.node_ids()) {
         const Node& n = g.node(id);
         const bool moves = n.op == Op::Cast || n.op == Op::Transpose || n.op == Op::Gather ||
@@ -47,35 +55,42 @@ TEST(HalfModelTest, ComputingOpsRunInF32BetweenCasts) {
             continue;
         for (ValueId v : n.inputs) {
             if (v != kNoValue) {
-                EXPECT_NE(g.value(v).dtype, DType::F16) << describe_node(n, id);
+                EXPECT_NE(g.value(v).dtype, t()) << describe_node(n, id);
             }
         }
         for (ValueId v : n.outputs)
-            EXPECT_NE(g.value(v).dtype, DType::F16) << describe_node(n, id);
+            EXPECT_NE(g.value(v).dtype, t()) << describe_node(n, id);
     }
-    EXPECT_EQ(g.value(g.outputs[0]).dtype, DType::F16);
-    EXPECT_EQ(g.value(g.outputs[0]).name, "y"); // the model's names stay on the f16 values
-    EXPECT_EQ(g.value(g.outputs[1]).dtype, DType::F16);
+    EXPECT_EQ(g.value(g.outputs[0]).dtype, t());
+    EXPECT_EQ(g.value(g.outputs[0]).name, "y"); // the model's names stay on the narrow values
+    EXPECT_EQ(g.value(g.outputs[1]).dtype, t());
     EXPECT_EQ(g.value(g.outputs[2]).dtype, DType::F32);
 }
 
-TEST(HalfModelTest, AgreesWithTheF32ModelToHalfPrecision) {
+TEST_P(StorageFloatModelTest, AgreesWithTheF32ModelToItsPrecision) {
     const TensorData x = floats({1, 3, 9, 11}, 1);
-    const std::vector<TensorData> half =
-        evaluate(import_onnx_bytes(cnn_model(DType::F16), "half.onnx"), {x.cast(DType::F16)});
+    const std::vector<TensorData> narrow =
+        evaluate(import_onnx_bytes(cnn_model(t()), "narrow.onnx"), {x.cast(t())});
     const std::vector<TensorData> full =
         evaluate(import_onnx_bytes(cnn_model(DType::F32), "full.onnx"), {x});
-    for (size_t i = 0; i < half.size(); ++i) {
-        testing::Closeness c = testing::compare(half[i].cast(DType::F32), full[i], 2e-3, 2e-3);
+    for (size_t i = 0; i < narrow.size(); ++i) {
+        testing::Closeness c = testing::compare(narrow[i].cast(DType::F32), full[i], 2 * step(),
+                                                        2 * step());
         EXPECT_TRUE(c.ok) << i << ": " << c.message;
     }
 }
 
-TEST(HalfModelTest, LibraryMatchesEvaluator) {
-    const std::vector<TensorData> feeds = {floats({1, 3, 9, 11}, 1).cast(DType::F16)};
-    for (int level : {0, 2}) // one f16 rounding step of slack: the sums run in other orders
-        expect_library_matches_evaluator(cnn_model(DType::F16), feeds, level, 2e-3, 1e-3);
+TEST_P(StorageFloatModelTest, LibraryMatchesEvaluator) {
+    const std::vector<TensorData> feeds = {floats({1, 3, 9, 11}, 1).cast(t())};
+    for (int level : {0, 2}) // one rounding step of slack: the sums run in other orders
+        expect_library_matches_evaluator(cnn_model(t()), feeds, level, 2 * step(), step());
 }
+
+INSTANTIATE_TEST_SUITE_P(NarrowFloats, StorageFloatModelTest,
+                         ::testing::Values(DType::F16, DType::BF16),
+                         [](const ::testing::TestParamInfo<DType>& i) {
+                             return std::string(dtype_name(i.param));
+                         });
 
 // Arithmetic wraps, comparisons, Where, Cast to and from f32, and a Reshape, on one width.
 std::string int_model(DType t) {

@@ -191,7 +191,11 @@ TEST(CastTest, BetweenDtypes) {
     auto u = run_node(Op::Cast, {in(i)}, {{"to", Attribute::of_string("u8")}})[0];
     EXPECT_EQ(u.dtype(), DType::U8);
     EXPECT_EQ(u.to_vector<uint8_t>(), (std::vector<uint8_t>{254, 0, 0, 1, 3})); // wraps
-    EXPECT_THROW(run_node(Op::Cast, {in(x)}, {{"to", Attribute::of_string("bf16")}}), UserError);
+    auto bf = run_node(Op::Cast, {in(x)}, {{"to", Attribute::of_string("bf16")}})[0];
+    EXPECT_EQ(bf.dtype(), DType::BF16);
+    EXPECT_EQ(bf.cast(DType::F32).to_vector<float>(), // the nearest bf16 values
+              (std::vector<float>{-2.703125f, -0.2001953125f, 0, 1.5f, 3.90625f}));
+    EXPECT_THROW(run_node(Op::Cast, {in(x)}, {{"to", Attribute::of_string("f8")}}), UserError);
 }
 
 } // namespace

@@ -174,7 +174,8 @@ TEST(TensorDataTest, CastsAndConversions) {
     EXPECT_EQ(TensorData(DType::I64, {0, 3}).numel(), 0);
     EXPECT_EQ(parse_dtype("bool"), DType::Bool);
     EXPECT_EQ(parse_dtype("f16"), DType::F16);
-    EXPECT_EQ(parse_dtype("bf16"), std::nullopt);
+    EXPECT_EQ(parse_dtype("bf16"), DType::BF16);
+    EXPECT_EQ(parse_dtype("f8"), std::nullopt);
     EXPECT_EQ(to_ir_type(DType::F32), ir::DataType::f32());
 }
 

@@ -206,7 +206,7 @@ inline onnx::TensorProto tensor_proto(const std::string& name, const TensorData&
                 p.add_int64_data(v);
             else if constexpr (std::is_same_v<T, uint32_t> || std::is_same_v<T, uint64_t>)
                 p.add_uint64_data(v);
-            else if constexpr (std::is_same_v<T, Half>)
+            else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
                 p.add_int32_data(v.bits);
             else
                 p.add_int32_data(static_cast<int32_t>(v));

@@ -164,7 +164,8 @@ std::vector<OpCase> all_op_cases() {
 
 Graph expect_library_matches_evaluator(const std::string& model_bytes,
                                        const std::vector<TensorData>& feeds, int opt_level,
-                                       double rtol, double atol, const ImportOptions& import) {
+                                       double rtol, double atol, const ImportOptions& import,
+                                       Precision precision) {
     namespace fs = std::filesystem;
     static int serial = 0;
     const fs::path dir =
@@ -181,12 +182,14 @@ Graph expect_library_matches_evaluator(const std::string& model_bytes,
     opts.jobs = 1;
     opts.input_shapes = import.input_shapes;
     opts.bound_inputs = import.bound_inputs;
+    opts.precision = precision;
     const compile::ModelBuild build = compile::prepare_model_build(opts);
     const std::string so = (dir / "model.so").string();
     compile::write_model_library(build, so, opts);
 
     const Graph g = import_onnx(model, import);
-    const std::vector<TensorData> want = evaluate(g, feeds);
+    const std::vector<TensorData> want =
+        evaluate(precision == Precision::FP32 ? g : build.graph, feeds);
 
     ModelLibrary lib(so);
     EXPECT_TRUE(lib.ok()) << dlerror();

@@ -120,10 +120,13 @@ std::vector<OpCase> all_op_cases();
 /// Builds the ONNX model (bytes) at -O`opt_level` into a library as `tessera build` does, runs
 /// it through the C API on `feeds` and expects its outputs to match the graph evaluator on the
 /// imported graph within rtol / atol (integers and bools exactly). `import` carries input shapes
-/// and bound inputs (feeds are for the remaining inputs). Returns the built graph.
+/// and bound inputs (feeds are for the remaining inputs). With bf16 `precision` the evaluator
+/// runs the graph as built (its products on bf16 operands), which the library must match.
+/// Returns the built graph.
 Graph expect_library_matches_evaluator(const std::string& model_bytes,
                                        const std::vector<TensorData>& feeds, int opt_level,
                                        double rtol = 1e-5, double atol = 1e-6,
-                                       const ImportOptions& import = {});
+                                       const ImportOptions& import = {},
+                                       Precision precision = Precision::FP32);
 
 } // namespace tessera::graph

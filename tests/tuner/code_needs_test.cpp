@@ -102,6 +102,17 @@ TEST(CodeNeeds, TileMatmulNestsNeedAmxWhereTheRecorderHadIt) {
               (std::vector<std::string>{"amx-int8", "amx-tile"}));
 }
 
+TEST(CodeNeeds, Bf16TileNestsNeedAmxBf16) {
+    // A bf16 product's stage (sums of dot2_bf16) on tiles needs AMX-BF16, not AMX-INT8.
+    const te::Tensor x = te::placeholder({16, 32}, ir::DataType::bf16(), "X");
+    const te::Tensor w = te::placeholder({16, 16}, ir::DataType::i32(), "W");
+    sched::State s = sched::make_initial_state(te::make_compute({x, w}, {te::bf16_matmul(x, w)}));
+    sched::annotate(s, int(s.stages.size()) - 1, 0, sched::IterAnnotation::TileMatmul);
+    EXPECT_EQ(code_needs(s, kRocketLake).features,
+              (std::vector<std::string>{"amx-bf16", "amx-tile"}));
+    EXPECT_TRUE(code_needs(s, kZen5).features.empty());
+}
+
 TEST(CodeNeeds, MissingFeaturesAreThoseTheHostLacks) {
     CodeNeeds n;
     n.features = {"avx", "avx512f"};

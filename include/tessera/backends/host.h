@@ -20,6 +20,10 @@ struct HostInfo {
 
     /// Whether `name` (an LLVM feature name such as "avx2") is enabled.
     bool has_feature(const std::string& name) const;
+    /// Matrix tiles for 8-bit products: x86 AMX-INT8 (amx-int8 and amx-tile).
+    bool has_u8s8_tiles() const { return has_feature("amx-int8") && has_feature("amx-tile"); }
+    /// Matrix tiles for bf16 products: x86 AMX-BF16 (amx-bf16 and amx-tile).
+    bool has_bf16_tiles() const { return has_feature("amx-bf16") && has_feature("amx-tile"); }
 };
 
 /// The host, detected once (thread-safe) and cached for the process lifetime.

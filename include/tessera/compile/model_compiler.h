@@ -31,6 +31,7 @@
 
 #include "tessera/graph/fusion.h"
 #include "tessera/graph/graph.h"
+#include "tessera/graph/passes.h"
 #include "tessera/graph/tasks.h"
 #include "tessera/ir/stmt.h"
 #include "tessera/runtime/model_plan.h"
@@ -61,6 +62,8 @@ struct BuildOptions {
     int opt_level = 3; ///< Graph pipeline level 0..3 (graph/pipeline.h).
     /// The winograd pass at -O3 (graph/passes.h); false keeps every conv direct.
     bool winograd = true;
+    /// What matrix products compute on (graph/passes.h, the precision pass).
+    graph::Precision precision = graph::Precision::FP32;
     /// Static shapes for graph inputs with symbolic dims (graph::ImportOptions::input_shapes).
     std::map<std::string, graph::Shape> input_shapes;
     /// Values fixing graph inputs (graph::ImportOptions::bound_inputs, `--bind`).

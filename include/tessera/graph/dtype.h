@@ -10,14 +10,15 @@
 #include <vector>
 
 #include "tessera/ir/type.h"
+#include "tessera/support/bfloat16.h"
 #include "tessera/support/half.h"
 
 namespace tessera::graph {
 
 /// Element types of graph values. Bool is stored as one byte (0 or 1) per element, F16 as IEEE
-/// binary16. New dtypes go at the end: the enum's values are not stored anywhere, but tests and
-/// the table list them in this order.
-enum class DType : uint8_t { F32, F64, I32, I64, Bool, F16, I8, U8, I16, U16, U32, U64 };
+/// binary16, BF16 as bfloat16 (the top half of an f32). New dtypes go at the end: the enum's
+/// values are not stored anywhere, but tests and the table list them in this order.
+enum class DType : uint8_t { F32, F64, I32, I64, Bool, F16, I8, U8, I16, U16, U32, U64, BF16 };
 
 /// What the table knows of one dtype.
 struct DTypeInfo {
@@ -28,8 +29,11 @@ struct DTypeInfo {
     int32_t onnx;     ///< ONNX TensorProto::DataType code
     const char* npy;  ///< numpy's descr ("<f4", "|u1")
     int32_t abi;      ///< TesseraDType value of the model library's C API (tessera_model.h)
-    bool is_float;    ///< F32, F64, F16
+    bool is_float;    ///< F32, F64, F16, BF16
     bool is_signed;   ///< floats and signed integers
+    /// F16, BF16: floats that are only stored; ops that compute read them through Casts to f32
+    /// (the importer places them) and their results are cast back.
+    bool storage_float;
 };
 
 /// Every dtype, in enum order.
@@ -44,6 +48,8 @@ std::optional<DType> parse_dtype(const std::string& name);
 /// Bytes of one element.
 size_t dtype_size(DType t);
 bool is_float(DType t);
+/// dtype_info(t).storage_float.
+bool is_storage_float(DType t);
 /// An integer dtype (signed or not; Bool is not one).
 bool is_integer(DType t);
 /// The loop-IR scalar type of t (Bool is ir::DataType::boolean()).
@@ -54,8 +60,8 @@ std::optional<DType> dtype_from_npy(const std::string& descr);
 std::optional<DType> dtype_from_abi(int32_t code);
 
 /// The C++ element type of each dtype: float, double, int32_t, int64_t, uint8_t (Bool), Half,
-/// int8_t, int16_t, uint16_t, uint32_t, uint64_t. U8 is also stored as uint8_t: element access
-/// accepts uint8_t for Bool and U8 alike (dtype_of<uint8_t>() names Bool).
+/// int8_t, int16_t, uint16_t, uint32_t, uint64_t, BFloat16. U8 is also stored as uint8_t:
+/// element access accepts uint8_t for Bool and U8 alike (dtype_of<uint8_t>() names Bool).
 template <typename T> constexpr DType dtype_of();
 template <> constexpr DType dtype_of<float>() { return DType::F32; }
 template <> constexpr DType dtype_of<double>() { return DType::F64; }
@@ -63,6 +69,7 @@ template <> constexpr DType dtype_of<int32_t>() { return DType::I32; }
 template <> constexpr DType dtype_of<int64_t>() { return DType::I64; }
 template <> constexpr DType dtype_of<uint8_t>() { return DType::Bool; }
 template <> constexpr DType dtype_of<Half>() { return DType::F16; }
+template <> constexpr DType dtype_of<BFloat16>() { return DType::BF16; }
 template <> constexpr DType dtype_of<int8_t>() { return DType::I8; }
 template <> constexpr DType dtype_of<int16_t>() { return DType::I16; }
 template <> constexpr DType dtype_of<uint16_t>() { return DType::U16; }
@@ -92,6 +99,8 @@ template <typename F> decltype(auto) visit_dtype(DType t, F&& f) {
         return f(static_cast<uint8_t*>(nullptr));
     case DType::F16:
         return f(static_cast<Half*>(nullptr));
+    case DType::BF16:
+        return f(static_cast<BFloat16*>(nullptr));
     case DType::I8:
         return f(static_cast<int8_t*>(nullptr));
     case DType::I16:

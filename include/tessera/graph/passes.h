@@ -73,6 +73,21 @@ PassResult simplify_algebra(Graph& g);
 /// becomes MaxPool(X) on the bytes, exactly.
 PassResult fold_quantized_ops(Graph& g);
 
+/// The element type the products (matmuls, later convs) compute in: `--precision`.
+enum class Precision { FP32, BF16 };
+/// "fp32", "bf16".
+const char* precision_name(Precision p);
+/// The precision named by precision_name(); throws UserError naming `text` otherwise.
+Precision parse_precision(const std::string& text);
+
+/// "precision" (bf16): a MatMul of an f32 value by f32 constant weights W [K, N] (K even), or
+/// a Gemm (alpha and beta 1, transA 0, X of rank 2; transB's W transposed; its C becomes an
+/// Add after), becomes MatMulBF16 on Cast(X to bf16) (one Cast per value, fused into its
+/// producer by fusion) and W rounded to bf16 and packed into words of two rows at compile
+/// time. Products of bf16 values are exact in f32 and are summed in f32: the results differ
+/// from f32 ones by the operands' rounding (relative 2^-9 each). Other ops stay f32.
+PassResult convert_precision_bf16(Graph& g);
+
 /// "horizontal-fusion": MatMuls that read one f32 value as their first operand and multiply it
 /// by constant 2-D weights (attention's Q, K and V projections) become one MatMul by the
 /// weights side by side and a Slice of the last axis per former MatMul, which fuses into its

@@ -8,7 +8,8 @@
 // constant-folding and dce; O2 adds horizontal-fusion (when PipelineOptions asks) and one
 // sweep of algebraic-simplification and cse; O3 repeats the sweep (constant-folding and dce
 // first from the second on) until one changes nothing, at most kMaxO3Sweeps times, then runs
-// layout (NCHW[x]c for CPU convolutions) and winograd. Fusion (fusion.h) runs on the result.
+// layout (NCHW[x]c for CPU convolutions) and winograd. With bf16 precision, the precision pass
+// runs before layout at every level. Fusion (fusion.h) runs on the result.
 #pragma once
 
 #include <ostream>
@@ -42,6 +43,9 @@ struct PipelineOptions {
     /// to 128 tokens, 1 and 2 threads: 0-3% slower), because the merged MatMul's epilogue no
     /// longer fuses with the branches' elementwise consumers.
     bool horizontal_fusion = false;
+    /// BF16 runs the precision pass (convert_precision_bf16) after the simplification sweeps,
+    /// at every level.
+    Precision precision = Precision::FP32;
 };
 
 /// The names of all pipeline passes, in pipeline order (each once).

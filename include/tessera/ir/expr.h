@@ -6,7 +6,7 @@
 //   divisor must be non-zero. Float arithmetic is IEEE in the node's width.
 // - Binary operands have the same type; a scalar is never mixed with a vector implicitly
 //   (use Broadcast). Comparisons yield bool with the operands' lanes.
-// - Evaluation has no side effects except Call(Prefetch) and Call(TileMatmulU8S8), which are
+// - Evaluation has no side effects except Call(Prefetch) and Call(TileMatmul*), which are
 //   only valid in Evaluate.
 // - Variables are identified by object identity; their names are hints for printing only.
 #pragma once
@@ -280,16 +280,25 @@ enum class CallOp : uint8_t {
     /// lanes). The int8 kernels' multiply: acc + dot4_u8s8(a, b) is one AVX-512 VNNI / AVX-VNNI
     /// vpdpbusd per vector on CPUs that have it. Exact (|sum| <= 4 * 255 * 128).
     Dot4U8S8,
-    /// bytes_as_word(x): the i32 whose little-endian bytes are the 4 consecutive u8 elements
-    /// starting at x (a Load of a u8 buffer, or a TensorRead of a u8 tensor whose last index
-    /// steps through them), i.e. those bytes reinterpreted. Lane-wise on a vector Load. Pre: the
-    /// 4 elements exist (same last dimension). Packing bytes into the words dot4_u8s8 reads:
-    /// a dense vector load where each lane's address is 4 past the previous.
+    /// dot2_bf16(a, b): the two bf16 halves of i32 a (the low half is the first element) times
+    /// those of b, the two products (exact in f32) summed: an f32 (scalar or lane-wise vector;
+    /// both args i32 of the same lanes). The bf16 kernels' multiply: acc + dot2_bf16(a, b) is
+    /// one AVX512-BF16 vdpbf16ps per vector on CPUs that have it (which adds the products to
+    /// acc one at a time, so results may differ in the last bit of the sum's rounding).
+    Dot2BF16,
+    /// bytes_as_word(x): the i32 whose little-endian bytes are those of the consecutive
+    /// elements starting at x, 4 u8 or 2 bf16 (a Load of such a buffer, or a TensorRead of such a
+    /// tensor whose last index steps through them), i.e. those bytes reinterpreted. Lane-wise
+    /// on a vector Load. Pre: the elements exist (same last dimension). Packing elements into
+    /// the words dot4_u8s8 and dot2_bf16 read: a dense vector load where each lane's address
+    /// is 4 bytes past the previous.
     BytesAsWord,
     /// A block of 8-bit matrix products on matrix tiles (tile_matmul.h: TileMatmul gives its
     /// arguments and meaning). Only valid in an Evaluate; made by lowering (lower/tile_matmul.h).
     /// Type i32 (a statement; its value means nothing).
     TileMatmulU8S8,
+    /// The same with bf16 pairs (dot2_bf16) summed into f32 accumulators.
+    TileMatmulBF16,
 };
 const char* to_string(CallOp op);
 
@@ -359,5 +368,7 @@ Expr reduce_combine(ReduceOp op, Expr acc, Expr x);
 CallOp gpu_block_reduce_op(ReduceOp op);
 /// True for GpuBlockSum, GpuBlockMax and GpuBlockMin.
 bool is_gpu_block_reduce(CallOp op);
+/// True for TileMatmulU8S8 and TileMatmulBF16.
+bool is_tile_matmul(CallOp op);
 
 } // namespace tessera::ir

@@ -58,8 +58,11 @@ Expr pow(Expr x, Expr y);
 /// The four unsigned bytes of i32 a times the four signed bytes of b, summed (CallOp::Dot4U8S8).
 /// Both i32 of the same lanes; a scalar is broadcast to the other's lanes.
 Expr dot4_u8s8(Expr a, Expr b);
-/// The 4 u8 elements from `bytes` on as one little-endian i32 (CallOp::BytesAsWord). Pre:
-/// bytes is a u8 Load or TensorRead.
+/// The two bf16 halves of i32 a times those of b, summed in f32 (CallOp::Dot2BF16). Both i32
+/// of the same lanes; a scalar is broadcast to the other's lanes.
+Expr dot2_bf16(Expr a, Expr b);
+/// The 4 u8 or 2 bf16 elements from `bytes` on as one little-endian i32 (CallOp::BytesAsWord).
+/// Pre: bytes is a u8 or bf16 Load or TensorRead.
 Expr bytes_as_word(Expr bytes);
 
 } // namespace tessera::ir

@@ -8,9 +8,10 @@
 namespace tessera::ir {
 
 /// A type is (code, bits, lanes). Booleans are UInt(1). lanes > 1 is a vector of that many
-/// elements. Index arithmetic is Int(64).
+/// elements. Index arithmetic is Int(64). BFloat(16) is bfloat16, a storage type: code casts
+/// it to and from f32 and does no other arithmetic on it (backends may refuse any).
 struct DataType {
-    enum class Code : uint8_t { Int, UInt, Float };
+    enum class Code : uint8_t { Int, UInt, Float, BFloat };
     Code code = Code::Int;
     uint8_t bits = 64;
     uint16_t lanes = 1;
@@ -24,13 +25,16 @@ struct DataType {
     static constexpr DataType f32(int lanes = 1) { return {Code::Float, 32, lanes}; }
     static constexpr DataType f64(int lanes = 1) { return {Code::Float, 64, lanes}; }
     static constexpr DataType f16(int lanes = 1) { return {Code::Float, 16, lanes}; }
+    static constexpr DataType bf16(int lanes = 1) { return {Code::BFloat, 16, lanes}; }
     static constexpr DataType boolean(int lanes = 1) { return {Code::UInt, 1, lanes}; }
     static constexpr DataType u8(int lanes = 1) { return {Code::UInt, 8, lanes}; }
 
     bool is_int() const { return code == Code::Int; }
     bool is_uint() const { return code == Code::UInt && bits != 1; }
     bool is_bool() const { return code == Code::UInt && bits == 1; }
-    bool is_float() const { return code == Code::Float; }
+    /// Float and BFloat.
+    bool is_float() const { return code == Code::Float || code == Code::BFloat; }
+    bool is_bfloat() const { return code == Code::BFloat; }
     bool is_scalar() const { return lanes == 1; }
     bool is_vector() const { return lanes > 1; }
     /// Same code and bits, given lanes.

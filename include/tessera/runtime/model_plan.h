@@ -63,13 +63,14 @@ enum class PlanDType : int32_t {
     I16 = 9,
     U16 = 10,
     U32 = 11,
-    U64 = 12
+    U64 = 12,
+    BF16 = 13
 };
 
 /// Bytes per element (Bool: 1). Throws std::runtime_error for a value outside the enum.
 int64_t plan_dtype_bytes(PlanDType t);
 
-/// "f32", "f64", "i32", "i64", "bool", "f16", "i8", "u8", "i16", "u16", "u32", "u64"
+/// "f32", "f64", "i32", "i64", "bool", "f16", "i8", "u8", "i16", "u16", "u32", "u64", "bf16"
 /// ("?" for a value outside the enum).
 const char* plan_dtype_name(PlanDType t);
 

@@ -45,7 +45,8 @@ typedef enum {
     TESSERA_I16 = 9,
     TESSERA_U16 = 10,
     TESSERA_U32 = 11,
-    TESSERA_U64 = 12
+    TESSERA_U64 = 12,
+    TESSERA_BF16 = 13 /* bfloat16: the top 16 bits of an IEEE binary32 */
 } TesseraDType;
 
 /* Describes one input or output. The pointers stay valid until the model is freed. */

@@ -89,6 +89,8 @@ struct DefaultScheduleOptions {
     /// columns, its reduce loops inside one `tile_matmul` nest, lower/tile_matmul.h), when
     /// that lowers; otherwise the vector tile.
     bool cpu_tiles = false;
+    /// Cpu: the same for bf16 products (x86 AMX-BF16): a stage that sums dot2_bf16.
+    bool cpu_tiles_bf16 = false;
     /// Gpu: the device limits the schedule keeps (threads, vthreads, shared and register-tile
     /// bytes).
     GpuSampleOptions gpu;

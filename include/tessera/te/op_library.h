@@ -127,6 +127,14 @@ Tensor qconv2d_nchwc(const Tensor& x, const Tensor& w, const Tensor& offset, con
 /// dot4_u8s8), "qmatmul_dequantize".
 Tensor qmatmul(const Tensor& x, const Tensor& w, const Tensor& offset, const Tensor& scale);
 
+// ---- bf16_matmul.cpp -------------------------------------------------------------------------
+
+/// bf16 matrix product: x bf16 [..., K] (K even) times weights w i32 [K / 2, N] (word [j, n]
+/// holds the bf16 weights of column n for rows 2j (low half) and 2j + 1 (high half)): y[..., n]
+/// = sum_k x[..., k] * w[k, n] in f32, f32. Stages "bf16_matmul_words" (x's rows as words) and
+/// "bf16_matmul" (the f32 sums with dot2_bf16). Throws UserError on other dtypes or shapes.
+Tensor bf16_matmul(const Tensor& x, const Tensor& w);
+
 // ---- winograd.cpp ----------------------------------------------------------------------------
 // Winograd F(m x m, r x r) convolution as input transform -> batched matmul -> output
 // transform, alpha = m + r - 1, E = alpha^2 tile positions, tiles of m x m outputs numbered

@@ -8,9 +8,10 @@
 // follow the ISA features the code needs, by one table per architecture:
 //
 //   x86-64:  width > 256 -> avx512f; > 128 -> avx (float) or avx2 (integer);
-//            f16 -> avx512fp16 (or f16c), 8-bit integers -> avx512vnni, each only when
-//            the recording machine had it (else its code did without); a tile_matmul loop
-//            nest -> amx-int8 and amx-tile, likewise (without them it runs as plain loops).
+//            f16 -> avx512fp16 (or f16c), 8-bit integers -> avx512vnni, bf16 -> avx512bf16,
+//            each only when the recording machine had it (else its code did without); a
+//            tile_matmul loop nest -> amx-int8 (amx-bf16 when it sums dot2_bf16) and
+//            amx-tile, likewise (without them it runs as plain loops).
 //   aarch64: width > 128 -> sve; any vector -> neon.
 //   others:  nothing (the triple alone decides).
 #pragma once

@@ -93,6 +93,8 @@ struct SearchOptions {
     /// The seeded default schedule puts 8-bit products on matrix tiles (the measuring CPU has
     /// AMX-INT8; DefaultScheduleOptions::cpu_tiles).
     bool cpu_tiles = false;
+    /// The same for bf16 products (AMX-BF16; DefaultScheduleOptions::cpu_tiles_bf16).
+    bool cpu_tiles_bf16 = false;
     /// Best records of up to this many other machines measured first (the file comment).
     int transfer_seeds = 4;
     /// Candidates measured and committed at a time: a killed tuner loses at most this many,

@@ -94,16 +94,6 @@ bool product_params(const Dequantized& x, const std::vector<double>& w_scale,
     return true;
 }
 
-// [R, C] -> [C, R] of an I8 matrix.
-TensorData transposed_s8(const TensorData& m) {
-    const int64_t R = m.shape()[0], C = m.shape()[1];
-    TensorData t(DType::I8, {C, R});
-    for (int64_t r = 0; r < R; ++r)
-        for (int64_t c = 0; c < C; ++c)
-            t.data<int8_t>()[c * R + r] = m.data<int8_t>()[r * C + c];
-    return t;
-}
-
 // Adds bias (a graph value, [n] after dropping leading 1s) to offset in units of scale: an
 // i32 bias dequantized by exactly scale[o] (what quantizers write) adds exactly; another
 // (f32, or an i32 one of other scales) is rounded to the nearest unit, an error of at most
@@ -159,7 +149,7 @@ bool fold_matmul(Graph& g, NodeId id) {
         return false;
     const Value xv = g.value(x.data);
     const Value wv = g.value(w.data);
-    const TensorData wkn = trans_b ? transposed_s8(*w.values) : *w.values;
+    const TensorData wkn = trans_b ? transposed_matrix(*w.values) : *w.values;
     const int64_t K = wkn.shape()[0], N = wkn.shape()[1];
     if (K != xv.shape.back() || (gemm && xv.shape.size() != 2))
         return false;

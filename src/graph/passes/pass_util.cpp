@@ -1,6 +1,7 @@
 #include "pass_util.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace tessera::graph::detail {
 
@@ -26,6 +27,19 @@ bool constant_scalar(const Graph& g, ValueId v, double* out) {
 
 bool is_graph_output(const Graph& g, ValueId v) {
     return std::find(g.outputs.begin(), g.outputs.end(), v) != g.outputs.end();
+}
+
+TensorData transposed_matrix(const TensorData& m) {
+    TESSERA_CHECK(m.rank() == 2) << "transpose of a rank-" << m.rank() << " tensor";
+    const int64_t R = m.shape()[0], C = m.shape()[1];
+    const size_t e = dtype_size(m.dtype());
+    TensorData t(m.dtype(), {C, R});
+    const auto* src = static_cast<const uint8_t*>(m.raw());
+    auto* dst = static_cast<uint8_t*>(t.raw());
+    for (int64_t r = 0; r < R; ++r)
+        for (int64_t c = 0; c < C; ++c)
+            std::memcpy(dst + (c * R + r) * e, src + (r * C + c) * e, e);
+    return t;
 }
 
 } // namespace tessera::graph::detail

@@ -44,4 +44,7 @@ bool constant_scalar(const Graph& g, ValueId v, double* out);
 /// True when v is a graph output.
 bool is_graph_output(const Graph& g, ValueId v);
 
+/// The transpose of a rank-2 constant of any dtype (the weights of Gemm's transB).
+TensorData transposed_matrix(const TensorData& m);
+
 } // namespace tessera::graph::detail

@@ -33,6 +33,7 @@ std::vector<PassEntry> all_passes(const PipelineOptions& options = {}) {
         {"algebraic-simplification", simplify_algebra},
         {"cse", eliminate_common_subexpressions},
         {"horizontal-fusion", fuse_horizontally},
+        {"precision", convert_precision_bf16},
         {"layout", [block](Graph& g) { return convert_layout_nchwc(g, block); }},
         {"winograd", [winograd](Graph& g) { return convert_conv_winograd(g, winograd); }},
     };
@@ -111,6 +112,9 @@ std::vector<PassResult> optimize(Graph& g, const PipelineOptions& options) {
         if (changes == 0)
             break;
     }
+    // Requested by the user, so at every level; after simplification has shaped the products.
+    if (options.precision == Precision::BF16)
+        run("precision");
     if (options.level >= 3) {
         run("layout");
         run("winograd");

@@ -1,0 +1,151 @@
+// The precision pass (bf16): which matrix products it converts (MatMul and Gemm on constant f32
+// weights with an even reduction) and which it leaves, checked by evaluation before and after
+// (within bf16 rounding of the operands) and against a reference on bf16-rounded operands
+// (within f32 summation); whole builds with --precision bf16 against the evaluator.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "../../src/graph/ops/bf16_matmul.h"
+#include "op_case.h"
+#include "passes_util.h"
+#include "tessera/graph/pipeline.h"
+#include "tessera/support/bfloat16.h"
+
+namespace tessera::graph {
+namespace {
+
+using testing::ModelBuilder;
+
+/// Each operand's bf16 rounding is relative 2^-9; a sum of products of values in [-1, 1)
+/// gets errors up to ~2^-8 of sum |x w|: 1% of the outputs' peak is that with a margin.
+constexpr double kBf16ScaleTol = 1e-2;
+
+float bf16_round(float x) { return bf16_bits_to_f32(f32_to_bf16_bits(x)); }
+
+/// y = x W with x and W rounded to bf16 first, summed in double: what MatMulBF16 computes up
+/// to f32 summation. x [M, K] row-major, w [K, N].
+std::vector<double> rounded_product(const TensorData& x, const TensorData& w) {
+    const int64_t K = w.shape()[0], N = w.shape()[1], M = x.numel() / K;
+    std::vector<double> y(M * N, 0.0);
+    for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = 0; n < N; ++n)
+            for (int64_t k = 0; k < K; ++k)
+                y[m * N + n] += double(bf16_round(x.data<float>()[m * K + k])) *
+                                bf16_round(w.data<float>()[k * N + n]);
+    return y;
+}
+
+// The kernel against the evaluator: MatMulBF16 on a rank-3 bf16 input, odd columns.
+std::vector<OpCase> bf16_matmul_op_cases() {
+    return {
+        {"MatMulBF16OddColumns",
+         {Op::MatMulBF16},
+         [](Case& c) -> std::vector<ValueId> {
+             const TensorData w = testing::random_tensor({38, 29}, 81);
+             return {c.op(Op::MatMulBF16,
+                          {c.input(testing::random_tensor({2, 5, 38}, 82).cast(DType::BF16)),
+                           c.constant(detail::pack_bf16_weight_words(w))})};
+         }},
+    };
+}
+TESSERA_REGISTER_OP_CASES(bf16_matmul_op_cases);
+
+TEST(PrecisionPass, MatMulsOnConstantWeightsComputeOnBf16Operands) {
+    GraphBuilder b;
+    const ValueId x = b.input("x", {3, 5, 10});
+    const TensorData w1 = testing::random_tensor({10, 7}, 2),
+                     w2 = testing::random_tensor({10, 9}, 3);
+    const ValueId y1 = b.op(Op::Relu, {b.op(Op::MatMul, {x, b.constant(w1)})});
+    const ValueId y2 = b.op(Op::MatMul, {x, b.constant(w2)});
+    Graph g = b.finish({y1, y2});
+    const PassResult r = check_pass(g, convert_precision_bf16, 7, kBf16ScaleTol);
+    EXPECT_EQ(r.changes, 2);
+    EXPECT_EQ(count_op(g, Op::MatMulBF16), 2);
+    EXPECT_EQ(count_op(g, Op::MatMul), 0);
+    EXPECT_EQ(count_op(g, Op::Cast), 1) << "one Cast of x serves both products";
+    EXPECT_EQ(g.value(first_node(g, Op::Cast).outputs[0]).dtype, DType::BF16);
+
+    // The second output against a reference on rounded operands: only f32 summation differs.
+    const TensorData in = testing::random_tensor({3, 5, 10}, 11);
+    const std::vector<TensorData> got = evaluate(g, {in});
+    const std::vector<double> want = rounded_product(in, w2);
+    for (size_t i = 0; i < want.size(); ++i)
+        EXPECT_NEAR(got[1].data<float>()[i], want[i], 1e-5) << i;
+}
+
+TEST(PrecisionPass, GemmTransposedWithBiasBecomesAProductAndAnAdd) {
+    GraphBuilder b;
+    const ValueId x = b.input("x", {4, 12});
+    Attributes a;
+    a["transB"] = Attribute::of_int(1);
+    const ValueId y =
+        b.op(Op::Gemm, {x, b.constant_f32({6, 12}, 5), b.constant_f32({6}, 6)}, std::move(a));
+    Graph g = b.finish({y});
+    const PassResult r = check_pass(g, convert_precision_bf16, 3, kBf16ScaleTol);
+    EXPECT_EQ(r.changes, 1);
+    EXPECT_EQ(count_op(g, Op::MatMulBF16), 1);
+    EXPECT_EQ(count_op(g, Op::Add), 1);
+    EXPECT_EQ(count_op(g, Op::Gemm), 0);
+}
+
+TEST(PrecisionPass, LeavesOddReductionsAndComputedWeightsInF32) {
+    GraphBuilder b;
+    const ValueId x = b.input("x", {3, 9});
+    const ValueId odd = b.op(Op::MatMul, {x, b.constant_f32({9, 4}, 2)}); // K = 9
+    const ValueId w = b.input("w", {4, 6});
+    const ValueId computed = b.op(Op::MatMul, {odd, w}); // weights not a constant
+    Graph g = b.finish({computed});
+    const PassResult r = check_pass(g, convert_precision_bf16);
+    EXPECT_EQ(r.changes, 0);
+    EXPECT_EQ(count_op(g, Op::MatMul), 2);
+    EXPECT_EQ(count_op(g, Op::Cast), 0);
+}
+
+TEST(PrecisionPass, ParsesItsNamesAndRefusesOthers) {
+    EXPECT_EQ(parse_precision("bf16"), Precision::BF16);
+    EXPECT_EQ(parse_precision("fp32"), Precision::FP32);
+    EXPECT_THROW(parse_precision("fp8"), UserError);
+    EXPECT_STREQ(precision_name(Precision::BF16), "bf16");
+}
+
+TEST(PrecisionPass, PipelineRunsItOnlyWhenAsked) {
+    GraphBuilder b;
+    const ValueId x = b.input("x", {2, 8});
+    Graph g = b.finish({b.op(Op::MatMul, {x, b.constant_f32({8, 3}, 4)})});
+    Graph f32 = g;
+    optimize(f32, {});
+    EXPECT_EQ(count_op(f32, Op::MatMulBF16), 0);
+    PipelineOptions po;
+    po.level = 0;
+    po.precision = Precision::BF16;
+    optimize(g, po);
+    EXPECT_EQ(count_op(g, Op::MatMulBF16), 1);
+}
+
+// Two Gemm layers (transB, bias) around a Relu and a MatMul on their output: an MLP.
+std::string mlp_model() {
+    ModelBuilder m(13);
+    m.input("x", DType::F32, {5, 24});
+    m.initializer("W1", testing::random_tensor({32, 24}, 21, -0.3f, 0.3f));
+    m.initializer("B1", testing::random_tensor({32}, 22));
+    m.initializer("W2", testing::random_tensor({32, 18}, 23, -0.3f, 0.3f));
+    m.node("Gemm", {"x", "W1", "B1"}, {"h"}).i("transB", 1);
+    m.node("Relu", {"h"}, {"r"});
+    m.node("MatMul", {"r", "W2"}, {"y"});
+    m.output("y", DType::F32);
+    return m.bytes();
+}
+
+TEST(PrecisionPass, Bf16LibraryMatchesTheEvaluatorOfItsGraph) {
+    const std::vector<TensorData> feeds = {testing::random_tensor({5, 24}, 9)};
+    for (int level : {0, 3}) {
+        // The sums of f32 products in another order: f32 rounding of sums of ~30 terms.
+        const Graph built = expect_library_matches_evaluator(mlp_model(), feeds, level, 1e-4, 1e-5,
+                                                             {}, Precision::BF16);
+        EXPECT_EQ(count_op(built, Op::MatMulBF16), 2) << "-O" << level;
+    }
+}
+
+} // namespace
+} // namespace tessera::graph
