@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "tessera/support/bfloat16.h"
 #include "tessera/support/error.h"
 
 namespace tessera::tune {
@@ -84,6 +85,14 @@ void fill_random(HostBuffer& b, Rng& rng) {
     } else if (t == DataType::i64()) {
         for (int64_t i = 0; i < n; ++i)
             reinterpret_cast<int64_t*>(p)[i] = rng.uniform_int(-8, 8);
+    } else if (t == DataType::bf16()) {
+        // The top half of each float: truncated toward zero, so still in [-1, 1).
+        for (int64_t i = 0; i < n; ++i) {
+            const float f = rng.uniform_float(-1, 1);
+            uint32_t x;
+            std::memcpy(&x, &f, 4);
+            reinterpret_cast<uint16_t*>(p)[i] = static_cast<uint16_t>(x >> 16);
+        }
     } else if (t.bytes() == 1) {
         for (int64_t i = 0; i < n; ++i)
             p[i] = static_cast<uint8_t>(rng.uniform_int(0, 1));
@@ -115,6 +124,8 @@ double element_as_double(const HostBuffer& b, int64_t i) {
         return reinterpret_cast<const int32_t*>(p)[i];
     if (t == DataType::i64())
         return static_cast<double>(reinterpret_cast<const int64_t*>(p)[i]);
+    if (t == DataType::bf16())
+        return bf16_bits_to_f32(reinterpret_cast<const uint16_t*>(p)[i]);
     TESSERA_CHECK(t.bytes() == 1) << "no host representation of " << to_string(t);
     return p[i];
 }

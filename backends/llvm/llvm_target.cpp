@@ -5,6 +5,8 @@
 
 #include <llvm/ADT/StringMap.h>
 #include <llvm/Analysis/TargetLibraryInfo.h>
+#include <llvm/IR/DiagnosticInfo.h>
+#include <llvm/IR/DiagnosticPrinter.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
@@ -150,6 +152,25 @@ std::string module_to_string(const llvm::Module& m) {
     return os.str();
 }
 
+namespace {
+
+/// LLVM's error diagnostics during code generation (a register allocator that runs out of
+/// registers, say), collected instead of the default handler's exit of the whole process:
+/// a tuner compiling many candidates must lose only the one.
+struct CodegenErrors {
+    std::string first;
+    static void handle(const llvm::DiagnosticInfo* info, void* self) {
+        auto* errors = static_cast<CodegenErrors*>(self);
+        if (info->getSeverity() != llvm::DS_Error || !errors->first.empty())
+            return;
+        llvm::raw_string_ostream os(errors->first);
+        llvm::DiagnosticPrinterRawOStream printer(os);
+        info->print(printer);
+    }
+};
+
+} // namespace
+
 std::string emit_machine_code(const llvm::Module& m, llvm::TargetMachine& tm, bool assembly) {
     std::unique_ptr<llvm::Module> copy = llvm::CloneModule(m);
     llvm::SmallString<0> buf;
@@ -158,7 +179,14 @@ std::string emit_machine_code(const llvm::Module& m, llvm::TargetMachine& tm, bo
     auto kind = assembly ? llvm::CodeGenFileType::AssemblyFile : llvm::CodeGenFileType::ObjectFile;
     TESSERA_CHECK(!tm.addPassesToEmitFile(pm, os, nullptr, kind))
         << "the target cannot emit " << (assembly ? "assembly" : "object files");
+    llvm::LLVMContext& ctx = copy->getContext();
+    CodegenErrors errors;
+    const auto old_handler = ctx.getDiagnosticHandlerCallBack();
+    void* const old_context = ctx.getDiagnosticContext();
+    ctx.setDiagnosticHandlerCallBack(&CodegenErrors::handle, &errors);
     pm.run(*copy);
+    ctx.setDiagnosticHandlerCallBack(old_handler, old_context);
+    TESSERA_CHECK(errors.first.empty()) << "LLVM code generation failed: " << errors.first;
     return std::string(buf.begin(), buf.end());
 }
 

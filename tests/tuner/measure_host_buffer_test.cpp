@@ -28,21 +28,22 @@ TEST(HostBuffer, ElementErrorIsRelativeAboveOneAndHandlesNanAndInf) {
 }
 
 TEST(HostBuffer, FillRandomIsSeededAndNotZero) {
-    for (int64_t n : {1, 7, 13, 127}) {
-        HostBuffer a(DataType::f32(), n), b(DataType::f32(), n);
-        Rng ra(3), rb(3);
-        fill_random(a, ra);
-        fill_random(b, rb);
-        EXPECT_EQ(std::memcmp(a.data(), b.data(), a.bytes()), 0);
-        bool nonzero = false;
-        for (int64_t i = 0; i < n; ++i) {
-            double v = element_as_double(a, i);
-            EXPECT_GE(v, -1);
-            EXPECT_LT(v, 1);
-            nonzero = nonzero || v != 0;
+    for (int64_t n : {1, 7, 13, 127})
+        for (DataType t : {DataType::f32(), DataType::bf16()}) {
+            HostBuffer a(t, n), b(t, n);
+            Rng ra(3), rb(3);
+            fill_random(a, ra);
+            fill_random(b, rb);
+            EXPECT_EQ(std::memcmp(a.data(), b.data(), a.bytes()), 0);
+            bool nonzero = false;
+            for (int64_t i = 0; i < n; ++i) {
+                double v = element_as_double(a, i);
+                EXPECT_GE(v, -1);
+                EXPECT_LT(v, 1);
+                nonzero = nonzero || v != 0;
+            }
+            EXPECT_TRUE(nonzero);
         }
-        EXPECT_TRUE(nonzero);
-    }
     HostBuffer h(DataType::f16(), 3);
     Rng r(1);
     EXPECT_THROW(fill_random(h, r), UserError);
