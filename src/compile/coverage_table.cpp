@@ -57,12 +57,14 @@ void print_coverage_table(std::ostream& os, const ModelBuild& b) {
     }
     if (b.target == BuildTarget::Cuda) // CPU tables keep their first line the header
         os << "target cuda " << b.cuda_arch << "\n";
-    os << fmt::format("{:>4}  {:<{}}  {:>5}  {:<{}}  {:>12}  {:>6}\n", "task", "pattern", pattern_w,
-                      "calls", "schedule", source_w, "time x calls", untimed ? "flops%" : "share");
+    os << fmt::format("{:>4}  {:<{}}  {:<9}  {:>5}  {:<{}}  {:>12}  {:>6}\n", "task", "pattern",
+                      pattern_w, "precision", "calls", "schedule", source_w, "time x calls",
+                      untimed ? "flops%" : "share");
     for (const TaskCoverage& r : b.coverage) {
         const std::string t = untimed ? "?" : (r.estimated ? "~" : "") + time_text(r.total_secs);
-        os << fmt::format("{:>4}  {:<{}}  {:>5}  {:<{}}  {:>12}  {:>5.1f}%\n", r.task, r.pattern,
-                          pattern_w, r.count, short_source_text(r), source_w, t, r.share * 100);
+        os << fmt::format("{:>4}  {:<{}}  {:<9}  {:>5}  {:<{}}  {:>12}  {:>5.1f}%\n", r.task,
+                          r.pattern, pattern_w, r.precision, r.count, short_source_text(r),
+                          source_w, t, r.share * 100);
     }
     for (const TaskCoverage& r : b.coverage)
         if (short_source_text(r) != schedule_source_text(r))
@@ -109,6 +111,7 @@ std::string coverage_json(const ModelBuild& b, const LibrarySummary* library) {
         nlohmann::ordered_json t;
         t["task"] = r.task;
         t["pattern"] = r.pattern;
+        t["precision"] = r.precision;
         t["workload_key"] = r.workload_key;
         t["count"] = r.count;
         t["flops"] = r.flops;

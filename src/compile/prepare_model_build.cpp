@@ -222,6 +222,7 @@ ModelBuild prepare_model_build(const BuildOptions& opts) {
         TaskCoverage row;
         row.task = static_cast<int>(i);
         row.pattern = task.pattern;
+        row.precision = te::product_precision(c);
         row.workload_key = task.workload_key;
         row.count = task.count();
         row.flops = task.flops;

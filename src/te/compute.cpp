@@ -4,6 +4,7 @@
 
 #include <unordered_set>
 
+#include "tessera/ir/functor.h"
 #include "tessera/support/error.h"
 
 namespace tessera::te {
@@ -71,6 +72,16 @@ bool is_output(const Compute& c, const Tensor& t) {
         if (o.same_as(t))
             return true;
     return false;
+}
+
+std::string product_precision(const Compute& c) {
+    for (const Tensor& t : c.stages) {
+        if (ir::contains_call(t->body, ir::CallOp::Dot4U8S8))
+            return "int8";
+        if (ir::contains_call(t->body, ir::CallOp::Dot2BF16))
+            return "bf16";
+    }
+    return c.outputs.empty() ? "" : ir::to_string(c.outputs[0].dtype());
 }
 
 } // namespace tessera::te

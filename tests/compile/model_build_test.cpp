@@ -156,6 +156,15 @@ TEST_F(ModelBuild, CoverageWithoutDatabaseIsAllDefaultAndSharesAreFlops) {
     EXPECT_NE(table.str().find("default " + std::to_string(b.coverage.size())), std::string::npos)
         << table.str();
     EXPECT_NE(table.str().find("no tuning database"), std::string::npos) << table.str();
+    EXPECT_NE(table.str().find("precision"), std::string::npos) << table.str();
+    for (const compile::TaskCoverage& r : b.coverage)
+        EXPECT_EQ(r.precision, "f32") << r.pattern;
+    // With bf16 products the matmul tasks say so.
+    opts.precision = graph::Precision::BF16;
+    int bf16 = 0;
+    for (const compile::TaskCoverage& r : compile::prepare_model_build(opts).coverage)
+        bf16 += r.precision == "bf16";
+    EXPECT_GT(bf16, 0);
 }
 
 /// A database serving mlp's tasks: task 0 exact, task 1 isa_class (another fingerprint), the

@@ -173,3 +173,23 @@ TEST(Dense, ShapeErrorsNameTheOp) {
 
 } // namespace
 } // namespace tessera::testing
+
+namespace tessera::te {
+
+TEST(Matmul, ProductPrecisionNamesWhatTheProductsRunOn) {
+    using ir::DataType;
+    const Tensor a = placeholder({5, 6}, DataType::f32(), "a");
+    const Tensor b = placeholder({6, 3}, DataType::f32(), "b");
+    EXPECT_EQ(product_precision(make_compute({a, b}, {matmul(a, b)})), "f32");
+    const Tensor xb = placeholder({5, 6}, DataType::bf16(), "xb");
+    const Tensor wb = placeholder({3, 3}, DataType::i32(), "wb");
+    EXPECT_EQ(product_precision(make_compute({xb, wb}, {bf16_matmul(xb, wb)})), "bf16");
+    const Tensor xq = placeholder({5, 8}, DataType::u8(), "xq");
+    const Tensor wq = placeholder({2, 3}, DataType::i32(), "wq");
+    const Tensor off = placeholder({3}, DataType::i32(), "off");
+    const Tensor sc = placeholder({3}, DataType::f32(), "sc");
+    EXPECT_EQ(product_precision(make_compute({xq, wq, off, sc}, {qmatmul(xq, wq, off, sc)})),
+              "int8");
+}
+
+} // namespace tessera::te

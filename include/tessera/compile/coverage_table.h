@@ -15,15 +15,15 @@ namespace tessera::compile {
 /// "default (12 records from rocketlake: they need avx512f, absent here)".
 std::string schedule_source_text(const TaskCoverage& row);
 
-/// Prints one line per task (index, pattern, calls per run, schedule source, estimated time of
-/// its calls per run, share of the estimated run; a long reason such as why a record does not
-/// replay is cut at its first ": " and given in full below the table), then a summary line:
-/// tasks per tier, the
-/// estimated run time and how default rows were estimated (TaskCoverage::estimated). When no
-/// task has a record, times are "?" and the share column is the share of FLOPs.
+/// Prints one line per task (index, pattern, precision of its products, calls per run, schedule
+/// source, estimated time of its calls per run, share of the estimated run; a long reason such
+/// as why a record does not replay is cut at its first ": " and given in full below the
+/// table), then a summary line: tasks per tier, the estimated run time and how default rows
+/// were estimated (TaskCoverage::estimated). When no task has a record, times are "?" and the
+/// share column is the share of FLOPs.
 void print_coverage_table(std::ostream& os, const ModelBuild& build);
 
-/// The same as one JSON object: {"model", "database", "tasks": [{"task", "pattern",
+/// The same as one JSON object: {"model", "database", "tasks": [{"task", "pattern", "precision",
 /// "workload_key", "count", "flops", "source", "record_id", "record_cpu", "note", "tuned_secs",
 /// "total_secs", "estimated", "share", "share_is_flops"}...], "tiers": {"exact", "isa_class",
 /// "compatible", "default"}, "prepare_secs"}; with `library`, also "output", "weight_bytes", "arena_bytes",

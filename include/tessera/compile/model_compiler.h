@@ -84,6 +84,8 @@ struct BuildOptions {
 struct TaskCoverage {
     int task = 0;
     std::string pattern;
+    /// What its products run on (te::product_precision): "int8", "bf16", "f32", ...
+    std::string precision;
     std::string workload_key;
     int count = 0;     ///< Groups (kernel calls) of this task per model run.
     int64_t flops = 0; ///< Of one call.

@@ -1,6 +1,7 @@
 // Compute: the tensor-expression DAG of one kernel (inputs, outputs and every stage between).
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "tessera/te/tensor.h"
@@ -32,5 +33,10 @@ Compute make_compute(std::vector<Tensor> inputs, std::vector<Tensor> outputs);
 
 /// True when `t` is one of `c.outputs`.
 bool is_output(const Compute& c, const Tensor& t);
+
+/// What the Compute's products run on: "int8" when a stage sums dot4_u8s8, "bf16" when one
+/// sums dot2_bf16, else the dtype of its first output ("f32", "f64", "i32", ...). The
+/// precision column of a build's coverage table.
+std::string product_precision(const Compute& c);
 
 } // namespace tessera::te
