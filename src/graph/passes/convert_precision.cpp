@@ -29,10 +29,7 @@ class Bf16Products {
     bool convert(NodeId id) {
         const Node n = g_.node(id);
         const bool gemm = n.op == Op::Gemm;
-        if (n.outputs.size() != 1 || n.inputs.size() < 2 || (!gemm && n.inputs.size() != 2))
-            return false;
-        if (gemm && (n.attr_float("alpha", 1.0f) != 1.0f || n.attr_float("beta", 1.0f) != 1.0f ||
-                     n.attr_int("transA", 0) != 0))
+        if (!is_plain_product(n))
             return false;
         const Value& x = g_.value(n.input(0));
         const Value& w = g_.value(n.input(1));

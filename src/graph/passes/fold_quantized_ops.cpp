@@ -138,10 +138,7 @@ bool add_bias(const Graph& g, ValueId bias, const TensorData& scale, TensorData*
 bool fold_matmul(Graph& g, NodeId id) {
     const Node n = g.node(id);
     const bool gemm = n.op == Op::Gemm;
-    if (n.outputs.size() != 1 || n.inputs.size() < 2 || (!gemm && n.inputs.size() != 2))
-        return false;
-    if (gemm && (n.attr_float("alpha", 1.0f) != 1.0f || n.attr_float("beta", 1.0f) != 1.0f ||
-                 n.attr_int("transA", 0) != 0))
+    if (!is_plain_product(n))
         return false;
     const bool trans_b = gemm && n.attr_int("transB", 0) != 0;
     Dequantized x, w;

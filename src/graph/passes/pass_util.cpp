@@ -42,4 +42,13 @@ TensorData transposed_matrix(const TensorData& m) {
     return t;
 }
 
+bool is_plain_product(const Node& n) {
+    const bool gemm = n.op == Op::Gemm;
+    if ((n.op != Op::MatMul && !gemm) || n.outputs.size() != 1 || n.inputs.size() < 2 ||
+        (!gemm && n.inputs.size() != 2))
+        return false;
+    return !gemm || (n.attr_float("alpha", 1.0f) == 1.0f && n.attr_float("beta", 1.0f) == 1.0f &&
+                     n.attr_int("transA", 0) == 0);
+}
+
 } // namespace tessera::graph::detail

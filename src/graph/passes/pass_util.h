@@ -47,4 +47,9 @@ bool is_graph_output(const Graph& g, ValueId v);
 /// The transpose of a rank-2 constant of any dtype (the weights of Gemm's transB).
 TensorData transposed_matrix(const TensorData& m);
 
+/// A plain matrix product: a MatMul of two operands, or a Gemm with alpha and beta 1 and
+/// transA 0 (transB and C allowed), with one output. The form the 8-bit and bf16 product
+/// rewrites take.
+bool is_plain_product(const Node& n);
+
 } // namespace tessera::graph::detail
