@@ -24,6 +24,7 @@
 #include "tune_command.h"
 #include "tessera/graph/pipeline.h"
 #include "tessera/support/error.h"
+#include "tessera/tuner/database.h"
 #include "tessera/tuner/measure.h"
 
 using namespace tessera;
@@ -36,6 +37,8 @@ int main(int argc, char** argv) {
                  "CPU and GPU code)"};
     app.require_subcommand(1);
     app.set_help_all_flag("--help-all", "Print help for every subcommand");
+    app.set_version_flag("--version", std::string("tessera ") + tune::tessera_version(),
+                         "Print the version and exit");
 
     bool hw_json = false;
     CLI::App* hw = app.add_subcommand("hw", "Show this machine as the compiler sees it: target "
@@ -362,6 +365,8 @@ int main(int argc, char** argv) {
     } catch (const CLI::CallForHelp& e) {
         return app.exit(e);
     } catch (const CLI::CallForAllHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForVersion& e) {
         return app.exit(e);
     } catch (const CLI::ParseError& e) {
         std::cerr << "error: " << e.what() << " (see --help)\n";

@@ -59,6 +59,13 @@ TEST(Cli, HelpOnEverySubcommand) {
     }
 }
 
+TEST(Cli, VersionFlagPrintsTheVersion) {
+    Output o = run_tessera("--version");
+    EXPECT_EQ(o.code, 0) << o.out;
+    EXPECT_EQ(o.out.rfind("tessera ", 0), 0u) << o.out;
+    EXPECT_EQ(std::count(o.out.begin(), o.out.end(), '\n'), 1) << o.out;
+}
+
 TEST(Cli, HwJsonNamesTheMachine) {
     Output o = run_tessera("hw --json");
     ASSERT_EQ(o.code, 0) << o.out;
@@ -247,6 +254,15 @@ std::string model_path(const std::string& name) {
     return kInspectModels + "/" + name + "/model.onnx";
 }
 } // namespace
+
+TEST(CliInspect, PrecisionIsFp32OrBf16) {
+    if (!have_model("mlp")) GTEST_SKIP() << "shared models missing";
+    expect_user_error("inspect " + model_path("mlp") + " --precision fp8",
+                      "unknown precision 'fp8'");
+    Output o = run_tessera("inspect " + model_path("mlp") + " --precision bf16");
+    ASSERT_EQ(o.code, 0) << o.out;
+    EXPECT_NE(o.out.find("precision: "), std::string::npos) << o.out; // the pass's log line
+}
 
 TEST(CliInspect, TextReportOfResnet18) {
     if (!have_model("resnet18")) GTEST_SKIP() << "shared models missing";
