@@ -130,6 +130,7 @@ std::optional<State> tile_matmul_schedule(const State& tiled,
     // tile's) would make B's index jump between blocks inside the nest: its blocks shrink to
     // the nest's columns, which keeps B linear in the nest's loops.
     const int64_t nest_columns = lengths[column][1] * lengths[column][2];
+    const int b_stage = initial.stage_id_of(reads->b->tensor);
 
     // The tiled schedule's split and reorder steps of the stage: 3 lengths per spatial axis
     // (levels 1..3 of "SSRSRS"), 1 per reduce axis. Its later steps on the stage (the vector
@@ -148,7 +149,7 @@ std::optional<State> tile_matmul_schedule(const State& tiled,
         new_index[i] = static_cast<int>(steps.size());
         steps.push_back(s);
         Step& t = steps.back();
-        if (t.kind == StepKind::TransformLayout && !t.lengths.empty() &&
+        if (t.kind == StepKind::TransformLayout && t.stage == b_stage && !t.lengths.empty() &&
             t.lengths.back() > nest_columns && t.lengths.back() % nest_columns == 0)
             t.lengths.back() = nest_columns;
         if (t.kind == StepKind::FollowSplit) {

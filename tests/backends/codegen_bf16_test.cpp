@@ -1,8 +1,8 @@
 // bf16 through the LLVM JIT and the interpreter: f32 <-> bf16 casts (round to nearest even, NaN
 // and overflow) in vector and scalar loops; acc + dot2_bf16(a, b) (and the call alone) against
 // the support reference, with the host's features (vdpbf16ps where it has AVX512-BF16) and
-// with AVX512-BF16 turned off by the feature string (the exact generic lowering);
-// bytes_as_word of bf16 elements.
+// with AVX512-BF16 turned off by the feature string (the exact generic lowering).
+// (bytes_as_word of bf16 elements: codegen_dot4_test.cpp.)
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -177,36 +177,6 @@ TEST(CodegenBF16, HostAvx512Bf16AccumulatesWithVdpbf16ps) {
         ASSERT_FALSE(dp.empty()) << lanes << " lanes\n" << s;
         if (lanes >= 16) {
             EXPECT_NE(dp[0].find("zmm"), std::string::npos) << dp[0];
-        }
-    }
-}
-
-TEST(CodegenBF16, BytesAsWordReadsTwoHalvesAtAnyElement) {
-    // out[i] = the 2 bf16 elements from element `stride * i + offset` on, as one word.
-    const std::vector<int32_t> words = random_words(kCount * 2 + 2, 93);
-    std::vector<uint16_t> halves(words.size() * 2);
-    std::memcpy(halves.data(), words.data(), halves.size() * 2);
-    for (const auto& [stride, offset] : {std::pair<int64_t, int64_t>{2, 0}, {2, 1}, {4, 1}}) {
-        for (int lanes : kLanes) {
-            Buffer in = buf("in", DataType::bf16(), int64_t(halves.size()));
-            Buffer out = buf("out", DataType::i32(), kCount);
-            auto element = [&](Expr i) {
-                return Store::make(out, bytes_as_word(Load::make(in, i * stride + offset)), i);
-            };
-            const LoweredFunc f = lower::prepare_for_codegen(
-                LoweredFunc{"words", {in, out}, vector_loop_with_tail(kCount, lanes, element)});
-            std::vector<int32_t> want(kCount);
-            for (int64_t i = 0; i < kCount; ++i)
-                std::memcpy(&want[i], halves.data() + stride * i + offset, 4);
-            std::vector<uint16_t> h = halves;
-            std::vector<int32_t> jit(kCount, 0), interpreted(kCount, 0);
-            auto module = backend::JitModule::compile({f}, {});
-            void* args[] = {h.data(), jit.data()};
-            module->get("words")(args);
-            interpret(f, {h.data(), interpreted.data()});
-            EXPECT_EQ(jit, want) << "JIT, stride " << stride << ", offset " << offset << ", "
-                                 << lanes << " lanes";
-            EXPECT_EQ(interpreted, want) << "interpreter, stride " << stride << ", " << lanes;
         }
     }
 }

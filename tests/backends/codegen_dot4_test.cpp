@@ -1,8 +1,9 @@
 // dot4_u8s8 through the LLVM JIT: acc + dot4_u8s8(a, b) (and the call alone) in loops
 // vectorized by 32, 16, 8 and 4 lanes and in scalar loops, against a bytewise reference on
 // random words; with the host's features (vpdpbusd where it has VNNI) and with VNNI turned off
-// by the feature string (the exact generic lowering). bytes_as_word, which packs the words, at
-// dense, unaligned and strided addresses through the JIT and the interpreter.
+// by the feature string (the exact generic lowering). bytes_as_word, which packs the words, of
+// u8 and bf16 elements at dense, unaligned and strided addresses through the JIT and the
+// interpreter.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -153,31 +154,37 @@ TEST(CodegenDot4, AvxVnniAloneServes256And128BitVectors) {
 }
 
 TEST(CodegenBytesAsWord, FourBytesReinterpretedAtAnyAddressInEveryLoopForm) {
-    // out[i] = the 4 bytes from byte `stride * i + offset` on, little-endian.
+    // out[i] = the 4 bytes from element `stride * i + offset` on, little-endian: 4 u8 or 2 bf16
+    // elements.
     const std::vector<int32_t> words = random_words(kCount * 2 + 2, 91);
     std::vector<uint8_t> bytes(words.size() * 4);
     std::memcpy(bytes.data(), words.data(), bytes.size());
-    for (const auto& [stride, offset] : {std::pair<int64_t, int64_t>{4, 0}, {4, 3}, {8, 1}}) {
-        for (int lanes : kLanes) {
-            Buffer in = buf("in", DataType::u8(), int64_t(bytes.size()));
-            Buffer out = buf("out", DataType::i32(), kCount);
-            auto element = [&](Expr i) {
-                return Store::make(out, bytes_as_word(Load::make(in, i * stride + offset)), i);
-            };
-            const LoweredFunc f = lower::prepare_for_codegen(
-                LoweredFunc{"words", {in, out}, vector_loop_with_tail(kCount, lanes, element)});
-            std::vector<int32_t> want(kCount);
-            for (int64_t i = 0; i < kCount; ++i)
-                std::memcpy(&want[i], bytes.data() + stride * i + offset, 4);
-            std::vector<uint8_t> b = bytes;
-            std::vector<int32_t> jit(kCount, 0), interpreted(kCount, 0);
-            auto module = backend::JitModule::compile({f}, {});
-            void* args[] = {b.data(), jit.data()};
-            module->get("words")(args);
-            interpret(f, {b.data(), interpreted.data()});
-            EXPECT_EQ(jit, want) << "JIT, stride " << stride << ", offset " << offset << ", "
-                                 << lanes << " lanes";
-            EXPECT_EQ(interpreted, want) << "interpreter, stride " << stride << ", " << lanes;
+    for (const DataType elem : {DataType::u8(), DataType::bf16()}) {
+        const int64_t per_word = 4 / elem.bytes();
+        for (const auto& [stride, offset] :
+             {std::pair<int64_t, int64_t>{per_word, 0}, {per_word, 3}, {2 * per_word, 1}}) {
+            for (int lanes : kLanes) {
+                Buffer in = buf("in", elem, int64_t(bytes.size()) / elem.bytes());
+                Buffer out = buf("out", DataType::i32(), kCount);
+                auto element = [&](Expr i) {
+                    return Store::make(out, bytes_as_word(Load::make(in, i * stride + offset)), i);
+                };
+                const LoweredFunc f = lower::prepare_for_codegen(LoweredFunc{
+                    "words", {in, out}, vector_loop_with_tail(kCount, lanes, element)});
+                std::vector<int32_t> want(kCount);
+                for (int64_t i = 0; i < kCount; ++i)
+                    std::memcpy(&want[i], bytes.data() + (stride * i + offset) * elem.bytes(), 4);
+                std::vector<uint8_t> b = bytes;
+                std::vector<int32_t> jit(kCount, 0), interpreted(kCount, 0);
+                auto module = backend::JitModule::compile({f}, {});
+                void* args[] = {b.data(), jit.data()};
+                module->get("words")(args);
+                interpret(f, {b.data(), interpreted.data()});
+                EXPECT_EQ(jit, want) << "JIT, " << elem << ", stride " << stride << ", offset "
+                                     << offset << ", " << lanes << " lanes";
+                EXPECT_EQ(interpreted, want)
+                    << "interpreter, " << elem << ", stride " << stride << ", " << lanes;
+            }
         }
     }
 }

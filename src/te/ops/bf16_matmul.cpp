@@ -25,16 +25,7 @@ Tensor bf16_matmul(const Tensor& x, const Tensor& w) {
                           << " input columns (an even number)";
     const size_t rank = x.ndim();
     // Each row as words of two columns: the row's bf16 bits reinterpreted.
-    std::vector<int64_t> word_shape = x.shape();
-    word_shape.back() = words;
-    Tensor xw = compute(
-        word_shape,
-        [&](const std::vector<Var>& i) {
-            std::vector<Expr> xi = as_exprs(i);
-            xi.back() = i[rank - 1] * Expr(int64_t(2));
-            return ir::bytes_as_word(x(xi));
-        },
-        op + "_words");
+    const Tensor xw = rows_as_words(x, op + "_words");
     std::vector<int64_t> shape = x.shape();
     shape.back() = n;
     IterVar r = reduce_axis(words, "kw");

@@ -53,4 +53,21 @@ Expr clamp_index(Expr e, int64_t lo, int64_t hi) {
     return ir::min(ir::max(std::move(e), Expr(lo)), Expr(hi));
 }
 
+Tensor rows_as_words(const Tensor& x, const std::string& name) {
+    const int64_t per_word = 4 / x.dtype().bytes();
+    TESSERA_CHECK(x.ndim() >= 1 && x.shape().back() % per_word == 0)
+        << name << ": rows of " << x.shape().back() << " " << ir::to_string(x.dtype())
+        << " elements are not whole words";
+    std::vector<int64_t> word_shape = x.shape();
+    word_shape.back() /= per_word;
+    return compute(
+        word_shape,
+        [&](const std::vector<Var>& i) {
+            std::vector<Expr> xi = as_exprs(i);
+            xi.back() = i.back() * Expr(per_word);
+            return ir::bytes_as_word(x(xi));
+        },
+        name);
+}
+
 } // namespace tessera::te::detail

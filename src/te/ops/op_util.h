@@ -31,6 +31,10 @@ inline std::vector<Expr> as_exprs(const std::vector<Var>& v) { return {v.begin()
 /// min(max(e, lo), hi) on i64 indices: keeps a read in bounds where Select guards it.
 Expr clamp_index(Expr e, int64_t lo, int64_t hi);
 
+/// Stage `name`: x's rows (its last dimension) as i32 words of the consecutive elements they
+/// hold (4 u8 or 2 bf16, bytes_as_word). Pre: x is u8 or bf16 and its rows are whole words.
+Tensor rows_as_words(const Tensor& x, const std::string& name);
+
 /// f(x value, output index): what a reduction stage reduces instead of x itself.
 using ElementMap = std::function<Expr(Expr, const std::vector<Var>&)>;
 

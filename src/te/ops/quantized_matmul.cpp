@@ -32,35 +32,30 @@ Tensor qmatmul(const Tensor& x, const Tensor& w, const Tensor& offset, const Ten
         throw UserError() << op << ": offset must be i32 and scale f32";
     const DataType i32 = DataType::i32();
     const size_t rank = x.ndim();
-    // Each row as words of four columns (byte j = column 4w + j; columns past k are 0). The
-    // top byte enters signed so that the sum stays in the i32 range.
+    // Each row as words of four columns (byte j = column 4w + j; columns past k are 0): whole
+    // words are the row's bytes reinterpreted; otherwise the top byte enters signed so that
+    // the sum stays in the i32 range.
     std::vector<int64_t> word_shape = x.shape();
     word_shape.back() = words;
-    Tensor xw = compute(
-        word_shape,
-        [&](const std::vector<Var>& i) {
-            if (k % 4 == 0) { // whole words: the row's bytes reinterpreted
-                std::vector<Expr> xi = as_exprs(i);
-                xi.back() = i[rank - 1] * Expr(int64_t(4));
-                return ir::bytes_as_word(x(xi));
-            }
-            Expr word;
-            for (int b = 0; b < 4; ++b) {
-                std::vector<Expr> xi = as_exprs(i);
-                Expr col = i[rank - 1] * Expr(int64_t(4)) + Expr(int64_t(b));
-                xi.back() = clamp_index(col, 0, k - 1);
-                Expr byte = x(xi);
-                Expr v = b == 3 ? ir::cast(i32, ir::cast(DataType(DataType::Code::Int, 8), byte))
-                                : ir::cast(i32, byte);
-                if (b > 0)
-                    v = v * constant(i32, double(int64_t(1) << (8 * b)));
-                if ((words - 1) * 4 + b >= k) // only the last word reaches past the row
-                    v = ir::select(col < Expr(k), v, constant(i32, 0));
-                word = b == 0 ? v : word + v;
-            }
-            return word;
-        },
-        op + "_words");
+    auto partial_words = [&](const std::vector<Var>& i) {
+        Expr word;
+        for (int b = 0; b < 4; ++b) {
+            std::vector<Expr> xi = as_exprs(i);
+            Expr col = i[rank - 1] * Expr(int64_t(4)) + Expr(int64_t(b));
+            xi.back() = clamp_index(col, 0, k - 1);
+            Expr byte = x(xi);
+            Expr v = b == 3 ? ir::cast(i32, ir::cast(DataType(DataType::Code::Int, 8), byte))
+                            : ir::cast(i32, byte);
+            if (b > 0)
+                v = v * constant(i32, double(int64_t(1) << (8 * b)));
+            if ((words - 1) * 4 + b >= k) // only the last word reaches past the row
+                v = ir::select(col < Expr(k), v, constant(i32, 0));
+            word = b == 0 ? v : word + v;
+        }
+        return word;
+    };
+    const Tensor xw = k % 4 == 0 ? rows_as_words(x, op + "_words")
+                                 : compute(word_shape, partial_words, op + "_words");
     std::vector<int64_t> shape = x.shape();
     shape.back() = n;
     IterVar r = reduce_axis(words, "kw");
