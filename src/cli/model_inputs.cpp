@@ -19,10 +19,11 @@ void add_model_input_options(CLI::App* cmd, ModelInputOptions& opts) {
                     "inputs, so inputs that set shapes (a Reshape's shape, a Resize's sizes) "
                     "fold away")
         ->allow_extra_args(false);
-    cmd->add_option("--precision", opts.precision,
-                    "What matrix products compute on: fp32, or bf16 (operands rounded to "
-                    "bfloat16, sums in f32; AVX512-BF16 where the CPU has it). The tasks "
-                    "differ, so tune and build a model with the same choice")
+    cmd->add_option(
+           "--precision", opts.precision,
+           "What matrix products and convolutions compute on: fp32, or bf16 (operands rounded to "
+           "bfloat16, sums in f32; AVX512-BF16 where the CPU has it). The tasks "
+           "differ, so tune and build a model with the same choice")
         ->capture_default_str();
 }
 

@@ -73,7 +73,7 @@ PassResult simplify_algebra(Graph& g);
 /// becomes MaxPool(X) on the bytes, exactly.
 PassResult fold_quantized_ops(Graph& g);
 
-/// The element type the products (matmuls, later convs) compute in: `--precision`.
+/// The element type the products (matmuls and convs) compute in: `--precision`.
 enum class Precision { FP32, BF16 };
 /// "fp32", "bf16".
 const char* precision_name(Precision p);
@@ -85,7 +85,13 @@ Precision parse_precision(const std::string& text);
 /// Add after), becomes MatMulBF16 on Cast(X to bf16) (one Cast per value, fused into its
 /// producer by fusion) and W rounded to bf16 and packed into words of two rows at compile
 /// time. Products of bf16 values are exact in f32 and are summed in f32: the results differ
-/// from f32 ones by the operands' rounding (relative 2^-9 each). Other ops stay f32.
+/// from f32 ones by the operands' rounding (relative 2^-9 each). A ConvBlocked (not
+/// depthwise) on constant weights becomes ConvBF16Blocked on PackBF16Blocked(X) (the input
+/// rounded to bf16, padded and re-blocked once per value, pads and block; blocks of 32 input
+/// channels, a matrix tile's row, when they divide the channels) with the weights packed into
+/// words of two input channels. Runs after the layout pass (which makes the ConvBlocked) and
+/// before the Winograd pass (whose f32 transforms it keeps from the converted convs). Other ops
+/// stay f32.
 PassResult convert_precision_bf16(Graph& g);
 
 /// "horizontal-fusion": MatMuls that read one f32 value as their first operand and multiply it

@@ -135,6 +135,31 @@ Tensor qmatmul(const Tensor& x, const Tensor& w, const Tensor& offset, const Ten
 /// "bf16_matmul" (the f32 sums with dot2_bf16). Throws UserError on other dtypes or shapes.
 Tensor bf16_matmul(const Tensor& x, const Tensor& w);
 
+// ---- bf16_conv.cpp ---------------------------------------------------------------------------
+
+/// The blocked f32 activations x [N, CB, H, W, xb] rounded to bf16 (nearest even), padded by
+/// p's pads with 0 and re-blocked into ceil(CB * xb / out_block) blocks of out_block channels
+/// (channels past CB * xb are 0): bf16 [N, CBW, H + pads, W + pads, out_block], what
+/// bf16_conv2d_nchwc reads; with `merge_width` the same data as [N, CBW, H + pads, (W + pads) *
+/// out_block] (a row's pixels as one dimension, for the folded conv). Stage "pack_bf16_nchwc".
+/// Throws UserError unless x is f32 of rank 5 and out_block positive and even.
+Tensor pack_bf16_nchwc(const Tensor& x, const Conv2dParams& p, int64_t out_block,
+                       bool merge_width = false);
+
+/// bf16 convolution in the blocked layout on pack_bf16_nchwc's output x bf16 [N, CB, Hp, Wp,
+/// xb] (padded already: p's pads must be 0) and weights w i32 [KB, CB, R, S, xb / 2, b] (word
+/// j of [kb, cb, r, s, j, k] holds the bf16 weights of output channel kb * b + k for input
+/// channels cb * xb + 2j (low half) and 2j + 1), optional f32 bias [KB, b]: f32 [N, KB, OH, OW,
+/// b], the sums in f32 with dot2_bf16. With pixel_block = xb > 0 the input is folded: x [N, CB,
+/// Hp, Wp * xb] (merge_width) and w [KB, CB, R, S * xb / 2, b], a window row's S pixels one run
+/// of words (word j: elements 2j and 2j + 1 of the run, pixel 2j / xb), which makes a
+/// few-channel conv (an image's) one long reduction per window row (p.dilation_w must be 1).
+/// Stages
+/// "bf16_conv2d_nchwc" and "bf16_conv2d_nchwc_bias" (with a bias). Throws UserError on other
+/// dtypes, shapes or parameters.
+Tensor bf16_conv2d_nchwc(const Tensor& x, const Tensor& w, const Conv2dParams& p,
+                         const Tensor& bias = Tensor(), int64_t pixel_block = 0);
+
 // ---- winograd.cpp ----------------------------------------------------------------------------
 // Winograd F(m x m, r x r) convolution as input transform -> batched matmul -> output
 // transform, alpha = m + r - 1, E = alpha^2 tile positions, tiles of m x m outputs numbered

@@ -1,9 +1,13 @@
-// The precision pass (bf16): matrix products on constant weights compute on bf16 operands with
-// f32 sums (MatMulBF16); passes.h states the patterns.
+// The precision pass (bf16): matrix products and blocked convolutions on constant weights
+// compute on bf16 operands with f32 sums (MatMulBF16, ConvBF16Blocked); passes.h states the
+// patterns.
 #include <map>
 #include <sstream>
+#include <tuple>
 
+#include "../ops/bf16_conv.h"
 #include "../ops/bf16_matmul.h"
+#include "../ops/blocked_layout.h"
 #include "rewrite.h"
 
 namespace tessera::graph {
@@ -26,7 +30,7 @@ class Bf16Products {
     explicit Bf16Products(Graph& g) : g_(g) {}
 
     // Rewrites MatMul / Gemm node id when it has the pass's form; true when it did.
-    bool convert(NodeId id) {
+    bool convert_matmul(NodeId id) {
         const Node n = g_.node(id);
         const bool gemm = n.op == Op::Gemm;
         if (!is_plain_product(n))
@@ -55,7 +59,77 @@ class Bf16Products {
         return true;
     }
 
+    // Rewrites ConvBlocked node id (not depthwise, constant weights and bias) into
+    // PackBF16Blocked -> ConvBF16Blocked; true when it did.
+    bool convert_conv(NodeId id) {
+        const Node n = g_.node(id);
+        const Value& x = g_.value(n.input(0));
+        const Value& w = g_.value(n.input(1));
+        const bool bias = n.inputs.size() > 2 && n.input(2) != kNoValue;
+        if (n.attr_int("depthwise", 0) != 0 || x.dtype != DType::F32 || x.shape.size() != 5 ||
+            !w.is_constant() || (bias && !g_.value(n.input(2)).is_constant()))
+            return false;
+        const int64_t channels = x.shape[1] * x.shape[4];
+        const int64_t block = n.attr_int("block", 0);
+        // Blocks of 32 input channels make one 64-byte row of a matrix tile (16 words of two);
+        // fewer channels (an image's) make one block, rounded up to whole words.
+        const int64_t in_block = channels % kTileRowChannels == 0 ? kTileRowChannels
+                                 : channels < kTileRowChannels   ? (channels + 1) / 2 * 2
+                                                                 : (x.shape[4] + 1) / 2 * 2;
+        const std::vector<int64_t> pads = n.attr_ints("pads", {0, 0, 0, 0});
+        const TensorData oihw = unblock_conv_weight(*w.constant, false);
+        const int64_t S = oihw.shape()[3];
+        // A few channels (an image's) fold a window row into one run of words, when it fits
+        // one tile row: S pixels side by side in the row instead of one word or two per pixel.
+        const std::vector<int64_t> dilations = n.attr_ints("dilations", {1, 1});
+        const bool fold = channels < kTileRowChannels && S * in_block <= kTileRowChannels &&
+                          dilations.size() == 2 && dilations[1] == 1;
+        const ValueId packed = packed_input(n.input(0), pads, in_block, fold);
+        std::vector<ValueId> ins = {
+            packed, g_.add_constant(w.name + "_bf16_words",
+                                    pack_bf16_conv_weight_words(oihw, block, in_block, fold))};
+        if (bias)
+            ins.push_back(n.input(2));
+        Attributes attrs;
+        for (const char* key : {"strides", "dilations", "block"})
+            if (n.has_attr(key))
+                attrs[key] = n.attrs.at(key);
+        attrs["kernel_shape"] = Attribute::of_ints({oihw.shape()[2], S});
+        if (fold)
+            attrs["pixel_block"] = Attribute::of_int(in_block);
+        replace_node(g_, id, Op::ConvBF16Blocked, std::move(ins), std::move(attrs));
+        return true;
+    }
+
   private:
+    static constexpr int64_t kTileRowChannels = 32;
+
+    // PackBF16Blocked(v) with these pads, output block and width merging, one per such value.
+    ValueId packed_input(ValueId v, const std::vector<int64_t>& pads, int64_t out_block,
+                         bool merge_width) {
+        const auto key = std::make_tuple(v, pads, out_block, merge_width);
+        auto it = packs_.find(key);
+        if (it != packs_.end())
+            return it->second;
+        const Value& val = g_.value(v);
+        Shape shape = {val.shape[0], channel_blocks(val.shape[1] * val.shape[4], out_block),
+                       val.shape[2] + pads[0] + pads[2], val.shape[3] + pads[1] + pads[3],
+                       out_block};
+        if (merge_width) {
+            shape[3] *= out_block;
+            shape.pop_back();
+        }
+        const std::string name = val.name + "/bf16_" + std::to_string(packs_.size());
+        const ValueId p = g_.add_value(name, DType::BF16, shape);
+        Attributes attrs = {{"pads", Attribute::of_ints(pads)},
+                            {"out_block", Attribute::of_int(out_block)}};
+        if (merge_width)
+            attrs["merge_width"] = Attribute::of_int(1);
+        g_.add_node(Op::PackBF16Blocked, {v}, {p}, std::move(attrs), name);
+        packs_.emplace(key, p);
+        return p;
+    }
+
     // Cast(v to bf16), one per value.
     ValueId bf16_of(ValueId v) {
         auto it = casts_.find(v);
@@ -72,6 +146,7 @@ class Bf16Products {
 
     Graph& g_;
     std::map<ValueId, ValueId> casts_;
+    std::map<std::tuple<ValueId, std::vector<int64_t>, int64_t, bool>, ValueId> packs_;
 };
 
 } // namespace
@@ -79,17 +154,19 @@ class Bf16Products {
 PassResult convert_precision_bf16(Graph& g) {
     PassResult r = begin_pass("precision", g);
     Bf16Products products(g);
-    int matmuls = 0;
+    int matmuls = 0, convs = 0;
     for (NodeId id : g.topological_order()) {
         if (!g.is_live(id))
             continue;
         const Op op = g.node(id).op;
         if (op == Op::MatMul || op == Op::Gemm)
-            matmuls += products.convert(id);
+            matmuls += products.convert_matmul(id);
+        else if (op == Op::ConvBlocked)
+            convs += products.convert_conv(id);
     }
-    r.changes = matmuls;
+    r.changes = matmuls + convs;
     std::ostringstream os;
-    os << matmuls << " matmuls to bf16";
+    os << matmuls << " matmuls and " << convs << " convs to bf16";
     return end_pass(r, g, os.str());
 }
 

@@ -112,13 +112,15 @@ std::vector<PassResult> optimize(Graph& g, const PipelineOptions& options) {
         if (changes == 0)
             break;
     }
-    // Requested by the user, so at every level; after simplification has shaped the products.
-    if (options.precision == Precision::BF16)
-        run("precision");
-    if (options.level >= 3) {
+    // Requested by the user, so at every level; after simplification has shaped the products
+    // and the layout pass has blocked the convs, before Winograd transforms f32 ones.
+    const bool bf16 = options.precision == Precision::BF16;
+    if (options.level >= 3)
         run("layout");
+    if (bf16)
+        run("precision");
+    if (options.level >= 3)
         run("winograd");
-    }
     g.verify();
     return log;
 }

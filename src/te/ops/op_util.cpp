@@ -53,6 +53,29 @@ Expr clamp_index(Expr e, int64_t lo, int64_t hi) {
     return ir::min(ir::max(std::move(e), Expr(lo)), Expr(hi));
 }
 
+void check_dtype(const Tensor& t, DataType want, const std::string& op, const char* role) {
+    check_defined(t, op, role);
+    if (t.dtype() != want)
+        throw UserError() << op << ": " << role << " '" << t.name() << "' must be "
+                          << ir::to_string(want) << ", got " << ir::to_string(t.dtype());
+}
+
+void check_conv_window(const Conv2dParams& p, const std::string& op) {
+    if (p.stride_h < 1 || p.stride_w < 1 || p.dilation_h < 1 || p.dilation_w < 1 || p.pad_top < 0 ||
+        p.pad_left < 0 || p.pad_bottom < 0 || p.pad_right < 0)
+        throw UserError() << op << ": strides and dilations must be positive and pads "
+                          << "non-negative";
+}
+
+int64_t conv_window_out(int64_t extent, int64_t kernel, int64_t stride, int64_t dilation,
+                        const std::string& op) {
+    const int64_t span = dilation * (kernel - 1) + 1;
+    if (extent < span)
+        throw UserError() << op << ": kernel extent " << span << " larger than the padded input "
+                          << extent;
+    return (extent - span) / stride + 1;
+}
+
 Tensor rows_as_words(const Tensor& x, const std::string& name) {
     const int64_t per_word = 4 / x.dtype().bytes();
     TESSERA_CHECK(x.ndim() >= 1 && x.shape().back() % per_word == 0)

@@ -15,6 +15,8 @@ namespace tessera::te::detail {
 void check_defined(const Tensor& t, const std::string& op, const char* role);
 /// Throws UserError unless t has a float dtype.
 void check_float(const Tensor& t, const std::string& op);
+/// Throws UserError unless t is defined and of dtype `want` (`role` names it: "input", ...).
+void check_dtype(const Tensor& t, DataType want, const std::string& op, const char* role);
 /// Throws UserError unless a and b have the same dtype.
 void check_same_dtype(const Tensor& a, const Tensor& b, const std::string& op);
 /// Throws UserError unless rank(t) == rank.
@@ -23,6 +25,13 @@ void check_rank(const Tensor& t, size_t rank, const std::string& op, const char*
 int64_t normalize_axis(int64_t axis, size_t rank, const std::string& op);
 /// Normalized, sorted, duplicate-free axes; empty means all axes.
 std::vector<int64_t> normalize_axes(std::vector<int64_t> axes, size_t rank, const std::string& op);
+
+/// Throws UserError unless p's strides and dilations are positive and its pads non-negative.
+void check_conv_window(const Conv2dParams& p, const std::string& op);
+/// Output extent of a window of `kernel` taps over `extent` (padded already) input positions;
+/// UserError when the window's span is larger than the input.
+int64_t conv_window_out(int64_t extent, int64_t kernel, int64_t stride, int64_t dilation,
+                        const std::string& op);
 
 /// The immediate v in dtype t (scalar).
 inline Expr constant(DataType t, double v) { return ir::make_const(t, v); }

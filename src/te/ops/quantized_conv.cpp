@@ -11,30 +11,6 @@ using namespace detail;
 
 namespace {
 
-void check_window(const Conv2dParams& p, const std::string& op) {
-    if (p.stride_h < 1 || p.stride_w < 1 || p.dilation_h < 1 || p.dilation_w < 1 || p.pad_top < 0 ||
-        p.pad_left < 0 || p.pad_bottom < 0 || p.pad_right < 0)
-        throw UserError() << op << ": strides and dilations must be positive and pads "
-                          << "non-negative";
-}
-
-// Output extent of one spatial dim of a padded input of extent `padded`.
-int64_t window_out(int64_t padded, int64_t kernel, int64_t stride, int64_t dilation,
-                   const std::string& op) {
-    const int64_t span = dilation * (kernel - 1) + 1;
-    if (padded < span)
-        throw UserError() << op << ": kernel extent " << span << " larger than the padded input "
-                          << padded;
-    return (padded - span) / stride + 1;
-}
-
-void check_dtype(const Tensor& t, DataType want, const std::string& op, const char* role) {
-    check_defined(t, op, role);
-    if (t.dtype() != want)
-        throw UserError() << op << ": " << role << " '" << t.name() << "' must be "
-                          << ir::to_string(want) << ", got " << ir::to_string(t.dtype());
-}
-
 void check_channel_vector(const Tensor& t, const std::vector<int64_t>& shape, DataType want,
                           const std::string& op, const char* role) {
     check_dtype(t, want, op, role);
@@ -52,7 +28,7 @@ Tensor qconv2d(const Tensor& x, const Tensor& w, const Tensor& offset, const Ten
     check_dtype(w, DataType(DataType::Code::Int, 8), op, "weight");
     check_rank(x, 4, op, "input");
     check_rank(w, 4, op, "weight");
-    check_window(p, op);
+    check_conv_window(p, op);
     if (x_zero_point < 0 || x_zero_point > 255)
         throw UserError() << op << ": zero point " << x_zero_point << " is not a u8";
     const auto& xs = x.shape();
@@ -64,9 +40,9 @@ Tensor qconv2d(const Tensor& x, const Tensor& w, const Tensor& offset, const Ten
     check_channel_vector(offset, {k}, DataType::i32(), op, "offset");
     check_channel_vector(scale, {k}, DataType::f32(), op, "scale");
     const int64_t oh =
-        window_out(xs[2] + p.pad_top + p.pad_bottom, r, p.stride_h, p.dilation_h, op);
+        conv_window_out(xs[2] + p.pad_top + p.pad_bottom, r, p.stride_h, p.dilation_h, op);
     const int64_t ow =
-        window_out(xs[3] + p.pad_left + p.pad_right, s, p.stride_w, p.dilation_w, op);
+        conv_window_out(xs[3] + p.pad_left + p.pad_right, s, p.stride_w, p.dilation_w, op);
     // Padding holds the zero point: the real value 0, as in the dequantized convolution.
     const bool padded = p.pad_top || p.pad_left || p.pad_bottom || p.pad_right;
     Tensor in =
@@ -99,7 +75,7 @@ Tensor pack_u8_words(const Tensor& x, const Conv2dParams& p, int64_t pad_byte,
     const std::string op = "pack_u8_words";
     check_dtype(x, DataType::u8(), op, "input");
     check_rank(x, 5, op, "input");
-    check_window(p, op);
+    check_conv_window(p, op);
     if (pad_byte < 0 || pad_byte > 255)
         throw UserError() << op << ": padding byte " << pad_byte << " is not a u8";
     const auto& xs = x.shape();
@@ -144,7 +120,7 @@ Tensor qconv2d_nchwc(const Tensor& x, const Tensor& w, const Tensor& offset, con
     check_dtype(w, DataType::i32(), op, "weight");
     check_rank(x, 5, op, "input");
     check_rank(w, 6, op, "weight");
-    check_window(p, op);
+    check_conv_window(p, op);
     if (p.pad_top || p.pad_left || p.pad_bottom || p.pad_right)
         throw UserError() << op << ": the input words are padded already (pads must be 0)";
     const auto& xs = x.shape();
@@ -156,8 +132,8 @@ Tensor qconv2d_nchwc(const Tensor& x, const Tensor& w, const Tensor& offset, con
                           << shape_to_string(xs);
     check_channel_vector(offset, {kb, block}, DataType::i32(), op, "offset");
     check_channel_vector(scale, {kb, block}, DataType::f32(), op, "scale");
-    const int64_t oh = window_out(xs[2], r, p.stride_h, p.dilation_h, op);
-    const int64_t ow = window_out(xs[3], s, p.stride_w, p.dilation_w, op);
+    const int64_t oh = conv_window_out(xs[2], r, p.stride_h, p.dilation_h, op);
+    const int64_t ow = conv_window_out(xs[3], s, p.stride_w, p.dilation_w, op);
     IterVar rcb = reduce_axis(cb, "rcb"), ry = reduce_axis(r, "ry"), rx = reduce_axis(s, "rx"),
             rj = reduce_axis(words, "rj");
     Tensor acc =

@@ -1,0 +1,237 @@
+// The blocked bf16 convolution the precision pass makes from a ConvBlocked on constant f32
+// weights (ops.def documents the operands): PackBF16Blocked (the activations rounded to bf16,
+// padded and re-blocked once) and ConvBF16Blocked (f32 sums of bf16 products). Types, naive
+// evaluators over their definitions and kernels.
+#include "bf16_conv.h"
+
+#include "../op_util.h"
+#include "blocked_layout.h"
+#include "conv_pool.h"
+#include "node_kernel.h"
+#include "node_types.h"
+#include "tessera/te/op_library.h"
+
+namespace tessera::graph::detail {
+
+TensorData pack_bf16_conv_weight_words(const TensorData& w, int64_t block, int64_t in_block,
+                                       bool fold_width) {
+    TESSERA_CHECK(w.rank() == 4 && w.dtype() == DType::F32 && in_block > 0 && in_block % 2 == 0 &&
+                  block > 0)
+        << "bf16 conv weight " << shape_str(w.shape()) << " in blocks of " << in_block;
+    const int64_t K = w.shape()[0], C = w.shape()[1], R = w.shape()[2], S = w.shape()[3];
+    const int64_t KB = channel_blocks(K, block), CB = channel_blocks(C, in_block);
+    const int64_t words = in_block / 2;
+    // Folded, [.., r, s, j, k] is [.., r, s * words + j, k] of the run: the same memory.
+    TensorData out(DType::I32, fold_width ? Shape{KB, CB, R, S * words, block}
+                                          : Shape{KB, CB, R, S, words, block}); // zeroed
+    const float* src = w.data<float>();
+    auto* dst = reinterpret_cast<uint16_t*>(out.data<int32_t>());
+    for (int64_t k = 0; k < K; ++k)
+        for (int64_t c = 0; c < C; ++c)
+            for (int64_t r = 0; r < R; ++r)
+                for (int64_t s = 0; s < S; ++s) {
+                    const int64_t cb = c / in_block, ci = c % in_block;
+                    const int64_t word =
+                        ((((k / block) * CB + cb) * R + r) * S + s) * words * block +
+                        (ci / 2) * block + k % block;
+                    // Half 0 (the low one, first in memory) holds the even channel.
+                    dst[word * 2 + ci % 2] = f32_to_bf16_bits(src[((k * C + c) * R + r) * S + s]);
+                }
+    return out;
+}
+
+namespace {
+
+int64_t out_block_attr(const Node& n, const std::string& where) {
+    const int64_t b = n.attr_int("out_block", 0);
+    if (b <= 0 || b % 2 != 0)
+        throw UserError() << where << ": out_block " << b << " is not a positive even number";
+    return b;
+}
+
+bool merge_width_attr(const Node& n) { return n.attr_int("merge_width", 0) != 0; }
+
+// A folded ConvBF16Blocked's channels per pixel (0: not folded).
+int64_t pixel_block_attr(const Node& n, const std::string& where) {
+    const int64_t b = n.attr_int("pixel_block", 0);
+    if (b < 0 || b % 2 != 0)
+        throw UserError() << where << ": pixel_block " << b
+                          << " is not 0 or a positive even number";
+    return b;
+}
+
+// ---- types ----
+
+TypeList pack_types(const NodeTypes& t) {
+    const Value& x = t.in(0, "X");
+    t.dtype(x, kF32, "X");
+    t.rank(x, 5, "X");
+    const int64_t ob = out_block_attr(t.node(), t.where());
+    const Window2d win = window_of(t.node(), {1, 1}, t.where());
+    Shape out = {x.shape[0], channel_blocks(x.shape[1] * x.shape[4], ob),
+                 x.shape[2] + win.pads[0] + win.pads[2], x.shape[3] + win.pads[1] + win.pads[3],
+                 ob};
+    if (merge_width_attr(t.node())) {
+        out[3] *= ob;
+        out.pop_back();
+    }
+    return {{DType::BF16, out}};
+}
+
+// The folded form's window width and channels per pixel, or the plain form's (pb 0).
+struct ConvForm {
+    int64_t s = 1, xb = 1, pw = 1, words = 1;
+};
+ConvForm conv_form(const Node& n, const Shape& x, const Shape& w, const std::string& where) {
+    const int64_t pb = pixel_block_attr(n, where);
+    if (pb == 0)
+        return {w[3], x[4], x[3], w[4]};
+    const std::vector<int64_t> kernel = n.attr_ints("kernel_shape", {});
+    if (kernel.size() != 2 || kernel[1] < 1)
+        throw UserError() << where << ": a folded conv needs its kernel_shape";
+    return {kernel[1], pb, x[3] / pb, w[3]};
+}
+
+TypeList conv_types(const NodeTypes& t) {
+    const Value& x = t.in(0, "X");
+    const Value& w = t.in(1, "W");
+    t.dtype(x, {DType::BF16}, "X");
+    t.dtype(w, {DType::I32}, "W");
+    const bool folded = pixel_block_attr(t.node(), t.where()) > 0;
+    t.rank(x, folded ? 4 : 5, "X");
+    t.rank(w, folded ? 5 : 6, "W");
+    const int64_t block = t.node().attr_int("block", 0);
+    const ConvForm f = conv_form(t.node(), x.shape, w.shape, t.where());
+    const bool whole =
+        folded ? x.shape[3] % f.xb == 0 && f.words * 2 == f.s * f.xb : f.words * 2 == f.xb;
+    if (w.shape[1] != x.shape[1] || !whole || w.shape.back() != block)
+        t.fail("W " + shape_str(w.shape) + " does not match X " + shape_str(x.shape) +
+               " in blocks of " + std::to_string(block));
+    if (t.has(2)) {
+        const Value& b = t.in(2, "B");
+        t.dtype(b, kF32, "B");
+        if (b.shape != Shape{w.shape[0], block})
+            t.fail("B '" + b.name + "' has shape " + shape_str(b.shape) + ", expected " +
+                   shape_str({w.shape[0], block}));
+    }
+    const Window2d win = window_of(t.node(), {w.shape[2], f.s}, t.where());
+    if (win.kernel[0] != w.shape[2] || win.kernel[1] != f.s)
+        t.fail("kernel_shape differs from W " + shape_str(w.shape));
+    if (win.pads != std::array<int64_t, 4>{0, 0, 0, 0})
+        t.fail("pads must be 0: PackBF16Blocked pads the input");
+    if (folded && win.dilation[1] != 1)
+        t.fail("a folded conv's column dilation must be 1");
+    const std::array<int64_t, 2> extent = {x.shape[2], f.pw};
+    Shape out = {x.shape[0], w.shape[0], 0, 0, block};
+    for (int d = 0; d < 2; ++d)
+        out[2 + d] = window_output_dim(extent[d], win.kernel[d], win.stride[d], win.dilation[d], 0,
+                                       0, false, t.where());
+    return {{DType::F32, out}};
+}
+
+// ---- evaluation ----
+
+EvalOutputs eval_pack(const Node& n, const EvalInputs& in, const std::string& where) {
+    const TensorData& x = require_input(in, 0, where);
+    require_rank(x, 5, "X", where);
+    const Window2d win = window_of(n, {1, 1}, where);
+    const int64_t ob = out_block_attr(n, where);
+    const int64_t N = x.shape()[0], CB = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
+    const int64_t xb = x.shape()[4], C = CB * xb, CBW = channel_blocks(C, ob);
+    const int64_t PH = H + win.pads[0] + win.pads[2], PW = W + win.pads[1] + win.pads[3];
+    // Zeroed: borders and channels past C. Merged, the same memory as [N, CBW, PH, PW * ob].
+    TensorData y(DType::BF16,
+                 merge_width_attr(n) ? Shape{N, CBW, PH, PW * ob} : Shape{N, CBW, PH, PW, ob});
+    const float* px = x.data<float>();
+    BFloat16* py = y.data<BFloat16>();
+    for (int64_t b = 0; b < N; ++b)
+        for (int64_t h = 0; h < H; ++h)
+            for (int64_t v = 0; v < W; ++v)
+                for (int64_t c = 0; c < C; ++c) {
+                    const int64_t oh = h + win.pads[0], ow = v + win.pads[1];
+                    py[(((b * CBW + c / ob) * PH + oh) * PW + ow) * ob + c % ob] =
+                        BFloat16::from_bits(f32_to_bf16_bits(
+                            px[(((b * CB + c / xb) * H + h) * W + v) * xb + c % xb]));
+                }
+    return {y};
+}
+
+EvalOutputs eval_conv(const Node& n, const EvalInputs& in, const std::string& where) {
+    const TensorData &x = require_input(in, 0, where), &w = require_input(in, 1, where);
+    const TensorData* bias = in.size() > 2 ? in[2] : nullptr;
+    const ConvForm f = conv_form(n, x.shape(), w.shape(), where);
+    const Window2d win = window_of(n, {w.shape()[2], f.s}, where);
+    const int64_t N = x.shape()[0], CB = x.shape()[1], H = x.shape()[2], W = f.pw;
+    const int64_t XB = f.xb, KB = w.shape()[0], R = w.shape()[2], S = f.s;
+    const int64_t B = w.shape().back();
+    Shape out_shape = {N, KB, 0, 0, B};
+    const std::array<int64_t, 2> extent = {H, W};
+    for (int d = 0; d < 2; ++d)
+        out_shape[2 + d] = window_output_dim(extent[d], win.kernel[d], win.stride[d],
+                                             win.dilation[d], 0, 0, false, where);
+    const int64_t OH = out_shape[2], OW = out_shape[3];
+    TensorData y(DType::F32, out_shape);
+    const BFloat16* px = x.data<BFloat16>();
+    const int32_t* pw = w.data<int32_t>();
+    float* py = y.data<float>();
+    // Word by word, each word's two products summed first, as dot2_bf16 defines it. Both forms
+    // hold the weights of (cb, r, s, channel pair) at the same offset.
+    for (int64_t b = 0; b < N; ++b)
+        for (int64_t kb = 0; kb < KB; ++kb)
+            for (int64_t oh = 0; oh < OH; ++oh)
+                for (int64_t ow = 0; ow < OW; ++ow)
+                    for (int64_t k = 0; k < B; ++k) {
+                        float acc = 0;
+                        for (int64_t cb = 0; cb < CB; ++cb)
+                            for (int64_t r = 0; r < R; ++r)
+                                for (int64_t s = 0; s < S; ++s)
+                                    for (int64_t j = 0; j < XB / 2; ++j) {
+                                        const int64_t h = oh * win.stride[0] + r * win.dilation[0];
+                                        const int64_t v = ow * win.stride[1] + s * win.dilation[1];
+                                        const BFloat16* pair =
+                                            px + (((b * CB + cb) * H + h) * W + v) * XB + 2 * j;
+                                        const int64_t word =
+                                            (((kb * CB + cb) * R + r) * S + s) * (XB / 2) + j;
+                                        acc += dot2_bf16(uint32_t(pair[0].bits) |
+                                                             uint32_t(pair[1].bits) << 16,
+                                                         static_cast<uint32_t>(pw[word * B + k]));
+                                    }
+                        if (bias)
+                            acc += bias->data<float>()[kb * B + k];
+                        py[(((b * KB + kb) * OH + oh) * OW + ow) * B + k] = acc;
+                    }
+    return {y};
+}
+
+// ---- kernels ----
+
+void pack_kernel(NodeKernel& k) {
+    const te::Conv2dParams p = conv2d_params(k.node(), {1, 1}, k.where());
+    k.set(te::pack_bf16_nchwc(k.in(0), p, out_block_attr(k.node(), k.where()),
+                              merge_width_attr(k.node())));
+}
+
+void conv_kernel(NodeKernel& k) {
+    const te::Tensor x = k.in(0), w = k.in(1);
+    const ConvForm f = conv_form(k.node(), x.shape(), w.shape(), k.where());
+    const te::Conv2dParams p = conv2d_params(k.node(), {w.shape()[2], f.s}, k.where());
+    k.set(te::bf16_conv2d_nchwc(x, w, p, k.opt_in(2), pixel_block_attr(k.node(), k.where())));
+}
+
+} // namespace
+
+} // namespace tessera::graph::detail
+
+namespace tessera::graph::ops {
+
+using namespace detail;
+
+// Made by the precision pass only: no ONNX opset defines them. The pack is its own task: fused
+// into the conv that reads it, it would be rounded again for every block of output channels.
+const OpDef PackBF16Blocked = pass_made_op(Op::PackBF16Blocked, 1, 1, pack_types, eval_pack,
+                                           FusionKind::Opaque, "pack_bf16_nchwc", pack_kernel);
+const OpDef ConvBF16Blocked =
+    pass_made_op(Op::ConvBF16Blocked, 2, 3, conv_types, eval_conv, FusionKind::OutFusable,
+                 "bf16_conv2d_nchwc", conv_kernel);
+
+} // namespace tessera::graph::ops
