@@ -182,6 +182,8 @@ std::optional<State> tile_matmul_schedule(const State& tiled,
 
     // The order S0 S1 R0 S2 R1 S3 becomes S0 S1 R0 R1 S2 S3 with the words loop of R1 last:
     // the tile nest holds both tile levels and accumulates over R1 with the words innermost.
+    // The words axis's outer steps (R0 of a matmul's long K) move into the nest too, first:
+    // outside it, every step of 16 words would store the accumulator tiles and load them back.
     // When the words axis has one step (an image of 4 channels: one word per pixel), the
     // reduce axis before it takes its place: a kernel window's columns, whose words lie side
     // by side in a row of the input (7 words of a 7x7 window instead of 1 per tile step).
@@ -203,10 +205,15 @@ std::optional<State> tile_matmul_schedule(const State& tiled,
                                 order.begin() + static_cast<long>(from + n));
     };
     const size_t s2 = 2 * n_spatial + n_reduce, r1 = 3 * n_spatial + n_reduce;
-    const std::vector<int> outer = level(0, s2), spatial2 = level(s2, n_spatial),
-                           reduce1 = level(r1, n_reduce),
+    const std::vector<int> spatial2 = level(s2, n_spatial), reduce1 = level(r1, n_reduce),
                            spatial3 = level(r1 + n_reduce, n_spatial);
-    std::vector<int> new_order = outer;
+    const int words_outer = order[2 * n_spatial + words_axis];
+    std::vector<int> new_order;
+    for (size_t i = 0; i < s2; ++i)
+        if (order[i] != words_outer)
+            new_order.push_back(order[i]);
+    const size_t nest_start = new_order.size();
+    new_order.push_back(words_outer);
     for (size_t r = 0; r < n_reduce; ++r)
         if (r != words_axis)
             new_order.push_back(reduce1[r]);
@@ -215,8 +222,9 @@ std::optional<State> tile_matmul_schedule(const State& tiled,
     new_order.push_back(reduce1[words_axis]);
     order = new_order;
     // The tile nest's root: its outermost loop of more than one step (lowering drops the
-    // others), among the reduce loops, then the spatial loops of levels 2 and 3, then words.
-    std::vector<int64_t> nest_extents;
+    // others), among the words' outer steps, the other reduce loops, then the spatial loops of
+    // levels 2 and 3, then words.
+    std::vector<int64_t> nest_extents = {reduce_extent(words_axis) / inner[words_axis]};
     for (size_t r = 0; r < n_reduce; ++r)
         if (r != words_axis)
             nest_extents.push_back(inner[r]);
@@ -227,7 +235,7 @@ std::optional<State> tile_matmul_schedule(const State& tiled,
     size_t root = 0;
     while (root + 1 < nest_extents.size() && nest_extents[root] == 1)
         ++root;
-    steps[vectorize].iter = static_cast<int>(s2 + root);
+    steps[vectorize].iter = static_cast<int>(nest_start + root);
     steps[vectorize].annotation = IterAnnotation::TileMatmul;
     try {
         State s = replay(tiled.compute, steps);

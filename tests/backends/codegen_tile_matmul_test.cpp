@@ -16,6 +16,7 @@
 #include "backends/jit_harness.h"
 #include "common/test_util.h"
 #include "tessera/backends/host.h"
+#include "tessera/ir/functor.h"
 #include "tessera/ir/interpreter.h"
 #include "tessera/ir/printer.h"
 #include "tessera/ir/tile_matmul.h"
@@ -188,13 +189,31 @@ template <typename T> std::vector<uint8_t> raw(const std::vector<T>& v) {
     return out;
 }
 
+/// The TileMatmul calls of a lowered body, after lower_tile_matmuls.
+std::vector<TileMatmul> tile_matmul_calls(const Stmt& body) {
+    struct Collector : IRVisitor {
+        std::vector<TileMatmul> calls;
+        using IRVisitor::visit;
+        void visit(const Call* op) override {
+            if (is_tile_matmul(op->op))
+                calls.push_back(TileMatmul::from_call(*op));
+            IRVisitor::visit(op);
+        }
+    } collect;
+    collect.visit(lower::lower_tile_matmuls(body));
+    return collect.calls;
+}
+
 /// The default schedule of c with cpu_tiles (or, `bf16`, cpu_tiles_bf16) forced (a tile_matmul
 /// annotation expected) and without, each against the naive nest: interpreted, and through the
 /// JIT with the host's features and with AMX off. `inputs` hold the raw bytes of each input;
 /// `out_size` f32s out. Input 1 is a weight (stored in the tiles' read order, as model builds
 /// mark it). 8-bit sums must be equal; bf16 ones (f32 sums in other orders) within `bf16_tol`.
+/// Each tile call must accumulate the whole reduction, `reduce_elements` products per output
+/// (the accumulators stay in tile registers from the first product to the last).
 void expect_tiles_match(const te::Compute& c, std::vector<std::vector<uint8_t>> inputs,
-                        int64_t out_size, bool bf16 = false, float bf16_tol = 0) {
+                        int64_t out_size, int64_t reduce_elements, bool bf16 = false,
+                        float bf16_tol = 0) {
     sched::DefaultScheduleOptions o;
     o.num_cores = 2;
     o.vector_lanes = 16;
@@ -206,6 +225,15 @@ void expect_tiles_match(const te::Compute& c, std::vector<std::vector<uint8_t>> 
         for (const sched::Iterator& it : st.iters)
             tiled = tiled || it.annotation == sched::IterAnnotation::TileMatmul;
     ASSERT_TRUE(tiled) << sched::to_string(s);
+    const std::vector<TileMatmul> calls =
+        tile_matmul_calls(sched::lower_state(s, "scheduled").body);
+    ASSERT_FALSE(calls.empty());
+    for (const TileMatmul& t : calls) {
+        int64_t steps = 1;
+        for (const TileMatmul::ReduceLoop& l : t.loops)
+            steps *= l.extent;
+        EXPECT_EQ(steps * t.k * t.word_elements(), reduce_elements) << sched::to_string(s);
+    }
     o.cpu_tiles = o.cpu_tiles_bf16 = false;
     const sched::State vectors = sched::default_schedule(c, o);
     auto run = [&](const LoweredFunc& f, bool jit, const backend::CompileOptions& opts,
@@ -276,12 +304,12 @@ TEST(TileMatmulSchedule, BlockedConvOnTilesMatchesTheNaiveNest) {
                                             raw(random_words(4 * 2 * 3 * 3 * 4 * 16, 32))};
     for (auto& d : dequantization(64, 33))
         in.push_back(d);
-    expect_tiles_match(c, in, 1 * 4 * 7 * 9 * 16);
+    expect_tiles_match(c, in, 1 * 4 * 7 * 9 * 16, 2 * 3 * 3 * 16);
 }
 
 TEST(TileMatmulSchedule, MatMulOnTilesMatchesTheNaiveNest) {
     // u8 [48, 96] x words [24, 64]: rows in 3 tiles of 16, columns in 2 pairs of 2 tiles of
-    // 16, 12 words per tile step, twice.
+    // 16, 12 words per tile step, twice inside one tile nest.
     const te::Tensor x = te::placeholder({48, 96}, DataType::u8(), "x");
     const te::Tensor w = te::placeholder({24, 64}, DataType::i32(), "w");
     const te::Tensor offset = te::placeholder({64}, DataType::i32(), "offset");
@@ -292,7 +320,7 @@ TEST(TileMatmulSchedule, MatMulOnTilesMatchesTheNaiveNest) {
                                             raw(random_words(24 * 64, 42))};
     for (auto& d : dequantization(64, 43))
         in.push_back(d);
-    expect_tiles_match(c, in, 48 * 64);
+    expect_tiles_match(c, in, 48 * 64, 96);
 }
 
 /// n random bf16 values in [-1, 1) as raw bytes.
@@ -305,14 +333,14 @@ std::vector<uint8_t> random_bf16(int64_t n, uint64_t seed) {
 
 TEST(TileMatmulSchedule, Bf16MatMulOnTilesMatchesTheNaiveNest) {
     // bf16 [40, 96] x words [48, 64]: rows in 3 tiles (16, 16, 8), columns in 2 pairs of 2
-    // tiles of 16, 16 words (32 bf16) per tile step, three times.
+    // tiles of 16, 16 words (32 bf16) per tile step, three times inside one tile nest.
     const te::Tensor x = te::placeholder({40, 96}, DataType::bf16(), "x");
     const te::Tensor w = te::placeholder({48, 64}, DataType::i32(), "w");
     const te::Compute c = te::make_compute({x, w}, {te::bf16_matmul(x, w)});
     // Words of two bf16 values in [-1, 1): sums of 96 products stay below 96; f32 sums in other
     // orders differ by a few units of 2^-24 * 96.
     expect_tiles_match(c, {random_bf16(40 * 96, 51), random_bf16(48 * 64 * 2, 52)}, 40 * 64,
-                       true, 1e-4f);
+                       96, true, 1e-4f);
 }
 
 TEST(TileMatmulSchedule, Bf16MatMulWithBiasOnWeightsPackedWiderThanANest) {
@@ -329,5 +357,5 @@ TEST(TileMatmulSchedule, Bf16MatMulWithBiasOnWeightsPackedWiderThanANest) {
     expect_tiles_match(c,
                        {random_bf16(48 * 64, 61), random_bf16(32 * 256 * 2, 62),
                         raw(random_floats(256, 63))},
-                       48 * 256, true, 1e-4f);
+                       48 * 256, 64, true, 1e-4f);
 }
