@@ -25,7 +25,12 @@ class FloatOpCounter : public ir::IRVisitor {
     void visit(const ir::Div* op) override { arith(op); }
     void visit(const ir::Min* op) override { arith(op); }
     void visit(const ir::Max* op) override { arith(op); }
-    void visit(const ir::Call* op) override { arith(op); }
+    void visit(const ir::Call* op) override {
+        if (op->op != ir::CallOp::Dot2BF16)
+            return arith(op);
+        count += 3; // two products and their sum: a bf16 matmul counts 2*M*N*K as an f32 one
+        visit_children(op);
+    }
 };
 
 int64_t float_ops(const Expr& e) {

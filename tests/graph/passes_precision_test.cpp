@@ -1,5 +1,6 @@
 // The precision pass (bf16): which matrix products it converts (MatMul and Gemm on constant f32
-// weights with an even reduction) and which it leaves, checked by evaluation before and after
+// weights with an even reduction, MatMuls of two activations with the same batch dimensions)
+// and which it leaves, checked by evaluation before and after
 // (within bf16 rounding of the operands) and against a reference on bf16-rounded operands
 // (within f32 summation); whole builds with --precision bf16 against the evaluator.
 #include <gtest/gtest.h>
@@ -51,6 +52,28 @@ std::vector<OpCase> bf16_matmul_op_cases() {
 }
 TESSERA_REGISTER_OP_CASES(bf16_matmul_op_cases);
 
+// MatMulBF16NT's kernel against its evaluator: one batch axis and two, odd rows and columns
+// (tiles and vectors with remainders), reductions of one word and of several tile steps.
+std::vector<OpCase> bf16_matmul_nt_op_cases() {
+    auto product = [](Shape x, Shape y, uint64_t seed) {
+        return [x, y, seed](Case& c) -> std::vector<ValueId> {
+            return {c.op(Op::MatMulBF16NT,
+                         {c.input(testing::random_tensor(x, seed).cast(DType::BF16)),
+                          c.input(testing::random_tensor(y, seed + 1).cast(DType::BF16))})};
+        };
+    };
+    return {
+        {"MatMulBF16NTOddRowsAndColumns",
+         {Op::MatMulBF16NT},
+         product({3, 19, 38}, {3, 21, 38}, 91)},
+        {"MatMulBF16NTAttentionHeads",
+         {Op::MatMulBF16NT},
+         product({1, 2, 33, 64}, {1, 2, 40, 64}, 93)},
+        {"MatMulBF16NTOneWord", {Op::MatMulBF16NT}, product({5, 2}, {7, 2}, 95)},
+    };
+}
+TESSERA_REGISTER_OP_CASES(bf16_matmul_nt_op_cases);
+
 TEST(PrecisionPass, MatMulsOnConstantWeightsComputeOnBf16Operands) {
     GraphBuilder b;
     const ValueId x = b.input("x", {3, 5, 10});
@@ -89,17 +112,87 @@ TEST(PrecisionPass, GemmTransposedWithBiasBecomesAProductAndAnAdd) {
     EXPECT_EQ(count_op(g, Op::Gemm), 0);
 }
 
-TEST(PrecisionPass, LeavesOddReductionsAndComputedWeightsInF32) {
+TEST(PrecisionPass, LeavesOddReductionsAndMismatchedBatchesInF32) {
     GraphBuilder b;
     const ValueId x = b.input("x", {3, 9});
     const ValueId odd = b.op(Op::MatMul, {x, b.constant_f32({9, 4}, 2)}); // K = 9
-    const ValueId w = b.input("w", {4, 6});
-    const ValueId computed = b.op(Op::MatMul, {odd, w}); // weights not a constant
-    Graph g = b.finish({computed});
+    const ValueId w = b.input("w", {9, 6});
+    const ValueId computed_odd = b.op(Op::MatMul, {x, w}); // two activations, K = 9
+    const ValueId p = b.input("p", {2, 3, 4}), q = b.input("q", {1, 4, 5});
+    const ValueId broadcast = b.op(Op::MatMul, {p, q}); // batch 2 against 1
+    Graph g = b.finish({odd, computed_odd, broadcast});
     const PassResult r = check_pass(g, convert_precision_bf16);
     EXPECT_EQ(r.changes, 0);
-    EXPECT_EQ(count_op(g, Op::MatMul), 2);
+    EXPECT_EQ(count_op(g, Op::MatMul), 3);
     EXPECT_EQ(count_op(g, Op::Cast), 0);
+}
+
+/// z = x y^T per batch with x and y rounded to bf16 first, summed in double: what MatMulBF16NT
+/// computes up to f32 summation. x [B, M, K], y [B, N, K] row-major.
+std::vector<double> rounded_product_nt(const TensorData& x, const TensorData& y) {
+    const size_t r = x.rank();
+    const int64_t M = x.shape()[r - 2], K = x.shape()[r - 1], N = y.shape()[r - 2];
+    const int64_t batches = x.numel() / (M * K);
+    std::vector<double> z(batches * M * N, 0.0);
+    for (int64_t b = 0; b < batches; ++b)
+        for (int64_t m = 0; m < M; ++m)
+            for (int64_t n = 0; n < N; ++n)
+                for (int64_t k = 0; k < K; ++k)
+                    z[(b * M + m) * N + n] +=
+                        double(bf16_round(x.data<float>()[(b * M + m) * K + k])) *
+                        bf16_round(y.data<float>()[(b * N + n) * K + k]);
+    return z;
+}
+
+TEST(PrecisionPass, AttentionProductsComputeOnBf16OperandsWithoutATranspose) {
+    // Scores Q K^T with K^T a Transpose of K (the pass reads K itself), then probabilities P
+    // times V (the pass adds V's transpose), per head: 7 queries of 6 features, 8 keys.
+    GraphBuilder b;
+    const ValueId q = b.input("q", {1, 2, 7, 6}), k = b.input("k", {1, 2, 8, 6});
+    const ValueId v = b.input("v", {1, 2, 8, 10});
+    Attributes perm;
+    perm["perm"] = Attribute::of_ints({0, 1, 3, 2});
+    const ValueId kt = b.op(Op::Transpose, {k}, perm);
+    const ValueId scores = b.op(Op::MatMul, {q, kt});
+    Attributes axis;
+    axis["axis"] = Attribute::of_int(-1);
+    const ValueId probs = b.op(Op::Softmax, {scores}, axis);
+    const ValueId out = b.op(Op::MatMul, {probs, v});
+    Graph g = b.finish({scores, out});
+    const PassResult r = check_pass(g, convert_precision_bf16, 7, kBf16ScaleTol);
+    EXPECT_EQ(r.changes, 2);
+    EXPECT_EQ(count_op(g, Op::MatMulBF16NT), 2);
+    EXPECT_EQ(count_op(g, Op::MatMul), 0);
+    int casts_of_k = 0;
+    for (NodeId id : g.node_ids())
+        casts_of_k += g.node(id).op == Op::Cast && g.node(id).inputs[0] == k;
+    EXPECT_EQ(casts_of_k, 1) << "K^T's product reads K's rows, not a transposed copy";
+    EXPECT_EQ(count_op(g, Op::Transpose), 2) << "K^T (now dead) and the new one of V";
+
+    // The scores against a reference on rounded operands: only f32 summation differs.
+    const std::vector<TensorData> in = {testing::random_tensor({1, 2, 7, 6}, 31),
+                                        testing::random_tensor({1, 2, 8, 6}, 32),
+                                        testing::random_tensor({1, 2, 8, 10}, 33)};
+    const std::vector<TensorData> got = evaluate(g, in);
+    const std::vector<double> want = rounded_product_nt(in[0], in[1]);
+    ASSERT_EQ(got[0].numel(), static_cast<int64_t>(want.size()));
+    for (size_t i = 0; i < want.size(); ++i)
+        EXPECT_NEAR(got[0].data<float>()[i], want[i], 1e-5) << i;
+}
+
+TEST(PrecisionPass, Bf16NTProductRefusesMismatchedOperandsNamingTheNode) {
+    GraphBuilder b;
+    const ValueId x = b.input("x", {2, 3, 8}, DType::BF16);
+    const ValueId y = b.input("y", {2, 5, 6}, DType::BF16); // 6 columns against 8
+    const ValueId z = b.op(Op::MatMulBF16NT, {x, y});
+    try {
+        b.finish({z});
+        FAIL() << "no error";
+    } catch (const UserError& e) {
+        EXPECT_NE(std::string(e.what()).find("MatMulBF16NT"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("same even last dimension"), std::string::npos)
+            << e.what();
+    }
 }
 
 TEST(PrecisionPass, ParsesItsNamesAndRefusesOthers) {

@@ -235,6 +235,14 @@ TEST(Tasks, CountFlopsOfMatmulAndConv) {
     EXPECT_EQ(te::count_flops(te::make_compute({x, w}, {y})), 2 * 4 * 81 * 27);
     const te::Tensor xb = te::layout_to_nchwc(x, 8);
     EXPECT_EQ(te::count_flops(te::make_compute({x}, {xb})), 0);
+    // bf16 products count as f32 ones: two flops per multiply-add (the words stages move data).
+    const te::Tensor ab = te::placeholder({7, 14}, ir::DataType::bf16(), "ab");
+    const te::Tensor bw = te::placeholder({7, 5}, ir::DataType::i32(), "bw");
+    EXPECT_EQ(te::count_flops(te::make_compute({ab, bw}, {te::bf16_matmul(ab, bw)})),
+              2 * 7 * 14 * 5);
+    const te::Tensor yb = te::placeholder({9, 14}, ir::DataType::bf16(), "yb");
+    EXPECT_EQ(te::count_flops(te::make_compute({ab, yb}, {te::bf16_matmul_nt(ab, yb)})),
+              2 * 7 * 14 * 9);
 }
 
 } // namespace

@@ -85,7 +85,11 @@ Precision parse_precision(const std::string& text);
 /// Add after), becomes MatMulBF16 on Cast(X to bf16) (one Cast per value, fused into its
 /// producer by fusion) and W rounded to bf16 and packed into words of two rows at compile
 /// time. Products of bf16 values are exact in f32 and are summed in f32: the results differ
-/// from f32 ones by the operands' rounding (relative 2^-9 each). A ConvBlocked (not
+/// from f32 ones by the operands' rounding (relative 2^-9 each). A MatMul of two computed f32
+/// values of one rank with the same batch dimensions and an even reduction (attention's
+/// products) becomes MatMulBF16NT on Casts of its left side and of its right side's transpose
+/// (the input of the Transpose that made that side when it swapped the last two axes, else a
+/// new Transpose). A ConvBlocked (not
 /// depthwise) on constant weights becomes ConvBF16Blocked on PackBF16Blocked(X) (the input
 /// rounded to bf16, padded and re-blocked once per value, pads and block; blocks of 32 input
 /// channels, a matrix tile's row, when they divide the channels) with the weights packed into

@@ -12,7 +12,8 @@ namespace tessera::te {
 /// math call such as exp or erf: 1 each; integer index arithmetic, comparisons, selects and
 /// reads: 0). A reduction counts its source's operations plus 1 for the combine, times the
 /// product of its reduction extents, so a multiply-add counts 2 and a matmul [M,K]x[K,N]
-/// counts 2*M*N*K. Data movement stages (pads, reshapes, layout changes) count 0.
+/// counts 2*M*N*K (dot2_bf16 counts 3, its two products and their sum, so that a bf16 matmul
+/// counts the same). Data movement stages (pads, reshapes, layout changes) count 0.
 int64_t count_flops(const Compute& c);
 
 } // namespace tessera::te

@@ -135,6 +135,13 @@ Tensor qmatmul(const Tensor& x, const Tensor& w, const Tensor& offset, const Ten
 /// "bf16_matmul" (the f32 sums with dot2_bf16). Throws UserError on other dtypes or shapes.
 Tensor bf16_matmul(const Tensor& x, const Tensor& w);
 
+/// bf16 product of two computed operands: x bf16 [..., M, K] times the transpose of y bf16
+/// [..., N, K] (K even, the same batch dimensions): z[..., m, n] = sum_k x[..., m, k] *
+/// y[..., n, k] in f32, f32. Stages "bf16_matmul_nt_words" (x's rows as words),
+/// "bf16_matmul_nt_columns" (y's rows as words, transposed to [..., K / 2, N]: the word rows
+/// by columns a weight has) and "bf16_matmul_nt". Throws UserError on other dtypes or shapes.
+Tensor bf16_matmul_nt(const Tensor& x, const Tensor& y);
+
 // ---- bf16_conv.cpp ---------------------------------------------------------------------------
 
 /// The blocked f32 activations x [N, CB, H, W, xb] rounded to bf16 (nearest even), padded by

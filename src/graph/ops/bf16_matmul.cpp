@@ -1,7 +1,9 @@
-// MatMulBF16 (ops.def documents its operands), the bf16 matrix product the precision pass makes
-// from a MatMul or Gemm on constant f32 weights: its types, a naive evaluator over its
-// definition and its kernel.
+// MatMulBF16 and MatMulBF16NT (ops.def documents their operands), the bf16 matrix products the
+// precision pass makes from a MatMul or Gemm on constant f32 weights and from a MatMul of two
+// computed values: their types, naive evaluators over their definitions and their kernels.
 #include "bf16_matmul.h"
+
+#include <algorithm>
 
 #include "../op_util.h"
 #include "node_kernel.h"
@@ -68,6 +70,51 @@ EvalOutputs eval_bf16_matmul(const Node&, const EvalInputs& in, const std::strin
 
 void bf16_matmul_kernel(NodeKernel& k) { k.set(te::bf16_matmul(k.in(0), k.in(1))); }
 
+TypeList bf16_matmul_nt_types(const NodeTypes& t) {
+    const Value& x = t.in(0, "X");
+    const Value& y = t.in(1, "Y");
+    t.dtype(x, {DType::BF16}, "X");
+    t.dtype(y, {DType::BF16}, "Y");
+    t.min_rank(x, 2, "X");
+    t.rank(y, static_cast<int64_t>(x.shape.size()), "Y");
+    const size_t r = x.shape.size();
+    const int64_t K = x.shape.back();
+    if (K % 2 != 0 || y.shape.back() != K ||
+        !std::equal(x.shape.begin(), x.shape.end() - 2, y.shape.begin()))
+        t.fail("X " + shape_str(x.shape) + " and Y " + shape_str(y.shape) +
+               " need the same batch dimensions and the same even last dimension");
+    Shape out = x.shape;
+    out[r - 1] = y.shape[r - 2];
+    return {{DType::F32, out}};
+}
+
+EvalOutputs eval_bf16_matmul_nt(const Node&, const EvalInputs& in, const std::string& where) {
+    const TensorData &x = require_input(in, 0, where), &y = require_input(in, 1, where);
+    const size_t r = x.rank();
+    const int64_t M = x.shape()[r - 2], K = x.shape()[r - 1], N = y.shape()[r - 2];
+    const int64_t batches = x.numel() / (M * K);
+    Shape out_shape = x.shape();
+    out_shape.back() = N;
+    TensorData z(DType::F32, out_shape);
+    const BFloat16* px = x.data<BFloat16>();
+    const BFloat16* py = y.data<BFloat16>();
+    float* pz = z.data<float>();
+    auto word = [](const BFloat16* p) { return uint32_t(p[0].bits) | uint32_t(p[1].bits) << 16; };
+    // Word by word, each word's two products summed first, as dot2_bf16 defines it.
+    for (int64_t b = 0; b < batches; ++b)
+        for (int64_t m = 0; m < M; ++m)
+            for (int64_t n = 0; n < N; ++n) {
+                float acc = 0;
+                for (int64_t j = 0; j < K / 2; ++j)
+                    acc += dot2_bf16(word(px + (b * M + m) * K + 2 * j),
+                                     word(py + (b * N + n) * K + 2 * j));
+                pz[(b * M + m) * N + n] = acc;
+            }
+    return {z};
+}
+
+void bf16_matmul_nt_kernel(NodeKernel& k) { k.set(te::bf16_matmul_nt(k.in(0), k.in(1))); }
+
 } // namespace
 
 } // namespace tessera::graph::detail
@@ -79,5 +126,8 @@ using namespace detail;
 // Made by the precision pass only: no ONNX opset defines it.
 const OpDef MatMulBF16 = pass_made_op(Op::MatMulBF16, 2, 2, bf16_matmul_types, eval_bf16_matmul,
                                       FusionKind::OutFusable, "bf16_matmul", bf16_matmul_kernel);
+const OpDef MatMulBF16NT =
+    pass_made_op(Op::MatMulBF16NT, 2, 2, bf16_matmul_nt_types, eval_bf16_matmul_nt,
+                 FusionKind::OutFusable, "bf16_matmul_nt", bf16_matmul_nt_kernel);
 
 } // namespace tessera::graph::ops

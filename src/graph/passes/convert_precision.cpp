@@ -1,6 +1,6 @@
-// The precision pass (bf16): matrix products and blocked convolutions on constant weights
-// compute on bf16 operands with f32 sums (MatMulBF16, ConvBF16Blocked); passes.h states the
-// patterns.
+// The precision pass (bf16): matrix products and blocked convolutions compute on bf16 operands
+// with f32 sums (MatMulBF16, MatMulBF16NT, ConvBF16Blocked); passes.h states the patterns.
+#include <algorithm>
 #include <map>
 #include <sstream>
 #include <tuple>
@@ -56,6 +56,43 @@ class Bf16Products {
         const ValueId product = g_.add_value(y.name + "/bf16_matmul", DType::F32, y.shape);
         g_.add_node(Op::MatMulBF16, {xb, words}, {product}, {}, n.name);
         replace_node(g_, id, Op::Add, {product, n.input(2)}, {});
+        return true;
+    }
+
+    // Rewrites MatMul node id of two computed f32 operands (attention's Q K^T and P V) into
+    // MatMulBF16NT; true when it did. Its second operand's rows are the right-hand side's
+    // columns: the input of a Transpose that made that side by swapping the last two axes
+    // (K before its transpose), else a new such Transpose, which fuses into its producer.
+    bool convert_activation_product(NodeId id) {
+        const Node n = g_.node(id);
+        if (n.op != Op::MatMul || !is_plain_product(n))
+            return false;
+        const Value& x = g_.value(n.input(0));
+        const Value& b = g_.value(n.input(1));
+        const size_t r = x.shape.size();
+        if (x.dtype != DType::F32 || b.dtype != DType::F32 || x.is_constant() ||
+            b.is_constant() || r < 2 || b.shape.size() != r || x.shape[r - 1] % 2 != 0 ||
+            b.shape[r - 2] != x.shape[r - 1] ||
+            !std::equal(x.shape.begin(), x.shape.end() - 2, b.shape.begin()))
+            return false;
+        std::vector<int64_t> swap_last(r);
+        for (size_t i = 0; i < r; ++i)
+            swap_last[i] = static_cast<int64_t>(i);
+        std::swap(swap_last[r - 1], swap_last[r - 2]);
+        const Node* t = producer_op(g_, n.input(1), Op::Transpose);
+        ValueId columns = kNoValue;
+        if (t && t->attr_ints("perm", {}) == swap_last) {
+            columns = t->input(0);
+        } else {
+            Shape shape = b.shape;
+            std::swap(shape[r - 1], shape[r - 2]);
+            const std::string name = b.name + "/columns"; // before add_value moves the values
+            columns = g_.add_value(name, DType::F32, shape);
+            Attributes a;
+            a["perm"] = Attribute::of_ints(swap_last);
+            g_.add_node(Op::Transpose, {n.input(1)}, {columns}, std::move(a), name);
+        }
+        replace_node(g_, id, Op::MatMulBF16NT, {bf16_of(n.input(0)), bf16_of(columns)}, {});
         return true;
     }
 
@@ -135,11 +172,12 @@ class Bf16Products {
         auto it = casts_.find(v);
         if (it != casts_.end())
             return it->second;
-        const Value& val = g_.value(v);
-        const ValueId b = g_.add_value(val.name + "/bf16", DType::BF16, val.shape);
+        // A copy: add_value may move the values.
+        const std::string name = g_.value(v).name + "/bf16";
+        const ValueId b = g_.add_value(name, DType::BF16, g_.value(v).shape);
         Attributes a;
         a["to"] = Attribute::of_string(dtype_name(DType::BF16));
-        g_.add_node(Op::Cast, {v}, {b}, std::move(a), val.name + "/bf16");
+        g_.add_node(Op::Cast, {v}, {b}, std::move(a), name);
         casts_.emplace(v, b);
         return b;
     }
@@ -160,7 +198,7 @@ PassResult convert_precision_bf16(Graph& g) {
             continue;
         const Op op = g.node(id).op;
         if (op == Op::MatMul || op == Op::Gemm)
-            matmuls += products.convert_matmul(id);
+            matmuls += products.convert_matmul(id) || products.convert_activation_product(id);
         else if (op == Op::ConvBlocked)
             convs += products.convert_conv(id);
     }

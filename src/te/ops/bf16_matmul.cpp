@@ -1,6 +1,9 @@
-// bf16 matrix product: bf16 activations times bf16 weights packed as i32 words of two rows,
-// accumulated in f32 with dot2_bf16 (one vdpbf16ps per 16 outputs and 2 steps of the reduction
-// on CPUs with AVX512-BF16).
+// bf16 matrix products: bf16 activations times bf16 weights packed as i32 words of two rows, or
+// times a second bf16 activation whose rows the kernel packs into such words, accumulated in f32
+// with dot2_bf16 (one vdpbf16ps per 16 outputs and 2 steps of the reduction on CPUs with
+// AVX512-BF16).
+#include <algorithm>
+
 #include "op_util.h"
 #include "tessera/ir/op.h"
 
@@ -35,6 +38,51 @@ Tensor bf16_matmul(const Tensor& x, const Tensor& w) {
             std::vector<Expr> xi = as_exprs(i);
             xi.back() = r.var;
             return sum(ir::dot2_bf16(xw(xi), w(r.var, i[rank - 1])), {r});
+        },
+        op);
+}
+
+Tensor bf16_matmul_nt(const Tensor& x, const Tensor& y) {
+    const std::string op = "bf16_matmul_nt";
+    check_defined(x, op, "input");
+    check_defined(y, op, "second input");
+    if (x.dtype() != DataType::bf16() || y.dtype() != DataType::bf16())
+        throw UserError() << op << ": inputs must be bf16, got " << ir::to_string(x.dtype())
+                          << " and " << ir::to_string(y.dtype());
+    const size_t rank = x.ndim();
+    if (rank < 2 || y.ndim() != rank || x.shape().back() % 2 != 0 ||
+        y.shape().back() != x.shape().back() ||
+        !std::equal(x.shape().begin(), x.shape().end() - 2, y.shape().begin()))
+        throw UserError() << op << ": inputs " << shape_to_string(x.shape()) << " and "
+                          << shape_to_string(y.shape())
+                          << " need rank >= 2, the same batch dimensions and the same even "
+                             "last dimension";
+    const int64_t n = y.shape()[rank - 2];
+    const Tensor xw = rows_as_words(x, op + "_words");
+    // y's rows as words, transposed: word [..., j, c] holds y[..., c, 2j] and y[..., c, 2j + 1],
+    // the layout of a weight's words (column c's consecutive pairs of rows).
+    std::vector<int64_t> columns_shape = y.shape();
+    columns_shape[rank - 2] = y.shape()[rank - 1] / 2;
+    columns_shape[rank - 1] = n;
+    const Tensor yw = compute(
+        columns_shape,
+        [&](const std::vector<Var>& i) {
+            std::vector<Expr> yi = as_exprs(i);
+            yi[rank - 2] = i[rank - 1];
+            yi[rank - 1] = i[rank - 2] * Expr(2);
+            return ir::bytes_as_word(y(yi));
+        },
+        op + "_columns");
+    std::vector<int64_t> shape = x.shape();
+    shape.back() = n;
+    IterVar r = reduce_axis(columns_shape[rank - 2], "kw");
+    return compute(
+        shape,
+        [&](const std::vector<Var>& i) {
+            std::vector<Expr> xi = as_exprs(i), wi = as_exprs(i);
+            xi.back() = r.var;
+            wi[rank - 2] = r.var;
+            return sum(ir::dot2_bf16(xw(xi), yw(wi)), {r});
         },
         op);
 }
