@@ -122,6 +122,7 @@ class OpCounter : public ir::IRVisitor {
         case ir::CallOp::Abs:
         case ir::CallOp::Floor:
         case ir::CallOp::Ceil:
+        case ir::CallOp::RoundEven:
             add(op->type.is_float() ? Feature::float_other_func : Feature::int_other_func, lanes);
             break;
         case ir::CallOp::Dot4U8S8: // four byte products summed: four integer multiply-adds

@@ -452,6 +452,7 @@ class CudaWriter {
             "threadIdx", "blockIdx", "blockDim",  "gridDim",   "warpSize",   "half",
             "min",       "max",      "exp",       "log",       "sqrt",       "floor",
             "ceil",      "pow",      "abs",       "tanh",      "erf",        "main",
+            "rint",      "rintf",
             "operator",  "private",  "public",    "protected", "friend",     "virtual",
             "asm",       "goto",     "typedef",   "mutable",   "explicit",   "export"};
         return words.count(n) > 0 || n.rfind("tessera_", 0) == 0 || n.rfind("__", 0) == 0;
@@ -643,6 +644,7 @@ class CudaWriter {
         case CallOp::Erf: r = fn("erff", "erf") + "(" + arg(0) + ")"; break;
         case CallOp::Abs: r = fn("fabsf", "fabs") + "(" + arg(0) + ")"; break;
         case CallOp::Floor: r = fn("floorf", "floor") + "(" + arg(0) + ")"; break;
+        case CallOp::RoundEven: r = fn("rintf", "rint") + "(" + arg(0) + ")"; break;
         case CallOp::Ceil: r = fn("ceilf", "ceil") + "(" + arg(0) + ")"; break;
         case CallOp::Pow: r = fn("powf", "pow") + "(" + arg(0) + ", " + arg(1) + ")"; break;
         case CallOp::Dot4U8S8: r = call2("tessera_dot4_u8s8", op->args[0], op->args[1]); break;

@@ -934,6 +934,8 @@ llvm::Value* CodeGen::visit(const Call* op) {
         return intrinsic(llvm::Intrinsic::sqrt, {ty}, {x});
     case CallOp::Floor:
         return intrinsic(llvm::Intrinsic::floor, {ty}, {x});
+    case CallOp::RoundEven:
+        return intrinsic(llvm::Intrinsic::roundeven, {ty}, {x});
     case CallOp::Ceil:
         return intrinsic(llvm::Intrinsic::ceil, {ty}, {x});
     case CallOp::Pow:
@@ -1359,6 +1361,8 @@ void check_function_names(const std::vector<LoweredFunc>& funcs) {
                                                 "floorf",
                                                 "ceil",
                                                 "ceilf",
+                                                "roundeven",
+                                                "roundevenf",
                                                 "fabs",
                                                 "fabsf",
                                                 "memcpy",

@@ -260,6 +260,7 @@ const char* to_string(CallOp op) {
     case CallOp::Abs: return "abs";
     case CallOp::Floor: return "floor";
     case CallOp::Ceil: return "ceil";
+    case CallOp::RoundEven: return "round_even";
     case CallOp::Pow: return "pow";
     case CallOp::Prefetch: return "prefetch";
     case CallOp::GpuBlockSum: return "gpu_block_sum";

@@ -686,6 +686,9 @@ struct CallNode : ENode {
             case CallOp::Floor:
                 res = std::floor(v);
                 break;
+            case CallOp::RoundEven:
+                res = std::nearbyint(v);
+                break;
             case CallOp::Ceil:
                 res = std::ceil(v);
                 break;

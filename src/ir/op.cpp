@@ -106,6 +106,7 @@ Expr tanh(Expr x) { return Call::make(CallOp::Tanh, {std::move(x)}); }
 Expr erf(Expr x) { return Call::make(CallOp::Erf, {std::move(x)}); }
 Expr abs(Expr x) { return Call::make(CallOp::Abs, {std::move(x)}); }
 Expr floor(Expr x) { return Call::make(CallOp::Floor, {std::move(x)}); }
+Expr round_even(Expr x) { return Call::make(CallOp::RoundEven, {std::move(x)}); }
 Expr ceil(Expr x) { return Call::make(CallOp::Ceil, {std::move(x)}); }
 Expr dot4_u8s8(Expr a, Expr b) {
     match_types(a, b);

@@ -163,6 +163,7 @@ ReferenceEvaluator::Value ReferenceEvaluator::eval(const Expr& e, Env& env) {
         case CallOp::Erf: return F(std::erf(a.f));
         case CallOp::Abs: return a.is_float ? F(std::fabs(a.f)) : I(a.i < 0 ? -a.i : a.i);
         case CallOp::Floor: return F(std::floor(a.f));
+        case CallOp::RoundEven: return F(std::nearbyint(a.f));
         case CallOp::Ceil: return F(std::ceil(a.f));
         case CallOp::Pow: return F(std::pow(a.f, eval(op->args[1], env).f));
         case CallOp::Dot4U8S8: {

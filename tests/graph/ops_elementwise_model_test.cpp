@@ -141,6 +141,34 @@ TEST_P(ElementwiseModelTest, Opset20GeluAndMishMatchTheEvaluator) {
     expect_library_matches_evaluator(opset20_model(), {floats({3, 5, 7}, 60, -4, 4)}, GetParam());
 }
 
+// Round and QuantizeLinear on halves (kernels round with one round-to-nearest-even
+// instruction): 21 elements, a vector of 16 and a tail, exactly as the evaluator.
+TEST_P(ElementwiseModelTest, RoundAndQuantizeHalvesToEvenExactly) {
+    ModelBuilder m(13);
+    m.input("x", DType::F32, {3, 7});
+    m.initializer("s", TensorData::scalar(0.5f));
+    m.initializer("zp", TensorData::scalar<int32_t>(128).cast(DType::U8));
+    m.node("Round", {"x"}, {"r"});
+    m.node("QuantizeLinear", {"x", "s", "zp"}, {"q"});
+    m.output("r").output("q", DType::U8);
+    const TensorData x = TensorData::from_vector<float>(
+        {3, 7}, {-3.5f, -2.5f, -1.5f, -0.5f, 0.5f,  1.5f,  2.5f,        3.5f,        -1.75f, 1.25f,
+                 1e8f,  -7,    -0.25f, 0.25f, 0.75f, -0.75f, 0.49999997f, -0.50000006f, 2.50000024f,
+                 6.5f,  -6.5f});
+    const TensorData want_r = TensorData::from_vector<float>(
+        {3, 7}, {-4, -2, -2, -0.0f, 0, 2, 2, 4, -2, 1, 1e8f, -7, -0.0f, 0, 1, -1, 0, -1, 3, 6, -6});
+    // x / 0.5 rounded, + 128, saturated: halves of x / 0.5 are x = +-0.25, +-0.75.
+    const TensorData want_q =
+        TensorData::from_vector<int32_t>({3, 7}, {121, 123, 125, 127, 129, 131, 133, 135, 124, 130,
+                                                  255, 114, 128, 128, 130, 126, 129, 127, 133, 141,
+                                                  115})
+            .cast(DType::U8);
+    const Graph g = expect_library_matches_evaluator(m.bytes(), {x}, GetParam(), 0, 0);
+    const std::vector<TensorData> got = evaluate(g, {x});
+    EXPECT_EQ(got[0], want_r);
+    EXPECT_EQ(got[1], want_q);
+}
+
 INSTANTIATE_TEST_SUITE_P(OptLevels, ElementwiseModelTest, ::testing::Values(0, 2),
                          [](const ::testing::TestParamInfo<int>& info) {
                              return "O" + std::to_string(info.param);

@@ -299,6 +299,10 @@ enum class CallOp : uint8_t {
     TileMatmulU8S8,
     /// The same with bf16 pairs (dot2_bf16) summed into f32 accumulators.
     TileMatmulBF16,
+    /// round_even(x): x rounded to the nearest integer, halves to even (nearbyint in the
+    /// default rounding mode; one vrndscaleps or roundps on x86). Float; infinities and NaN
+    /// come out unchanged.
+    RoundEven,
 };
 const char* to_string(CallOp op);
 

@@ -53,6 +53,8 @@ Expr tanh(Expr x);
 Expr erf(Expr x);
 Expr abs(Expr x);
 Expr floor(Expr x);
+/// x rounded to the nearest integer, halves to even (CallOp::RoundEven).
+Expr round_even(Expr x);
 Expr ceil(Expr x);
 Expr pow(Expr x, Expr y);
 /// The four unsigned bytes of i32 a times the four signed bytes of b, summed (CallOp::Dot4U8S8).

@@ -1029,22 +1029,8 @@ template <LogicFn F> OpDef logic_op(Op op) {
 
 } // namespace
 
-// Round half to even from floor: up when the fraction is above 1/2, or exactly 1/2 with an odd
-// floor. Infinities and NaN come out of floor unchanged (their fraction is NaN: no step up).
-te::Expr round_half_even(te::Expr value) {
-    // e is read five times: bound once, so that a producer inlined into it (a chain of
-    // quantize-dequantize pairs) is not copied five times per level.
-    const ir::Var e("rounded", value.type());
-    const te::Expr f = ir::floor(e);
-    const te::Expr frac = e - f;
-    const te::Expr odd =
-        ir::ne(f - ir::make_const(e.type(), 2.0) * ir::floor(f * ir::make_const(e.type(), 0.5)),
-               ir::make_const(e.type(), 0.0));
-    const te::Expr up =
-        ir::logical_or(frac > ir::make_const(e.type(), 0.5),
-                       ir::logical_and(ir::eq(frac, ir::make_const(e.type(), 0.5)), odd));
-    return ir::Let::make(e, value, ir::select(up, f + ir::make_const(e.type(), 1.0), f));
-}
+// One instruction on CPUs (vrndscaleps / roundps with the nearest-even mode), rint on GPUs.
+te::Expr round_half_even(te::Expr value) { return ir::round_even(std::move(value)); }
 
 } // namespace tessera::graph::detail
 
