@@ -9,12 +9,26 @@
 #include <fstream>
 #include <limits>
 
+#include <unistd.h>
+
 #include "database_engine.h"
 #include "tessera/support/error.h"
 
 namespace tessera::tune {
 
 namespace {
+
+/// Whether this process may write the existing file at `path` and create files beside it (the
+/// journal); true for a file that does not exist yet (creating it reports its own errors).
+bool writable(const std::string& path) {
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec))
+        return true;
+    std::string dir = std::filesystem::path(path).parent_path().string();
+    if (dir.empty())
+        dir = ".";
+    return access(path.c_str(), W_OK) == 0 && access(dir.c_str(), W_OK) == 0;
+}
 
 constexpr int kBusyTimeoutMs = 30000; // concurrent tuners wait for each other's commits
 
@@ -445,6 +459,9 @@ class SqliteEngine final : public DatabaseEngine {
 
   private:
     void open();
+    /// Opens an existing file this process cannot write (a read-only mount or file) for
+    /// reading: lookups work, writes fail with SQLite's "attempt to write a readonly database".
+    void open_read_only();
     void migrate(int64_t from_version);
     std::string path_;
     sqlite3* db_ = nullptr;
@@ -469,6 +486,10 @@ void SqliteEngine::open() {
         if (!parent.empty() && !std::filesystem::is_directory(parent, ec))
             throw UserError() << "tuning database '" << path_ << "': directory '" << parent.string()
                               << "' does not exist";
+    }
+    if (path_ != ":memory:" && !writable(path_)) {
+        open_read_only();
+        return;
     }
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
     if (sqlite3_open_v2(path_.c_str(), &db_, flags, nullptr) != SQLITE_OK)
@@ -523,6 +544,46 @@ void SqliteEngine::open() {
             migrate(v); // inside this transaction: a failed migration leaves the file as it was
     }
     tx.commit();
+}
+
+void SqliteEngine::open_read_only() {
+    // Immutable: SQLite takes no locks and needs no -wal or -shm file beside it, which a
+    // read-only directory could not hold. Percent-escapes what a URI path cannot hold as is.
+    std::string uri = "file:";
+    for (char c : std::filesystem::absolute(path_).string()) {
+        if (c == '%' || c == '?' || c == '#') {
+            static const char* kHex = "0123456789ABCDEF";
+            const auto u = static_cast<unsigned char>(c);
+            uri += {'%', kHex[u >> 4], kHex[u & 15]};
+        } else {
+            uri += c;
+        }
+    }
+    uri += "?immutable=1";
+    const int flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX;
+    if (sqlite3_open_v2(uri.c_str(), &db_, flags, nullptr) != SQLITE_OK)
+        fail(path_, db_, "opening read-only");
+    sqlite3_extended_result_codes(db_, 0);
+    bool has_version = false;
+    {
+        Stmt q(db_, path_, "SELECT name FROM sqlite_master WHERE type = 'table'");
+        while (q.step())
+            has_version = has_version || q.text(0) == "schema_version";
+    }
+    if (!has_version)
+        throw UserError() << "'" << path_ << "' is not a tessera tuning database (read-only, no "
+                          << "schema_version table)";
+    int64_t v = -1;
+    {
+        Stmt q(db_, path_, "SELECT MAX(version) FROM schema_version");
+        if (q.step() && !q.is_null(0))
+            v = q.integer(0);
+    }
+    if (v != TuningDatabase::kSchemaVersion)
+        throw UserError() << "tuning database '" << path_ << "' is read-only and has schema "
+                          << "version " << v << ", not this tessera's "
+                          << TuningDatabase::kSchemaVersion
+                          << " (open it once where it is writable to migrate it)";
 }
 
 void SqliteEngine::migrate(int64_t from) {

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "model_library.h"
+#include "threads_option.h"
 #include "tessera/support/error.h"
 #include "tessera/support/rng.h"
 
@@ -275,8 +276,7 @@ CLI::App* add_bench_command(CLI::App& app, BenchOptions& opts) {
         "bench", "Time a model library built by `tessera build` on seeded random inputs: "
                  "median, p10, p90 and spread of the run time, peak memory, arena size");
     cmd->add_option("model", opts.model, "Path of the model library (.so)")->required();
-    cmd->add_option("--threads", opts.threads, "Threads of the model (0 = one per core)")
-        ->capture_default_str();
+    add_threads_option(cmd, opts.threads, "Threads of the model (0 = one per core)");
     cmd->add_option("--warmup", opts.warmup, "Untimed runs before timing")->capture_default_str();
     CLI::Option* repeat =
         cmd->add_option("--repeat", opts.repeat, "Timed runs (instead of --min-secs)");

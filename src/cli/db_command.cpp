@@ -177,8 +177,20 @@ void run_import(const DbOptions& o, std::ostream& out, std::ostream& err) {
     if (!in)
         throw UserError() << "cannot read '" << o.input << "'";
     make_parent_dir(o.db);
-    tune::TuningDatabase db(o.db);
-    tune::JsonlImportReport rep = tune::import_jsonl(db, in, o.input);
+    // A database file this import creates goes again when the import fails: a refused file
+    // must not leave an empty database behind under the name the user gave.
+    const bool creates = !tune::is_server_database(o.db) && !fs::exists(o.db);
+    tune::JsonlImportReport rep;
+    try {
+        tune::TuningDatabase db(o.db);
+        rep = tune::import_jsonl(db, in, o.input);
+    } catch (...) {
+        std::error_code ec;
+        if (creates)
+            for (const char* suffix : {"", "-journal", "-wal", "-shm"})
+                fs::remove(o.db + suffix, ec);
+        throw;
+    }
     for (const std::string& p : rep.problems)
         err << "warning: " << o.input << ": " << p << " (skipped)\n";
     out << fmt::format("imported {} records and {} new workloads into {} ({} already present, "

@@ -21,6 +21,7 @@
 #include "op_run.h"
 #include "op_schedule.h"
 #include "run_command.h"
+#include "threads_option.h"
 #include "tune_command.h"
 #include "tessera/graph/pipeline.h"
 #include "tessera/support/error.h"
@@ -57,8 +58,7 @@ int main(int argc, char** argv) {
                     "or conv2d:n=1,c=64,h=56,w=56,k=64,r=3,s=3,stride=1,pad=1 "
                     "(`tessera op list` shows every operator and its keys)")
         ->required();
-    run->add_option("--threads", run_opts.threads, "Runtime threads (0 = one per core)")
-        ->capture_default_str();
+    cli::add_threads_option(run, run_opts.threads, "Runtime threads (0 = one per core)");
     run->add_option("--repeat", run_opts.repeat, "Timed runs after one warm-up run")
         ->capture_default_str();
     run->add_option("--seed", run_opts.seed, "Seed of the random inputs")->capture_default_str();
@@ -207,10 +207,9 @@ int main(int argc, char** argv) {
     tune_cmd->add_option("--seed", tune_opts.seed,
                          "Seeds the search, the cost model and the measured inputs")
         ->capture_default_str();
-    tune_cmd->add_option("--threads", tune_opts.threads,
-                         "Threads of the measured kernels, also the cores the schedules assume "
-                         "(0 = one per core)")
-        ->capture_default_str();
+    cli::add_threads_option(tune_cmd, tune_opts.threads,
+                            "Threads of the measured kernels, also the cores the schedules "
+                            "assume (0 = one per core)");
     tune_cmd->add_flag("--realtime", tune_opts.realtime,
                        "Time candidates with real-time scheduling (SCHED_FIFO), so that other "
                        "processes on a busy machine cannot disturb the timings (needs root or "

@@ -1,9 +1,13 @@
 // Loading a built model library and driving its C API.
 #include "model_library.h"
 
+#include <algorithm>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 
 #include <dlfcn.h>
+#include <elf.h>
 
 #include "tessera/graph/dtype.h"
 #include "tessera/support/error.h"
@@ -54,6 +58,34 @@ ModelTensorInfo copy_info(const TesseraTensorInfo& in) {
     return t;
 }
 
+/// Throws UserError when the ELF file at `path` ends before the headers and segments it
+/// declares (a truncated copy): dlopen would map the missing pages and the first access to
+/// them would kill the process with SIGBUS. Files that are not 64-bit ELF are left to dlopen,
+/// which refuses them with its own message.
+void check_elf_extents(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    Elf64_Ehdr eh{};
+    if (!in.read(reinterpret_cast<char*>(&eh), sizeof eh) ||
+        std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64)
+        return;
+    const uint64_t size = std::filesystem::file_size(path);
+    uint64_t needed = std::max<uint64_t>(eh.e_phoff + uint64_t(eh.e_phnum) * eh.e_phentsize,
+                                         eh.e_shoff + uint64_t(eh.e_shnum) * eh.e_shentsize);
+    const uint64_t phdrs_end = eh.e_phoff + eh.e_phnum * sizeof(Elf64_Phdr);
+    if (eh.e_phentsize == sizeof(Elf64_Phdr) && phdrs_end <= size) {
+        in.seekg(static_cast<std::streamoff>(eh.e_phoff));
+        for (int i = 0; i < eh.e_phnum; ++i) {
+            Elf64_Phdr ph{};
+            if (!in.read(reinterpret_cast<char*>(&ph), sizeof ph))
+                break;
+            needed = std::max<uint64_t>(needed, ph.p_offset + ph.p_filesz);
+        }
+    }
+    if (needed > size)
+        throw UserError() << "model library '" << path << "' is truncated or corrupt: " << size
+                          << " bytes, its headers and segments need " << needed;
+}
+
 } // namespace
 
 ModelLibrary::ModelLibrary(const std::string& path) : path_(path) {
@@ -62,6 +94,7 @@ ModelLibrary::ModelLibrary(const std::string& path) : path_(path) {
         throw UserError() << "model library '" << path << "' does not exist";
     // A name without '/' would be searched for in the library path instead of opened here.
     const std::string open_path = path.find('/') == std::string::npos ? "./" + path : path;
+    check_elf_extents(path);
     handle_ = dlopen(open_path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle_) {
         const char* why = dlerror();

@@ -65,7 +65,11 @@ private:
         bytes = buffer->num_elements() * buffer.dtype().bytes();
         size_t rounded = (static_cast<size_t>(bytes) + 63) / 64 * 64;
         data.reset(static_cast<uint8_t*>(std::aligned_alloc(64, rounded)));
-        TESSERA_CHECK(data) << "out of memory allocating " << rounded << " bytes";
+        // The sizes come from the user's spec: a refusal is bad input, not a broken invariant.
+        if (!data)
+            throw UserError() << "out of memory: " << buffer.name() << " "
+                              << te::shape_to_string(buffer.shape()) << " needs " << rounded
+                              << " bytes";
     }
 };
 

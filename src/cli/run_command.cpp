@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "model_library.h"
+#include "threads_option.h"
 #include "tessera/compile/model_compiler.h"
 #include "tessera/graph/tensor_io.h"
 #include "tessera/support/error.h"
@@ -160,8 +161,7 @@ CLI::App* add_run_command(CLI::App& app, RunModelOptions& opts) {
     cmd->add_option("--output", opts.output_dir,
                     "Folder for the outputs (created if missing), one NAME.npy each")
         ->required();
-    cmd->add_option("--threads", opts.threads, "Threads of the model (0 = one per core)")
-        ->capture_default_str();
+    add_threads_option(cmd, opts.threads, "Threads of the model (0 = one per core)");
     return cmd;
 }
 

@@ -16,6 +16,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -99,12 +100,19 @@ class Pool {
             return;
         }
         std::lock_guard<std::mutex> lock(launch_mu_);
-        const int64_t active = std::min<int64_t>(nthreads_.load(std::memory_order_relaxed), n);
+        const int64_t asked = std::min<int64_t>(nthreads_.load(std::memory_order_relaxed), n);
+        if (asked <= 1) {
+            run_chunk(fn, 0, n, ctx);
+            return;
+        }
+        // Fewer workers than asked when the system refuses threads (a memory or process limit):
+        // the launch runs on those there are.
+        const int workers = ensure_workers(static_cast<int>(asked) - 1);
+        const int64_t active = std::min<int64_t>(asked, workers + 1);
         if (active <= 1) {
             run_chunk(fn, 0, n, ctx);
             return;
         }
-        ensure_workers(static_cast<int>(active) - 1);
         // Balanced static partition: the first n % active chunks get one extra iteration.
         const int64_t chunk = n / active, extra = n % active;
         auto chunk_begin = [&](int64_t w) { return w * chunk + std::min(w, extra); };
@@ -174,13 +182,21 @@ class Pool {
         }
     }
 
-    /// Starts workers until there are at least `count`. Pre: launch_mu_ held.
-    void ensure_workers(int count) {
+    /// Starts workers until there are at least `count`, or until the system refuses one (its
+    /// std::system_error is not an error of the launch). Returns the workers there are.
+    /// Pre: launch_mu_ held.
+    int ensure_workers(int count) {
         while (static_cast<int>(threads_.size()) < count) {
             slots_.push_back(std::make_unique<Slot>());
             Slot* s = slots_.back().get();
-            threads_.emplace_back([this, s] { worker_loop(s); });
+            try {
+                threads_.emplace_back([this, s] { worker_loop(s); });
+            } catch (const std::system_error&) {
+                slots_.pop_back();
+                break;
+            }
         }
+        return static_cast<int>(threads_.size());
     }
 
     /// Pre: launch_mu_ held.

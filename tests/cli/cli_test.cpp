@@ -47,8 +47,11 @@ TEST(Cli, BadSpecsAreOneLineErrors) {
 TEST(Cli, BadOptionsAreOneLineErrors) {
     expect_user_error("op run matmul:m=4,n=4,k=4 --repeat 0", "--repeat");
     expect_user_error("op run matmul:m=4,n=4,k=4 --threads -1", "--threads");
+    expect_user_error("op run matmul:m=4,n=4,k=4 --threads 5000", "not in range 0 to 1024");
     expect_user_error("op run matmul:m=4,n=4,k=4 --no-such-flag", "no-such-flag");
     expect_user_error("frobnicate", "frobnicate");
+    // An output of 4 TB: more than any machine can allocate is the spec's fault, not tessera's.
+    expect_user_error("op run matmul:m=1000000,n=1000000,k=1", "out of memory");
 }
 
 TEST(Cli, HelpOnEverySubcommand) {

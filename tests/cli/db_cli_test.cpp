@@ -59,9 +59,10 @@ class DbCli : public ::testing::Test {
     void TearDown() override { fs::remove_all(dir_); }
     std::string path(const std::string& name) const { return (dir_ / name).string(); }
 
-    Output run(const std::string& args) const {
+    /// `tessera ARGS`, run through `as` (a command prefix such as setpriv's) when given.
+    Output run(const std::string& args, const std::string& as = "") const {
         const std::string out = path("cmd.out"), err = path("cmd.err");
-        const std::string cmd = std::string(TESSERA_BINARY) + " " + args + " >" + out + " 2>" + err;
+        const std::string cmd = as + TESSERA_BINARY + " " + args + " >" + out + " 2>" + err;
         int status = std::system(cmd.c_str());
         Output o;
         o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -252,6 +253,44 @@ TEST_F(DbCli, BadDatabasesGiveOneLineErrorsAndExitOne) {
     EXPECT_EQ(o.err.rfind("error: ", 0), 0u) << o.err;
 }
 
+TEST_F(DbCli, AReadOnlyDatabaseIsReadAndRefusesWritesInOneLine) {
+    // A database on a read-only mount: file and folder unwritable. Root writes them anyway, so
+    // as root the commands run as an unprivileged user (setpriv); skipped where none can.
+    fs::create_directories(path("ro"));
+    const std::string db = make_db("ro/t.db", "fpA", 3);
+    ASSERT_EQ(run("db export --db " + make_db("w.db", "fpB", 2) + " -o " + path("more.jsonl"))
+                  .code,
+              0);
+    const std::string as =
+        geteuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups " : "";
+    fs::permissions(dir_, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                              fs::perms::others_read | fs::perms::others_exec);
+    fs::permissions(path("ro"), fs::perms::owner_read | fs::perms::owner_exec |
+                                    fs::perms::group_read | fs::perms::group_exec |
+                                    fs::perms::others_read | fs::perms::others_exec);
+    fs::permissions(db, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+    fs::permissions(path("more.jsonl"), fs::perms::all);
+    auto run_as = [&](const std::string& args) { return run(args, as); };
+    if (run_as("--version").code != 0) {
+        fs::permissions(path("ro"), fs::perms::owner_all);
+        GTEST_SKIP() << "cannot run tessera as an unprivileged user here";
+    }
+    Output o = run_as("db list --db " + db);
+    EXPECT_EQ(o.code, 0) << o.err;
+    EXPECT_NE(o.out.find("matmul"), std::string::npos) << o.out;
+    o = run_as("db stats --db " + db);
+    EXPECT_EQ(o.code, 0) << o.err;
+    EXPECT_FALSE(fs::exists(db + "-wal")) << "reading wrote beside the file";
+    // A write: one error line, exit 1, the file unchanged.
+    const std::string before = read_file(db);
+    o = run_as("db import " + path("more.jsonl") + " --db " + db);
+    EXPECT_EQ(o.code, 1) << o.out << o.err;
+    EXPECT_EQ(o.err.rfind("error: ", 0), 0u) << o.err;
+    EXPECT_EQ(read_file(db), before);
+    fs::permissions(path("ro"), fs::perms::owner_all);
+    fs::permissions(db, fs::perms::owner_read | fs::perms::owner_write);
+}
+
 TEST_F(DbCli, ImportReportsGarbageLinesWithNumbers) {
     std::string src = make_db("src.db", "fpA", 3);
     std::string file = path("r.jsonl");
@@ -272,6 +311,15 @@ TEST_F(DbCli, ImportReportsGarbageLinesWithNumbers) {
     EXPECT_EQ(o.code, 1);
     EXPECT_NE(o.err.find("not a tessera-records file"), std::string::npos) << o.err;
     EXPECT_EQ(run("db import " + path("nope.jsonl") + " --db " + path("d.db")).code, 1);
+    // A refused import into a database that did not exist leaves no file; one that existed
+    // keeps its records.
+    o = run("db import " + path("not.jsonl") + " --db " + path("fresh.db"));
+    EXPECT_EQ(o.code, 1);
+    EXPECT_FALSE(fs::exists(path("fresh.db")));
+    EXPECT_TRUE(fs::exists(path("d.db")));
+    o = run("db list --db " + path("d.db"));
+    EXPECT_EQ(o.code, 0) << o.err;
+    EXPECT_FALSE(o.out.empty());
 }
 
 } // namespace

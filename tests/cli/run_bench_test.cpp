@@ -142,9 +142,21 @@ TEST_F(RunBench, BadInputsAreOneLineErrors) {
     std::ofstream(text) << "hello\n";
     expect_user_error("run " + text + " --input " + in + out,
                       {"cannot load model library '" + text + "'"});
+    // A library cut short (a copy interrupted): one line naming it, not SIGBUS inside dlopen.
+    const std::string cut = (dir_ / "cut.so").string();
+    fs::copy_file(so(), cut, fs::copy_options::overwrite_existing);
+    fs::resize_file(cut, fs::file_size(cut) * 2 / 3);
+    expect_user_error("bench " + cut, {"model library '" + cut + "' is truncated"});
+    expect_user_error("run " + cut + " --input " + in + out, {"'" + cut + "' is truncated"});
     expect_user_error("bench " + (dir_ / "missing.so").string(),
                       {"'" + (dir_ / "missing.so").string() + "' does not exist"});
     expect_user_error("bench " + so() + " --repeat 3 --min-secs 1", {"--min-secs"});
+    // Thread counts outside 0..1024, as op run and tune refuse them.
+    expect_user_error("bench " + so() + " --threads -1",
+                      {"--threads", "-1", "not in range 0 to 1024"});
+    expect_user_error("bench " + so() + " --threads 99999999", {"--threads", "99999999"});
+    expect_user_error("run " + so() + " --input " + in + out + " --threads 2000",
+                      {"--threads", "2000"});
 }
 
 TEST_F(RunBench, BenchJsonHasTheDistribution) {

@@ -13,6 +13,7 @@
 
 #include <csignal>
 
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -188,6 +189,34 @@ TEST(ThreadPool, WorksInAForkedChild) {
     ASSERT_TRUE(WIFEXITED(status));
     EXPECT_EQ(WEXITSTATUS(status), 0);
     EXPECT_EQ(visit_counts(100), std::vector<int>(100, 1)); // the parent is unaffected
+}
+
+TEST(ThreadPool, RunsOnTheThreadsThereAreWhenTheSystemRefusesMore) {
+    // A child whose address space leaves room for a few dozen thread stacks asks for 4096
+    // threads: the launches must run (every index once) on the workers it gets, not abort.
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        long pages = 0;
+        if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+            if (std::fscanf(f, "%ld", &pages) != 1)
+                pages = 0;
+            std::fclose(f);
+        }
+        const rlim_t room = static_cast<rlim_t>(pages) * sysconf(_SC_PAGESIZE) + (256u << 20);
+        const struct rlimit limit = {room, room};
+        if (pages == 0 || setrlimit(RLIMIT_AS, &limit) != 0)
+            _exit(3);
+        set_num_threads(4096);
+        bool ok = true;
+        for (int launch = 0; launch < 3; ++launch)
+            ok = ok && visit_counts(100000) == std::vector<int>(100000, 1);
+        _exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status)) << "the child died of signal " << WTERMSIG(status);
+    EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 TEST(ThreadPool, CEntryPoint) {
