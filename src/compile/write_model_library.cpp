@@ -16,6 +16,7 @@
 #include "tessera/backends/model_object.h"
 #include "tessera/compile/model_compiler.h"
 #include "tessera/lower/lower_for_codegen.h"
+#include "tessera/runtime/checksum.h"
 #include "tessera/support/error.h"
 
 #ifdef TESSERA_HAVE_CUDA
@@ -162,6 +163,7 @@ LibrarySummary write_model_library(const ModelBuild& build, const std::string& s
         objects = compile_all_kernels(build.kernels, jobs, tmp.path());
         data.kernel_symbols = plan.kernels;
     }
+    plan.weights_checksum = runtime::content_checksum(weights.data(), weights.size());
     data.plan_bytes = runtime::serialize_plan(plan);
     data.weights = std::move(weights);
     const std::string data_obj = tmp.path() + "/model_data.o";

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "tessera/runtime/checksum.h"
 #include "tessera/runtime/cuda_model_executor.h"
 #include "tessera/runtime/model_executor.h"
 #include "tessera/runtime/model_plan.h"
@@ -109,6 +110,15 @@ int tessera_model_create(TesseraModel** out) {
                                      "build`)");
         tessera::runtime::ModelPlan plan =
             tessera::runtime::parse_plan(plan_bytes, static_cast<size_t>(*plan_size));
+        // Once per instance, a few ms per 10 MB: weights damaged after the build would
+        // otherwise run and return wrong numbers without a word.
+        if (tessera::runtime::content_checksum(tessera_model_weights,
+                                               static_cast<size_t>(plan.weight_bytes)) !=
+            plan.weights_checksum)
+            throw std::runtime_error("model '" + plan.model_name +
+                                     "': its weights are corrupt (their checksum does not "
+                                     "match the one written at build time): the library was "
+                                     "damaged after it was built");
         auto model = std::make_unique<TesseraModel>();
         if (plan.target == tessera::runtime::PlanTarget::Cuda) {
             model->cuda = std::make_unique<CudaModelExecutor>(

@@ -3,8 +3,11 @@
 // The encoding is little-endian and field by field (no padding, no host struct layout), so a
 // plan written by the compiler on one machine reads the same in a model library anywhere:
 //   "TSRPLAN\0" u32 version, then the ModelPlan fields in declaration order; a string is u32
-//   length + bytes, a vector is u32 count + elements, integers are fixed width.
+//   length + bytes, a vector is u32 count + elements, integers are fixed width; last the u64
+//   content_checksum of all the bytes before it.
 #include "tessera/runtime/model_plan.h"
+
+#include "tessera/runtime/checksum.h"
 
 #include <cstring>
 #include <iterator>
@@ -414,7 +417,12 @@ std::string serialize_plan(const ModelPlan& plan) {
             w.i64(b);
     }
     w.i64(plan.cubin_bytes);
-    return w.take();
+    w.i64(static_cast<int64_t>(plan.weights_checksum));
+    std::string bytes = w.take();
+    const uint64_t sum = content_checksum(bytes.data(), bytes.size());
+    for (int i = 0; i < 8; ++i)
+        bytes.push_back(static_cast<char>((sum >> (8 * i)) & 0xff));
+    return bytes;
 }
 
 ModelPlan parse_plan(const void* data, size_t size) {
@@ -432,6 +440,20 @@ ModelPlan parse_plan(const void* data, size_t size) {
              " is not supported: this runtime "
              "reads version " +
              std::to_string(kModelPlanVersion) + " (rebuild the model)");
+    // The trailing checksum covers every byte before it: a damaged plan fails here, before
+    // its fields are trusted.
+    const auto* bytes = static_cast<const unsigned char*>(data);
+    if (size < sizeof kMagic + 12)
+        fail("model plan is truncated: " + std::to_string(size) + " bytes");
+    uint64_t stored = 0;
+    for (int i = 0; i < 8; ++i)
+        stored |= static_cast<uint64_t>(bytes[size - 8 + i]) << (8 * i);
+    if (content_checksum(data, size - 8) != stored)
+        fail("model plan is corrupt (its checksum does not match its bytes): the library was "
+             "damaged after it was built");
+    r = Reader(bytes, size - 8);
+    r.bytes(magic, sizeof magic, "magic");
+    r.u32("version");
     ModelPlan plan;
     plan.model_name = r.str("model name");
     // Minimum encoded sizes: a tensor is 4+4+4+4+8+8 bytes, a call 4+4+4.
@@ -480,6 +502,7 @@ ModelPlan parse_plan(const void* data, size_t size) {
             b = r.i64("workspace bytes");
     }
     plan.cubin_bytes = r.i64("cubin bytes");
+    plan.weights_checksum = static_cast<uint64_t>(r.i64("weights checksum"));
     if (r.pos() != r.size())
         fail("model plan is malformed: " + std::to_string(r.size() - r.pos()) +
              " bytes left after the plan's end at byte " + std::to_string(r.pos()));

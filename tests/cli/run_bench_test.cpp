@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
@@ -22,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/tessera_process.h"
+#include "tessera/graph/import_onnx.h"
 #include "tessera/graph/tensor_io.h"
 #include "tessera/runtime/tessera_model.h"
 
@@ -157,6 +159,30 @@ TEST_F(RunBench, BadInputsAreOneLineErrors) {
     expect_user_error("bench " + so() + " --threads 99999999", {"--threads", "99999999"});
     expect_user_error("run " + so() + " --input " + in + out + " --threads 2000",
                       {"--threads", "2000"});
+}
+
+TEST_F(RunBench, ALibraryWithDamagedWeightsRefusesToLoad) {
+    // One flipped byte inside the weights (found by the bytes of a run of four of the model's
+    // constant elements): run and bench refuse the library in one line instead of computing.
+    const tessera::graph::Graph g =
+        tessera::graph::import_onnx(kModels + "/mlp/model.onnx");
+    std::ifstream in(so(), std::ios::binary);
+    std::string lib((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    size_t at = std::string::npos;
+    for (size_t v = 0; v < g.num_values() && at == std::string::npos; ++v) {
+        const tessera::graph::Value& val = g.value(static_cast<tessera::graph::ValueId>(v));
+        if (!val.is_constant() || val.dtype != DType::F32 || val.constant->numel() < 4)
+            continue;
+        at = lib.find(std::string(reinterpret_cast<const char*>(val.constant->raw()), 16));
+    }
+    ASSERT_NE(at, std::string::npos) << "no weight of the model found in its library";
+    lib[at + 2] = static_cast<char>(lib[at + 2] ^ 0x40);
+    const std::string damaged = (dir_ / "damaged.so").string();
+    std::ofstream(damaged, std::ios::binary) << lib;
+    expect_user_error("bench " + damaged, {"weights are corrupt", "damaged after it was built"});
+    expect_user_error("run " + damaged + " --input " + data(0, "input_0.npy") + " --output " +
+                          (dir_ / "damaged_out").string(),
+                      {"weights are corrupt"});
 }
 
 TEST_F(RunBench, BenchJsonHasTheDistribution) {

@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "tessera/runtime/checksum.h"
 #include "tessera/runtime/model_plan.h"
 
 using namespace tessera::runtime;
@@ -218,23 +219,47 @@ TEST(ModelPlan, ValidateNamesEachProblem) {
               std::string::npos);
 }
 
+/// The plan bytes before their trailing checksum.
+std::string body_of(const std::string& plan_bytes) {
+    return plan_bytes.substr(0, plan_bytes.size() - 8);
+}
+
+/// body followed by its checksum: edited bytes that pass the checksum, so that the checks
+/// behind it are what refuses them.
+std::string sealed(const std::string& body) {
+    const uint64_t sum = content_checksum(body.data(), body.size());
+    std::string out = body;
+    for (int i = 0; i < 8; ++i)
+        out.push_back(static_cast<char>((sum >> (8 * i)) & 0xff));
+    return out;
+}
+
 TEST(ModelPlan, ParseRefusesGarbageAndTruncatedBytes) {
     const std::string good = serialize_plan(sample_plan());
+    EXPECT_EQ(sealed(body_of(good)), good);
     EXPECT_NE(parse_error("").find("magic"), std::string::npos);
     EXPECT_NE(parse_error("TSR").find("magic"), std::string::npos);
     EXPECT_NE(parse_error("not a plan at all, just some text").find("magic"), std::string::npos);
-    // Every strict prefix fails with a clear message and never crashes.
+    // Every strict prefix fails with a clear message and never crashes, sealed or not.
+    const std::string body = body_of(good);
     for (size_t n = 0; n < good.size(); ++n) {
-        const std::string msg = parse_error(good.substr(0, n));
-        EXPECT_FALSE(msg.empty()) << "prefix of " << n << " bytes parsed";
+        EXPECT_FALSE(parse_error(good.substr(0, n)).empty()) << "prefix of " << n << " bytes";
+        if (n < body.size()) {
+            EXPECT_FALSE(parse_error(sealed(body.substr(0, n))).empty()) << "sealed " << n;
+        }
     }
-    EXPECT_NE(parse_error(good.substr(0, good.size() - 3)).find("truncated"), std::string::npos);
-    EXPECT_NE(parse_error(good + "x").find("1 bytes left after the plan's end"), std::string::npos);
+    EXPECT_NE(parse_error(good.substr(0, good.size() - 3)).find("corrupt"), std::string::npos);
+    EXPECT_NE(parse_error(sealed(body.substr(0, body.size() - 3))).find("truncated"),
+              std::string::npos);
+    EXPECT_NE(parse_error(good + "x").find("corrupt"), std::string::npos);
+    EXPECT_NE(parse_error(sealed(body + "x")).find("1 bytes left after the plan's end"),
+              std::string::npos);
     // A huge count is refused before anything is allocated.
-    std::string huge = good;
+    std::string huge = body;
     const size_t tensors_count_at = 8 + 4 + 4 + std::string("sample").size();
     std::memset(&huge[tensors_count_at], 0xff, 4);
-    EXPECT_NE(parse_error(huge).find("tensors count 4294967295"), std::string::npos);
+    EXPECT_NE(parse_error(sealed(huge)).find("tensors count 4294967295"), std::string::npos);
+    EXPECT_NE(parse_error(huge + good.substr(body.size())).find("corrupt"), std::string::npos);
     // Bytes that decode but describe an invalid plan.
     ModelPlan bad = sample_plan();
     bad.calls[0].kernel = 7;
@@ -243,14 +268,24 @@ TEST(ModelPlan, ParseRefusesGarbageAndTruncatedBytes) {
 }
 
 TEST(ModelPlan, ParseFlippedBytesNeverCrashes) {
-    // Each single-byte corruption either parses to a valid plan or throws runtime_error.
+    // Each single-byte corruption fails the checksum; resealed (a corruption the checksum
+    // cannot see), it either parses to a valid plan or throws runtime_error.
     const std::string good = serialize_plan(sample_plan());
+    const std::string body = body_of(good);
     for (size_t i = 0; i < good.size(); ++i) {
         for (unsigned char x : {0x01, 0x80, 0xff}) {
             std::string b = good;
             b[i] = static_cast<char>(static_cast<unsigned char>(b[i]) ^ x);
+            const std::string msg = parse_error(b);
+            if (i >= 12) { // past the magic and the version, which are checked first
+                EXPECT_NE(msg.find("corrupt"), std::string::npos) << i << ": " << msg;
+            }
+            if (i >= body.size())
+                continue;
+            b.resize(body.size());
+            const std::string resealed = sealed(b);
             try {
-                validate_plan(parse_plan(b.data(), b.size()));
+                validate_plan(parse_plan(resealed.data(), resealed.size()));
             } catch (const std::runtime_error&) {
             }
         }
@@ -266,4 +301,22 @@ TEST(ModelPlan, WrongVersionNamesBoth) {
     EXPECT_NE(msg.find("version " + std::to_string(other)), std::string::npos) << msg;
     EXPECT_NE(msg.find("reads version " + std::to_string(kModelPlanVersion)), std::string::npos)
         << msg;
+}
+
+TEST(ContentChecksum, EveryFlippedByteAndEveryLengthChangesIt) {
+    std::string bytes;
+    for (int i = 0; i < 75; ++i)
+        bytes.push_back(static_cast<char>(i * 37 + 11));
+    for (size_t n = 0; n <= bytes.size(); ++n) {
+        const uint64_t sum = content_checksum(bytes.data(), n);
+        EXPECT_EQ(content_checksum(bytes.data(), n), sum); // deterministic
+        if (n > 0) {
+            EXPECT_NE(content_checksum(bytes.data(), n - 1), sum) << n;
+        }
+        for (size_t i = 0; i < n; ++i) {
+            std::string b = bytes.substr(0, n);
+            b[i] = static_cast<char>(b[i] ^ 0x10);
+            EXPECT_NE(content_checksum(b.data(), n), sum) << "byte " << i << " of " << n;
+        }
+    }
 }

@@ -38,8 +38,9 @@ extern const unsigned char tessera_model_cubins[];
 namespace tessera::runtime {
 
 /// The plan format this runtime reads and the compiler writes; parse_plan refuses others.
-/// Version 2 added the target and the CUDA modules.
-constexpr uint32_t kModelPlanVersion = 2;
+/// Version 2 added the target and the CUDA modules; version 3 the checksums of the weights
+/// and of the encoded plan itself.
+constexpr uint32_t kModelPlanVersion = 3;
 
 /// What the kernels of a plan run on; the C API picks the executor by it.
 enum class PlanTarget : int32_t {
@@ -137,6 +138,8 @@ struct ModelPlan {
     std::string cuda_arch;
     std::vector<PlanCudaModule> cuda_modules;
     int64_t cubin_bytes = 0;
+    /// content_checksum (checksum.h) of the weight_bytes of tessera_model_weights, as built.
+    uint64_t weights_checksum = 0;
 };
 
 /// Checks a plan's internal consistency: tensor ids in range, inputs/outputs with the right
@@ -150,11 +153,13 @@ struct ModelPlan {
 void validate_plan(const ModelPlan& plan);
 
 /// A compact, versioned byte encoding of the plan (little-endian; starts with the magic
-/// "TSRPLAN" and kModelPlanVersion). Pre: validate_plan passes.
+/// "TSRPLAN" and kModelPlanVersion, ends with the content_checksum of the bytes before it).
+/// Pre: validate_plan passes.
 std::string serialize_plan(const ModelPlan& plan);
 
 /// The inverse of serialize_plan; validates the result. Throws std::runtime_error on a wrong
-/// magic, another version (naming both), truncated or malformed bytes.
+/// magic, another version (naming both), a checksum that does not match (corrupt bytes),
+/// truncated or malformed bytes.
 ModelPlan parse_plan(const void* data, size_t size);
 
 } // namespace tessera::runtime
