@@ -5,6 +5,7 @@
 #include "bf16_conv.h"
 
 #include "../op_util.h"
+#include "blocked_conv_words.h"
 #include "blocked_layout.h"
 #include "conv_pool.h"
 #include "node_kernel.h"
@@ -173,33 +174,18 @@ EvalOutputs eval_conv(const Node& n, const EvalInputs& in, const std::string& wh
     TensorData y(DType::F32, out_shape);
     const BFloat16* px = x.data<BFloat16>();
     const int32_t* pw = w.data<int32_t>();
+    const float* pb = bias ? bias->data<float>() : nullptr;
     float* py = y.data<float>();
     // Word by word, each word's two products summed first, as dot2_bf16 defines it. Both forms
     // hold the weights of (cb, r, s, channel pair) at the same offset.
-    for (int64_t b = 0; b < N; ++b)
-        for (int64_t kb = 0; kb < KB; ++kb)
-            for (int64_t oh = 0; oh < OH; ++oh)
-                for (int64_t ow = 0; ow < OW; ++ow)
-                    for (int64_t k = 0; k < B; ++k) {
-                        float acc = 0;
-                        for (int64_t cb = 0; cb < CB; ++cb)
-                            for (int64_t r = 0; r < R; ++r)
-                                for (int64_t s = 0; s < S; ++s)
-                                    for (int64_t j = 0; j < XB / 2; ++j) {
-                                        const int64_t h = oh * win.stride[0] + r * win.dilation[0];
-                                        const int64_t v = ow * win.stride[1] + s * win.dilation[1];
-                                        const BFloat16* pair =
-                                            px + (((b * CB + cb) * H + h) * W + v) * XB + 2 * j;
-                                        const int64_t word =
-                                            (((kb * CB + cb) * R + r) * S + s) * (XB / 2) + j;
-                                        acc += dot2_bf16(uint32_t(pair[0].bits) |
-                                                             uint32_t(pair[1].bits) << 16,
-                                                         static_cast<uint32_t>(pw[word * B + k]));
-                                    }
-                        if (bias)
-                            acc += bias->data<float>()[kb * B + k];
-                        py[(((b * KB + kb) * OH + oh) * OW + ow) * B + k] = acc;
-                    }
+    for_each_blocked_conv_output(
+        {N, CB, H, W, XB / 2, KB, R, S, B, OH, OW}, win, 0.0f,
+        [&](float acc, int64_t xw, int64_t wi) {
+            const BFloat16* pair = px + 2 * xw;
+            return acc + dot2_bf16(uint32_t(pair[0].bits) | uint32_t(pair[1].bits) << 16,
+                                   static_cast<uint32_t>(pw[wi]));
+        },
+        [&](float acc, int64_t kbk, int64_t o) { py[o] = pb ? acc + pb[kbk] : acc; });
     return {y};
 }
 

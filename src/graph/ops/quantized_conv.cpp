@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "../op_util.h"
+#include "blocked_conv_words.h"
 #include "blocked_layout.h"
 #include "conv_pool.h"
 #include "node_kernel.h"
@@ -241,27 +242,16 @@ EvalOutputs eval_qconv_blocked(const Node& n, const EvalInputs& in, const std::s
     const int32_t* po = off.data<int32_t>();
     const float* ps = sc.data<float>();
     float* py = y.data<float>();
-    for (int64_t b = 0; b < N; ++b)
-        for (int64_t kb = 0; kb < KB; ++kb)
-            for (int64_t oh = 0; oh < OH; ++oh)
-                for (int64_t ow = 0; ow < OW; ++ow)
-                    for (int64_t k = 0; k < B; ++k) {
-                        uint32_t acc = 0; // i32 arithmetic, wrapping as the kernel's
-                        for (int64_t cb = 0; cb < CB; ++cb)
-                            for (int64_t r = 0; r < R; ++r)
-                                for (int64_t s = 0; s < S; ++s)
-                                    for (int64_t j = 0; j < XW; ++j) {
-                                        const int64_t h = oh * win.stride[0] + r * win.dilation[0];
-                                        const int64_t v = ow * win.stride[1] + s * win.dilation[1];
-                                        acc += static_cast<uint32_t>(dot4_u8s8_reference(
-                                            px[(((b * CB + cb) * H + h) * W + v) * XW + j],
-                                            pw[((((kb * CB + cb) * R + r) * S + s) * XW + j) * B +
-                                               k]));
-                                    }
-                        acc += static_cast<uint32_t>(po[kb * B + k]);
-                        py[(((b * KB + kb) * OH + oh) * OW + ow) * B + k] =
-                            static_cast<float>(static_cast<int32_t>(acc)) * ps[kb * B + k];
-                    }
+    // i32 arithmetic, wrapping as the kernel's.
+    for_each_blocked_conv_output(
+        {N, CB, H, W, XW, KB, R, S, B, OH, OW}, win, uint32_t(0),
+        [&](uint32_t acc, int64_t xw, int64_t wi) {
+            return acc + static_cast<uint32_t>(dot4_u8s8_reference(px[xw], pw[wi]));
+        },
+        [&](uint32_t acc, int64_t kbk, int64_t o) {
+            acc += static_cast<uint32_t>(po[kbk]);
+            py[o] = static_cast<float>(static_cast<int32_t>(acc)) * ps[kbk];
+        });
     return {y};
 }
 
