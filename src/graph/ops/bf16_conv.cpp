@@ -27,17 +27,10 @@ TensorData pack_bf16_conv_weight_words(const TensorData& w, int64_t block, int64
                                           : Shape{KB, CB, R, S, words, block}); // zeroed
     const float* src = w.data<float>();
     auto* dst = reinterpret_cast<uint16_t*>(out.data<int32_t>());
-    for (int64_t k = 0; k < K; ++k)
-        for (int64_t c = 0; c < C; ++c)
-            for (int64_t r = 0; r < R; ++r)
-                for (int64_t s = 0; s < S; ++s) {
-                    const int64_t cb = c / in_block, ci = c % in_block;
-                    const int64_t word =
-                        ((((k / block) * CB + cb) * R + r) * S + s) * words * block +
-                        (ci / 2) * block + k % block;
-                    // Half 0 (the low one, first in memory) holds the even channel.
-                    dst[word * 2 + ci % 2] = f32_to_bf16_bits(src[((k * C + c) * R + r) * S + s]);
-                }
+    // Half 0 (the low one, first in memory) holds the even channel.
+    for_each_conv_weight_in_words(K, C, R, S, block, in_block, 2, [&](int64_t from, int64_t to) {
+        dst[to] = f32_to_bf16_bits(src[from]);
+    });
     return out;
 }
 

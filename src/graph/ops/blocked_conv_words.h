@@ -46,4 +46,24 @@ void for_each_blocked_conv_output(const BlockedConvWords& d, const Window2d& win
                     }
 }
 
+/// For every weight (k, c, r, s) of an OIHW weight [K, C, R, S]: f(source index in OIHW order,
+/// element index in the words [KB, CB, R, S, in_block / per_word, block] of `per_word` elements
+/// each, element ci % per_word of word ci / per_word holding input channel ci of its block).
+/// What the 8-bit (4 bytes a word) and bf16 (2 halves a word) weight packings share.
+template <typename F>
+void for_each_conv_weight_in_words(int64_t K, int64_t C, int64_t R, int64_t S, int64_t block,
+                                   int64_t in_block, int64_t per_word, F f) {
+    const int64_t CB = (C + in_block - 1) / in_block, words = in_block / per_word;
+    for (int64_t k = 0; k < K; ++k)
+        for (int64_t c = 0; c < C; ++c)
+            for (int64_t r = 0; r < R; ++r)
+                for (int64_t s = 0; s < S; ++s) {
+                    const int64_t cb = c / in_block, ci = c % in_block;
+                    const int64_t word =
+                        ((((k / block) * CB + cb) * R + r) * S + s) * words * block +
+                        (ci / per_word) * block + k % block;
+                    f(((k * C + c) * R + r) * S + s, word * per_word + ci % per_word);
+                }
+}
+
 } // namespace tessera::graph::detail

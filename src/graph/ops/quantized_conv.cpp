@@ -39,17 +39,9 @@ TensorData pack_conv_weight_words(const TensorData& w, int64_t block, int64_t in
     // Byte j of a word is input channel 4 * word + j, in memory order (little-endian).
     auto* dst = reinterpret_cast<uint8_t*>(out.data<int32_t>());
     std::memset(dst, 0, static_cast<size_t>(out.numel()) * 4);
-    for (int64_t k = 0; k < K; ++k)
-        for (int64_t c = 0; c < C; ++c)
-            for (int64_t r = 0; r < R; ++r)
-                for (int64_t s = 0; s < S; ++s) {
-                    const int64_t cb = c / in_block, ci = c % in_block;
-                    const int64_t word =
-                        ((((k / block) * CB + cb) * R + r) * S + s) * words * block +
-                        (ci / 4) * block + k % block;
-                    dst[word * 4 + ci % 4] =
-                        static_cast<uint8_t>(src[((k * C + c) * R + r) * S + s]);
-                }
+    for_each_conv_weight_in_words(K, C, R, S, block, in_block, 4, [&](int64_t from, int64_t to) {
+        dst[to] = static_cast<uint8_t>(src[from]);
+    });
     return out;
 }
 
