@@ -1,5 +1,6 @@
-// The measurement builder: parallel lowering + LLVM compilation + linking with per-candidate
-// time limits (see builder.h for the contract and what happens to a build that times out).
+// The measurement builder: parallel lowering, then LLVM compilation + linking in compile
+// processes, with per-candidate time limits (see builder.h for the contract and what happens
+// to a build that times out).
 #include "tessera/tuner/builder.h"
 
 #include <algorithm>
@@ -11,7 +12,9 @@
 #include <utility>
 
 #include <fmt/format.h>
+#include <signal.h>
 
+#include "codegen_process.h"
 #include "tessera/lower/lower_for_codegen.h"
 #include "tessera/support/error.h"
 
@@ -30,14 +33,23 @@ double seconds_since(Clock::time_point t0) {
 struct Job {
     bool done = false;      ///< The thread finished (result is set unless abandoned).
     bool abandoned = false; ///< Timed out: the thread's result is discarded.
+    pid_t child = 0;        ///< The compile process while it runs (killed on a timeout).
     Clock::time_point start;
     BuildResult result;
 };
 
-/// Lowers, prepares, compiles and links one candidate. Pure apart from the files it writes;
-/// never throws.
+/// Emits the object file and links the library (the default BuilderOptions::codegen).
+void emit_and_link(const ir::LoweredFunc& f, const std::string& obj, const std::string& so,
+                   const backend::CompileOptions& compile) {
+    backend::emit_object_file({f}, obj, compile);
+    backend::link_shared_library({obj}, so);
+}
+
+/// Lowers and prepares one candidate on this thread, then compiles and links it in a compile
+/// process whose pid `job` holds while it runs. Pure apart from the files it writes; never
+/// throws.
 BuildResult build_one(const LowerFn& lower, const std::string& base, const std::string& symbol,
-                      const backend::CompileOptions& compile) {
+                      const BuilderOptions& opts, Job& job, std::mutex& mu) {
     BuildResult r;
     r.symbol = symbol;
     const Clock::time_point t0 = Clock::now();
@@ -56,8 +68,26 @@ BuildResult build_one(const LowerFn& lower, const std::string& base, const std::
         const std::string obj = base + ".o", so = base + ".so";
         try {
             f = lower::prepare_for_codegen(std::move(f));
-            backend::emit_object_file({f}, obj, compile);
-            backend::link_shared_library({obj}, so);
+            ChildOutcome c = run_in_child_process(
+                [&] {
+                    if (opts.codegen)
+                        opts.codegen(f, obj, so);
+                    else
+                        emit_and_link(f, obj, so, opts.compile);
+                },
+                [&](pid_t pid) {
+                    std::lock_guard<std::mutex> g(mu);
+                    if (job.abandoned)
+                        kill(pid, SIGKILL);
+                    else
+                        job.child = pid;
+                },
+                [&] {
+                    std::lock_guard<std::mutex> g(mu);
+                    job.child = 0;
+                });
+            if (!c.ok)
+                throw UserError() << c.message;
             r.library_path = so;
             r.params = f.params;
         } catch (const std::exception& e) {
@@ -108,6 +138,7 @@ Builder::Builder(BuilderOptions opts) : impl_(std::make_unique<Impl>()) {
     if (opts.work_dir.empty())
         throw UserError() << "the builder needs a work directory";
     impl_->opts = std::move(opts);
+    backend::initialize_codegen(); // before the first fork (see run_in_child_process)
 }
 
 Builder::~Builder() {
@@ -138,7 +169,7 @@ std::vector<BuildResult> Builder::build(const std::vector<LowerFn>& candidates) 
             Impl* impl = impl_.get();
             threads[next] = std::thread([impl, job, base, lower = candidates[next]] {
                 BuildResult r =
-                    build_one(lower, base, Builder::kernel_symbol(), impl->opts.compile);
+                    build_one(lower, base, Builder::kernel_symbol(), impl->opts, *job, impl->mu);
                 std::lock_guard<std::mutex> g(impl->mu);
                 if (job->abandoned) {
                     if (!r.library_path.empty())
@@ -160,6 +191,8 @@ std::vector<BuildResult> Builder::build(const std::vector<LowerFn>& candidates) 
                 running.erase(running.begin() + static_cast<std::ptrdiff_t>(k));
             } else if (now - job.start >= timeout) {
                 job.abandoned = true;
+                if (job.child > 0)
+                    kill(job.child, SIGKILL); // its thread reaps it and ends soon
                 job.result.error = MeasureError::BuildTimeout;
                 job.result.error_message = fmt::format(
                     "build exceeded the time limit of {:g} s (left to finish, result discarded)",

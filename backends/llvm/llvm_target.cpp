@@ -194,6 +194,11 @@ std::string emit_machine_code(const llvm::Module& m, llvm::TargetMachine& tm, bo
 
 namespace tessera::backend {
 
+void initialize_codegen() {
+    detail::initialize_native_target();
+    (void)detail::target_spec(CompileOptions{});
+}
+
 void emit_object_file(std::vector<ir::LoweredFunc> funcs, const std::string& path,
                       const CompileOptions& opts) {
     detail::TargetSpec spec = detail::target_spec(opts);

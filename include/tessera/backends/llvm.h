@@ -93,6 +93,12 @@ void emit_object_file(std::vector<ir::LoweredFunc> funcs, const std::string& pat
 /// The optimized LLVM IR text of funcs, without compiling to machine code.
 std::string emit_llvm_ir(std::vector<ir::LoweredFunc> funcs, const CompileOptions& opts = {});
 
+/// Registers LLVM's native target and detects the host CPU, once per process (thread-safe;
+/// later calls return at once). A process that forks children to compile in (the tuner's
+/// builder) calls it first, so that no child starts while another thread holds the locks
+/// of that one-time setup.
+void initialize_codegen();
+
 /// Links object files into a shared library at so_path with ld.lld (or `cc -shared` when lld
 /// is unavailable). Runtime symbols stay undefined (see the file comment). Throws UserError
 /// with the linker's output when linking fails.

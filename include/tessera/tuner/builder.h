@@ -2,16 +2,18 @@
 // once, each against a time limit (the first half of measure.h's pipeline).
 //
 // Per candidate, on a build thread: lower (the candidate's own function, normally
-// sched::lower_state) -> lower::prepare_for_codegen -> backend::emit_object_file ->
-// backend::link_shared_library into work_dir/cand_<N>.so (N counts up over the Builder's
-// life, so paths are never reused); the object file is removed after linking. Each compile
-// has its own LLVM context, so builds run in parallel.
+// sched::lower_state) -> lower::prepare_for_codegen, then in a child process of its own
+// (codegen_process.h) backend::emit_object_file -> backend::link_shared_library into
+// work_dir/cand_<N>.so (N counts up over the Builder's life, so paths are never reused); the
+// object file is removed after linking. A code generator that crashes, aborts or exits costs
+// its candidate a CompileHost error naming the signal, not the tuner. Builds run in parallel.
 //
 // Time limit: a build still running build_timeout_secs after it started becomes a
 // BuildTimeout result at once, and its slot goes to the next candidate, so one slow compile
-// never blocks a batch. A thread cannot be killed safely, so the late build is left to
-// finish in the background: its result is discarded and its files are deleted when it ends.
-// The Builder's destructor waits for such builds (LLVM work is finite; it may take a while).
+// never blocks a batch. A compile process is killed then; lowering, which runs on the thread,
+// cannot be killed safely, so a late lowering is left to finish in the background: its result
+// is discarded and its files are deleted when it ends. The Builder's destructor waits for such
+// builds (lowering is finite; it may take a while).
 #pragma once
 
 #include <cstdint>
@@ -36,12 +38,17 @@ struct BuilderOptions {
     int threads = 1;                 ///< Builds at once (>= 1).
     double timeout_secs = 60;        ///< Per candidate, from its start (> 0).
     backend::CompileOptions compile; ///< Passed to emit_object_file.
+    /// Compiles one prepared function into the object file `obj` and links `so`; runs in the
+    /// compile process. Empty: backend::emit_object_file then backend::link_shared_library.
+    /// (Tests put faults here.)
+    std::function<void(const ir::LoweredFunc&, const std::string& obj, const std::string& so)>
+        codegen;
 };
 
 /// One built candidate.
 struct BuildResult {
-    /// Ok, Instantiation (lowering failed), CompileHost (prepare, codegen or link failed) or
-    /// BuildTimeout.
+    /// Ok, Instantiation (lowering failed), CompileHost (prepare, codegen or link failed, or
+    /// the compile process died) or BuildTimeout.
     MeasureError error = MeasureError::Ok;
     std::string error_message;
     double build_secs = 0;    ///< Wall time from the start of its build (the limit for timeouts).
