@@ -8,9 +8,11 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <sstream>
 #include <vector>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "tessera/cost_model/cost_model.h"
 #include "tessera/support/error.h"
@@ -116,6 +118,7 @@ void compare_finetuning(const std::vector<cost::TrainingExample>& held_out, int 
     if (rest.empty())
         throw UserError() << "--finetune " << k << ": no held-out task has more than " << k
                           << " records";
+    res.finetune_ranked = int64_t(rest.size());
     res.pretrained_alone = quality_of(rest, pretrained);
     std::unique_ptr<cost::CostModel> own = cost::make_model(opts.model, opts.seed);
     own->train(first);
@@ -135,9 +138,50 @@ void compare_finetuning(const std::vector<cost::TrainingExample>& held_out, int 
     line("pretrained, refined by them", res.pretrained_refined);
 }
 
+nlohmann::ordered_json quality_json(const FinetuneQuality& q) {
+    return {{"pairwise_accuracy", q.pairwise_accuracy}, {"peak_score_at_5", q.peak_score_at_5}};
+}
+
+nlohmann::ordered_json eval_json(const CostModelEvalOptions& opts, const std::string& model,
+                                 const CostModelEvalResult& r) {
+    nlohmann::ordered_json j;
+    j["database"] = tune::database_display_name(opts.db);
+    j["model"] = model;
+    j["holdout"] = opts.holdout;
+    j["holdout_share"] = opts.holdout_share;
+    j["seed"] = opts.seed;
+    j["corpus"] = corpus_counts_json(r.corpus);
+    j["train_records"] = r.train_examples;
+    j["train_tasks"] = r.train_tasks;
+    j["test_records"] = r.test_examples;
+    j["test_tasks"] = r.test_tasks;
+    j["train_secs"] = r.train_secs;
+    j["pairwise_accuracy"] = r.pairwise_accuracy;
+    j["num_pairs"] = r.num_pairs;
+    j["peak_score_at_1"] = r.peak_score_at_1;
+    j["peak_score_at_5"] = r.peak_score_at_5;
+    j["peak_score_at_32"] = r.peak_score_at_32;
+    j["scored_tasks"] = r.num_scored_tasks;
+    if (opts.finetune > 0) {
+        nlohmann::ordered_json f;
+        f["k"] = opts.finetune;
+        f["ranked_records"] = r.finetune_ranked;
+        f["pretrained_alone"] = quality_json(r.pretrained_alone);
+        f["own_records_alone"] = quality_json(r.own_records_alone);
+        f["pretrained_refined"] = quality_json(r.pretrained_refined);
+        j["finetune"] = f;
+    } else {
+        j["finetune"] = nullptr;
+    }
+    return j;
+}
+
 } // namespace
 
-CostModelEvalResult run_costmodel_eval(const CostModelEvalOptions& opts, std::ostream& out) {
+CostModelEvalResult run_costmodel_eval(const CostModelEvalOptions& opts, std::ostream& report) {
+    // With --json the text goes nowhere: one object is printed once everything succeeded.
+    std::ostringstream no_text;
+    std::ostream& out = opts.json ? no_text : report;
     check_options(opts);
     const tune::TuningDatabase db = open_existing_tune_database(opts.db, "--db " + opts.db);
 
@@ -166,8 +210,7 @@ CostModelEvalResult run_costmodel_eval(const CostModelEvalOptions& opts, std::os
     std::unique_ptr<cost::CostModel> model = cost::make_model(opts.model, opts.seed);
     const auto t0 = std::chrono::steady_clock::now();
     model->train(train);
-    const double train_secs =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    res.train_secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const cost::RankingQuality q = ranking_of(test, *model);
     res.pairwise_accuracy = q.pairwise_accuracy;
     res.peak_score_at_1 = q.peak_score_at_1;
@@ -177,7 +220,7 @@ CostModelEvalResult run_costmodel_eval(const CostModelEvalOptions& opts, std::os
     res.num_scored_tasks = q.num_tasks;
 
     out << fmt::format("model     {} trained on {} records in {:.2f} s\n", model->name(),
-                       res.train_examples, train_secs);
+                       res.train_examples, res.train_secs);
     out << fmt::format("pairwise accuracy  {:.4f} over {} held-out pairs\n", q.pairwise_accuracy,
                        q.num_pairs);
     out << fmt::format("peak score @1      {:.4f} (average over {} held-out tasks)\n",
@@ -186,6 +229,8 @@ CostModelEvalResult run_costmodel_eval(const CostModelEvalOptions& opts, std::os
     out << fmt::format("peak score @32     {:.4f}\n", q.peak_score_at_32);
     if (opts.finetune > 0)
         compare_finetuning(test, opts.finetune, *model, opts, res, out);
+    if (opts.json)
+        report << eval_json(opts, model->name(), res).dump() << "\n";
     return res;
 }
 

@@ -129,4 +129,14 @@ void print_corpus_counts(const std::string& db, const CorpusCounts& c, std::ostr
                        c.skipped_workloads);
 }
 
+nlohmann::ordered_json corpus_counts_json(const CorpusCounts& c) {
+    nlohmann::ordered_json j;
+    j["workloads"] = c.workloads;
+    j["records"] = c.records;
+    j["error_records"] = c.error_records;
+    j["unusable_records"] = c.unusable_records;
+    j["skipped_workloads"] = c.skipped_workloads;
+    return j;
+}
+
 } // namespace tessera::cli

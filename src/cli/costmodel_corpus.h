@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "tessera/cost_model/cost_model.h"
 #include "tessera/tuner/database.h"
 
@@ -43,5 +45,9 @@ std::vector<CorpusExample> load_corpus(const tune::TuningDatabase& db,
 
 /// The one-line account of a loaded corpus: "database  PATH: W workloads, R records (...)".
 void print_corpus_counts(const std::string& db, const CorpusCounts& c, std::ostream& out);
+
+/// The same counts as one JSON object, for --json: {"workloads", "records", "error_records",
+/// "unusable_records", "skipped_workloads"}.
+nlohmann::ordered_json corpus_counts_json(const CorpusCounts& c);
 
 } // namespace tessera::cli

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "tessera/backends/host.h"
 #include "tessera/cost_model/features.h"
@@ -19,7 +20,7 @@
 namespace tessera::cli {
 
 int run_costmodel_features(const std::string& op_spec, int samples, uint64_t seed,
-                           std::ostream& out) {
+                           std::ostream& out, bool json) {
     if (samples < 1)
         throw UserError() << "--samples must be >= 1, got " << samples;
     te::OpInstance inst = te::make_op(op_spec);
@@ -61,6 +62,22 @@ int run_costmodel_features(const std::string& op_spec, int samples, uint64_t see
     } while (seconds < 0.5);
 
     const double n_programs = double(passes) * double(programs.size());
+    if (json) {
+        nlohmann::ordered_json j;
+        j["op"] = inst.canonical_spec;
+        j["programs"] = programs.size();
+        j["sketches"] = sketches.size();
+        j["seed"] = seed;
+        j["stores_per_program"] = double(rows) / n_programs;
+        j["features_per_store"] = cost::num_features();
+        j["passes"] = passes;
+        j["elapsed_secs"] = seconds;
+        j["programs_per_sec"] = n_programs / seconds;
+        j["stores_per_sec"] = double(rows) / seconds;
+        j["features_per_sec"] = double(rows) * double(cost::num_features()) / seconds;
+        out << j.dump() << "\n";
+        return 0;
+    }
     out << fmt::format("{}: {} programs ({} sketches, seed {}), {:.1f} stores per program, "
                        "{} features per store\n",
                        inst.canonical_spec, programs.size(), sketches.size(), seed,

@@ -51,7 +51,8 @@ void run_costmodel_train(const CostModelTrainOptions& opts, std::ostream& out) {
     const tune::TuningDatabase db = open_existing_tune_database(opts.db, "--db " + opts.db);
     CorpusCounts counts;
     const std::vector<CorpusExample> corpus = load_corpus(db, opts.tasks_of, counts);
-    print_corpus_counts(opts.db, counts, out);
+    if (!opts.json)
+        print_corpus_counts(opts.db, counts, out);
     if (corpus.empty())
         throw UserError() << "--db " << opts.db << ": no usable records to train on";
 
@@ -88,6 +89,21 @@ void run_costmodel_train(const CostModelTrainOptions& opts, std::ostream& out) {
     write_atomically(opts.out, std::string(blob.begin(), blob.end()));
     const std::string info_path = pretrained_info_path(opts.out);
     write_atomically(info_path, info.dump(2) + "\n");
+    if (opts.json) {
+        nlohmann::ordered_json j;
+        j["database"] = tune::database_display_name(opts.db);
+        j["corpus"] = corpus_counts_json(counts);
+        j["model"] = model->name();
+        j["records"] = examples.size();
+        j["tasks"] = tasks.size();
+        j["train_secs"] = secs;
+        j["out"] = opts.out;
+        j["blob_bytes"] = blob.size();
+        j["feature_layout_version"] = cost::kFeatureLayoutVersion;
+        j["info"] = info_path;
+        out << j.dump() << "\n";
+        return;
+    }
     out << fmt::format("model     {} trained on {} records of {} tasks in {:.2f} s\n",
                        model->name(), examples.size(), tasks.size(), secs);
     out << fmt::format("wrote     {} ({} bytes, feature layout {}) and {}\n", opts.out,

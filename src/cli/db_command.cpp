@@ -7,12 +7,14 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <tuple>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "json_output.h"
 #include "tessera/schedule/lower_state.h"
 #include "tessera/schedule/schedule.h"
 #include "tessera/schedule/step.h"
@@ -98,8 +100,10 @@ std::map<TaskKey, tune::TuningRecord> best_per_task(const tune::TuningDatabase& 
 
 void run_list(const DbOptions& o, std::ostream& out) {
     tune::TuningDatabase db = open_existing(o.db);
-    out << fmt::format("{:<16}  {:<40}  {:>8}  {:>8}  {:>10}\n", "workload", "compute", "records",
-                       "ok", "best ms");
+    nlohmann::ordered_json workloads = nlohmann::ordered_json::array();
+    if (!o.json)
+        out << fmt::format("{:<16}  {:<40}  {:>8}  {:>8}  {:>10}\n", "workload", "compute",
+                           "records", "ok", "best ms");
     for (const std::string& key : db.workload_keys()) {
         std::vector<tune::TuningRecord> recs = db.records_of(key);
         int64_t ok = 0;
@@ -109,8 +113,22 @@ void run_list(const DbOptions& o, std::ostream& out) {
                 ++ok;
                 best = std::min(best, r.median_secs);
             }
-        out << fmt::format("{:<16}  {:<40}  {:>8}  {:>8}  {:>10}\n", key.substr(0, 16),
-                           compute_summary(*db.compute_text(key), recs), recs.size(), ok, ms(best));
+        const std::string summary = compute_summary(*db.compute_text(key), recs);
+        if (o.json)
+            workloads.push_back({{"key", key},
+                                 {"op", summary},
+                                 {"records", recs.size()},
+                                 {"ok", ok},
+                                 {"best_ms", ms_or_null(best)}});
+        else
+            out << fmt::format("{:<16}  {:<40}  {:>8}  {:>8}  {:>10}\n", key.substr(0, 16), summary,
+                               recs.size(), ok, ms(best));
+    }
+    if (o.json) {
+        nlohmann::ordered_json j;
+        j["database"] = tune::database_display_name(o.db);
+        j["workloads"] = workloads;
+        out << j.dump() << "\n";
     }
 }
 
@@ -129,6 +147,31 @@ void run_stats(const DbOptions& o, std::ostream& out) {
             ++fp.second;
             ++per_target[r.target];
         }
+    if (o.json) {
+        nlohmann::ordered_json j;
+        j["database"] = tune::database_display_name(o.db);
+        j["schema_version"] = db.schema_version();
+        j["workloads"] = keys.size();
+        j["records"] = records;
+        j["ok"] = ok;
+        j["errors"] = records - ok;
+        j["fingerprints"] = nlohmann::ordered_json::array();
+        for (const auto& [fp, v] : per_fp)
+            j["fingerprints"].push_back(
+                {{"fingerprint", fp}, {"isa_class", v.first}, {"records", v.second}});
+        j["targets"] = nlohmann::ordered_json::array();
+        for (const auto& [t, n] : per_target)
+            j["targets"].push_back({{"target", t}, {"records", n}});
+        j["best"] = nlohmann::ordered_json::array();
+        for (const auto& [k, r] : best_per_task(db))
+            j["best"].push_back({{"workload_key", std::get<0>(k)},
+                                 {"target", std::get<1>(k)},
+                                 {"fingerprint", std::get<2>(k)},
+                                 {"best_ms", ms_or_null(r.median_secs)},
+                                 {"record_id", r.id}});
+        out << j.dump() << "\n";
+        return;
+    }
     out << fmt::format("database     {} (schema version {})\n", tune::database_display_name(o.db),
                        db.schema_version());
     out << fmt::format("workloads    {}\n", keys.size());
@@ -168,6 +211,15 @@ void run_export(const DbOptions& o, std::ostream& out) {
     fs::rename(tmp, o.output, ec);
     if (ec)
         throw UserError() << "cannot write '" << o.output << "' (" << ec.message() << ")";
+    if (o.json) {
+        nlohmann::ordered_json j;
+        j["database"] = tune::database_display_name(o.db);
+        j["output"] = o.output;
+        j["workloads"] = counts.workloads;
+        j["records"] = counts.records;
+        out << j.dump() << "\n";
+        return;
+    }
     out << fmt::format("exported {} records of {} workloads to {}\n", counts.records,
                        counts.workloads, o.output);
 }
@@ -193,6 +245,18 @@ void run_import(const DbOptions& o, std::ostream& out, std::ostream& err) {
     }
     for (const std::string& p : rep.problems)
         err << "warning: " << o.input << ": " << p << " (skipped)\n";
+    if (o.json) {
+        nlohmann::ordered_json j;
+        j["database"] = tune::database_display_name(o.db);
+        j["input"] = o.input;
+        j["records_added"] = rep.records_added;
+        j["workloads_added"] = rep.workloads_added;
+        j["duplicates"] = rep.duplicates;
+        j["skipped"] = rep.skipped;
+        j["problems"] = rep.problems; // also warned about on stderr, as without --json
+        out << j.dump() << "\n";
+        return;
+    }
     out << fmt::format("imported {} records and {} new workloads into {} ({} already present, "
                        "{} lines skipped)\n",
                        rep.records_added, rep.workloads_added, o.db, rep.duplicates, rep.skipped);
@@ -205,10 +269,25 @@ void run_merge(const DbOptions& o, std::ostream& out) {
         sources.push_back(open_existing(s));
     make_parent_dir(o.output);
     tune::TuningDatabase dest(o.output);
+    nlohmann::ordered_json merged = nlohmann::ordered_json::array();
     for (size_t i = 0; i < sources.size(); ++i) {
         tune::ImportCounts c = dest.merge_from(sources[i]);
-        out << fmt::format("{}: {} records and {} new workloads added ({} already present)\n",
-                           o.sources[i], c.records_added, c.workloads_added, c.duplicates);
+        if (o.json)
+            merged.push_back({{"database", tune::database_display_name(o.sources[i])},
+                              {"records_added", c.records_added},
+                              {"workloads_added", c.workloads_added},
+                              {"duplicates", c.duplicates}});
+        else
+            out << fmt::format("{}: {} records and {} new workloads added ({} already present)\n",
+                               o.sources[i], c.records_added, c.workloads_added, c.duplicates);
+    }
+    if (o.json) {
+        nlohmann::ordered_json j;
+        j["output"] = tune::database_display_name(o.output);
+        j["sources"] = merged;
+        j["records"] = dest.num_records();
+        out << j.dump() << "\n";
+        return;
     }
     out << fmt::format("{}: {} records\n", o.output, dest.num_records());
 }
@@ -217,6 +296,17 @@ void run_prune(const DbOptions& o, std::ostream& out) {
     tune::TuningDatabase db = open_existing(o.db);
     int64_t before = db.num_records();
     int64_t removed = db.prune(o.keep_best, o.keep_errors);
+    if (o.json) {
+        nlohmann::ordered_json j;
+        j["database"] = tune::database_display_name(o.db);
+        j["records_before"] = before;
+        j["removed"] = removed;
+        j["records_after"] = before - removed;
+        j["keep_best"] = o.keep_best;
+        j["keep_errors"] = o.keep_errors;
+        out << j.dump() << "\n";
+        return;
+    }
     out << fmt::format("pruned {} of {} records (kept the {} best per workload, target and "
                        "fingerprint{})\n",
                        removed, before, o.keep_best, o.keep_errors ? ", and every error" : "");
@@ -224,7 +314,23 @@ void run_prune(const DbOptions& o, std::ostream& out) {
 
 } // namespace
 
-int run_db_verify(const std::string& db_path, std::ostream& out) {
+int run_db_verify(const std::string& db_path, std::ostream& report, bool json) {
+    // With json the text goes nowhere and one object is printed at the end, so that the text
+    // lines below need not know about --json.
+    std::ostringstream no_text;
+    std::ostream& out = json ? no_text : report;
+    nlohmann::ordered_json problems = nlohmann::ordered_json::array();
+    auto problem = [&](const tune::TuningRecord& r, const std::string& key, const char* status,
+                       const std::string& spec, const std::string& reason) {
+        problems.push_back(
+            {{"record_id", r.id},
+             {"workload_key", key},
+             {"target", r.target},
+             {"fingerprint", r.fingerprint},
+             {"status", status},
+             {"op_spec", spec.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(spec)},
+             {"reason", reason}});
+    };
     tune::TuningDatabase db = open_existing(db_path);
     std::string integrity = db.integrity_check();
     bool ok = integrity == "ok";
@@ -234,6 +340,7 @@ int run_db_verify(const std::string& db_path, std::ostream& out) {
         const std::string& key = std::get<0>(task);
         std::string spec = op_spec_of(r);
         if (spec.empty()) {
+            problem(r, key, "unverifiable", spec, "no op_spec in its measure settings");
             ++unverifiable;
             continue;
         }
@@ -241,6 +348,7 @@ int run_db_verify(const std::string& db_path, std::ostream& out) {
         try {
             inst = te::make_op(spec);
         } catch (const UserError& e) { // the op or one of its keys no longer exists
+            problem(r, key, "unverifiable", spec, std::string("no longer builds: ") + e.what());
             out << fmt::format("unverifiable record {}: op_spec '{}' no longer builds ({})\n", r.id,
                                spec, e.what());
             ++unverifiable;
@@ -250,6 +358,7 @@ int run_db_verify(const std::string& db_path, std::ostream& out) {
             out << fmt::format("unverifiable record {}: op_spec '{}' now builds a different "
                                "compute than workload {}\n",
                                r.id, spec, key.substr(0, 16));
+            problem(r, key, "unverifiable", spec, "builds a different compute than the workload");
             ++unverifiable;
             continue;
         }
@@ -262,12 +371,23 @@ int run_db_verify(const std::string& db_path, std::ostream& out) {
             std::replace(msg.begin(), msg.end(), '\n', ' ');
             out << fmt::format("BROKEN record {} (workload {}, target '{}', fingerprint {}): {}\n",
                                r.id, key.substr(0, 16), r.target, r.fingerprint, msg);
+            problem(r, key, "broken", spec, msg);
             ++broken;
         }
     }
     out << fmt::format("best records {} replay, {} do not, {} unverifiable (no op_spec in their "
                        "measure settings, or one that no longer builds their workload)\n",
                        verified, broken, unverifiable);
+    if (json) {
+        nlohmann::ordered_json j;
+        j["database"] = tune::database_display_name(db_path);
+        j["integrity"] = integrity;
+        j["verified"] = verified;
+        j["broken"] = broken;
+        j["unverifiable"] = unverifiable;
+        j["problems"] = problems;
+        report << j.dump() << "\n";
+    }
     return ok && broken == 0 ? 0 : 1;
 }
 
@@ -276,8 +396,10 @@ DbCommand::DbCommand(CLI::App& app) {
                                    "import, merge, prune, verify");
     db_->require_subcommand(1);
     const char* db_help = "The tuning database";
+    // Every subcommand takes --json; merge, which has no --db, adds it itself.
     auto with_db = [&](CLI::App* sub) {
         sub->add_option("--db", opts_.db, db_help)->capture_default_str();
+        add_json_flag(sub, opts_.json);
         return sub;
     };
     list_ = with_db(db_->add_subcommand(
@@ -302,6 +424,7 @@ DbCommand::DbCommand(CLI::App& app) {
         ->expected(2);
     merge_->add_option("-o,--output", opts_.output, "The database written (created if needed)")
         ->required();
+    add_json_flag(merge_, opts_.json);
     prune_ = with_db(db_->add_subcommand(
         "prune", "Keep the K best ok records per workload, target and fingerprint, in one "
                  "transaction"));
@@ -328,7 +451,7 @@ int DbCommand::run(std::ostream& out, std::ostream& err) const {
     else if (prune_->parsed())
         run_prune(opts_, out);
     else if (verify_->parsed())
-        return run_db_verify(opts_.db, out);
+        return run_db_verify(opts_.db, out, opts_.json);
     return 0;
 }
 

@@ -27,6 +27,7 @@ struct DbOptions {
     // prune
     int keep_best = 0;        ///< Ok records kept per workload/target/fingerprint.
     bool keep_errors = false; ///< Keep error records (dropped by default).
+    bool json = false;        ///< --json: one JSON object on stdout instead of the text report.
 };
 
 /// Registers `db` and its subcommands on `app`; run() then runs the one the command line chose.
@@ -35,8 +36,9 @@ class DbCommand {
     explicit DbCommand(CLI::App& app);
     /// Whether the command line chose `db` (valid after parsing).
     bool chosen() const;
-    /// Runs the chosen subcommand: reports to `out`, warnings to `err`. Returns the exit code:
-    /// 0, or 1 when `verify` finds a problem. Throws UserError on bad input (a missing or
+    /// Runs the chosen subcommand: reports to `out` (with --json one JSON object, written only
+    /// once the subcommand succeeded), warnings to `err`. Returns the exit code: 0, or 1 when
+    /// `verify` finds a problem (also with --json). Throws UserError on bad input (a missing or
     /// corrupted database, an unreadable file, a bad option value).
     int run(std::ostream& out, std::ostream& err) const;
 
@@ -52,7 +54,11 @@ class DbCommand {
 /// Compute is rebuilt from the record's measure settings "op_spec" (the operator registry) and
 /// must give the stored canonical text; records without one, or whose op_spec now builds a
 /// different Compute, are counted as unverifiable (there is no parser from the canonical text
-/// back to a Compute). Returns 0 when everything verifiable replays, 1 otherwise.
-int run_db_verify(const std::string& db_path, std::ostream& out);
+/// back to a Compute). Returns 0 when everything verifiable replays, 1 otherwise. With `json`,
+/// `out` gets one JSON object instead of the text: {"database", "integrity", "verified",
+/// "broken", "unverifiable", "problems": [{"record_id", "workload_key", "target",
+/// "fingerprint", "status" ("broken" or "unverifiable"), "op_spec", "reason"}]}, one problem
+/// per best record that is not verified.
+int run_db_verify(const std::string& db_path, std::ostream& out, bool json = false);
 
 } // namespace tessera::cli

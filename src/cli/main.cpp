@@ -17,6 +17,7 @@
 #include "db_command.h"
 #include "hw_command.h"
 #include "inspect_command.h"
+#include "json_output.h"
 #include "op_list.h"
 #include "op_run.h"
 #include "op_schedule.h"
@@ -99,6 +100,7 @@ int main(int argc, char** argv) {
                     "from, with placeholder tile sizes) and their steps");
     sketches->add_option("spec", sched_opts.spec, spec_help)->required();
     sketches->add_option("--cores", sched_opts.cores, cores_help)->capture_default_str();
+    cli::add_json_flag(sketches, sched_opts.json);
     CLI::App* sample = op->add_subcommand(
         "sample", "Print randomly annotated schedules of an operator, one step-list JSON per "
                   "line (each replays with `op run --schedule` and `op lower --schedule`)");
@@ -119,14 +121,18 @@ int main(int argc, char** argv) {
     default_cmd->add_option("--vector-lanes", sched_opts.vector_lanes,
                             "f32 lanes of the widest vector register (0 = this host's)")
         ->capture_default_str();
+    cli::add_json_flag(default_cmd, sched_opts.json);
     CLI::App* lower_cmd = op->add_subcommand(
         "lower", "Print the loop IR of an operator: its default loop nest, or a schedule's");
     lower_cmd->add_option("spec", sched_opts.spec, spec_help)->required();
     lower_cmd->add_option("--schedule", sched_opts.schedule_file,
                           "Lower this schedule (a step-list JSON file) instead of the default "
                           "loop nest");
+    cli::add_json_flag(lower_cmd, sched_opts.json);
 
     CLI::App* list = op->add_subcommand("list", "List the built-in operators and their keys");
+    bool list_json = false;
+    cli::add_json_flag(list, list_json);
 
     // Whole-model compilation into one shared library.
     cli::BuildCommandOptions build_opts;
@@ -315,6 +321,7 @@ int main(int argc, char** argv) {
                         "alone, and the first refined by the K (what tune does with the "
                         "pretrained model)")
         ->capture_default_str();
+    cli::add_json_flag(cm_eval, eval_opts.json);
     cli::CostModelTrainOptions train_opts;
     CLI::App* cm_train = costmodel->add_subcommand(
         "train", "Train the pretrained cost model on every record of a corpus database "
@@ -327,9 +334,11 @@ int main(int argc, char** argv) {
         ->required();
     cm_train->add_option("--seed", train_opts.seed, "Seeds the model's validation draw")
         ->capture_default_str();
+    cli::add_json_flag(cm_train, train_opts.json);
     std::string features_spec;
     int features_samples = 1000;
     uint64_t features_seed = 1;
+    bool features_json = false;
     CLI::App* cm_features = costmodel->add_subcommand(
         "features", "Time feature extraction on sampled schedules of an operator: programs/s, "
                     "stores/s and features/s");
@@ -338,6 +347,7 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     cm_features->add_option("--seed", features_seed, "Seed of the sampler")
         ->capture_default_str();
+    cli::add_json_flag(cm_features, features_json);
 
     // Sharing and maintaining tuning databases.
     cli::DbCommand db_cmd(app);
@@ -379,7 +389,7 @@ int main(int argc, char** argv) {
             cli::OpRunResult r = cli::run_op(run_opts, std::cout);
             return r.passed ? 0 : 3;
         } else if (*list) {
-            cli::print_op_list(std::cout);
+            cli::print_op_list(std::cout, list_json);
         } else if (*sketches) {
             cli::print_sketches(sched_opts, std::cout);
         } else if (*sample) {
@@ -400,7 +410,7 @@ int main(int argc, char** argv) {
             cli::run_costmodel_train(train_opts, std::cout);
         } else if (*cm_features) {
             return cli::run_costmodel_features(features_spec, features_samples, features_seed,
-                                               std::cout);
+                                               std::cout, features_json);
         } else if (db_cmd.chosen()) {
             return db_cmd.run(std::cout, std::cerr);
         } else if (*build_cmd) {

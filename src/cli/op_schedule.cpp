@@ -5,7 +5,9 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
+#include "json_output.h"
 #include "tessera/backends/host.h"
 #include "tessera/ir/printer.h"
 #include "tessera/lower/lower_default.h"
@@ -76,6 +78,19 @@ void print_sketches(const OpScheduleOptions& opts, std::ostream& out) {
     te::OpInstance inst = te::make_op(opts.spec);
     const std::vector<sched::State> sketches =
         sched::generate_sketches(inst.compute, sketch_options(opts, inst));
+    if (opts.json) {
+        // A sketch does not record the rules that derived it: its index names it, as in the text.
+        nlohmann::ordered_json list = nlohmann::ordered_json::array();
+        for (size_t i = 0; i < sketches.size(); ++i)
+            list.push_back({{"index", i},
+                            {"steps", step_list_json(sketches[i].steps)},
+                            {"loops", sched::to_string(sketches[i])}});
+        nlohmann::ordered_json j;
+        j["op"] = inst.canonical_spec;
+        j["sketches"] = list;
+        out << j.dump() << "\n";
+        return;
+    }
     out << fmt::format("{}: {} sketches\n", inst.canonical_spec, sketches.size());
     for (size_t i = 0; i < sketches.size(); ++i) {
         const sched::State& s = sketches[i];
@@ -119,6 +134,16 @@ void print_default_schedule(const OpScheduleOptions& opts, std::ostream& out) {
     o.vector_lanes = lanes_of(opts);
     o.weight_inputs = inst.weight_inputs;
     const sched::State s = sched::default_schedule(inst.compute, o);
+    if (opts.json) {
+        nlohmann::ordered_json j;
+        j["op"] = inst.canonical_spec;
+        j["cores"] = o.num_cores;
+        j["vector_lanes"] = o.vector_lanes;
+        j["steps"] = step_list_json(s.steps);
+        j["loops"] = sched::to_string(s);
+        out << j.dump() << "\n";
+        return;
+    }
     out << fmt::format("{}: default schedule ({} steps)\n", inst.canonical_spec, s.steps.size());
     out << sched::to_string(s);
     out << sched::steps_to_json(s.steps) << "\n";
@@ -136,6 +161,15 @@ void print_lowered(const OpScheduleOptions& opts, std::ostream& out) {
         } catch (const ScheduleError& e) {
             throw UserError() << "schedule " << opts.schedule_file << ": " << e.what();
         }
+    }
+    if (opts.json) {
+        nlohmann::ordered_json j;
+        j["op"] = inst.canonical_spec;
+        j["schedule"] = opts.schedule_file.empty() ? nlohmann::ordered_json()
+                                                   : nlohmann::ordered_json(opts.schedule_file);
+        j["ir"] = ir::to_string(f);
+        out << j.dump() << "\n";
+        return;
     }
     out << ir::to_string(f);
 }

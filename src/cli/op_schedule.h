@@ -18,6 +18,7 @@ struct OpScheduleOptions {
     int n = 10;                ///< `sample`: schedules to print.
     uint64_t seed = 1;         ///< `sample`: seed of the sampler.
     std::string schedule_file; ///< `lower`: a schedule JSON file (empty: the default loop nest).
+    bool json = false;         ///< `sketches`, `default`, `lower`: one JSON object instead of text.
 };
 
 /// Reads a schedule file (the versioned step-list JSON of `op sample`) and replays it on c.
@@ -25,7 +26,9 @@ struct OpScheduleOptions {
 /// valid step-list JSON, or a step is illegal for c.
 sched::State load_schedule(const te::Compute& c, const std::string& path);
 
-/// `op sketches`: each sketch's loop structure (sched::to_string) and its steps.
+/// `op sketches`: each sketch's loop structure (sched::to_string) and its steps. With
+/// opts.json one object: {"op", "sketches": [{"index", "steps" (the step-list JSON as a value,
+/// step_list_json), "loops" (the printed loop structure)}]}.
 void print_sketches(const OpScheduleOptions& opts, std::ostream& out);
 
 /// `op sample`: opts.n sampled schedules that lower, one step-list JSON per line.
@@ -33,10 +36,12 @@ void print_samples(const OpScheduleOptions& opts, std::ostream& out);
 
 /// `op default`: the rule-based default schedule (sched::default_schedule for this host's cores
 /// and vector width, or opts.cores / opts.vector_lanes): its loop structure, then its step-list
-/// JSON on the last line.
+/// JSON on the last line. With opts.json one object: {"op", "cores", "vector_lanes", "steps"
+/// (the step-list JSON as a value: dumped to a file it replays), "loops"}.
 void print_default_schedule(const OpScheduleOptions& opts, std::ostream& out);
 
-/// `op lower`: the loop IR of the default loop nest or of opts.schedule_file.
+/// `op lower`: the loop IR of the default loop nest or of opts.schedule_file. With opts.json one
+/// object: {"op", "schedule" (the file, null for the default loop nest), "ir" (the printed IR)}.
 void print_lowered(const OpScheduleOptions& opts, std::ostream& out);
 
 } // namespace tessera::cli

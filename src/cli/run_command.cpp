@@ -7,7 +7,9 @@
 #include <optional>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
+#include "json_output.h"
 #include "model_library.h"
 #include "threads_option.h"
 #include "tessera/compile/model_compiler.h"
@@ -140,12 +142,28 @@ void run_model(const RunModelOptions& opts, std::ostream& out) {
     if (ec || !std::filesystem::is_directory(opts.output_dir))
         throw UserError() << "cannot create the output folder '" << opts.output_dir
                           << "': " << (ec ? ec.message() : "a file of that name exists");
+    nlohmann::ordered_json written = nlohmann::ordered_json::array();
     for (size_t i = 0; i < outputs.size(); ++i) {
         const ModelTensorInfo& t = model.outputs()[i];
         const std::string path =
             (std::filesystem::path(opts.output_dir) / (file_stem(t.name) + ".npy")).string();
         graph::write_npy(path, outputs[i]);
-        out << "wrote " << path << " (" << t.name << ": " << describe(t) << ")\n";
+        if (opts.json)
+            written.push_back({{"name", t.name},
+                               {"file", path},
+                               {"dtype", model_dtype_name(t.dtype)},
+                               {"shape", t.shape}});
+        else
+            out << "wrote " << path << " (" << t.name << ": " << describe(t) << ")\n";
+    }
+    if (opts.json) {
+        nlohmann::ordered_json j;
+        j["model"] = model.name();
+        j["path"] = opts.model;
+        j["threads"] = opts.threads > 0 ? opts.threads : 0;
+        j["output_dir"] = opts.output_dir;
+        j["outputs"] = written;
+        out << j.dump() << "\n";
     }
 }
 
@@ -162,6 +180,7 @@ CLI::App* add_run_command(CLI::App& app, RunModelOptions& opts) {
                     "Folder for the outputs (created if missing), one NAME.npy each")
         ->required();
     add_threads_option(cmd, opts.threads, "Threads of the model (0 = one per core)");
+    add_json_flag(cmd, opts.json);
     return cmd;
 }
 

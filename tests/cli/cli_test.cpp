@@ -4,8 +4,10 @@
 
 #include <array>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <sys/wait.h>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 #include "common/tessera_process.h"
@@ -241,6 +243,105 @@ TEST(Cli, BadScheduleFilesAreOneLineErrors) {
         expect_user_error(pre + illegal, illegal);
         expect_user_error(pre + illegal, "99");
     }
+}
+
+// ---- --json on op list, op sketches, op default, op lower --------------------------------------
+
+namespace {
+
+/// `tessera ARGS --json`'s stdout (stderr dropped), which must be exactly one JSON object on one
+/// line; the exit code must be 0.
+nlohmann::json json_of(const std::string& args) {
+    const Output o = tessera::testing::capture_tessera(args + " --json", "/dev/null");
+    EXPECT_EQ(o.code, 0) << args << "\n" << o.out;
+    const std::vector<std::string> lines = lines_of(o.out);
+    EXPECT_EQ(lines.size(), 1u) << args << ": --json must print one line\n" << o.out;
+    nlohmann::json j = nlohmann::json::parse(lines.empty() ? "null" : lines[0], nullptr, false);
+    EXPECT_TRUE(j.is_object()) << args << "\n" << o.out;
+    return j;
+}
+
+} // namespace
+
+TEST(CliJson, OpListNamesEveryOpWithItsKeys) {
+    const nlohmann::json j = json_of("op list");
+    ASSERT_TRUE(j["ops"].is_array()) << j;
+    // As many ops as the text lists (one line each after the heading).
+    EXPECT_EQ(j["ops"].size(), lines_of(run_tessera("op list").out).size() - 1);
+    std::map<std::string, nlohmann::json> ops;
+    for (const auto& op : j["ops"])
+        ops[op["name"].get<std::string>()] = op["keys"];
+    ASSERT_TRUE(ops.count("matmul")) << j;
+    std::vector<std::string> names;
+    for (const auto& k : ops["matmul"]) {
+        names.push_back(k["name"].get<std::string>());
+        EXPECT_TRUE(k["required"].get<bool>()) << k;
+        EXPECT_TRUE(k["default"].is_null()) << k;
+    }
+    EXPECT_EQ(names, (std::vector<std::string>{"m", "n", "k"}));
+    // conv2d: a numeric default, and a key that defaults to another key.
+    ASSERT_TRUE(ops.count("conv2d")) << j;
+    std::map<std::string, nlohmann::json> conv;
+    for (const auto& k : ops["conv2d"])
+        conv[k["name"].get<std::string>()] = k;
+    EXPECT_EQ(conv["r"]["default"], 3) << conv["r"];
+    EXPECT_FALSE(conv["r"]["required"].get<bool>());
+    EXPECT_TRUE(conv["s"]["default"].is_null()) << conv["s"];
+    EXPECT_EQ(conv["s"]["default_from"], "r") << conv["s"];
+}
+
+TEST(CliJson, OpSketchesGiveStepsAndLoopsPerSketch) {
+    const std::string args = "op sketches matmul:m=64,n=64,k=64 --cores 4";
+    const nlohmann::json j = json_of(args);
+    EXPECT_EQ(j["op"], "matmul:m=64,n=64,k=64");
+    // As the text test: 3 tilings, with and without B panels.
+    ASSERT_EQ(j["sketches"].size(), 6u) << j;
+    const std::string text = run_tessera(args).out;
+    for (size_t i = 0; i < j["sketches"].size(); ++i) {
+        const nlohmann::json& s = j["sketches"][i];
+        EXPECT_EQ(s["index"], i);
+        EXPECT_EQ(s["steps"]["version"], 1) << s;
+        // The same loop structure and step count as the text prints for this sketch.
+        const std::string loops = s["loops"].get<std::string>();
+        EXPECT_NE(loops.find("for "), std::string::npos) << loops;
+        EXPECT_NE(text.find("sketch " + std::to_string(i) + " (" +
+                            std::to_string(s["steps"]["steps"].size()) + " steps)\n" + loops),
+                  std::string::npos)
+            << i << "\n"
+            << text;
+    }
+    expect_user_error("op sketches matmull:m=4 --json", "matmull");
+}
+
+// op default --json: its steps, written to a file, replay through op run and op lower; op lower
+// --json carries the same IR as the text.
+TEST(CliJson, OpDefaultStepsReplayAndOpLowerCarriesTheIr) {
+    const std::string spec = "matmul:m=13,n=7,k=127";
+    const std::string args = "op default " + spec + " --cores 2 --vector-lanes 8";
+    const nlohmann::json d = json_of(args);
+    EXPECT_EQ(d["op"], spec);
+    EXPECT_EQ(d["cores"], 2);
+    EXPECT_EQ(d["vector_lanes"], 8);
+    ASSERT_FALSE(d["steps"]["steps"].empty()) << d;
+    // The steps are the text's step-list line, as a JSON value; the loops its loop structure.
+    const std::string text = run_tessera(args).out;
+    EXPECT_EQ(d["steps"], nlohmann::json::parse(last_line(text)));
+    EXPECT_NE(text.find(d["loops"].get<std::string>()), std::string::npos) << text;
+
+    const std::string file = write_temp("default_json.json", d["steps"].dump() + "\n");
+    Output r = run_tessera("op run " + spec + " --schedule " + file + " --repeat 1 --json");
+    ASSERT_EQ(r.code, 0) << r.out;
+    EXPECT_TRUE(nlohmann::json::parse(last_line(r.out))["passed"].get<bool>()) << r.out;
+
+    const nlohmann::json l = json_of("op lower " + spec + " --schedule " + file);
+    EXPECT_EQ(l["op"], spec);
+    EXPECT_EQ(l["schedule"], file);
+    EXPECT_EQ(l["ir"], run_tessera("op lower " + spec + " --schedule " + file).out);
+    const nlohmann::json naive = json_of("op lower " + spec);
+    EXPECT_TRUE(naive["schedule"].is_null()) << naive;
+    EXPECT_EQ(naive["ir"], run_tessera("op lower " + spec).out);
+    EXPECT_NE(naive["ir"], l["ir"]);
+    expect_user_error("op lower " + spec + " --json --schedule " + file + ".missing", "missing");
 }
 
 // ---- tessera inspect (graph pipeline, fusion and memory plan of an ONNX model) ----

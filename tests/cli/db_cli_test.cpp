@@ -1,7 +1,8 @@
 // `tessera db` end to end through the built binary: list and stats, export then import (twice:
 // idempotent), merge of two machines' databases, prune, verify catching a record whose schedule
-// no longer replays, and bad input (a missing, truncated or garbage database, garbage JSONL
-// lines) giving one clear line and exit 1 or line-numbered warnings.
+// no longer replays, --json's one object per subcommand, and bad input (a missing, truncated or
+// garbage database, garbage JSONL lines) giving one clear line and exit 1 or line-numbered
+// warnings.
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -14,6 +15,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "tessera/te/op_registry.h"
 #include "tessera/te/workload_key.h"
@@ -210,6 +213,126 @@ TEST_F(DbCli, VerifyReplaysBestRecordsAndCatchesABrokenOne) {
     o = run("db verify --db " + no_spec);
     EXPECT_EQ(o.code, 0) << o.out;
     EXPECT_NE(o.out.find("0 replay, 0 do not, 1 unverifiable"), std::string::npos) << o.out;
+}
+
+// --json: one JSON object on stdout per subcommand, with the numbers the text reports.
+
+/// The one JSON object `o` printed on stdout (a test failure when it printed anything else).
+nlohmann::json json_of(const Output& o) {
+    const auto lines = std::count(o.out.begin(), o.out.end(), '\n');
+    EXPECT_EQ(lines, 1) << "--json must print one line\n" << o.out << o.err;
+    nlohmann::json j = nlohmann::json::parse(o.out, nullptr, false);
+    EXPECT_TRUE(j.is_object()) << o.out;
+    return j;
+}
+
+TEST_F(DbCli, JsonListAndStatsCountTheRecords) {
+    const std::string db = make_db("a.db", "fpA", 3); // 3 ok records and 1 error
+    const std::string key = tessera::te::workload_key(tessera::te::make_op(kSpec).compute);
+    Output o = run("db list --json --db " + db);
+    ASSERT_EQ(o.code, 0) << o.err;
+    nlohmann::json j = json_of(o);
+    EXPECT_EQ(j["database"], db);
+    ASSERT_EQ(j["workloads"].size(), 1u) << j;
+    const nlohmann::json& w = j["workloads"][0];
+    EXPECT_EQ(w["key"], key);
+    EXPECT_EQ(w["op"], kSpec);
+    EXPECT_EQ(w["records"], 4);
+    EXPECT_EQ(w["ok"], 3);
+    EXPECT_DOUBLE_EQ(w["best_ms"].get<double>(), 1.5); // median of the fastest's 1 and 2 ms
+
+    o = run("db stats --db " + db + " --json");
+    ASSERT_EQ(o.code, 0) << o.err;
+    j = json_of(o);
+    EXPECT_EQ(j["schema_version"], 2);
+    EXPECT_EQ(j["workloads"], 1);
+    EXPECT_EQ(j["records"], 4);
+    EXPECT_EQ(j["ok"], 3);
+    EXPECT_EQ(j["errors"], 1);
+    EXPECT_EQ(j["fingerprints"],
+              nlohmann::json::parse(R"([{"fingerprint":"fpA","isa_class":"x86_64;isa_fpA",)"
+                                    R"("records":4}])"));
+    EXPECT_EQ(j["targets"],
+              nlohmann::json::parse(R"([{"target":"llvm -mcpu=cpu_fpA","records":4}])"));
+    ASSERT_EQ(j["best"].size(), 1u) << j;
+    EXPECT_EQ(j["best"][0]["workload_key"], key);
+    EXPECT_EQ(j["best"][0]["record_id"], 3); // the third record: the fastest
+    EXPECT_DOUBLE_EQ(j["best"][0]["best_ms"].get<double>(), 1.5);
+
+    // An error stays one line on stderr, and stdout stays empty.
+    o = run("db list --json --db " + path("missing.db"));
+    EXPECT_EQ(o.code, 1);
+    EXPECT_EQ(o.out, "");
+    EXPECT_EQ(o.err, "error: tuning database '" + path("missing.db") + "': no such file\n");
+}
+
+TEST_F(DbCli, JsonExportImportMergeAndPruneReportTheirCounts) {
+    const std::string src = make_db("src.db", "fpA", 4);
+    const std::string file = path("records.jsonl");
+    Output o = run("db export --json --db " + src + " -o " + file);
+    ASSERT_EQ(o.code, 0) << o.err;
+    nlohmann::json j = json_of(o);
+    EXPECT_EQ(j["output"], file);
+    EXPECT_EQ(j["records"], 5);
+    EXPECT_EQ(j["workloads"], 1);
+    EXPECT_TRUE(fs::exists(file));
+
+    const std::string dst = path("dst.db");
+    j = json_of(run("db import --json " + file + " --db " + dst));
+    EXPECT_EQ(j["records_added"], 5);
+    EXPECT_EQ(j["workloads_added"], 1);
+    EXPECT_EQ(j["duplicates"], 0);
+    j = json_of(run("db import --json " + file + " --db " + dst)); // again: nothing new
+    EXPECT_EQ(j["records_added"], 0);
+    EXPECT_EQ(j["duplicates"], 5);
+    EXPECT_EQ(j["problems"], nlohmann::json::array());
+
+    const std::string other = make_db("b.db", "fpB", 2);
+    const std::string merged = path("m.db");
+    j = json_of(run("db merge --json " + src + " " + other + " -o " + merged));
+    ASSERT_EQ(j["sources"].size(), 2u) << j;
+    EXPECT_EQ(j["sources"][0]["database"], src);
+    EXPECT_EQ(j["sources"][0]["records_added"], 5);
+    EXPECT_EQ(j["sources"][1]["records_added"], 3);
+    EXPECT_EQ(j["records"], 8);
+
+    j = json_of(run("db prune --json --keep-best 2 --db " + merged));
+    EXPECT_EQ(j["records_before"], 8);
+    EXPECT_EQ(j["removed"], 4); // per machine: 2 ok records kept, the error dropped
+    EXPECT_EQ(j["records_after"], 4);
+    EXPECT_EQ(TuningDatabase(merged).num_records(), 4);
+}
+
+TEST_F(DbCli, JsonVerifyListsTheProblemsAndKeepsTheExitCode) {
+    Output o = run("db verify --json --db " + make_db("good.db", "fpA", 2));
+    EXPECT_EQ(o.code, 0) << o.out << o.err;
+    nlohmann::json j = json_of(o);
+    EXPECT_EQ(j["integrity"], "ok");
+    EXPECT_EQ(j["verified"], 1);
+    EXPECT_EQ(j["broken"], 0);
+    EXPECT_EQ(j["unverifiable"], 0);
+    EXPECT_EQ(j["problems"], nlohmann::json::array());
+
+    o = run("db verify --json --db " + make_db("broken.db", "fpA", 2, kBrokenSchedule));
+    EXPECT_EQ(o.code, 1) << o.out;
+    j = json_of(o);
+    EXPECT_EQ(j["verified"], 0);
+    EXPECT_EQ(j["broken"], 1);
+    ASSERT_EQ(j["problems"].size(), 1u) << j;
+    const nlohmann::json& p = j["problems"][0];
+    EXPECT_EQ(p["record_id"], 2);
+    EXPECT_EQ(p["status"], "broken");
+    EXPECT_EQ(p["fingerprint"], "fpA");
+    EXPECT_EQ(p["op_spec"], kSpec);
+    EXPECT_NE(p["reason"].get<std::string>().find("iterator 99"), std::string::npos) << p;
+
+    o = run("db verify --json --db " + make_db("nospec.db", "fpA", 2, kGoodSchedule, false));
+    EXPECT_EQ(o.code, 0) << o.out;
+    j = json_of(o);
+    EXPECT_EQ(j["unverifiable"], 1);
+    ASSERT_EQ(j["problems"].size(), 1u) << j;
+    EXPECT_EQ(j["problems"][0]["status"], "unverifiable");
+    EXPECT_TRUE(j["problems"][0]["op_spec"].is_null());
 }
 
 TEST_F(DbCli, BadDatabasesGiveOneLineErrorsAndExitOne) {

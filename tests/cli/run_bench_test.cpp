@@ -119,6 +119,37 @@ TEST_F(RunBench, RunMatchesTheReferenceOutputs) {
     }
 }
 
+// run --json: one object naming each output and the file written for it, in the model's output
+// order; the files hold the reference outputs. An error stays one line on stderr.
+TEST_F(RunBench, RunJsonNamesTheWrittenFiles) {
+    const fs::path out = dir_ / "json_out";
+    const Output o = tessera::testing::capture_tessera(
+        "run " + so() + " --input input=" + data(0, "input_0.npy") + " --output " + out.string() +
+            " --threads 1 --json",
+        "/dev/null");
+    ASSERT_EQ(o.code, 0) << o.out;
+    ASSERT_EQ(std::count(o.out.begin(), o.out.end(), '\n'), 1) << o.out;
+    const nlohmann::json j = nlohmann::json::parse(o.out);
+    EXPECT_FALSE(j.at("model").get<std::string>().empty());
+    EXPECT_EQ(j.at("path"), so());
+    EXPECT_EQ(j.at("threads"), 1);
+    EXPECT_EQ(j.at("output_dir"), out.string());
+    ASSERT_EQ(j.at("outputs").size(), 2u) << j;
+    const char* refs[] = {"output_0.npy", "output_1.npy"};
+    const char* names[] = {"logits", "probs"};
+    for (size_t i = 0; i < 2; ++i) {
+        const nlohmann::json& t = j["outputs"][i];
+        EXPECT_EQ(t.at("name"), names[i]);
+        EXPECT_EQ(t.at("file"), (out / (std::string(names[i]) + ".npy")).string());
+        EXPECT_EQ(t.at("dtype"), "f32");
+        EXPECT_EQ(t.at("shape"), nlohmann::json::array({1, 10}));
+        ASSERT_TRUE(fs::exists(t.at("file").get<std::string>())) << t;
+        expect_close(tessera::graph::read_npy(t.at("file").get<std::string>()),
+                     tessera::graph::read_npy(data(0, refs[i])), names[i]);
+    }
+    expect_user_error("run " + so() + " --json --output " + out.string(), {"missing input"});
+}
+
 TEST_F(RunBench, BadInputsAreOneLineErrors) {
     const std::string in = data(0, "input_0.npy");
     const std::string out = " --output " + (dir_ / "bad").string();

@@ -527,3 +527,85 @@ TEST_F(TuneCli, CostModelFeaturesIsWired) {
     EXPECT_EQ(bad.code, 1);
     EXPECT_NE(bad.err.find("matmull"), std::string::npos) << bad.err;
 }
+
+// --json on costmodel eval, train and features: one object on stdout with the numbers the text
+// prints (counts that follow from the database, metrics in [0, 1]); errors stay one line.
+TEST_F(TuneCli, CostModelEvalAndTrainJson) {
+    const std::string db = path("t.db");
+    for (const char* spec : {"matmul:m=13,n=7,k=127", "matmul:m=31,n=17,k=64"}) {
+        Output t = run_tessera(std::string("tune --op ") + spec +
+                                   " --runner simulated --population 24 --generations 1 "
+                                   "--measure-per-round 16 --trials 32 --db " +
+                                   db,
+                               path("tune"));
+        ASSERT_EQ(t.code, 0) << t.out << t.err;
+    }
+    nlohmann::json j = parse_json_summary(
+        run_tessera("costmodel eval --json --holdout tasks --finetune 8 --db " + db, path("e")));
+    EXPECT_EQ(j["database"], db);
+    EXPECT_EQ(j["model"], "xgboost");
+    EXPECT_EQ(j["holdout"], "tasks");
+    EXPECT_EQ(j["corpus"]["workloads"], 2);
+    EXPECT_EQ(j["corpus"]["records"], 64);
+    // One of the two workloads is held out, whole.
+    EXPECT_EQ(j["train_records"], 32);
+    EXPECT_EQ(j["test_records"], 32);
+    EXPECT_EQ(j["train_tasks"], 1);
+    EXPECT_EQ(j["test_tasks"], 1);
+    for (const char* metric :
+         {"pairwise_accuracy", "peak_score_at_1", "peak_score_at_5", "peak_score_at_32"}) {
+        ASSERT_TRUE(j[metric].is_number()) << metric << "\n" << j;
+        EXPECT_GE(j[metric].get<double>(), 0.0) << metric;
+        EXPECT_LE(j[metric].get<double>(), 1.0) << metric;
+    }
+    EXPECT_GT(j["num_pairs"].get<int64_t>(), 0);
+    EXPECT_EQ(j["finetune"]["k"], 8);
+    EXPECT_EQ(j["finetune"]["ranked_records"], 32 - 8);
+    for (const char* way : {"pretrained_alone", "own_records_alone", "pretrained_refined"})
+        EXPECT_TRUE(j["finetune"][way]["pairwise_accuracy"].is_number()) << way << "\n" << j;
+    // Same seed, same metrics as the text.
+    const Output text = run_tessera("costmodel eval --holdout tasks --db " + db, path("e"));
+    const std::string label = "pairwise accuracy  ";
+    const size_t at = text.out.find(label);
+    ASSERT_NE(at, std::string::npos) << text.out;
+    j = parse_json_summary(
+        run_tessera("costmodel eval --json --holdout tasks --db " + db, path("e")));
+    EXPECT_NEAR(j["pairwise_accuracy"].get<double>(),
+                std::atof(text.out.c_str() + at + label.size()), 1e-4); // the text rounds
+    EXPECT_TRUE(j["finetune"].is_null()) << j;
+
+    const std::string blob = path("m/m.tscm");
+    j = parse_json_summary(
+        run_tessera("costmodel train --json --db " + db + " --out " + blob, path("train")));
+    EXPECT_EQ(j["corpus"]["records"], 64);
+    EXPECT_EQ(j["records"], 64);
+    EXPECT_EQ(j["tasks"], 2);
+    EXPECT_EQ(j["out"], blob);
+    ASSERT_TRUE(fs::is_regular_file(blob));
+    EXPECT_EQ(j["blob_bytes"].get<uintmax_t>(), fs::file_size(blob));
+    EXPECT_EQ(j["info"], path("m/m.json"));
+    EXPECT_TRUE(fs::is_regular_file(path("m/m.json")));
+
+    const Output bad = run_tessera("costmodel eval --json --holdout-share 1 --db " + db, path("e"));
+    EXPECT_EQ(bad.code, 1);
+    EXPECT_EQ(bad.out, "");
+    EXPECT_NE(bad.err.find("--holdout-share"), std::string::npos) << bad.err;
+}
+
+TEST_F(TuneCli, CostModelFeaturesJson) {
+    const Output o = run_tessera(std::string("costmodel features --json --op ") + kSpec +
+                                     " --samples 5 --seed 2",
+                                 path("features"));
+    ASSERT_EQ(o.code, 0) << o.out << o.err;
+    const nlohmann::json j = parse_json_summary(o);
+    EXPECT_EQ(j["op"], kSpec);
+    EXPECT_EQ(j["programs"], 5);
+    EXPECT_EQ(j["seed"], 2);
+    EXPECT_GT(j["sketches"].get<int>(), 0);
+    EXPECT_GT(j["features_per_store"].get<int>(), 0);
+    EXPECT_GT(j["stores_per_program"].get<double>(), 0);
+    EXPECT_GT(j["programs_per_sec"].get<double>(), 0);
+    EXPECT_NEAR(j["features_per_sec"].get<double>(),
+                j["stores_per_sec"].get<double>() * j["features_per_store"].get<double>(),
+                1e-6 * j["features_per_sec"].get<double>());
+}
