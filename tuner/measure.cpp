@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "measure_work_dir.h"
 #include "tessera/backends/llvm.h"
 #include "tessera/lower/lower_default.h"
 #include "tessera/lower/lower_for_codegen.h"
@@ -236,11 +237,9 @@ LocalMeasurer::LocalMeasurer(const MeasureOptions& opts) : impl_(std::make_uniqu
         opts.kernel_threads > 0 ? opts.kernel_threads : runtime::default_num_threads();
     if (opts.work_dir.empty()) {
         const char* tmp = std::getenv("TMPDIR");
-        std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/tessera_measure_XXXXXX";
-        if (!mkdtemp(templ.data()))
-            throw UserError() << "cannot create a work directory '" << templ
-                              << "': " << std::strerror(errno);
-        m.work_dir = templ;
+        const std::string parent = tmp && *tmp ? tmp : "/tmp";
+        remove_abandoned_work_dirs(parent); // of tuners killed before they could
+        m.work_dir = create_owned_work_dir(parent);
         m.owns_work_dir = true;
     } else {
         std::error_code ec;

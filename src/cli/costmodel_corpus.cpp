@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <map>
 #include <optional>
-#include <set>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -15,63 +14,21 @@
 #include "tessera/schedule/schedule.h"
 #include "tessera/schedule/step.h"
 #include "tessera/support/error.h"
-#include "tessera/te/op_registry.h"
-#include "tessera/te/workload_key.h"
-#include "tune_command.h"
-#include "tune_model.h"
+#include "workload_computes.h"
 
 namespace tessera::cli {
-
-namespace {
-
-/// The registry op a workload's records name (kOpSpecSettingsKey), if it rebuilds the workload.
-std::optional<te::Compute> rebuild_from_spec(const std::string& key,
-                                             const std::vector<tune::TuningRecord>& records) {
-    std::set<std::string> tried;
-    for (const tune::TuningRecord& r : records) {
-        const nlohmann::json j = nlohmann::json::parse(r.measure_settings_json, nullptr, false);
-        if (!j.is_object() || !j.contains(kOpSpecSettingsKey) ||
-            !j[kOpSpecSettingsKey].is_string())
-            continue;
-        const std::string spec = j[kOpSpecSettingsKey].get<std::string>();
-        if (!tried.insert(spec).second)
-            continue;
-        try {
-            te::OpInstance inst = te::make_op(spec);
-            if (te::workload_key(inst.compute) == key)
-                return inst.compute;
-        } catch (const UserError&) {
-            // A spec of another tessera version's registry: try the next record's.
-        }
-    }
-    return std::nullopt;
-}
-
-} // namespace
 
 std::vector<CorpusExample> load_corpus(const tune::TuningDatabase& db,
                                        const std::vector<std::string>& tasks_of,
                                        CorpusCounts& counts) {
-    // The models' tasks by workload key (std::map: the first model naming a key wins, always),
-    // with and without the winograd pass: records tuned either way (`tune --no-winograd`, or
-    // before the pass existed) find their workloads.
-    std::map<std::string, te::Compute> model_workloads;
-    for (const std::string& path : tasks_of)
-        for (bool winograd : {true, false})
-            for (tune::TaskToTune& t : model_tasks(path, {}, 3, "llvm", winograd))
-                model_workloads.try_emplace(te::workload_key(t.compute), std::move(t.compute));
+    const WorkloadComputes computes(tasks_of);
 
     std::vector<CorpusExample> all;
     for (const std::string& key : db.workload_keys()) {
         const std::vector<tune::TuningRecord> records = db.records_of(key);
         if (records.empty())
             continue;
-        std::optional<te::Compute> compute = rebuild_from_spec(key, records);
-        if (!compute) {
-            auto it = model_workloads.find(key);
-            if (it != model_workloads.end())
-                compute = it->second;
-        }
+        const std::optional<te::Compute> compute = computes.find(key, records);
         if (!compute) {
             ++counts.skipped_workloads;
             continue;

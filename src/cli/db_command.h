@@ -28,6 +28,8 @@ struct DbOptions {
     int keep_best = 0;        ///< Ok records kept per workload/target/fingerprint.
     bool keep_errors = false; ///< Keep error records (dropped by default).
     bool json = false;        ///< --json: one JSON object on stdout instead of the text report.
+    // verify
+    std::vector<std::string> tasks_of; ///< ONNX models whose tasks rebuild `tune MODEL` workloads.
 };
 
 /// Registers `db` and its subcommands on `app`; run() then runs the one the command line chose.
@@ -50,15 +52,14 @@ class DbCommand {
 };
 
 /// `db verify` on `db_path`: the storage engine's integrity check, then every best record (per
-/// workload, target and fingerprint) replayed and lowered on its workload's Compute. The
-/// Compute is rebuilt from the record's measure settings "op_spec" (the operator registry) and
-/// must give the stored canonical text; records without one, or whose op_spec now builds a
-/// different Compute, are counted as unverifiable (there is no parser from the canonical text
-/// back to a Compute). Returns 0 when everything verifiable replays, 1 otherwise. With `json`,
-/// `out` gets one JSON object instead of the text: {"database", "integrity", "verified",
-/// "broken", "unverifiable", "problems": [{"record_id", "workload_key", "target",
-/// "fingerprint", "status" ("broken" or "unverifiable"), "op_spec", "reason"}]}, one problem
-/// per best record that is not verified.
-int run_db_verify(const std::string& db_path, std::ostream& out, bool json = false);
+/// workload, target and fingerprint) replayed and lowered on its workload's Compute, rebuilt by
+/// WorkloadComputes from the op spec of the workload's records or from the tasks of the models
+/// in `tasks_of`. Reports each problem record (broken: its schedule no longer replays;
+/// unverifiable: nothing rebuilds its workload) and a summary, as text or, with `json`, one
+/// object. Returns 0 when the integrity check passes and every best record replays, 1
+/// otherwise (also for an unverifiable one). Throws UserError for a missing database or a
+/// model of `tasks_of` that does not import.
+int run_db_verify(const std::string& db_path, const std::vector<std::string>& tasks_of,
+                  std::ostream& out, bool json = false);
 
 } // namespace tessera::cli

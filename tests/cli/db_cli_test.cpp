@@ -211,8 +211,10 @@ TEST_F(DbCli, VerifyReplaysBestRecordsAndCatchesABrokenOne) {
 
     std::string no_spec = make_db("nospec.db", "fpA", 2, kGoodSchedule, false);
     o = run("db verify --db " + no_spec);
-    EXPECT_EQ(o.code, 0) << o.out;
+    EXPECT_EQ(o.code, 1) << o.out; // nothing could be checked: not a pass
+    EXPECT_NE(o.out.find("unverifiable record 2"), std::string::npos) << o.out;
     EXPECT_NE(o.out.find("0 replay, 0 do not, 1 unverifiable"), std::string::npos) << o.out;
+    EXPECT_NE(o.out.find("--tasks-of MODEL"), std::string::npos) << o.out;
 }
 
 // --json: one JSON object on stdout per subcommand, with the numbers the text reports.
@@ -327,7 +329,7 @@ TEST_F(DbCli, JsonVerifyListsTheProblemsAndKeepsTheExitCode) {
     EXPECT_NE(p["reason"].get<std::string>().find("iterator 99"), std::string::npos) << p;
 
     o = run("db verify --json --db " + make_db("nospec.db", "fpA", 2, kGoodSchedule, false));
-    EXPECT_EQ(o.code, 0) << o.out;
+    EXPECT_EQ(o.code, 1) << o.out;
     j = json_of(o);
     EXPECT_EQ(j["unverifiable"], 1);
     ASSERT_EQ(j["problems"].size(), 1u) << j;

@@ -138,6 +138,20 @@ TEST_F(TuneModelCli, EveryTaskOfMlpAndSmallCnnGetsCommittedRecords) {
         EXPECT_NEAR(ja.at("estimated_ms_before").get<double>(),
                     j.at("estimated_ms_after").get<double>(), 1e-9 * estimate);
         EXPECT_EQ(tessera::tune::TuningDatabase(db).num_records(), trials + 8);
+
+        // db verify: a model tune's records name no op, so only the model rebuilds their
+        // workloads; without it nothing is checked, and that is a failure, not a pass.
+        const Output blind = run_tessera("db verify --json --db " + db, path(name + "_v0"));
+        EXPECT_EQ(blind.code, 1) << blind.out << blind.err;
+        const nlohmann::json jb = parse_one_json_line(blind);
+        EXPECT_EQ(jb.at("verified").get<int>(), 0);
+        EXPECT_EQ(jb.at("unverifiable").get<size_t>(), expected.size()) << jb.dump();
+        const Output seen = run_tessera(
+            "db verify --json --tasks-of " + model_path(name) + " --db " + db, path(name + "_v1"));
+        EXPECT_EQ(seen.code, 0) << seen.out << seen.err;
+        const nlohmann::json js = parse_one_json_line(seen);
+        EXPECT_EQ(js.at("verified").get<size_t>(), expected.size()) << js.dump();
+        EXPECT_EQ(js.at("unverifiable").get<int>(), 0) << js.dump();
     }
 }
 

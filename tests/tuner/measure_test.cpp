@@ -6,6 +6,7 @@
 #include <chrono>
 #include <filesystem>
 #include <future>
+#include <set>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -22,6 +23,8 @@
 #include "tessera/tuner/runner.h"
 
 #include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace tessera::tune {
@@ -331,6 +334,48 @@ TEST(Measure, WorkDirectoryIsRemovedWhenOwned) {
         EXPECT_EQ(m.measure_candidates(c, {default_candidate(c)})[0].error, MeasureError::Ok);
     }
     EXPECT_FALSE(fs::exists(dir));
+}
+
+TEST(Measure, WorkDirectoriesOfKilledTunersAreSweptByTheNext) {
+    const fs::path tmp = fs::temp_directory_path() / ("tessera_sweep_" + std::to_string(getpid()));
+    fs::remove_all(tmp);
+    fs::create_directories(tmp);
+    setenv("TMPDIR", tmp.c_str(), 1);
+    // A tuner killed with its measurer alive: no destructor runs, its folder stays.
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        LocalMeasurer m(test_options());
+        raise(SIGKILL);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    ASSERT_TRUE(WIFSIGNALED(status));
+    fs::create_directory(tmp / "tessera_measure_noowner"); // unknown owner: left alone
+    auto folders = [&] {
+        std::set<std::string> names;
+        for (const auto& e : fs::directory_iterator(tmp))
+            names.insert(e.path().filename().string());
+        return names;
+    };
+    const std::set<std::string> before = folders();
+    ASSERT_EQ(before.size(), 2u);
+    {
+        LocalMeasurer m(test_options());
+        const std::set<std::string> during = folders();
+        EXPECT_EQ(during.size(), 2u); // the killed one's went, this one's came
+        EXPECT_TRUE(during.count("tessera_measure_noowner"));
+        EXPECT_TRUE(during.count(fs::path(m.work_dir()).filename().string()));
+        for (const std::string& name : before) {
+            if (name != "tessera_measure_noowner") {
+                EXPECT_FALSE(during.count(name)) << name << " of a killed tuner is still there";
+            }
+        }
+        LocalMeasurer other(test_options()); // a live owner's folder is not swept
+        EXPECT_TRUE(fs::is_directory(m.work_dir()));
+    }
+    unsetenv("TMPDIR");
+    fs::remove_all(tmp);
 }
 
 TEST(Measure, SettingsNameWhatAffectsTimes) {
