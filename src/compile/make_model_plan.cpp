@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "tessera/compile/model_compiler.h"
+#include "tessera/graph/index_inputs.h"
 #include "tessera/graph/memory_plan.h"
 #include "tessera/schedule/layout.h"
 #include "tessera/support/error.h"
@@ -64,6 +65,9 @@ class PlanBuilder {
         plan_.weight_bytes = static_cast<int64_t>(weights_.size());
         if (b_.target == BuildTarget::Cuda)
             add_cuda_modules();
+        for (const graph::IndexInput& in : graph::index_inputs(g))
+            plan_.index_checks.push_back(
+                {static_cast<int32_t>(in.input), in.bound, in.consumer});
         runtime::validate_plan(plan_);
         return std::move(plan_);
     }

@@ -205,6 +205,8 @@ int tessera_model_run(TesseraModel* model, const void* const* inputs, void* cons
     return guarded("tessera_model_run", [&] {
         if (!model)
             throw std::runtime_error("tessera_model_run: the model is null");
+        if (inputs) // a compiled gather clamps: refuse bad indices before it sees them
+            tessera::runtime::check_index_inputs(*model->plan, inputs);
         if (model->cuda)
             model->cuda->run(inputs, outputs);
         else

@@ -33,6 +33,22 @@ bool valid_dtype(PlanDType t) {
     return v >= static_cast<int32_t>(PlanDType::F32) && v <= static_cast<int32_t>(PlanDType::BF16);
 }
 
+bool is_integer_dtype(PlanDType t) {
+    switch (t) {
+    case PlanDType::I8:
+    case PlanDType::U8:
+    case PlanDType::I16:
+    case PlanDType::U16:
+    case PlanDType::I32:
+    case PlanDType::U32:
+    case PlanDType::I64:
+    case PlanDType::U64:
+        return true;
+    default:
+        return false;
+    }
+}
+
 bool valid_storage(TensorStorage s) {
     const auto v = static_cast<int32_t>(s);
     return v >= static_cast<int32_t>(TensorStorage::Input) &&
@@ -278,6 +294,21 @@ void validate_plan(const ModelPlan& plan) {
             fail(tensor_label(plan, id) + " has storage " + storage_name(t.storage) +
                  " but is not model " + storage_name(t.storage) + " " + std::to_string(t.offset));
     }
+    std::vector<bool> checked(plan.inputs.size(), false);
+    for (const PlanIndexCheck& c : plan.index_checks) {
+        const std::string where = "index check of input " + std::to_string(c.input);
+        if (c.input < 0 || static_cast<size_t>(c.input) >= plan.inputs.size())
+            fail(where + ": out of range [0, " + std::to_string(plan.inputs.size()) + ")");
+        if (checked[static_cast<size_t>(c.input)])
+            fail(where + ": the input is checked twice");
+        checked[static_cast<size_t>(c.input)] = true;
+        const PlanDType t =
+            plan.tensors[static_cast<size_t>(plan.inputs[static_cast<size_t>(c.input)])].dtype;
+        if (!is_integer_dtype(t))
+            fail(where + ": the input is " + plan_dtype_name(t) + ", not an integer type");
+        if (c.bound < 0)
+            fail(where + ": bound " + std::to_string(c.bound) + " < 0");
+    }
     for (size_t c = 0; c < plan.calls.size(); ++c) {
         const PlanCall& call = plan.calls[c];
         const std::string where = "call " + std::to_string(c) + " '" + call.label + "'";
@@ -418,6 +449,12 @@ std::string serialize_plan(const ModelPlan& plan) {
     }
     w.i64(plan.cubin_bytes);
     w.i64(static_cast<int64_t>(plan.weights_checksum));
+    w.count(plan.index_checks.size());
+    for (const PlanIndexCheck& c : plan.index_checks) {
+        w.i32(c.input);
+        w.i64(c.bound);
+        w.str(c.consumer);
+    }
     std::string bytes = w.take();
     const uint64_t sum = content_checksum(bytes.data(), bytes.size());
     for (int i = 0; i < 8; ++i)
@@ -503,6 +540,13 @@ ModelPlan parse_plan(const void* data, size_t size) {
     }
     plan.cubin_bytes = r.i64("cubin bytes");
     plan.weights_checksum = static_cast<uint64_t>(r.i64("weights checksum"));
+    // Minimum encoded size of a check: 4+8+4 bytes.
+    plan.index_checks.resize(r.count("index checks", 16));
+    for (PlanIndexCheck& c : plan.index_checks) {
+        c.input = r.i32("index check input");
+        c.bound = r.i64("index check bound");
+        c.consumer = r.str("index check consumer");
+    }
     if (r.pos() != r.size())
         fail("model plan is malformed: " + std::to_string(r.size() - r.pos()) +
              " bytes left after the plan's end at byte " + std::to_string(r.pos()));

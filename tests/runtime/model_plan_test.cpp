@@ -37,6 +37,7 @@ ModelPlan sample_plan() {
                {-1, {4, 5}, "copy y -> y2"}};
     p.arena_bytes = 128 + 192;
     p.weight_bytes = 64 + 320;
+    p.index_checks = {{1, 17, "node 'lookup' (Gather) (axis 0 of 'emb', 17 long)"}};
     return p;
 }
 
@@ -64,6 +65,12 @@ void expect_equal(const ModelPlan& a, const ModelPlan& b) {
     }
     EXPECT_EQ(a.arena_bytes, b.arena_bytes);
     EXPECT_EQ(a.weight_bytes, b.weight_bytes);
+    ASSERT_EQ(a.index_checks.size(), b.index_checks.size());
+    for (size_t i = 0; i < a.index_checks.size(); ++i) {
+        EXPECT_EQ(a.index_checks[i].input, b.index_checks[i].input) << i;
+        EXPECT_EQ(a.index_checks[i].bound, b.index_checks[i].bound) << i;
+        EXPECT_EQ(a.index_checks[i].consumer, b.index_checks[i].consumer) << i;
+    }
 }
 
 /// The message validate_plan throws for the plan `edit` makes of sample_plan(), or "" if none.
@@ -149,6 +156,10 @@ TEST(ModelPlan, ValidateNamesEachProblem) {
     };
     const Case cases[] = {
         {[](ModelPlan& p) { p.arena_bytes = -1; }, "arena_bytes -1"},
+        {[](ModelPlan& p) { p.index_checks[0].input = 2; }, "index check of input 2: out of"},
+        {[](ModelPlan& p) { p.index_checks[0].input = 0; }, "input is f32, not an integer"},
+        {[](ModelPlan& p) { p.index_checks[0].bound = -3; }, "bound -3 < 0"},
+        {[](ModelPlan& p) { p.index_checks.push_back(p.index_checks[0]); }, "checked twice"},
         {[](ModelPlan& p) { p.weight_bytes = -64; }, "weight_bytes -64"},
         {[](ModelPlan& p) { p.tensors[3].dtype = static_cast<PlanDType>(0); }, "unknown dtype 0"},
         {[](ModelPlan& p) { p.tensors[3].storage = static_cast<TensorStorage>(9); },
@@ -319,4 +330,35 @@ TEST(ContentChecksum, EveryFlippedByteAndEveryLengthChangesIt) {
             EXPECT_NE(content_checksum(b.data(), n), sum) << "byte " << i << " of " << n;
         }
     }
+}
+
+TEST(ModelPlan, IndexChecksRefuseTheFirstValueOutOfRange) {
+    const ModelPlan p = sample_plan(); // input 1: ids i64[3], bound 17
+    const std::vector<float> x(7 * 13, 0.5f);
+    for (const std::vector<int64_t>& ids : {std::vector<int64_t>{0, 16, -17}}) {
+        const void* inputs[2] = {x.data(), ids.data()};
+        EXPECT_NO_THROW(check_index_inputs(p, inputs));
+    }
+    for (int64_t bad : {int64_t(17), int64_t(-18), int64_t(1) << 40}) {
+        const std::vector<int64_t> ids = {3, bad, 99};
+        const void* inputs[2] = {x.data(), ids.data()};
+        try {
+            check_index_inputs(p, inputs);
+            ADD_FAILURE() << bad << " passed";
+        } catch (const std::runtime_error& e) {
+            EXPECT_EQ(std::string(e.what()),
+                      "input 'ids' element [1] is " + std::to_string(bad) +
+                          ", outside [-17, 17) of node 'lookup' (Gather) (axis 0 of 'emb', 17 "
+                          "long)");
+        }
+    }
+    // Unsigned ids: never negative, so only the upper bound applies.
+    ModelPlan u = sample_plan();
+    u.tensors[1].dtype = PlanDType::U32;
+    u.tensors[1].bytes = 3 * 4;
+    const std::vector<uint32_t> small = {0, 16, 5}, big = {0, 4000000000u, 5};
+    const void* ok_inputs[2] = {x.data(), small.data()};
+    EXPECT_NO_THROW(check_index_inputs(u, ok_inputs));
+    const void* bad_inputs[2] = {x.data(), big.data()};
+    EXPECT_THROW(check_index_inputs(u, bad_inputs), std::runtime_error);
 }

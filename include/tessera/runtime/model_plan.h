@@ -39,8 +39,8 @@ namespace tessera::runtime {
 
 /// The plan format this runtime reads and the compiler writes; parse_plan refuses others.
 /// Version 2 added the target and the CUDA modules; version 3 the checksums of the weights
-/// and of the encoded plan itself.
-constexpr uint32_t kModelPlanVersion = 3;
+/// and of the encoded plan itself; version 4 the index checks of the inputs.
+constexpr uint32_t kModelPlanVersion = 4;
 
 /// What the kernels of a plan run on; the C API picks the executor by it.
 enum class PlanTarget : int32_t {
@@ -122,6 +122,15 @@ struct PlanCudaModule {
     std::vector<int64_t> workspace_bytes; ///< Device temporaries, allocated once per instance.
 };
 
+/// A model input whose values index an axis of a tensor (a Gather's indices, graph/
+/// index_inputs.h). A compiled gather clamps an index into range, so a run first checks the
+/// input's values instead (check_index_inputs).
+struct PlanIndexCheck {
+    int32_t input = 0;    ///< Position in ModelPlan::inputs; an integer tensor.
+    int64_t bound = 0;    ///< Valid values: -bound <= v < bound.
+    std::string consumer; ///< The indexing node, for the error ("node 'g' (Gather) (axis 0 ...").
+};
+
 struct ModelPlan {
     std::string model_name;
     std::vector<PlanTensor> tensors;
@@ -140,6 +149,7 @@ struct ModelPlan {
     int64_t cubin_bytes = 0;
     /// content_checksum (checksum.h) of the weight_bytes of tessera_model_weights, as built.
     uint64_t weights_checksum = 0;
+    std::vector<PlanIndexCheck> index_checks; ///< At most one per input.
 };
 
 /// Checks a plan's internal consistency: tensor ids in range, inputs/outputs with the right
@@ -148,9 +158,16 @@ struct ModelPlan {
 /// two args of equal bytes; a CPU plan has no CUDA fields, a CUDA plan an "sm_<digits>" arch,
 /// one module per kernel with a non-empty cubin range inside cubin_bytes, at least one launch
 /// of a named symbol with grid and block extents >= 1 (at most 1024 threads per block, grid x
-/// below 2^31, y and z below 65536), non-negative shared and workspace bytes. Throws
+/// below 2^31, y and z below 65536), non-negative shared and workspace bytes; index checks of
+/// distinct integer inputs with bounds >= 0. Throws
 /// std::runtime_error naming the first problem.
 void validate_plan(const ModelPlan& plan);
+
+/// Checks every index input of `plan` (PlanIndexCheck) in `inputs` (the caller's buffers, in
+/// model input order, as tessera_model_run receives them). Throws std::runtime_error naming the
+/// input, the first offending element (its multi-index), its value, the valid range and the
+/// indexing node.
+void check_index_inputs(const ModelPlan& plan, const void* const* inputs);
 
 /// A compact, versioned byte encoding of the plan (little-endian; starts with the magic
 /// "TSRPLAN" and kModelPlanVersion, ends with the content_checksum of the bytes before it).

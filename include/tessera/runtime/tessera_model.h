@@ -92,7 +92,10 @@ int tessera_model_set_num_threads(TesseraModel* model, int n);
 
 /* Runs the model: inputs[i] points to input i's data, outputs[i] to a buffer for output i
  * (dense, C order, the declared dtype and shape, any alignment). Inputs are not modified.
- * Output buffers must not overlap inputs or each other. */
+ * Output buffers must not overlap inputs or each other. An integer input that indexes a
+ * tensor (a Gather's indices, e.g. token ids) must hold values in [-n, n) for the axis of n
+ * it indexes: otherwise the run fails before any kernel, naming the input, the element, its
+ * value and the node. */
 int tessera_model_run(TesseraModel* model, const void* const* inputs, void* const* outputs);
 
 /* Per-call profiling, to see where a model's time goes (`tessera bench --profile`).
