@@ -5,6 +5,7 @@
 # initdb's a cluster in a fresh temporary folder, starts it on a free localhost port (no other
 # socket: its Unix socket lives in that folder too), creates the database tessera_test, exports
 #   TESSERA_TEST_POSTGRES_URL=postgresql://tessera@127.0.0.1:PORT/tessera_test
+#   TESSERA_TEST_POSTGRES_RESTART=FOLDER/restart.sh   (restarts the server, same options)
 # runs the command, and always stops the server and removes the folder, whatever the command
 # did. Exits with the command's status. The server binaries come from Debian's postgresql
 # package (scripts/setup.sh); PG_BIN overrides where they are looked for.
@@ -67,6 +68,13 @@ started=1
 "${as_server_user[@]}" "$pg_bin/createdb" -h 127.0.0.1 -p "$port" -U tessera tessera_test
 
 export TESSERA_TEST_POSTGRES_URL="postgresql://tessera@127.0.0.1:$port/tessera_test"
+# The fault tests restart the server under running tuners: this script does it (same options).
+cat >"$dir/restart.sh" <<EOF
+#!/usr/bin/env bash
+exec ${as_server_user[*]} "$pg_bin/pg_ctl" -D "$data" -l "$dir/server.log" -m fast -w -t 60 restart
+EOF
+chmod 755 "$dir/restart.sh"
+export TESSERA_TEST_POSTGRES_RESTART="$dir/restart.sh"
 echo "with_postgres: PostgreSQL $("$pg_bin/postgres" --version | awk '{print $3}') at 127.0.0.1:$port"
 status=0
 "$@" || status=$?
