@@ -78,6 +78,11 @@ const char* kRecordColumns =
     if (code == SQLITE_NOTADB || code == SQLITE_CORRUPT)
         throw UserError() << "tuning database '" << path << "' is corrupted or not a database ("
                           << msg << ")";
+    // SQLite's "database or disk is full" leaves the user guessing which. tessera sets no page
+    // limit, so it means a write found no room on the device (ENOSPC): say that plainly.
+    if (code == SQLITE_FULL)
+        throw UserError() << "tuning database '" << path << "': " << what
+                          << " failed: no space left on the device (" << msg << ")";
     throw UserError() << "tuning database '" << path << "': " << what << " failed (" << msg << ")";
 }
 

@@ -42,7 +42,7 @@ void link_shared_library(const std::vector<std::string>& objects, const std::str
     close(fd);
     const std::string log = log_template;
     int rc = run_tool_logged(argv, log);
-    std::string output = read_text_file(log);
+    const std::string output = one_line(read_text_file(log));
     std::remove(log.c_str());
     if (rc != 0) {
         throw UserError() << "linking '" << so_path << "' with " << argv[0] << " failed"

@@ -212,8 +212,13 @@ void emit_object_file(std::vector<ir::LoweredFunc> funcs, const std::string& pat
         throw UserError() << "cannot write object file '" << path << "': " << ec.message();
     out << bytes;
     out.close();
-    if (out.has_error())
-        throw UserError() << "cannot write object file '" << path << "': " << out.error().message();
+    if (out.has_error()) {
+        // The stream's destructor aborts the process (LLVM's report_fatal_error) on an error
+        // still set: take the reason and clear it, so that the failure is an exception.
+        const std::string reason = out.error().message();
+        out.clear_error();
+        throw UserError() << "cannot write object file '" << path << "': " << reason;
+    }
 }
 
 std::string emit_llvm_ir(std::vector<ir::LoweredFunc> funcs, const CompileOptions& opts) {

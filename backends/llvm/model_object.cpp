@@ -115,8 +115,13 @@ void emit_model_data_object(const ModelDataObject& data, const std::string& path
         << "the target cannot emit object files";
     pm.run(m);
     out.close();
-    if (out.has_error())
-        throw UserError() << "cannot write object file '" << path << "': " << out.error().message();
+    if (out.has_error()) {
+        // The stream's destructor aborts the process (LLVM's report_fatal_error) on an error
+        // still set: take the reason and clear it, so that the failure is an exception.
+        const std::string reason = out.error().message();
+        out.clear_error();
+        throw UserError() << "cannot write object file '" << path << "': " << reason;
+    }
 }
 
 void link_model_library(const std::vector<std::string>& objects, const std::string& runtime_archive,
@@ -145,13 +150,11 @@ void link_model_library(const std::vector<std::string>& objects, const std::stri
                  "-Wl,-z,noexecstack", "-lstdc++", "-lm", "-lpthread"});
     const std::string log = make_temp_file("tessera_model_link");
     const int rc = run_tool_logged(argv, log);
-    std::string output = read_text_file(log);
+    const std::string output = one_line(read_text_file(log));
     std::remove(log.c_str());
     std::remove(version_script.c_str());
     if (rc != 0) {
         std::remove(tmp_so.c_str());
-        while (!output.empty() && output.back() == '\n')
-            output.pop_back();
         throw UserError() << "linking '" << so_path << "' with c++ failed"
                           << (rc < 0 ? " to start" : " (exit " + std::to_string(rc) + ")")
                           << (output.empty() ? "" : ": ") << output;

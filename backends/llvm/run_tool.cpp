@@ -41,4 +41,17 @@ std::string read_text_file(const std::string& path) {
     return ss.str();
 }
 
+std::string one_line(const std::string& output) {
+    std::string joined, line;
+    std::istringstream in(output);
+    while (std::getline(in, line)) {
+        const size_t b = line.find_first_not_of(" \t\r");
+        if (b == std::string::npos)
+            continue;
+        const size_t e = line.find_last_not_of(" \t\r");
+        joined += (joined.empty() ? "" : "; ") + line.substr(b, e - b + 1);
+    }
+    return joined;
+}
+
 } // namespace tessera::backend

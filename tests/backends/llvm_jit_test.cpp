@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <fstream>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -17,6 +19,7 @@
 #include "common/test_util.h"
 #include "tessera/backends/host.h"
 #include "tessera/backends/llvm.h"
+#include "tessera/backends/model_object.h"
 #include "tessera/ir/op.h"
 #include "tessera/runtime/thread_pool.h"
 #include "tessera/support/error.h"
@@ -172,6 +175,53 @@ TEST(LlvmJit, LinkFailureIsUserError) {
     EXPECT_THROW(backend::link_shared_library({}, dir.path + "/x.so"), UserError);
     EXPECT_THROW(backend::emit_object_file({saxpy_like("f", 8)}, "/nonexistent_dir/x.o"),
                  UserError);
+}
+
+namespace {
+
+/// The message of the UserError `work` throws ("no error" when it throws none).
+std::string user_error_of(const std::function<void()>& work) {
+    try {
+        work();
+    } catch (const UserError& e) {
+        return e.what();
+    }
+    return "no error";
+}
+
+} // namespace
+
+// A full disk is a UserError saying so. Before the fix the output stream, destroyed with its
+// write error still set, ended the process through LLVM's report_fatal_error ("LLVM ERROR: IO
+// failure on output stream"), so a build whose temporary folder was full left it behind and
+// printed no error line. /dev/full refuses every write with ENOSPC.
+TEST(LlvmJit, FullDiskIsAUserErrorNotAnAbort) {
+    if (access("/dev/full", W_OK) != 0)
+        GTEST_SKIP() << "no writable /dev/full";
+    const std::string kernel =
+        user_error_of([] { backend::emit_object_file({saxpy_like("f", 8)}, "/dev/full"); });
+    EXPECT_NE(kernel.find("'/dev/full': No space left on device"), std::string::npos) << kernel;
+    backend::ModelDataObject data;
+    data.plan_bytes = "plan";
+    data.weights.assign(4096, 1);
+    data.kernel_symbols = {"tessera_k0"};
+    const std::string model =
+        user_error_of([&] { backend::emit_model_data_object(data, "/dev/full"); });
+    EXPECT_NE(model.find("'/dev/full': No space left on device"), std::string::npos) << model;
+}
+
+// The linker's complaint spans several lines ("ld: ... file format not recognized", "collect2:
+// error: ld returned 1 exit status"); the error carrying it is one line, as tessera's errors are.
+TEST(LlvmJit, LinkErrorsAreOneLine) {
+    TempDir dir;
+    const std::string bad = dir.path + "/bad.o";
+    std::ofstream(bad) << "not an object file\n";
+    for (const std::string& m :
+         {user_error_of([&] { backend::link_shared_library({bad}, dir.path + "/a.so"); }),
+          user_error_of([&] { backend::link_model_library({bad}, bad, dir.path + "/b.so"); })}) {
+        EXPECT_NE(m.find("failed (exit"), std::string::npos) << m;
+        EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+    }
 }
 
 TEST(LlvmJit, ContractViolationsAreInternalErrors) {

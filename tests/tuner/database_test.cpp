@@ -2,10 +2,13 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sqlite3.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -375,6 +378,59 @@ TEST(DatabaseFile, MissingDirectoryGivesUserError) {
     TempDir tmp;
     std::string p = tmp.file("no/such/dir/t.db");
     expect_user_error_naming(p, "does not exist");
+}
+
+// A full disk: one UserError naming the file and saying there is no space (SQLite's own "database
+// or disk is full" leaves the user guessing which), nothing of the batch committed, and the file
+// still opens with what it held. A 1 MiB tmpfs, filled up; skipped where mounting is not allowed.
+TEST(DatabaseFile, FullDiskSaysNoSpaceAndKeepsWhatWasCommitted) {
+    TempDir dir;
+    const std::string disk = dir.file("disk");
+    fs::create_directories(disk);
+    if (::mount("tmpfs", disk.c_str(), "tmpfs", 0, "size=1m") != 0)
+        GTEST_SKIP() << "cannot mount a tmpfs on " << disk << ": " << std::strerror(errno)
+                     << " (needs root or CAP_SYS_ADMIN)";
+    struct Unmount { // before TempDir removes the folder, whatever the test did
+        std::string dir;
+        ~Unmount() {
+            if (::umount(dir.c_str()) != 0)
+                ::umount2(dir.c_str(), MNT_DETACH);
+        }
+    } unmount{disk};
+    const std::string path = disk + "/t.db";
+    std::string key;
+    {
+        TuningDatabase db(path);
+        key = db.add_workload(matmul_compute(7, 13, 1));
+        std::vector<TuningRecord> first = {ok_record(key, {1e-3}, sched(0))};
+        db.commit_batch(first);
+        { // fill the disk up
+            std::ofstream filler(disk + "/filler", std::ios::binary);
+            const std::string chunk(4096, 'x');
+            while (filler.write(chunk.data(), std::streamsize(chunk.size())) && filler.flush()) {
+            }
+        }
+        // 256 records of 2 KiB: more than any room left in the journal.
+        std::vector<TuningRecord> batch;
+        const std::string pad(2048, 'p');
+        for (int i = 1; i <= 256; ++i)
+            batch.push_back(ok_record(key, {1e-3},
+                                      R"({"version":1,"steps":[{"kind":"x","n":)" +
+                                          std::to_string(i) + R"(,"pad":")" + pad + "\"}]}"));
+        try {
+            db.commit_batch(batch);
+            ADD_FAILURE() << "a batch bigger than the space left was committed";
+        } catch (const UserError& e) {
+            const std::string m = e.what();
+            EXPECT_NE(m.find("'" + path + "'"), std::string::npos) << m;
+            EXPECT_NE(m.find("no space left"), std::string::npos) << m;
+            EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+        }
+        EXPECT_EQ(db.num_records(), 1);
+    }
+    TuningDatabase again(path); // still full
+    EXPECT_EQ(again.num_records(), 1);
+    EXPECT_EQ(again.integrity_check(), "ok");
 }
 
 TEST(DatabaseFile, FourProcessesCommittingIntoOneFileLoseNothing) {
