@@ -130,6 +130,11 @@ void check_output_writable(const std::string& so_path) {
         throw UserError() << "the output path is empty";
     if (fs::is_directory(so_path, ec))
         throw UserError() << "cannot write '" << so_path << "': it is a directory";
+    // The library is linked beside the output and renamed over it: over a device (run as root,
+    // `-o /dev/null`) or a pipe that rename would replace the node itself.
+    const fs::file_status st = fs::status(so_path, ec);
+    if (!ec && fs::exists(st) && !fs::is_regular_file(st))
+        throw UserError() << "cannot write '" << so_path << "': it is not a regular file";
     fs::path dir = fs::path(so_path).parent_path();
     if (dir.empty())
         dir = ".";

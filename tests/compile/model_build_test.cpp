@@ -18,6 +18,7 @@
 #include "tessera/compile/coverage_table.h"
 #include "tessera/compile/model_compiler.h"
 #include "tessera/runtime/model_plan.h"
+#include "tessera/support/error.h"
 #include "tessera/tuner/database.h"
 #include "tuning_records.h"
 
@@ -458,6 +459,23 @@ TEST_F(ModelBuild, CProgramLinkedAgainstTheLibraryGivesTheSameBytes) {
     ASSERT_EQ(bytes.size(), got[0].nbytes());
     EXPECT_EQ(std::memcmp(bytes.data(), got[0].raw(), bytes.size()), 0);
     EXPECT_TRUE(outputs_match(got, read_data_set(model_dir("small_cnn"), 0, "output")));
+}
+
+TEST(BuildOutput, OnlyRegularFilesOrNewNamesAreWritten) {
+    // The library is renamed over its output name: a device node there would be replaced.
+    try {
+        compile::check_output_writable("/dev/null");
+        ADD_FAILURE() << "/dev/null accepted as an output";
+    } catch (const UserError& e) {
+        EXPECT_NE(std::string(e.what()).find("'/dev/null': it is not a regular file"),
+                  std::string::npos)
+            << e.what();
+    }
+    ScratchDir dir("tessera_build_output");
+    EXPECT_THROW(compile::check_output_writable(dir.path()), UserError);
+    EXPECT_NO_THROW(compile::check_output_writable(dir.file("new.so")));
+    { std::ofstream(dir.file("old.so")) << "x"; }
+    EXPECT_NO_THROW(compile::check_output_writable(dir.file("old.so")));
 }
 
 } // namespace

@@ -184,7 +184,8 @@ std::string kernel_symbol(int task);
 std::optional<graph::DType> graph_dtype_of(int model_dtype);
 
 /// Throws UserError naming so_path unless it can be written: its folder exists and is
-/// writable, and it is not a folder itself. write_model_library checks it too; drivers call it
+/// writable, and it is not a folder or another non-regular file (a device, a pipe: the library
+/// is renamed over the name). write_model_library checks it too; drivers call it
 /// first to fail before any work.
 void check_output_writable(const std::string& so_path);
 
