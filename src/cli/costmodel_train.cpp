@@ -15,29 +15,10 @@
 #include "tessera/cost_model/cost_model.h"
 #include "tessera/cost_model/features.h"
 #include "tessera/support/error.h"
+#include "tessera/support/replace_file.h"
 #include "tessera/support/utc_time.h"
 
 namespace tessera::cli {
-
-namespace {
-
-/// Writes `bytes` to `path` through a temporary file and a rename (all or nothing).
-void write_atomically(const std::string& path, const std::string& bytes) {
-    const std::string tmp = path + ".tmp";
-    {
-        std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-        f.write(bytes.data(), std::streamsize(bytes.size()));
-        f.close();
-        if (!f)
-            throw UserError() << "--out " << path << ": cannot be written";
-    }
-    std::error_code ec;
-    std::filesystem::rename(tmp, path, ec);
-    if (ec)
-        throw UserError() << "--out " << path << ": " << ec.message();
-}
-
-} // namespace
 
 std::string pretrained_info_path(const std::string& blob) {
     return std::filesystem::path(blob).replace_extension(".json").string();
@@ -86,9 +67,11 @@ void run_costmodel_train(const CostModelTrainOptions& opts, std::ostream& out) {
     std::error_code ec;
     if (!dir.empty())
         std::filesystem::create_directories(dir, ec);
-    write_atomically(opts.out, std::string(blob.begin(), blob.end()));
+    replace_file(opts.out, [&](std::ostream& f) {
+        f.write(reinterpret_cast<const char*>(blob.data()), std::streamsize(blob.size()));
+    });
     const std::string info_path = pretrained_info_path(opts.out);
-    write_atomically(info_path, info.dump(2) + "\n");
+    replace_file(info_path, [&](std::ostream& f) { f << info.dump(2) << "\n"; });
     if (opts.json) {
         nlohmann::ordered_json j;
         j["database"] = tune::database_display_name(opts.db);

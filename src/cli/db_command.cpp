@@ -19,6 +19,7 @@
 #include "tessera/schedule/schedule.h"
 #include "tessera/schedule/step.h"
 #include "tessera/support/error.h"
+#include "tessera/support/replace_file.h"
 #include "tessera/te/op_registry.h"
 #include "tessera/te/workload_key.h"
 #include "tessera/tuner/database.h"
@@ -196,22 +197,8 @@ void run_export(const DbOptions& o, std::ostream& out) {
     eo.workload = o.workload;
     eo.target = o.target;
     make_parent_dir(o.output);
-    // Written beside the destination and renamed at the end: no half-written export remains.
-    const std::string tmp = o.output + ".partial";
     tune::JsonlExportCounts counts;
-    std::error_code ec;
-    try {
-        std::ofstream file(tmp, std::ios::binary | std::ios::trunc);
-        if (!file)
-            throw UserError() << "cannot write '" << o.output << "'";
-        counts = tune::export_jsonl(db, eo, file);
-    } catch (...) {
-        fs::remove(tmp, ec);
-        throw;
-    }
-    fs::rename(tmp, o.output, ec);
-    if (ec)
-        throw UserError() << "cannot write '" << o.output << "' (" << ec.message() << ")";
+    replace_file(o.output, [&](std::ostream& file) { counts = tune::export_jsonl(db, eo, file); });
     if (o.json) {
         nlohmann::ordered_json j;
         j["database"] = tune::database_display_name(o.db);

@@ -18,6 +18,7 @@
 #include "tessera/lower/lower_for_codegen.h"
 #include "tessera/runtime/checksum.h"
 #include "tessera/support/error.h"
+#include "tessera/support/replace_file.h"
 
 #ifdef TESSERA_HAVE_CUDA
 #include "tessera/backends/cuda.h"
@@ -130,11 +131,8 @@ void check_output_writable(const std::string& so_path) {
         throw UserError() << "the output path is empty";
     if (fs::is_directory(so_path, ec))
         throw UserError() << "cannot write '" << so_path << "': it is a directory";
-    // The library is linked beside the output and renamed over it: over a device (run as root,
-    // `-o /dev/null`) or a pipe that rename would replace the node itself.
-    const fs::file_status st = fs::status(so_path, ec);
-    if (!ec && fs::exists(st) && !fs::is_regular_file(st))
-        throw UserError() << "cannot write '" << so_path << "': it is not a regular file";
+    // The library is linked beside the output and renamed over it.
+    check_replaceable(so_path);
     fs::path dir = fs::path(so_path).parent_path();
     if (dir.empty())
         dir = ".";
