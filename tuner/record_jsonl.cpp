@@ -120,6 +120,19 @@ std::string resolve_workload(const std::vector<std::string>& keys, const std::st
     return hits.front();
 }
 
+/// One line of the export. Text that is not UTF-8 (only a damaged file holds any: tessera writes
+/// UTF-8) cannot travel in JSON byte for byte, and a replacement character would pass damage on
+/// to every database that imports the line: the export stops with a UserError naming the file
+/// and `what` instead of nlohmann's type_error.
+std::string exported_line(const TuningDatabase& db, const Json& j, const std::string& what) {
+    try {
+        return j.dump();
+    } catch (const nlohmann::json::type_error&) {
+        throw UserError() << "tuning database '" << database_display_name(db.path())
+                          << "': " << what << " holds text that is not UTF-8 (the file is damaged)";
+    }
+}
+
 } // namespace
 
 JsonlExportCounts export_jsonl(const TuningDatabase& db, const JsonlExportOptions& options,
@@ -163,10 +176,10 @@ JsonlExportCounts export_jsonl(const TuningDatabase& db, const JsonlExportOption
         w["type"] = "workload";
         w["key"] = key;
         w["compute_text"] = *db.compute_text(key);
-        out << w.dump() << "\n";
+        out << exported_line(db, w, "workload " + key.substr(0, 16)) << "\n";
         ++counts.workloads;
         for (const TuningRecord& r : chosen) {
-            out << record_to_json(r).dump() << "\n";
+            out << exported_line(db, record_to_json(r), "record " + std::to_string(r.id)) << "\n";
             ++counts.records;
         }
     }

@@ -130,7 +130,7 @@ void run_list(const DbOptions& o, std::ostream& out) {
         nlohmann::ordered_json j;
         j["database"] = tune::database_display_name(o.db);
         j["workloads"] = workloads;
-        out << j.dump() << "\n";
+        out << json_line(j) << "\n";
     }
 }
 
@@ -171,7 +171,7 @@ void run_stats(const DbOptions& o, std::ostream& out) {
                                  {"fingerprint", std::get<2>(k)},
                                  {"best_ms", ms_or_null(r.median_secs)},
                                  {"record_id", r.id}});
-        out << j.dump() << "\n";
+        out << json_line(j) << "\n";
         return;
     }
     out << fmt::format("database     {} (schema version {})\n", tune::database_display_name(o.db),
@@ -205,7 +205,7 @@ void run_export(const DbOptions& o, std::ostream& out) {
         j["output"] = o.output;
         j["workloads"] = counts.workloads;
         j["records"] = counts.records;
-        out << j.dump() << "\n";
+        out << json_line(j) << "\n";
         return;
     }
     out << fmt::format("exported {} records of {} workloads to {}\n", counts.records,
@@ -242,7 +242,7 @@ void run_import(const DbOptions& o, std::ostream& out, std::ostream& err) {
         j["duplicates"] = rep.duplicates;
         j["skipped"] = rep.skipped;
         j["problems"] = rep.problems; // also warned about on stderr, as without --json
-        out << j.dump() << "\n";
+        out << json_line(j) << "\n";
         return;
     }
     out << fmt::format("imported {} records and {} new workloads into {} ({} already present, "
@@ -274,7 +274,7 @@ void run_merge(const DbOptions& o, std::ostream& out) {
         j["output"] = tune::database_display_name(o.output);
         j["sources"] = merged;
         j["records"] = dest.num_records();
-        out << j.dump() << "\n";
+        out << json_line(j) << "\n";
         return;
     }
     out << fmt::format("{}: {} records\n", o.output, dest.num_records());
@@ -292,7 +292,7 @@ void run_prune(const DbOptions& o, std::ostream& out) {
         j["records_after"] = before - removed;
         j["keep_best"] = o.keep_best;
         j["keep_errors"] = o.keep_errors;
-        out << j.dump() << "\n";
+        out << json_line(j) << "\n";
         return;
     }
     out << fmt::format("pruned {} of {} records (kept the {} best per workload, target and "
@@ -369,7 +369,7 @@ int run_db_verify(const std::string& db_path, const std::vector<std::string>& ta
         j["broken"] = broken;
         j["unverifiable"] = unverifiable;
         j["problems"] = problems;
-        report << j.dump() << "\n";
+        report << json_line(j) << "\n";
     }
     // An unverifiable record is not a verified one: a check that could not look fails.
     return ok && broken == 0 && unverifiable == 0 ? 0 : 1;

@@ -23,6 +23,13 @@ inline CLI::Option* add_json_flag(CLI::App* cmd, bool& json,
     return cmd->add_flag("--json", json, help);
 }
 
+/// `j` as one line of JSON text. Strings read from a tuning database may hold bytes that are not
+/// UTF-8 (a damaged file): they print as U+FFFD instead of failing the dump, so that a report on
+/// a damaged database still comes out (nlohmann's default throws a type_error, an exit 2).
+inline std::string json_line(const nlohmann::ordered_json& j) {
+    return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
 /// A step list as the JSON value steps_to_json writes ({"version": 1, "steps": [...]}), so
 /// that it can be embedded in a JSON object and, dumped to a file, replayed by `op run
 /// --schedule` and `op lower --schedule`. Key order is steps_to_json's.

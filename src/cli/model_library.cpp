@@ -58,16 +58,51 @@ ModelTensorInfo copy_info(const TesseraTensorInfo& in) {
     return t;
 }
 
-/// Throws UserError when the ELF file at `path` ends before the headers and segments it
-/// declares (a truncated copy): dlopen would map the missing pages and the first access to
-/// them would kill the process with SIGBUS. Files that are not 64-bit ELF are left to dlopen,
-/// which refuses them with its own message.
-void check_elf_extents(const std::string& path) {
+#if defined(__x86_64__)
+constexpr uint16_t kHostMachine = EM_X86_64;
+#elif defined(__aarch64__)
+constexpr uint16_t kHostMachine = EM_AARCH64;
+#else
+constexpr uint16_t kHostMachine = EM_NONE; // unknown: left to dlopen
+#endif
+
+/// "x86-64", "aarch64", ... for an ELF e_machine; "ELF machine N" for the others.
+std::string machine_name(uint16_t m) {
+    switch (m) {
+    case EM_X86_64:
+        return "x86-64";
+    case EM_AARCH64:
+        return "aarch64";
+    case EM_386:
+        return "i386";
+    case EM_ARM:
+        return "arm";
+    case EM_RISCV:
+        return "riscv";
+    case EM_PPC64:
+        return "ppc64";
+    case EM_S390:
+        return "s390";
+    default:
+        return "ELF machine " + std::to_string(m);
+    }
+}
+
+/// Throws UserError when the ELF file at `path` is for another machine (dlopen says "No such
+/// file or directory" for it) or ends before the headers and segments it declares (a truncated
+/// copy: dlopen would map the missing pages and the first access to them would kill the
+/// process with SIGBUS). Files that are not 64-bit ELF are left to dlopen, which refuses them
+/// with its own message.
+void check_elf_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     Elf64_Ehdr eh{};
     if (!in.read(reinterpret_cast<char*>(&eh), sizeof eh) ||
         std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64)
         return;
+    if (kHostMachine != EM_NONE && eh.e_machine != kHostMachine)
+        throw UserError() << "model library '" << path << "' is built for another machine ("
+                          << machine_name(eh.e_machine) << "; this is "
+                          << machine_name(kHostMachine) << ")";
     const uint64_t size = std::filesystem::file_size(path);
     uint64_t needed = std::max<uint64_t>(eh.e_phoff + uint64_t(eh.e_phnum) * eh.e_phentsize,
                                          eh.e_shoff + uint64_t(eh.e_shnum) * eh.e_shentsize);
@@ -94,7 +129,7 @@ ModelLibrary::ModelLibrary(const std::string& path) : path_(path) {
         throw UserError() << "model library '" << path << "' does not exist";
     // A name without '/' would be searched for in the library path instead of opened here.
     const std::string open_path = path.find('/') == std::string::npos ? "./" + path : path;
-    check_elf_extents(path);
+    check_elf_file(path);
     handle_ = dlopen(open_path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle_) {
         const char* why = dlerror();

@@ -32,8 +32,9 @@ int64_t dense_bytes(const ModelTensorInfo& t);
 class ModelLibrary {
   public:
     /// Loads `path` (a path without '/' is taken relative to the working directory, not
-    /// searched for). Throws UserError naming the path when the file is missing, cannot be
-    /// loaded, lacks a C API function, or was built for another TESSERA_MODEL_ABI_VERSION.
+    /// searched for). Throws UserError naming the path when the file is missing, truncated,
+    /// built for another machine, cannot be loaded, lacks a C API function, or was built for
+    /// another TESSERA_MODEL_ABI_VERSION.
     explicit ModelLibrary(const std::string& path);
     ~ModelLibrary();
     ModelLibrary(const ModelLibrary&) = delete;

@@ -140,7 +140,9 @@ std::string coverage_json(const ModelBuild& b, const LibrarySummary* library) {
         j["calls"] = library->num_calls;
         j["codegen_secs"] = library->codegen_secs;
     }
-    return j.dump();
+    // Record notes come from the tuning database, whose text a damaged file may leave not
+    // UTF-8: replaced by U+FFFD rather than failing the report.
+    return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
 } // namespace tessera::compile

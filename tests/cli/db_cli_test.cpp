@@ -5,6 +5,8 @@
 // warnings.
 #include <gtest/gtest.h>
 
+#include <sqlite3.h>
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -414,6 +416,32 @@ TEST_F(DbCli, AReadOnlyDatabaseIsReadAndRefusesWritesInOneLine) {
     EXPECT_EQ(read_file(db), before);
     fs::permissions(path("ro"), fs::perms::owner_all);
     fs::permissions(db, fs::perms::owner_read | fs::perms::owner_write);
+}
+
+// Text that is not UTF-8 in a record (only a damaged file holds any): the JSON reports show it
+// as U+FFFD instead of ending in an internal error (exit 2), and export, whose lines must carry
+// records byte for byte, refuses in one line naming the file.
+TEST_F(DbCli, TextThatIsNotUtf8IsShownOrRefusedNeverFatal) {
+    const std::string db = make_db("bad_text.db", "fpA", 3);
+    sqlite3* s = nullptr;
+    ASSERT_EQ(sqlite3_open(db.c_str(), &s), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(s, "UPDATE records SET target = target || CAST(X'FF' AS TEXT)", nullptr,
+                           nullptr, nullptr),
+              SQLITE_OK)
+        << sqlite3_errmsg(s);
+    sqlite3_close(s);
+
+    Output o = run("db stats --json --db " + db);
+    ASSERT_EQ(o.code, 0) << o.err;
+    EXPECT_TRUE(nlohmann::json::accept(o.out)) << o.out;
+    EXPECT_NE(o.out.find("llvm -mcpu=cpu_fpA\xEF\xBF\xBD"), std::string::npos) << o.out;
+
+    o = run("db export --db " + db + " -o " + path("out.jsonl"));
+    EXPECT_EQ(o.code, 1) << o.err;
+    EXPECT_EQ(o.err.rfind("error: tuning database '" + db + "': record ", 0), 0u) << o.err;
+    EXPECT_NE(o.err.find("not UTF-8"), std::string::npos) << o.err;
+    EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.err;
+    EXPECT_FALSE(fs::exists(path("out.jsonl")));
 }
 
 TEST_F(DbCli, ImportReportsGarbageLinesWithNumbers) {

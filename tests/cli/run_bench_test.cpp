@@ -181,6 +181,18 @@ TEST_F(RunBench, BadInputsAreOneLineErrors) {
     fs::resize_file(cut, fs::file_size(cut) * 2 / 3);
     expect_user_error("bench " + cut, {"model library '" + cut + "' is truncated"});
     expect_user_error("run " + cut + " --input " + in + out, {"'" + cut + "' is truncated"});
+    // A library for another machine: dlopen calls it "No such file or directory"; the one line
+    // says what it is instead.
+    const std::string arm = (dir_ / "aarch64.so").string();
+    {
+        std::ifstream lib(so(), std::ios::binary);
+        std::string bytes((std::istreambuf_iterator<char>(lib)), std::istreambuf_iterator<char>());
+        bytes[18] = static_cast<char>(183); // e_machine (little-endian): EM_AARCH64
+        bytes[19] = 0;
+        std::ofstream(arm, std::ios::binary) << bytes;
+    }
+    expect_user_error("bench " + arm, {"'" + arm + "' is built for another machine (aarch64"});
+    expect_user_error("run " + arm + " --input " + in + out, {"another machine (aarch64"});
     expect_user_error("bench " + (dir_ / "missing.so").string(),
                       {"'" + (dir_ / "missing.so").string() + "' does not exist"});
     expect_user_error("bench " + so() + " --repeat 3 --min-secs 1", {"--min-secs"});

@@ -16,9 +16,9 @@
 #include <map>
 #include <memory>
 
+#include "common/model_library_loader.h"
 #include "common/tessera_process.h"
 #include "cuda/cpu_emulation.h"
-#include "model_library_loader.h"
 #include "tessera/backends/cuda.h"
 #include "tessera/compile/model_compiler.h"
 #include "tessera/runtime/cuda_driver_api.h"

@@ -9,7 +9,7 @@
 
 #include <sys/resource.h>
 
-#include "model_library_loader.h"
+#include "common/model_library_loader.h"
 #include "tessera/compile/model_compiler.h"
 #include "tuning_records.h"
 

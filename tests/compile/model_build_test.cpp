@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model_library_loader.h"
+#include "common/model_library_loader.h"
 #include "tessera/compile/coverage_table.h"
 #include "tessera/compile/model_compiler.h"
 #include "tessera/runtime/model_plan.h"

@@ -6,8 +6,8 @@
 
 #include <fstream>
 
+#include "common/model_library_loader.h"
 #include "graph/graph_test_util.h"
-#include "model_library_loader.h"
 #include "tessera/compile/model_compiler.h"
 #include "tessera/graph/evaluate.h"
 #include "tessera/graph/import_onnx.h"

@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model_library_loader.h"
+#include "common/model_library_loader.h"
 #include "tessera/compile/model_compiler.h"
 
 namespace tessera {

@@ -45,7 +45,8 @@ struct JsonlExportCounts {
 };
 
 /// Writes the header, then every selected workload (sorted by key) followed by its records (in
-/// id order). Throws UserError when options.workload matches no workload or several.
+/// id order). Throws UserError when options.workload matches no workload or several, and when a
+/// workload or record holds text that is not UTF-8 (a damaged file; JSON cannot carry it).
 JsonlExportCounts export_jsonl(const TuningDatabase& db, const JsonlExportOptions& options,
                                std::ostream& out);
 

@@ -1,5 +1,5 @@
 // Test helpers for built model libraries (model_library_loader.h).
-#include "model_library_loader.h"
+#include "common/model_library_loader.h"
 
 #include <cmath>
 #include <cstdlib>
@@ -106,6 +106,12 @@ std::vector<graph::TensorData> LoadedModel::run(const std::vector<graph::TensorD
               model_, in_ptrs.data(), out_ptrs.data()),
           "run");
     return outs;
+}
+
+void LoadedModel::run_raw(const void* const* inputs, void* const* outputs) {
+    check(sym<int (*)(TesseraModel*, const void* const*, void* const*)>("tessera_model_run")(
+              model_, inputs, outputs),
+          "run");
 }
 
 std::vector<graph::TensorData> read_data_set(const std::string& model_dir, int set,

@@ -30,6 +30,9 @@ class LoadedModel {
     void set_num_threads(int n);
     /// Runs on `inputs` (dtypes and shapes as declared; checked) and returns the outputs.
     std::vector<graph::TensorData> run(const std::vector<graph::TensorData>& inputs);
+    /// tessera_model_run on buffers the caller owns (as the C API takes them, unchecked):
+    /// allocates nothing, so a loop of runs leaves the process's memory to the runtime alone.
+    void run_raw(const void* const* inputs, void* const* outputs);
 
   private:
     template <typename F> F sym(const char* name) const;
