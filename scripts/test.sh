@@ -1,8 +1,18 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds incrementally, and runs every test through ctest.
 # Extra arguments go to ctest (e.g. ./scripts/test.sh -R Simplify -V).
+#   ./scripts/test.sh --sanitize [CTEST ARGS]   the same with AddressSanitizer and UBSan: every
+#       target instrumented (TESSERA_SANITIZE) in build-sanitize/; the first report fails its test.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+if [ "${1:-}" = "--sanitize" ]; then
+  shift
+  export TESSERA_BUILD_DIR=${TESSERA_BUILD_DIR:-$root/build-sanitize}
+  export TESSERA_CMAKE_ARGS="-DTESSERA_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo"
+  export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1}
+  export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+  export TESSERA_SANITIZED=1 # tests whose figures sanitizers distort (RSS, timing) say so
+fi
 "$root/scripts/setup.sh"
 "$root/scripts/build.sh"
 build=${TESSERA_BUILD_DIR:-$root/build}

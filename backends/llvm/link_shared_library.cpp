@@ -1,8 +1,5 @@
 // Linking object files into a shared library by running ld.lld (or the C compiler driver).
-#include <cerrno>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -12,14 +9,7 @@
 #include "tessera/backends/llvm.h"
 #include "tessera/support/error.h"
 
-
 namespace tessera::backend {
-
-namespace {
-
-
-
-} // namespace
 
 void link_shared_library(const std::vector<std::string>& objects, const std::string& so_path) {
     if (objects.empty())
@@ -35,12 +25,9 @@ void link_shared_library(const std::vector<std::string>& objects, const std::str
     argv.push_back(so_path);
     argv.insert(argv.end(), objects.begin(), objects.end());
 
-    char log_template[] = "/tmp/tessera_link_XXXXXX";
-    int fd = mkstemp(log_template);
-    if (fd < 0)
-        throw UserError() << "cannot create a temporary file: " << std::strerror(errno);
-    close(fd);
-    const std::string log = log_template;
+    // The linker's output goes beside the library (the tuner's work folder, which is swept when
+    // a killed tuner leaves it), never into /tmp where a killed link would leave it for good.
+    const std::string log = so_path + ".link.log";
     int rc = run_tool_logged(argv, log);
     const std::string output = one_line(read_text_file(log));
     std::remove(log.c_str());

@@ -148,6 +148,9 @@ void link_model_library(const std::vector<std::string>& objects, const std::stri
                 {"-Wl,--whole-archive", runtime_archive, "-Wl,--no-whole-archive",
                  "-Wl,--version-script=" + version_script, "-Wl,-Bsymbolic", "-Wl,--no-undefined",
                  "-Wl,-z,noexecstack", "-lstdc++", "-lm", "-lpthread"});
+#ifdef TESSERA_MODEL_LINK_FLAGS
+    argv.push_back(TESSERA_MODEL_LINK_FLAGS); // the runtime archive is instrumented: its runtime
+#endif
     const std::string log = make_temp_file("tessera_model_link");
     const int rc = run_tool_logged(argv, log);
     const std::string output = one_line(read_text_file(log));

@@ -255,7 +255,9 @@ EvalOutputs eval_cumsum(const Node& n, const EvalInputs& in, const std::string& 
         cumsum_axis(int_elements(require_input(in, 1, where), "axis", where), x.rank(), where);
     const bool exclusive = n.attr_int("exclusive", 0) != 0;
     const bool reverse = n.attr_int("reverse", 0) != 0;
-    const auto [outer, inner] = outer_inner(x.shape(), axis);
+    // Plain variables, not a structured binding: lambdas below capture them (C++17).
+    const std::pair<int64_t, int64_t> split = outer_inner(x.shape(), axis);
+    const int64_t outer = split.first, inner = split.second;
     const int64_t dim = x.shape()[axis];
     TensorData out(x.dtype(), x.shape());
     visit_computed(x.dtype(), [&](auto tag) {
@@ -340,7 +342,9 @@ EvalOutputs eval_arg(const Node& n, const EvalInputs& in, const std::string& whe
     const bool keepdims = n.attr_int("keepdims", 1) != 0;
     const bool last = n.attr_int("select_last_index", 0) != 0;
     const bool is_max = n.op == Op::ArgMax;
-    const auto [outer, inner] = outer_inner(x.shape(), axis);
+    // Plain variables, not a structured binding: lambdas below capture them (C++17).
+    const std::pair<int64_t, int64_t> split = outer_inner(x.shape(), axis);
+    const int64_t outer = split.first, inner = split.second;
     const int64_t dim = x.shape()[axis];
     if (dim == 0)
         throw UserError() << where << ": reduction over an empty axis";
@@ -623,7 +627,9 @@ EvalOutputs eval_topk(const Node& n, const EvalInputs& in, const std::string& wh
     Shape os = x.shape();
     os[axis] = k;
     TensorData values(x.dtype(), os), indices(DType::I64, os);
-    const auto [outer, inner] = outer_inner(x.shape(), axis);
+    // Plain variables, not a structured binding: lambdas below capture them (C++17).
+    const std::pair<int64_t, int64_t> split = outer_inner(x.shape(), axis);
+    const int64_t outer = split.first, inner = split.second;
     int64_t* pi = indices.data<int64_t>();
     visit_computed(x.dtype(), [&](auto tag) {
         using T = std::remove_pointer_t<decltype(tag)>;
