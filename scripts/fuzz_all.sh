@@ -43,12 +43,16 @@ if [[ -n "$clangxx" ]]; then
 else
   echo "fuzz_all: no clang found; using the standalone mutation driver" >&2
   build=${TESSERA_BUILD_DIR:-$root/build}
-  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+  [ -f "$build/build.ninja" ] || cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
   flags=()
 fi
-cmake --build "$build" -j "$jobs" --target fuzz_seeds "${targets[@]/#/fuzz_}"
+cmake --build "$build" -j "$jobs" --target "${targets[@]/#/fuzz_}"
+# The seeds come from real builds, which need no instrumentation: the regular build makes them.
+regular=${TESSERA_BUILD_DIR:-$root/build}
+[ -f "$regular/build.ninja" ] || cmake -S "$root" -B "$regular" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$regular" -j "$jobs" --target fuzz_seeds
+"$regular/fuzz_seeds" "$build/fuzz_corpus" "$root/../shared/models" >/dev/null
 cd "$build"
-./fuzz_seeds fuzz_corpus "$root/../shared/models" >/dev/null
 total=0
 for t in "${targets[@]}"; do
   log=$(mktemp)
