@@ -14,6 +14,8 @@
 #include <optional>
 #include <vector>
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -64,8 +66,15 @@ private:
     void allocate() {
         bytes = buffer->num_elements() * buffer.dtype().bytes();
         size_t rounded = (static_cast<size_t>(bytes) + 63) / 64 * 64;
-        data.reset(static_cast<uint8_t*>(std::aligned_alloc(64, rounded)));
         // The sizes come from the user's spec: a refusal is bad input, not a broken invariant.
+        // More than the machine's memory is refused before asking: with overcommit the
+        // allocation may succeed and the first pages written end in the OOM killer.
+        const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
+        const bool too_big = pages > 0 && page_size > 0 &&
+                             rounded / static_cast<size_t>(page_size) >
+                                 static_cast<size_t>(pages);
+        if (!too_big)
+            data.reset(static_cast<uint8_t*>(std::aligned_alloc(64, rounded)));
         if (!data)
             throw UserError() << "out of memory: " << buffer.name() << " "
                               << te::shape_to_string(buffer.shape()) << " needs " << rounded

@@ -83,8 +83,11 @@ Stmt lower_nest(const For* root) {
         if (const For* f = s.as<For>()) {
             if (f->kind != ForKind::Serial && f->kind != ForKind::Unrolled && f != root)
                 fail("loop '" + f->loop_var.name() + "' is " + to_string(f->kind));
-            const IntImm* min = simplify(subs.mutate(f->min)).as<IntImm>();
-            const IntImm* extent = simplify(subs.mutate(f->extent)).as<IntImm>();
+            // The simplified bounds stay held here: as<> points into them.
+            const Expr min_expr = simplify(subs.mutate(f->min));
+            const Expr extent_expr = simplify(subs.mutate(f->extent));
+            const IntImm* min = min_expr.as<IntImm>();
+            const IntImm* extent = extent_expr.as<IntImm>();
             if (!min || min->value != 0 || !extent)
                 fail("loop '" + f->loop_var.name() + "' does not run a constant count from 0");
             if (extent->value == 1)

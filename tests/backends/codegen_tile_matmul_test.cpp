@@ -160,7 +160,8 @@ TEST(TileMatmulLowering, NestsThatDoNotFitTheTilesAreScheduleErrors) {
     // A nest without products (the accumulators' zeroing under the same root): plain loops.
     Stmt zero = loop("i", 16, ForKind::TileMatmul,
                      [&](Var i) { return Store::make(c, make_zero(DataType::i32()), i); });
-    const For* plain = lower::lower_tile_matmuls(zero).as<For>();
+    const Stmt lowered = lower::lower_tile_matmuls(zero); // holds the node `plain` points to
+    const For* plain = lowered.as<For>();
     ASSERT_NE(plain, nullptr);
     EXPECT_EQ(plain->kind, ForKind::Serial);
     // Without the annotation nothing changes.

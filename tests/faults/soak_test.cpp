@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "common/model_library_loader.h"
+#include "common/sanitizers.h"
 #include "common/tessera_process.h"
 #include "faults/fault_util.h"
 
@@ -138,6 +139,10 @@ TEST(Soak, FourModelsInOneProcessRunIdenticallyWithoutGrowing) {
     print_figure("soak runs", std::to_string(runs));
     print_figure("soak identical outputs", std::to_string(identical) + "/" + std::to_string(runs));
     print_figure("soak RSS growth KiB", std::to_string(rss_end - rss_warm));
-    EXPECT_EQ(rss_end - rss_warm, 0)
-        << "resident KiB after the warm-up " << rss_warm << ", at the end " << rss_end;
+    // Under AddressSanitizer freed blocks sit in its quarantine instead of being reused, so
+    // resident memory grows by design; its leak checker at exit is the leak test there.
+    if (!tessera::testing::built_with_address_sanitizer()) {
+        EXPECT_EQ(rss_end - rss_warm, 0)
+            << "resident KiB after the warm-up " << rss_warm << ", at the end " << rss_end;
+    }
 }

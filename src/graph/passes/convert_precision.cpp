@@ -121,9 +121,12 @@ class Bf16Products {
         const std::vector<int64_t> dilations = n.attr_ints("dilations", {1, 1});
         const bool fold = channels < kTileRowChannels && S * in_block <= kTileRowChannels &&
                           dilations.size() == 2 && dilations[1] == 1;
+        // x and w are references into the graph's values: done with before packed_input and
+        // add_constant add values (and may move them).
+        const std::string words_name = w.name + "_bf16_words";
         const ValueId packed = packed_input(n.input(0), pads, in_block, fold);
         std::vector<ValueId> ins = {
-            packed, g_.add_constant(w.name + "_bf16_words",
+            packed, g_.add_constant(words_name,
                                     pack_bf16_conv_weight_words(oihw, block, in_block, fold))};
         if (bias)
             ins.push_back(n.input(2));

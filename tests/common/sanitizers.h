@@ -1,0 +1,26 @@
+// Whether this test binary is instrumented by AddressSanitizer (scripts/test.sh --sanitize).
+// Tests whose figures the instrumentation changes by design ask it: ASan's quarantine holds
+// freed memory back from reuse (resident size grows until it is full) and its shadow memory
+// takes address space.
+#pragma once
+
+#if defined(__SANITIZE_ADDRESS__) // GCC
+#define TESSERA_TEST_ASAN 1
+#elif defined(__has_feature) // Clang
+#if __has_feature(address_sanitizer)
+#define TESSERA_TEST_ASAN 1
+#endif
+#endif
+
+namespace tessera::testing {
+
+/// True in a build with AddressSanitizer.
+constexpr bool built_with_address_sanitizer() {
+#ifdef TESSERA_TEST_ASAN
+    return true;
+#else
+    return false;
+#endif
+}
+
+} // namespace tessera::testing
