@@ -11,8 +11,8 @@ if [ "${1:-}" = "--sanitize" ]; then
   # The benchmark programs are not tests: not built there.
   export TESSERA_CMAKE_ARGS="-DTESSERA_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DTESSERA_BUILD_BENCH=OFF"
-  # allocator_may_return_null: a request too large for memory returns null, as malloc does
-  # (op run's out-of-memory error is tested), instead of ending in a report.
+  # allocator_may_return_null: a request too large for memory returns null, as malloc does,
+  # and reaches the code's own out-of-memory errors instead of ending in a report.
   asan=detect_leaks=1:abort_on_error=1:strict_string_checks=1:allocator_may_return_null=1
   export ASAN_OPTIONS=${ASAN_OPTIONS:-$asan}
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
