@@ -15,6 +15,8 @@ packages=(
   libopenblas-dev libdnnl-dev             # peers in the benchmarks
   gnuplot-nox                             # scripts/plot_curve.sh (tuning curves)
 )
+# scripts/test.sh --sanitize builds with clang and its sanitizer runtimes.
+if [ -n "${TESSERA_SETUP_SANITIZER:-}" ]; then packages+=(clang-19 libclang-rt-19-dev); fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -8,6 +8,9 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 if [ "${1:-}" = "--sanitize" ]; then
   shift
   export TESSERA_BUILD_DIR=${TESSERA_BUILD_DIR:-$root/build-sanitize}
+  # Clang 19: its sanitizer runtime locks its allocator and stack depot around fork(); GCC 12's
+  # does not, and the compile processes the tuner forks from its build threads deadlock there.
+  export TESSERA_SETUP_SANITIZER=1 CC=${CC:-clang-19} CXX=${CXX:-clang++-19}
   # The benchmark programs are not tests: not built there.
   export TESSERA_CMAKE_ARGS="-DTESSERA_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DTESSERA_BUILD_BENCH=OFF"

@@ -142,14 +142,23 @@ void link_model_library(const std::vector<std::string>& objects, const std::stri
     // Link to a temporary name beside the output and rename: a failed link never leaves a
     // truncated library under the requested name.
     const std::string tmp_so = so_path + ".tmp" + std::to_string(getpid());
-    std::vector<std::string> argv = {"c++", "-shared", "-o", tmp_so};
+#ifdef TESSERA_MODEL_LINK_DRIVER
+    const std::string driver = TESSERA_MODEL_LINK_DRIVER;
+#else
+    const std::string driver = "c++";
+#endif
+    std::vector<std::string> argv = {driver, "-shared", "-o", tmp_so};
     argv.insert(argv.end(), objects.begin(), objects.end());
     argv.insert(argv.end(),
                 {"-Wl,--whole-archive", runtime_archive, "-Wl,--no-whole-archive",
-                 "-Wl,--version-script=" + version_script, "-Wl,-Bsymbolic", "-Wl,--no-undefined",
+                 "-Wl,--version-script=" + version_script, "-Wl,-Bsymbolic",
                  "-Wl,-z,noexecstack", "-lstdc++", "-lm", "-lpthread"});
 #ifdef TESSERA_MODEL_LINK_FLAGS
-    argv.push_back(TESSERA_MODEL_LINK_FLAGS); // the runtime archive is instrumented: its runtime
+    // The runtime archive is instrumented: the sanitizer runtime's symbols stay undefined here
+    // (clang links that runtime into executables only) and come from the loading process.
+    argv.push_back(TESSERA_MODEL_LINK_FLAGS);
+#else
+    argv.push_back("-Wl,--no-undefined");
 #endif
     const std::string log = make_temp_file("tessera_model_link");
     const int rc = run_tool_logged(argv, log);
@@ -158,7 +167,7 @@ void link_model_library(const std::vector<std::string>& objects, const std::stri
     std::remove(version_script.c_str());
     if (rc != 0) {
         std::remove(tmp_so.c_str());
-        throw UserError() << "linking '" << so_path << "' with c++ failed"
+        throw UserError() << "linking '" << so_path << "' with " << driver << " failed"
                           << (rc < 0 ? " to start" : " (exit " + std::to_string(rc) + ")")
                           << (output.empty() ? "" : ": ") << output;
     }

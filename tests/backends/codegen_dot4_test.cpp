@@ -161,8 +161,10 @@ TEST(CodegenBytesAsWord, FourBytesReinterpretedAtAnyAddressInEveryLoopForm) {
     std::memcpy(bytes.data(), words.data(), bytes.size());
     for (const DataType elem : {DataType::u8(), DataType::bf16()}) {
         const int64_t per_word = 4 / elem.bytes();
-        for (const auto& [stride, offset] :
+        for (const auto& stride_offset :
              {std::pair<int64_t, int64_t>{per_word, 0}, {per_word, 3}, {2 * per_word, 1}}) {
+            // Plain variables: C++17 lambdas cannot capture structured bindings.
+            const int64_t stride = stride_offset.first, offset = stride_offset.second;
             for (int lanes : kLanes) {
                 Buffer in = buf("in", elem, int64_t(bytes.size()) / elem.bytes());
                 Buffer out = buf("out", DataType::i32(), kCount);

@@ -338,9 +338,12 @@ TEST(CodegenScalar, LetAndLetStmt) {
 }
 
 TEST(CodegenScalar, AllocateStackHeapAndLargeStack) {
-    for (auto [scope, n] :
+    for (auto scope_n :
          {std::pair{MemoryScope::Stack, int64_t{13}}, std::pair{MemoryScope::Heap, int64_t{127}},
           std::pair{MemoryScope::Stack, int64_t{100003}}}) {
+        // Plain variables: C++17 lambdas cannot capture structured bindings.
+        const MemoryScope scope = scope_n.first;
+        const int64_t n = scope_n.second;
         Buffer A = buf("A", DataType::f32(), n), O = buf("O", DataType::f32(), n);
         Buffer T = buf("T", DataType::f32(), n);
         Stmt fill = loop("i", n, ForKind::Serial,

@@ -23,4 +23,11 @@ constexpr bool built_with_address_sanitizer() {
 #endif
 }
 
+/// How a child process that dies of a segmentation fault is described: under AddressSanitizer
+/// its handler catches the fault, prints its report and aborts (scripts/test.sh --sanitize sets
+/// abort_on_error), so the child dies of signal 6 there and of signal 11 elsewhere.
+constexpr const char* segfault_death() {
+    return built_with_address_sanitizer() ? "signal 6" : "signal 11";
+}
+
 } // namespace tessera::testing
