@@ -123,6 +123,7 @@ class OpCounter : public ir::IRVisitor {
         case ir::CallOp::Floor:
         case ir::CallOp::Ceil:
         case ir::CallOp::RoundEven:
+        case ir::CallOp::Ldexp:
             add(op->type.is_float() ? Feature::float_other_func : Feature::int_other_func, lanes);
             break;
         case ir::CallOp::Dot4U8S8: // four byte products summed: four integer multiply-adds

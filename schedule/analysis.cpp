@@ -124,6 +124,7 @@ class ExpensiveFinder : public IRVisitor {
         case CallOp::Floor:
         case CallOp::Ceil:
         case CallOp::RoundEven:
+        case CallOp::Ldexp: // an exponent add (vscalefps)
         case CallOp::Dot4U8S8: // a few integer multiply-adds, one instruction with VNNI
         case CallOp::Dot2BF16: // two float multiply-adds, one instruction with AVX512-BF16
         case CallOp::TileMatmulU8S8:

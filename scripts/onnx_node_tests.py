@@ -80,12 +80,18 @@ def compare(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> str:
     """Empty when equal within tolerance, else what differs."""
     if got.shape != want.shape:
         return f"shape {got.shape} != {want.shape}"
+    if got.dtype.kind == "V" and got.dtype.itemsize == want.dtype.itemsize:
+        # numpy has no bfloat16 or narrow types: tessera writes them as void ('<V2', '|V1'),
+        # the bytes ml_dtypes' arrays hold; the expected value's dtype names them.
+        got = got.view(want.dtype)
     if got.dtype != want.dtype:
         return f"dtype {got.dtype} != {want.dtype}"
     if want.dtype.kind in "biu":
         if not np.array_equal(got, want):
             return f"{int(np.sum(got != want))} of {want.size} elements differ"
         return ""
+    if want.dtype.kind == "V":  # bfloat16 and the narrow types: compare as f32
+        got, want = got.astype(np.float32), want.astype(np.float32)
     if not np.allclose(got, want, rtol=rtol, atol=atol, equal_nan=True):
         err = np.abs(got.astype(np.float64) - want.astype(np.float64))
         return f"max abs error {np.nanmax(err):.3g} (rtol {rtol}, atol {atol})"

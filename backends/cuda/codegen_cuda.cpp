@@ -647,6 +647,9 @@ class CudaWriter {
         case CallOp::RoundEven: r = fn("rintf", "rint") + "(" + arg(0) + ")"; break;
         case CallOp::Ceil: r = fn("ceilf", "ceil") + "(" + arg(0) + ")"; break;
         case CallOp::Pow: r = fn("powf", "pow") + "(" + arg(0) + ", " + arg(1) + ")"; break;
+        case CallOp::Ldexp:
+            r = fn("ldexpf", "ldexp") + "(" + arg(0) + ", " + expr(op->args[1]) + ")";
+            break;
         case CallOp::Dot4U8S8: r = call2("tessera_dot4_u8s8", op->args[0], op->args[1]); break;
         case CallOp::Dot2BF16:
             throw UserError() << "dot2_bf16 (bf16 words) is not supported by the CUDA backend";

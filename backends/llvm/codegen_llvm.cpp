@@ -940,6 +940,10 @@ llvm::Value* CodeGen::visit(const Call* op) {
         return intrinsic(llvm::Intrinsic::ceil, {ty}, {x});
     case CallOp::Pow:
         return intrinsic(llvm::Intrinsic::pow, {ty}, {x, codegen(op->args[1])});
+    case CallOp::Ldexp: {
+        llvm::Value* k = codegen(op->args[1]);
+        return intrinsic(llvm::Intrinsic::ldexp, {ty, k->getType()}, {x, k});
+    }
     case CallOp::Tanh:
         return libm_call("tanhf", "tanh", x, t);
     case CallOp::Erf:

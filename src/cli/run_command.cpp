@@ -89,7 +89,7 @@ std::vector<graph::TensorData> read_inputs(const std::vector<std::string>& args,
                               << "cannot supply";
         graph::TensorData d;
         try {
-            d = graph::read_tensor_file(it->second);
+            d = graph::npy_as(graph::read_tensor_file(it->second), *want);
         } catch (const UserError& e) {
             throw UserError() << "input '" << t.name << "': " << e.what();
         }

@@ -10,6 +10,7 @@
 
 #include "onnx_import.h"
 #include "onnx_tensor.h"
+#include "tessera/graph/tensor_io.h"
 
 namespace tessera::graph {
 
@@ -129,8 +130,9 @@ static Shape input_shape(const onnx::ValueInfoProto& vi, const ImportOptions& op
 }
 
 // Graph input `vi` bound to `value`: a constant, after checking the value fits the input.
-static ValueId bind_input(const onnx::ValueInfoProto& vi, DType dtype, const TensorData& value,
+static ValueId bind_input(const onnx::ValueInfoProto& vi, DType dtype, TensorData value,
                           Graph& g) {
+    value = npy_as(std::move(value), dtype);
     const auto& tt = vi.type().tensor_type();
     bool agree = value.dtype() == dtype;
     if (tt.has_shape()) {

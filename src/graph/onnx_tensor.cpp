@@ -96,8 +96,8 @@ static int64_t field_size(const onnx::TensorProto& t, DType dtype) {
     TESSERA_UNREACHABLE();
 }
 
-// Copies a typed field's values into out's elements (float16 and bfloat16 values are bit
-// patterns).
+// Copies a typed field's values into out's elements (float16, bfloat16 and 8-bit float values
+// are bit patterns).
 template <typename Field> static void copy_field(const Field& field, TensorData& out) {
     visit_dtype(out.dtype(), [&](auto tag) {
         using T = std::remove_pointer_t<decltype(tag)>;
@@ -105,10 +105,27 @@ template <typename Field> static void copy_field(const Field& field, TensorData&
         for (int64_t i = 0; i < out.numel(); ++i) {
             if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
                 p[i] = T::from_bits(static_cast<uint16_t>(field.Get(static_cast<int>(i))));
+            else if constexpr (std::is_class_v<T>) // a narrow type: its codes
+                p[i] = T::from_bits(static_cast<uint8_t>(field.Get(static_cast<int>(i))));
             else
                 p[i] = static_cast<T>(field.Get(static_cast<int>(i)));
         }
     });
+}
+
+// How many elements ONNX packs into one byte: 2 for the 4-bit types, 4 for the 2-bit ones (the
+// first element in the low bits), 1 otherwise.
+static int64_t elements_per_byte(DType dtype) {
+    const std::optional<NarrowFormat> f = narrow_format(dtype);
+    return f ? 8 / narrow_format_info(*f).bits : 1;
+}
+
+// Spreads packed codes (elements_per_byte of them in each byte of `packed`) one per byte.
+static void unpack_codes(const uint8_t* packed, TensorData& out) {
+    const int64_t per = elements_per_byte(out.dtype()), bits = 8 / per;
+    uint8_t* dst = out.raw();
+    for (int64_t i = 0; i < out.numel(); ++i)
+        dst[i] = static_cast<uint8_t>((packed[i / per] >> (bits * (i % per))) & ((1 << bits) - 1));
 }
 
 TensorData tensor_from_proto(const onnx::TensorProto& t, const std::string& what,
@@ -131,19 +148,28 @@ TensorData tensor_from_proto(const onnx::TensorProto& t, const std::string& what
         numel *= d;
         shape.push_back(d);
     }
-    const size_t want = static_cast<size_t>(numel) * dtype_size(*dtype);
+    // The 4- and 2-bit types are packed, in raw data and typed fields alike (a byte per value).
+    const int64_t per_byte = elements_per_byte(*dtype);
+    const int64_t stored = (numel + per_byte - 1) / per_byte;
+    const size_t want = static_cast<size_t>(stored) * dtype_size(*dtype);
     const bool external = t.data_location() == onnx::TensorProto::EXTERNAL;
     if (!external && t.has_raw_data() && t.raw_data().size() != want)
         throw UserError() << what << ": raw_data has " << t.raw_data().size() << " bytes, shape "
                           << shape_str(shape) << " of " << dtype_name(*dtype) << " needs " << want;
-    if (!external && !t.has_raw_data() && field_size(t, *dtype) != numel)
+    if (!external && !t.has_raw_data() && field_size(t, *dtype) != stored)
         throw UserError() << what << " has " << field_size(t, *dtype) << " values, its shape "
-                          << shape_str(shape) << " needs " << numel;
+                          << shape_str(shape) << " needs " << stored;
     std::string ext_bytes;
     if (external)
         ext_bytes = read_external(t, what, base_dir, want);
     TensorData out(*dtype, shape);
-    if (external) {
+    if (per_byte > 1) {
+        std::string packed = external ? ext_bytes : t.raw_data();
+        if (!external && !t.has_raw_data())
+            for (int i = 0; i < t.int32_data_size(); ++i)
+                packed.push_back(static_cast<char>(t.int32_data(i)));
+        unpack_codes(reinterpret_cast<const uint8_t*>(packed.data()), out);
+    } else if (external) {
         if (want)
             std::memcpy(out.raw(), ext_bytes.data(), want);
     } else if (t.has_raw_data()) {

@@ -66,9 +66,20 @@ TensorData TensorData::reshaped(Shape shape) const {
     return t;
 }
 
+template <typename T> struct IsNarrow : std::false_type {};
+template <NarrowFormat F> struct IsNarrow<NarrowValue<F>> : std::true_type {};
+
+void TensorData::reinterpret_as(DType to) {
+    TESSERA_CHECK(dtype_size(to) == dtype_size(dtype_))
+        << "reinterpret " << dtype_name(dtype_) << " as " << dtype_name(to);
+    dtype_ = to;
+}
+
 // Converts one element; float -> int casts of out-of-range values are clamped rather than UB.
+// Narrow types convert as NarrowValue defines (support/narrow_types.h).
 template <typename To, typename From> static To convert(From v) {
-    if constexpr (std::is_same_v<From, Half> || std::is_same_v<From, BFloat16>) {
+    if constexpr (std::is_same_v<From, Half> || std::is_same_v<From, BFloat16> ||
+                  IsNarrow<From>::value) {
         return convert<To>(static_cast<float>(v));
     } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
         if (!(v == v))

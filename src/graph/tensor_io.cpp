@@ -64,6 +64,8 @@ TensorData parse_npy(const std::string& bytes, const std::string& origin) {
         descr[0] = '<'; // native order: our hosts are little-endian
     if (descr[2] == '1' && descr[0] == '<')
         descr[0] = '|'; // one-byte types have no byte order
+    if (descr == "|f1")
+        descr = "|V1"; // ml_dtypes saves float8_e5m2 as a one-byte float, the others as void
     std::optional<DType> dtype = dtype_from_npy(descr);
     if (!dtype) {
         std::string supported;
@@ -156,6 +158,12 @@ TensorData read_tensor_pb(const std::string& path) {
     const size_t slash = path.rfind('/');
     return detail::tensor_from_proto(t, "tensor file '" + path + "'",
                                      slash == std::string::npos ? "." : path.substr(0, slash));
+}
+
+TensorData npy_as(TensorData t, DType want) {
+    if (t.dtype() != want && std::string(dtype_info(t.dtype()).npy) == dtype_info(want).npy)
+        t.reinterpret_as(want);
+    return t;
 }
 
 TensorData read_tensor_file(const std::string& path) {

@@ -262,6 +262,7 @@ const char* to_string(CallOp op) {
     case CallOp::Ceil: return "ceil";
     case CallOp::RoundEven: return "round_even";
     case CallOp::Pow: return "pow";
+    case CallOp::Ldexp: return "ldexp";
     case CallOp::Prefetch: return "prefetch";
     case CallOp::GpuBlockSum: return "gpu_block_sum";
     case CallOp::GpuBlockMax: return "gpu_block_max";
@@ -287,7 +288,10 @@ DataType Call::infer_type() const {
             << to_string(op) << " with " << args.size() << " arguments";
         return DataType::i32();
     }
-    size_t want = op == CallOp::Pow || op == CallOp::Dot4U8S8 || op == CallOp::Dot2BF16 ? 2 : 1;
+    size_t want = op == CallOp::Pow || op == CallOp::Ldexp || op == CallOp::Dot4U8S8 ||
+                          op == CallOp::Dot2BF16
+                      ? 2
+                      : 1;
     TESSERA_CHECK(args.size() == want) << to_string(op) << " takes " << want << " arguments";
     for (const auto& a : args) TESSERA_CHECK(a.defined()) << to_string(op) << " of undefined";
     if (op == CallOp::Prefetch) {
@@ -303,6 +307,11 @@ DataType Call::infer_type() const {
     }
     DataType t = args[0].type();
     if (op == CallOp::Pow) same_type("pow", args[0], args[1]);
+    if (op == CallOp::Ldexp) {
+        const DataType k = args[1].type();
+        TESSERA_CHECK(k.is_int() && k.bits == 32 && k.lanes == t.lanes)
+            << "ldexp of " << t << " by " << k << " (an i32 exponent of the same lanes)";
+    }
     if (op == CallOp::Dot4U8S8) {
         same_type("dot4_u8s8", args[0], args[1]);
         TESSERA_CHECK(t.is_int() && t.bits == 32) << "dot4_u8s8 of " << t << " (i32 words)";

@@ -695,6 +695,9 @@ struct CallNode : ENode {
             case CallOp::Pow:
                 res = std::pow(v, y[k].f);
                 break;
+            case CallOp::Ldexp:
+                res = std::ldexp(v, static_cast<int>(y[k].i));
+                break;
             case CallOp::Prefetch:
             case CallOp::Dot4U8S8:
             case CallOp::Dot2BF16:

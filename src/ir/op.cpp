@@ -117,6 +117,14 @@ Expr dot2_bf16(Expr a, Expr b) {
     return Call::make(CallOp::Dot2BF16, {std::move(a), std::move(b)});
 }
 Expr bytes_as_word(Expr bytes) { return Call::make(CallOp::BytesAsWord, {std::move(bytes)}); }
+Expr ldexp(Expr x, Expr k) {
+    const int lanes = x.type().lanes;
+    if (k.type() != DataType::i32(lanes))
+        k = cast(DataType::i32(k.type().lanes), std::move(k));
+    if (lanes > 1 && k.type().lanes == 1)
+        k = Broadcast::make(std::move(k), lanes);
+    return Call::make(CallOp::Ldexp, {std::move(x), std::move(k)});
+}
 Expr pow(Expr x, Expr y) {
     match_types(x, y);
     return Call::make(CallOp::Pow, {std::move(x), std::move(y)});

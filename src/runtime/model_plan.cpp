@@ -30,7 +30,7 @@ void validate_cuda_fields(const ModelPlan& plan); // below validate_plan
 
 bool valid_dtype(PlanDType t) {
     const auto v = static_cast<int32_t>(t);
-    return v >= static_cast<int32_t>(PlanDType::F32) && v <= static_cast<int32_t>(PlanDType::BF16);
+    return v >= static_cast<int32_t>(PlanDType::F32) && v <= static_cast<int32_t>(PlanDType::U2);
 }
 
 bool is_integer_dtype(PlanDType t) {
@@ -222,8 +222,10 @@ struct PlanDTypeRow {
 static const PlanDTypeRow kPlanDTypes[] = {
     {"?", 0},  {"f32", 4}, {"f64", 8}, {"i32", 4}, {"i64", 8}, {"bool", 1}, {"f16", 2},
     {"i8", 1}, {"u8", 1},  {"i16", 2}, {"u16", 2}, {"u32", 4}, {"u64", 8}, {"bf16", 2},
+    {"f8e4m3fn", 1}, {"f8e4m3fnuz", 1}, {"f8e5m2", 1}, {"f8e5m2fnuz", 1}, {"f4e2m1", 1},
+    {"i4", 1}, {"u4", 1}, {"i2", 1}, {"u2", 1},
 };
-static_assert(std::size(kPlanDTypes) == static_cast<size_t>(PlanDType::BF16) + 1,
+static_assert(std::size(kPlanDTypes) == static_cast<size_t>(PlanDType::U2) + 1,
               "one row per PlanDType");
 
 int64_t plan_dtype_bytes(PlanDType t) {

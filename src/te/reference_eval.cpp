@@ -166,6 +166,8 @@ ReferenceEvaluator::Value ReferenceEvaluator::eval(const Expr& e, Env& env) {
         case CallOp::RoundEven: return F(std::nearbyint(a.f));
         case CallOp::Ceil: return F(std::ceil(a.f));
         case CallOp::Pow: return F(std::pow(a.f, eval(op->args[1], env).f));
+        case CallOp::Ldexp:
+            return F(std::ldexp(a.f, static_cast<int>(eval(op->args[1], env).i)));
         case CallOp::Dot4U8S8: {
             // The words' low 32 bits: integer results here are not wrapped to their width.
             const auto ua = static_cast<uint32_t>(a.i);

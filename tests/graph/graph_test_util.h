@@ -50,6 +50,8 @@ inline Closeness compare(const TensorData& out, const TensorData& ref, double rt
                 c.worst_ratio = INFINITY, worst = i;
             continue;
         }
+        if (a[i] == b[i])
+            continue; // equal infinities too (their difference is NaN)
         const double d = std::fabs(a[i] - b[i]);
         const double r = d == 0 ? 0 : exact ? INFINITY : d / (atol + rtol * std::fabs(b[i]));
         if (!(d <= c.max_abs))
@@ -189,8 +191,23 @@ inline onnx::TensorProto tensor_proto(const std::string& name, const TensorData&
     p.set_data_type(onnx_type(t.dtype()));
     for (int64_t d : t.shape())
         p.add_dims(d);
+    std::string bytes(reinterpret_cast<const char*>(t.raw()), t.nbytes());
+    if (const std::optional<NarrowFormat> f = graph::narrow_format(t.dtype())) {
+        // ONNX packs the 4- and 2-bit types, the first element in the low bits.
+        const int bits = narrow_format_info(*f).bits, per = 8 / bits;
+        std::string packed((bytes.size() + per - 1) / per, '\0');
+        for (size_t i = 0; i < bytes.size(); ++i)
+            packed[i / per] = static_cast<char>(packed[i / per] | (bytes[i] << (bits * (i % per))));
+        if (!typed) {
+            p.set_raw_data(packed);
+        } else {
+            for (char c : packed)
+                p.add_int32_data(static_cast<uint8_t>(c));
+        }
+        return p;
+    }
     if (!typed) {
-        p.set_raw_data(std::string(reinterpret_cast<const char*>(t.raw()), t.nbytes()));
+        p.set_raw_data(bytes);
         return p;
     }
     // ONNX's typed fields: f32, f64 and i64 have their own; u32 and u64 share uint64_data;

@@ -18,10 +18,12 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <set>
 
@@ -119,18 +121,15 @@ std::vector<OpCase> op_cases() {
                  const ValueId x = c.input(floats({1, 7, 13, 7}, 1));
                  const ValueId xb = c.op(Op::LayoutToBlocked, {x}, attr("block", I(4)));
                  const int64_t alpha = m + 2, oh = 13 + 1 + 0 - 2, ow = 7 + 1 + 1 - 2;
-                 const ValueId v = c.op(
-                     Op::WinogradInput, {xb, c.constant(winograd_input_table(m))},
-                     {{"tile", I(m)}, {"pads", Is({1, 1, 0, 1})}});
+                 const ValueId v =
+                     c.op(Op::WinogradInput, {xb, c.constant(winograd_input_table(m))},
+                          {{"tile", I(m)}, {"pads", Is({1, 1, 0, 1})}});
                  const ValueId mm =
                      c.op(Op::MatMul, {v, c.constant(floats({alpha * alpha, 8, 8}, 2))});
-                 const ValueId y = c.op(Op::WinogradOutput,
-                                        {mm, c.constant(winograd_output_table(m)),
-                                         c.constant(floats({2, 4}, 3))},
-                                        {{"tile", I(m)},
-                                         {"block", I(4)},
-                                         {"out_h", I(oh)},
-                                         {"out_w", I(ow)}});
+                 const ValueId y =
+                     c.op(Op::WinogradOutput,
+                          {mm, c.constant(winograd_output_table(m)), c.constant(floats({2, 4}, 3))},
+                          {{"tile", I(m)}, {"block", I(4)}, {"out_h", I(oh)}, {"out_w", I(ow)}});
                  return {c.op(Op::LayoutFromBlocked, {y}, {{"block", I(4)}, {"channels", I(5)}})};
              }});
     }
@@ -263,6 +262,50 @@ std::vector<OpCase> op_cases() {
                       return {cast(f, "i64"), cast(f, "bool"), cast(i, "f32"), cast(i, "bool"),
                               cast(m, "f32"), cast(m, "i64"),  cast(i, "i32"), cast(f, "f32")};
                   }});
+    cs.push_back(
+        {"CastNarrow", {Op::Cast}, [](Case& c) -> std::vector<ValueId> {
+             // Ties, overflow, subnormals, zeros, NaN and infinities, then random values, to
+             // every narrow float (saturating and not) and back; every 8-bit code to f32 and
+             // f16; integers and floats to and from the 4- and 2-bit integers.
+             const float inf = std::numeric_limits<float>::infinity();
+             TensorData x = floats({3, 13}, 1, -600.0f, 600.0f);
+             const float special[] = {
+                 0.47892547f, 1e6f, 1e-7f, -1e-7f, -1e6f, 460,   464, 465,  -0.0f, 57344,
+                 61440,       249,  5,     2.5f,   0.25f, 0.75f, inf, -inf, NAN,   0.0013671875f};
+             std::copy(std::begin(special), std::end(special), x.data<float>());
+             const ValueId f = c.input(x);
+             const ValueId h = c.op(Op::Cast, {f}, attr("to", S("f16")));
+             std::vector<ValueId> outs;
+             for (const char* t : {"f8e4m3fn", "f8e4m3fnuz", "f8e5m2", "f8e5m2fnuz", "f4e2m1"}) {
+                 const ValueId sat = c.op(Op::Cast, {f}, attr("to", S(t)));
+                 Attributes raw = attr("to", S(t));
+                 raw["saturate"] = I(0);
+                 outs.push_back(sat);
+                 outs.push_back(c.op(Op::Cast, {h}, raw));
+                 outs.push_back(c.op(Op::Cast, {sat}, attr("to", S("f32"))));
+             }
+             TensorData codes = ints({16, 16}, 2, 0, 255).cast(DType::U8);
+             for (int i = 0; i < 256; ++i)
+                 codes.data<uint8_t>()[i] = static_cast<uint8_t>(i); // every code
+             for (const char* t : {"f8e4m3fn", "f8e4m3fnuz", "f8e5m2", "f8e5m2fnuz"}) {
+                 TensorData v = codes;
+                 v.reinterpret_as(*parse_dtype(t));
+                 const ValueId in = c.input(v);
+                 outs.push_back(c.op(Op::Cast, {in}, attr("to", S("f32"))));
+                 outs.push_back(c.op(Op::Cast, {in}, attr("to", S("f16"))));
+                 outs.push_back(c.op(Op::Cast, {in}, attr("to", S("f4e2m1"))));
+             }
+             const ValueId i = c.input(ints({7, 13}, 3, -20, 20).cast(DType::I32));
+             const ValueId q = c.input(floats({7, 13}, 4, -20.0f, 20.0f));
+             for (const char* t : {"i4", "u4", "i2", "u2"}) {
+                 const ValueId from_int = c.op(Op::Cast, {i}, attr("to", S(t)));
+                 outs.push_back(from_int);
+                 outs.push_back(c.op(Op::Cast, {q}, attr("to", S(t))));
+                 outs.push_back(c.op(Op::Cast, {from_int}, attr("to", S("f32"))));
+                 outs.push_back(c.op(Op::Cast, {from_int}, attr("to", S("i64"))));
+             }
+             return outs;
+         }});
     // -- pooling and reductions
     cs.push_back({"Pools",
                   {Op::MaxPool, Op::AveragePool, Op::GlobalAveragePool},
@@ -443,7 +486,7 @@ TEST(OpCompute, TableCoversEveryGraphOp) {
     std::set<Op> listed;
     for (const OpCase& c : all_op_cases())
         listed.insert(c.ops.begin(), c.ops.end());
-#define TESSERA_GRAPH_OP(name)                                                                 \
+#define TESSERA_GRAPH_OP(name)                                                                     \
     EXPECT_TRUE(listed.count(Op::name) || !op_has_kernel(Op::name)) << #name " has no case";
 #include "tessera/graph/ops.def"
 #undef TESSERA_GRAPH_OP

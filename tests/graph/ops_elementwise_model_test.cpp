@@ -152,17 +152,16 @@ TEST_P(ElementwiseModelTest, RoundAndQuantizeHalvesToEvenExactly) {
     m.node("QuantizeLinear", {"x", "s", "zp"}, {"q"});
     m.output("r").output("q", DType::U8);
     const TensorData x = TensorData::from_vector<float>(
-        {3, 7}, {-3.5f, -2.5f, -1.5f, -0.5f, 0.5f,  1.5f,  2.5f,        3.5f,        -1.75f, 1.25f,
-                 1e8f,  -7,    -0.25f, 0.25f, 0.75f, -0.75f, 0.49999997f, -0.50000006f, 2.50000024f,
-                 6.5f,  -6.5f});
+        {3, 7}, {-3.5f, -2.5f,  -1.5f,       -0.5f,        0.5f,        1.5f,   2.5f,
+                 3.5f,  -1.75f, 1.25f,       1e8f,         -7,          -0.25f, 0.25f,
+                 0.75f, -0.75f, 0.49999997f, -0.50000006f, 2.50000024f, 6.5f,   -6.5f});
     const TensorData want_r = TensorData::from_vector<float>(
         {3, 7}, {-4, -2, -2, -0.0f, 0, 2, 2, 4, -2, 1, 1e8f, -7, -0.0f, 0, 1, -1, 0, -1, 3, 6, -6});
     // x / 0.5 rounded, + 128, saturated: halves of x / 0.5 are x = +-0.25, +-0.75.
-    const TensorData want_q =
-        TensorData::from_vector<int32_t>({3, 7}, {121, 123, 125, 127, 129, 131, 133, 135, 124, 130,
-                                                  255, 114, 128, 128, 130, 126, 129, 127, 133, 141,
-                                                  115})
-            .cast(DType::U8);
+    const TensorData want_q = TensorData::from_vector<int32_t>(
+                                  {3, 7}, {121, 123, 125, 127, 129, 131, 133, 135, 124, 130, 255,
+                                           114, 128, 128, 130, 126, 129, 127, 133, 141, 115})
+                                  .cast(DType::U8);
     const Graph g = expect_library_matches_evaluator(m.bytes(), {x}, GetParam(), 0, 0);
     const std::vector<TensorData> got = evaluate(g, {x});
     EXPECT_EQ(got[0], want_r);
@@ -203,10 +202,10 @@ TEST(ElementwiseModelImportTest, LegacyBroadcastIsNumpysOrRefused) {
     EXPECT_EQ(model_import_error(model(6, {5}, none)),
               "node 'mul' (Mul, opset 6): operand shapes differ (A [2,3,5], B [5]) and broadcast "
               "is not 1: before opset 7 they must be equal");
-    EXPECT_EQ(
-        model_import_error(model(6, {3}, [](testing::NodeRef& n) { n.i("broadcast", 1).i("axis", 1); })),
-        "node 'mul' (Mul, opset 6): B does not broadcast to A (A [2,3,5], B [3]): B must "
-        "have one element or A's trailing dims");
+    EXPECT_EQ(model_import_error(
+                  model(6, {3}, [](testing::NodeRef& n) { n.i("broadcast", 1).i("axis", 1); })),
+              "node 'mul' (Mul, opset 6): B does not broadcast to A (A [2,3,5], B [3]): B must "
+              "have one element or A's trailing dims");
     EXPECT_EQ(model_import_error(
                   model(6, {3, 5}, [](testing::NodeRef& n) { n.i("broadcast", 1).i("axis", 0); })),
               "node 'mul' (Mul, opset 6): broadcast from axis 0 (A [2,3,5], B [3,5]) is not "
@@ -216,9 +215,9 @@ TEST(ElementwiseModelImportTest, LegacyBroadcastIsNumpysOrRefused) {
               "have one element or A's trailing dims");
     EXPECT_EQ(model_import_error(model(7, {5}, bcast)),
               "node 'mul' (Mul, opset 7): unsupported attribute 'broadcast'");
-    EXPECT_EQ(
-        model_import_error(model(6, {5}, [](testing::NodeRef& n) { n.ints("consumed_inputs", {0}); })),
-        "node 'mul' (Mul, opset 6): unsupported attribute 'consumed_inputs'");
+    EXPECT_EQ(model_import_error(
+                  model(6, {5}, [](testing::NodeRef& n) { n.ints("consumed_inputs", {0}); })),
+              "node 'mul' (Mul, opset 6): unsupported attribute 'consumed_inputs'");
     EXPECT_EQ(model_import_error(model(5, {1, 1}, bcast)), "no error");
     EXPECT_EQ(model_import_error(model(1, {3, 5}, bcast)), "no error");
 }
@@ -255,8 +254,8 @@ TEST(ElementwiseModelImportTest, OldPReluSlopesAndTheOpsetRange) {
     EXPECT_EQ(model_import_error(prelu),
               "node 'p' (PRelu, opset 6): slope of shape [5] for X of shape [2,3,5]: before "
               "opset 7 the slope must have one element or X's shape");
-    // Later versions only add attributes: Cast-19's float8 `saturate` is refused by name,
-    // Cast-19 without it imports.
+    // Later versions only add attributes: Cast-19's `saturate` imports there (it matters only
+    // to the 8-bit floats) and is refused by name before opset 19.
     ModelBuilder cast(19, 9);
     cast.input("x", DType::F32, {2, 3});
     cast.node("Cast", {"x"}, {"y"}, "c").i("to", 7);
@@ -266,14 +265,19 @@ TEST(ElementwiseModelImportTest, OldPReluSlopesAndTheOpsetRange) {
     saturate.input("x", DType::F32, {2, 3});
     saturate.node("Cast", {"x"}, {"y"}, "c").i("to", 7).i("saturate", 0);
     saturate.output("y", DType::I64);
-    EXPECT_EQ(model_import_error(saturate),
-              "node 'c' (Cast, opset 19): unsupported attribute 'saturate'");
+    EXPECT_EQ(model_import_error(saturate), "no error");
+    ModelBuilder early(18, 9);
+    early.input("x", DType::F32, {2, 3});
+    early.node("Cast", {"x"}, {"y"}, "c").i("to", 7).i("saturate", 0);
+    early.output("y", DType::I64);
+    EXPECT_EQ(model_import_error(early),
+              "node 'c' (Cast, opset 18): unsupported attribute 'saturate'");
     ModelBuilder mish(17);
     mish.input("x", DType::F32, {2, 3});
     mish.node("Mish", {"x"}, {"y"}, "m");
     mish.output("y");
     EXPECT_EQ(model_import_error(mish), "node 'm' (Mish, opset 17): op Mish does not exist before "
-                                  "opset 18");
+                                        "opset 18");
     ModelBuilder gelu(20, 9);
     gelu.input("x", DType::F32, {2, 3});
     gelu.node("Gelu", {"x"}, {"y"}, "g").s("approximate", "fast");

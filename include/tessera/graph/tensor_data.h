@@ -78,6 +78,9 @@ class TensorData {
 
     /// Same elements, another shape of equal element count (checked).
     TensorData reshaped(Shape shape) const;
+    /// Keeps the bytes and takes dtype `to`, of the same element size (checked): a value read
+    /// from a file whose type tag several dtypes share (tensor_io.h's npy_as).
+    void reinterpret_as(DType to);
     /// Elementwise conversion to `to` (float -> int truncates toward zero, nonzero -> true).
     TensorData cast(DType to) const;
 

@@ -303,6 +303,10 @@ enum class CallOp : uint8_t {
     /// default rounding mode; one vrndscaleps or roundps on x86). Float; infinities and NaN
     /// come out unchanged.
     RoundEven,
+    /// ldexp(x, k): x * 2^k, exactly (unless it overflows or underflows, as std::ldexp): float
+    /// x, integer k (i32) of the same lanes. Conversions between float formats and the narrow
+    /// float codes (te/narrow_cast.h) scale by powers of two with it.
+    Ldexp,
 };
 const char* to_string(CallOp op);
 

@@ -57,6 +57,9 @@ Expr floor(Expr x);
 Expr round_even(Expr x);
 Expr ceil(Expr x);
 Expr pow(Expr x, Expr y);
+/// x * 2^k exactly (CallOp::Ldexp): float x, integer k (cast to i32; a scalar is broadcast to
+/// x's lanes).
+Expr ldexp(Expr x, Expr k);
 /// The four unsigned bytes of i32 a times the four signed bytes of b, summed (CallOp::Dot4U8S8).
 /// Both i32 of the same lanes; a scalar is broadcast to the other's lanes.
 Expr dot4_u8s8(Expr a, Expr b);

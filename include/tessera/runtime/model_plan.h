@@ -65,14 +65,23 @@ enum class PlanDType : int32_t {
     U16 = 10,
     U32 = 11,
     U64 = 12,
-    BF16 = 13
+    BF16 = 13,
+    F8E4M3FN = 14, ///< the narrow types: one code per byte (TesseraDType's comment)
+    F8E4M3FNUZ = 15,
+    F8E5M2 = 16,
+    F8E5M2FNUZ = 17,
+    F4E2M1 = 18,
+    I4 = 19,
+    U4 = 20,
+    I2 = 21,
+    U2 = 22
 };
 
 /// Bytes per element (Bool: 1). Throws std::runtime_error for a value outside the enum.
 int64_t plan_dtype_bytes(PlanDType t);
 
-/// "f32", "f64", "i32", "i64", "bool", "f16", "i8", "u8", "i16", "u16", "u32", "u64", "bf16"
-/// ("?" for a value outside the enum).
+/// "f32", "f64", "i32", "i64", "bool", "f16", "i8", "u8", "i16", "u16", "u32", "u64", "bf16",
+/// "f8e4m3fn", ..., "u2" ("?" for a value outside the enum).
 const char* plan_dtype_name(PlanDType t);
 
 /// Where a tensor's bytes live while the model runs.

@@ -46,7 +46,18 @@ typedef enum {
     TESSERA_U16 = 10,
     TESSERA_U32 = 11,
     TESSERA_U64 = 12,
-    TESSERA_BF16 = 13 /* bfloat16: the top 16 bits of an IEEE binary32 */
+    TESSERA_BF16 = 13, /* bfloat16: the top 16 bits of an IEEE binary32 */
+    /* The narrow types: one element per byte, its code in the low bits (as ml_dtypes holds
+       them; ONNX's names): 8-bit floats, a 4-bit float, 4- and 2-bit integers. */
+    TESSERA_F8E4M3FN = 14,
+    TESSERA_F8E4M3FNUZ = 15,
+    TESSERA_F8E5M2 = 16,
+    TESSERA_F8E5M2FNUZ = 17,
+    TESSERA_F4E2M1 = 18,
+    TESSERA_I4 = 19,
+    TESSERA_U4 = 20,
+    TESSERA_I2 = 21,
+    TESSERA_U2 = 22
 } TesseraDType;
 
 /* Describes one input or output. The pointers stay valid until the model is freed. */

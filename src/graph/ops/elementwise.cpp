@@ -9,11 +9,12 @@
 //   Mod(A, B) fmod = 0 (floor modulo, the divisor's sign, as Python's %) or 1 (C's fmod, the
 //     dividend's sign), for floats and integers alike
 //   PRelu(X, slope)   slope broadcasts to X's shape (the output has X's shape)
-//   Cast(X) to = dtype name ("f32", "i64", ...)
+//   Cast(X) to = dtype name ("f32", "i64", ...); saturate = 0 only where it matters (to an
+//     8-bit float, non-saturating; absent means saturating)
 //   binary ops broadcast numpy-style; Max, Min, Sum and Mean take one or more operands
 //   And, Or, Xor, Not on bool; comparisons give bool
-// Every op here imports at every model opset: later versions only add types (Cast's `saturate`
-// and `round_mode`, for float8 and float4, are refused as unknown attributes).
+// Every op here imports at every model opset: later versions only add types (and Cast's
+// `saturate` and `round_mode`, which only the 8-bit floats and float8e8m0 read).
 // Old opsets: `consumed_inputs` (before opset 6) is dropped. Before opset 7 the binary ops
 // broadcast only with broadcast = 1, B aligned with A's trailing dims or B of one element; that
 // is numpy's broadcast there, and is accepted; B placed elsewhere by `axis` is refused. PRelu
@@ -36,6 +37,7 @@
 #include "round_half_even.h"
 #include "tessera/graph/fusion.h"
 #include "tessera/ir/op.h"
+#include "tessera/te/narrow_cast.h"
 #include "tessera/te/op_library.h"
 #include "tessera/te/ops_extra.h"
 
@@ -568,7 +570,14 @@ EvalOutputs eval_cast(const Node& n, const EvalInputs& in, const std::string& wh
     std::optional<DType> t = parse_dtype(to);
     if (!t)
         throw UserError() << where << ": cannot cast to '" << to << "'";
-    return {x.cast(*t)};
+    const std::optional<NarrowFormat> narrow = narrow_format(*t);
+    if (!narrow || n.attr_int("saturate", 1) != 0)
+        return {x.cast(*t)}; // TensorData::cast saturates (NarrowValue)
+    TensorData out(*t, x.shape());
+    const std::vector<double> v = x.as_f64(); // exact for every source type
+    for (int64_t i = 0; i < x.numel(); ++i)
+        out.raw()[i] = narrow_encode(*narrow, v[static_cast<size_t>(i)], false);
+    return {std::move(out)};
 }
 
 // An evaluator of a family (eval_unary, eval_arith, ...) bound to one of its functions, as the
@@ -740,6 +749,13 @@ void import_cast(OpImport& im) {
     if (!t)
         im.fail("cast to " + onnx_type_name(to) + " is not supported");
     im.set("to", Attribute::of_string(dtype_name(*t)));
+    // `saturate` (opset 19) reads only for the 8-bit floats; `round_mode` (opset 25) only for
+    // float8e8m0, which the table lacks (refused above).
+    const std::optional<NarrowFormat> narrow = narrow_format(*t);
+    const bool eight_bit_float =
+        narrow && narrow_format_info(*narrow).is_float && narrow_format_info(*narrow).bits == 8;
+    if (eight_bit_float && im.has("saturate") && im.attr("saturate").i == 0)
+        im.set("saturate", Attribute::of_int(0));
 }
 
 // ---- kernels ----
@@ -1239,17 +1255,32 @@ const OpDef Where = OpDef(Op::Where)
                         .fuses_as(FK::Elementwise)
                         .builds([](NodeKernel& k) { k.set(te::where(k.in(0), k.in(1), k.in(2))); });
 
-const OpDef Cast = OpDef(Op::Cast)
-                       .onnx(1, 1, 1, 1, {{"to", K::Int}})
-                       .import_with(import_cast)
-                       .moves_elements()
-                       .types(cast_types)
-                       .eval(eval_cast)
-                       .fuses_as(FK::Elementwise)
-                       .builds([](NodeKernel& k) {
-                           const ir::DataType dt = k.out_type();
-                           k.set(te::unary(
-                               k.in(0), [dt](te::Expr e) { return ir::cast(dt, e); }, "cast"));
-                       });
+// Cast's kernel: ir::cast between numeric types; a narrow type's codes through
+// te/narrow_cast.h (a narrow-to-narrow cast through f32, exact for every pair but an 8-bit
+// float to a 4-bit one, which rounds once there too).
+void cast_kernel(NodeKernel& k) {
+    const std::optional<NarrowFormat> from = narrow_format(k.input_value(0).dtype);
+    const std::optional<NarrowFormat> to = narrow_format(k.output_value().dtype);
+    const bool saturate = k.node().attr_int("saturate", 1) != 0;
+    const ir::DataType out = k.out_type();
+    k.set(te::unary(
+        k.in(0),
+        [from, to, saturate, out](te::Expr e) {
+            if (from)
+                e = te::narrow_decode_expr(*from, e, to ? ir::DataType::f32() : out);
+            return to ? te::narrow_encode_expr(*to, e, saturate) : ir::cast(out, e);
+        },
+        "cast"));
+}
+
+const OpDef Cast =
+    OpDef(Op::Cast)
+        .onnx(1, 1, 1, 1, {{"to", K::Int}, {"saturate", K::Int, 19}, {"round_mode", K::String, 25}})
+        .import_with(import_cast)
+        .moves_elements()
+        .types(cast_types)
+        .eval(eval_cast)
+        .fuses_as(FK::Elementwise)
+        .builds(cast_kernel);
 
 } // namespace tessera::graph::ops

@@ -70,15 +70,16 @@ void for_each_index(const Shape& out, const std::array<std::vector<int64_t>, K>&
     }
 }
 
-/// visit_dtype for evaluators that compute on the elements: f16 and bf16 never reach them (the
-/// importer computes their operands in f32, see OpDef::any_element_type), so f is not
-/// instantiated for Half or BFloat16. Such a dtype is an internal error.
+/// visit_dtype for evaluators that compute on the elements: f16, bf16 and the narrow types
+/// never reach them (the importer computes storage floats' operands in f32, see
+/// OpDef::any_element_type; type inference refuses narrow integers), so f is not instantiated
+/// for Half, BFloat16 or NarrowValue. Such a dtype is an internal error.
 template <typename F> decltype(auto) visit_computed(DType t, F&& f) {
-    TESSERA_CHECK(!is_storage_float(t))
-        << "a " << dtype_name(t) << " operand reached an op that computes in f32";
+    TESSERA_CHECK(!is_storage_float(t) && !narrow_format(t))
+        << "a " << dtype_name(t) << " operand reached an op that computes on its elements";
     return visit_dtype(t, [&](auto tag) -> decltype(auto) {
         using T = std::remove_pointer_t<decltype(tag)>;
-        if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
+        if constexpr (std::is_class_v<T>) // Half, BFloat16, NarrowValue
             return f(static_cast<float*>(nullptr)); // unreachable, checked above
         else
             return f(tag);
