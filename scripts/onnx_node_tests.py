@@ -47,6 +47,8 @@ NEEDS_CONSTANT = [
     re.compile(r"operand \d+ \('([^']+)'\) is not a compile-time"),
     re.compile(r"'([^']+)' is not a compile-time"),
 ]
+# ... or the graph inputs the needed value is computed from.
+COMPUTED_FROM = re.compile(r"computed from graph inputs? ((?:'[^']+'(?:, )?)+)")
 TIMEOUT_S = 300
 
 
@@ -123,12 +125,15 @@ def run_case(case, tessera: str, keep: str | None) -> dict:
             proc = run(cmd, work)
             if proc.returncode == 0:
                 break
-            wanted = None
+            candidates = []
             for pat in NEEDS_CONSTANT:
                 m = pat.search(proc.stderr)
-                if m and m.group(1) in graph_inputs and m.group(1) not in bound:
-                    wanted = m.group(1)
-                    break
+                if m:
+                    candidates.append(m.group(1))
+            m = COMPUTED_FROM.search(proc.stderr)
+            if m:
+                candidates += re.findall(r"'([^']+)'", m.group(1))
+            wanted = next((c for c in candidates if c in graph_inputs and c not in bound), None)
             if wanted is None:
                 status = "refused" if clean_error(proc) else "crash"
                 result.update(status=status, detail=proc.stderr.strip()[-400:], stage="build")

@@ -7,6 +7,7 @@
 
 #include "onnx_import.h"
 #include "onnx_tensor.h"
+#include "op_util.h"
 #include "ops/op_def.h"
 
 namespace tessera::graph::detail {
@@ -61,6 +62,10 @@ OpImport::OpImport(ImportContext& ctx, const onnx::NodeProto& np, int index)
 const std::string& OpImport::op_type() const { return np_.op_type(); }
 
 void OpImport::fail(const std::string& msg) const { throw UserError() << where_ << ": " << msg; }
+
+void OpImport::fail_not_constant(size_t i, const std::string& what) const {
+    fail(must_be_constant(ctx_.g, inputs_.at(i), what));
+}
 
 void OpImport::keep(const char* key, Attribute def) {
     out_[key] = view_.attrs.count(key) ? view_.attrs.at(key) : std::move(def);

@@ -107,6 +107,46 @@ Window2d window_of(const Node& n, const std::array<int64_t, 2>& kernel, const st
     return w;
 }
 
+std::string must_be_constant(const Graph& g, ValueId v, const std::string& what) {
+    // The graph inputs upstream of v, in the graph's input order.
+    std::vector<char> seen(g.num_values(), 0), feeds(g.num_values(), 0);
+    std::vector<ValueId> stack = {v};
+    while (!stack.empty()) {
+        const ValueId u = stack.back();
+        stack.pop_back();
+        if (u == kNoValue || seen[static_cast<size_t>(u)])
+            continue;
+        seen[static_cast<size_t>(u)] = 1;
+        feeds[static_cast<size_t>(u)] = 1;
+        if (g.value(u).producer != kNoNode)
+            for (ValueId w : g.node(g.value(u).producer).inputs)
+                stack.push_back(w);
+    }
+    std::vector<std::string> names;
+    for (ValueId in : g.inputs)
+        if (feeds[static_cast<size_t>(in)])
+            names.push_back("'" + g.value(in).name + "'");
+    std::string msg = what + " '" + g.value(v).name + "' must be a compile-time constant";
+    if (names.empty())
+        return msg;
+    const bool is_input = names.size() == 1 && names[0] == "'" + g.value(v).name + "'";
+    if (is_input)
+        return msg + " (a graph input: give its value with --bind NAME=FILE.npy)";
+    std::string list;
+    for (size_t i = 0; i < names.size(); ++i)
+        list += (i ? ", " : "") + names[i];
+    return msg + " (computed from graph input" + (names.size() > 1 ? "s " : " ") + list +
+           ": give " + (names.size() > 1 ? "their values" : "its value") +
+           " with --bind NAME=FILE.npy)";
+}
+
+int64_t taps_before(int64_t start, int64_t kernel, int64_t dilation, int64_t end) {
+    int64_t n = 0;
+    for (int64_t k = 0; k < kernel; ++k)
+        n += start + k * dilation < end ? 1 : 0;
+    return n;
+}
+
 int64_t window_output_dim(int64_t in, int64_t kernel, int64_t stride, int64_t dilation,
                           int64_t pad_begin, int64_t pad_end, bool ceil_mode,
                           const std::string& where) {

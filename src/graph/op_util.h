@@ -43,6 +43,15 @@ Window2d window_of(const Node& n, const std::array<int64_t, 2>& kernel, const st
 int64_t window_output_dim(int64_t in, int64_t kernel, int64_t stride, int64_t dilation,
                           int64_t pad_begin, int64_t pad_end, bool ceil_mode,
                           const std::string& where);
+/// "WHAT 'name' must be a compile-time constant", naming the graph inputs v is computed from
+/// (v itself when it is one) and how to give their values at build time (--bind), so that a
+/// user (and a script) knows what to bind when the value is computed from inputs.
+std::string must_be_constant(const Graph& g, ValueId v, const std::string& what);
+
+/// Taps start + k * dilation (k in [0, kernel)) before `end`: an average pool's divisor along
+/// one dim with count_include_pad (end: the input's extent plus its end padding; a ceil-mode
+/// window's overhang past it does not count).
+int64_t taps_before(int64_t start, int64_t kernel, int64_t dilation, int64_t end);
 
 /// One sliced axis: element i of the result reads start + i * step.
 struct SliceAxis {

@@ -51,6 +51,28 @@ TEST(BindInputs, ABoundInputIsAConstantAndNoLongerAnInput) {
         EXPECT_EQ(y.data<float>()[i], std::max(0.0f, x.data<float>()[i]));
 }
 
+// A shape computed from graph inputs (CenterCropPad's expansion computes Pad's pads from its
+// 'shape' input): the error names the inputs to bind, and binding them builds.
+TEST(BindInputs, AValueComputedFromInputsNamesThem) {
+    ModelBuilder mb(13);
+    mb.input("x", DType::F32, {3, 5}).input("before", DType::I64, {2});
+    mb.input("after", DType::I64, {2});
+    mb.node("Concat", {"before", "after"}, {"pads"}).i("axis", 0);
+    mb.node("Pad", {"x", "pads"}, {"y"}, "pad");
+    mb.output("y");
+    EXPECT_EQ(import_error(mb, {}),
+              "node 'pad' (Pad): pads 'pads' must be a compile-time constant (computed from graph "
+              "inputs 'before', 'after': give their values with --bind NAME=FILE.npy)");
+    EXPECT_CONTAINS(import_error(reshape_model(), {}),
+                    "shape 'shape' must be a compile-time constant (a graph input: give its value "
+                    "with --bind NAME=FILE.npy)");
+    ImportOptions o;
+    o.bound_inputs["before"] = i64s({1, 0});
+    o.bound_inputs["after"] = i64s({0, 2});
+    const Graph g = import_onnx_bytes(mb.bytes(), "test.onnx", o);
+    EXPECT_EQ(g.value(g.outputs[0]).shape, (Shape{4, 7}));
+}
+
 TEST(BindInputs, TheLibraryTakesTheRemainingInputs) {
     ImportOptions o;
     o.bound_inputs["shape"] = i64s({7, 5, 3});

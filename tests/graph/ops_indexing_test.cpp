@@ -704,7 +704,8 @@ TEST(IndexingImportTest, PadOpset18AxesAndOpset19Wrap) {
     EXPECT_EQ(import_error(model(17, "constant", true)),
               "node 'pad' (Pad, opset 17): has 4 inputs, expected 2 to 3 in this opset");
     EXPECT_EQ(import_error(model(18, "constant", true, false)),
-              "node 'pad' (Pad, opset 18): axes 'axes' must be a compile-time constant");
+              "node 'pad' (Pad, opset 18): axes 'axes' must be a compile-time constant (a graph "
+              "input: give its value with --bind NAME=FILE.npy)");
 }
 
 // Opsets 1-5 forms: attributes that later became operands, and defaults that later became

@@ -182,6 +182,39 @@ TEST(ReduceEval, ProductWrapsAndMinKeepsNaN) {
     EXPECT_TRUE(std::isnan(m[0].to_vector<float>()[0]));
 }
 
+// Reductions of empty sets (ONNX's reduce_*_empty_set cases): each gives its identity.
+TEST(ReduceEval, EmptySetsGiveTheirIdentities) {
+    const float inf = std::numeric_limits<float>::infinity();
+    const TensorData x(DType::F32, {2, 0, 3});
+    const std::vector<std::pair<Op, float>> want = {
+        {Op::ReduceMax, -inf},       {Op::ReduceMin, inf},        {Op::ReduceProd, 1.0f},
+        {Op::ReduceL1, 0.0f},        {Op::ReduceL2, 0.0f},        {Op::ReduceLogSum, -inf},
+        {Op::ReduceLogSumExp, -inf}, {Op::ReduceSumSquare, 0.0f}, {Op::ReduceMean, 0.0f}};
+    for (const auto& [op, value] : want) {
+        SCOPED_TRACE(op_name(op));
+        auto y = run_node(op, {in(x)}, {{"axes", Is({1})}, {"keepdims", I(1)}});
+        ASSERT_EQ(y[0].shape(), (Shape{2, 1, 3}));
+        for (float v : y[0].to_vector<float>())
+            EXPECT_EQ(v, value);
+    }
+    // Bools (opset 20): the max of nothing is false (any), the min true (all).
+    const TensorData b(DType::Bool, {3, 0});
+    auto any = run_node(Op::ReduceMax, {in(b)}, {{"axes", Is({1})}, {"keepdims", I(0)}});
+    auto all = run_node(Op::ReduceMin, {in(b)}, {{"axes", Is({1})}, {"keepdims", I(0)}});
+    EXPECT_EQ(any[0], TensorData::from_vector<uint8_t>({3}, {0, 0, 0}));
+    EXPECT_EQ(all[0], TensorData::from_vector<uint8_t>({3}, {1, 1, 1}));
+}
+
+TEST(ReduceEval, MaxAndMinOfBoolsAreAnyAndAll) {
+    const TensorData b = TensorData::from_vector<uint8_t>({2, 3}, {0, 1, 0, 1, 1, 1});
+    auto any = run_node(Op::ReduceMax, {in(b)}, {{"axes", Is({1})}, {"keepdims", I(0)}});
+    auto all = run_node(Op::ReduceMin, {in(b)}, {{"axes", Is({1})}, {"keepdims", I(0)}});
+    EXPECT_EQ(any[0], TensorData::from_vector<uint8_t>({2}, {1, 1}));
+    EXPECT_EQ(all[0], TensorData::from_vector<uint8_t>({2}, {0, 1}));
+    // The other reductions of bools stay refused.
+    EXPECT_THROW(run_node(Op::ReduceSum, {in(b)}), UserError);
+}
+
 TEST(ReduceEval, RefusesBadAxesAndIntegerLogs) {
     const TensorData x = x_data();
     for (Op op : {Op::ReduceMin, Op::ReduceProd, Op::ReduceL1, Op::ReduceL2, Op::ReduceLogSum,
@@ -694,6 +727,14 @@ std::vector<OpCase> reduce_op_cases() {
                      c.op(Op::InstanceNormalization,
                           {x4, c.constant(nonzero_floats({3}, 12)), c.constant(floats({3}, 13))},
                           {{"epsilon", F(0.25f)}})};
+         }});
+    cs.push_back(
+        {"ReduceMaxMinBools", {Op::ReduceMax, Op::ReduceMin}, [](Case& c) -> std::vector<ValueId> {
+             TensorData b = testing::random_ints({5, 7, 3}, 16, 0, 1).cast(DType::Bool);
+             const ValueId x = c.input(b);
+             return {c.op(Op::ReduceMax, {x}, {{"axes", Is({1})}, {"keepdims", I(1)}}),
+                     c.op(Op::ReduceMin, {x}, {{"axes", Is({0, 2})}, {"keepdims", I(0)}}),
+                     c.op(Op::ReduceMax, {x}, {{"keepdims", I(0)}})};
          }});
     cs.push_back({"GlobalMaxLpPool",
                   {Op::GlobalMaxPool, Op::GlobalLpPool},

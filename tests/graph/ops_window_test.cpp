@@ -8,6 +8,7 @@
 // kernel-vs-evaluator cases of the op table (op_case.h).
 #include <gtest/gtest.h>
 
+#include <array>
 #include <functional>
 
 #include "graph_test_util.h"
@@ -340,11 +341,12 @@ TensorData f32(Shape s, const std::vector<float>& v) {
     return TensorData::from_vector<float>(std::move(s), v);
 }
 
-/// One `op` node named "win" of opset 17: x is a graph input, the other operands initializers
+/// One `op` node named "win" of `opset`: x is a graph input, the other operands initializers
 /// (or graph inputs with `runtime_weights`, so that import cannot reshape them).
 ModelBuilder one_node(const std::string& op, const std::vector<TensorData>& ins,
-                      const std::function<void(NodeRef&)>& attrs, bool runtime_weights = false) {
-    ModelBuilder m(17);
+                      const std::function<void(NodeRef&)>& attrs, bool runtime_weights = false,
+                      int opset = 17) {
+    ModelBuilder m(opset);
     const char* names[] = {"x", "w", "b"};
     std::vector<std::string> in_names;
     for (size_t i = 0; i < ins.size(); ++i) {
@@ -589,6 +591,83 @@ TEST(WindowPoolEval, AveragePoolThreeD) {
     expect_values(eval_model(in, {x}), {1, 2, 2, 3, 3}, avgpool3d_incl_ceil);
 }
 
+/// 2-D average pooling by its definition, written apart from the evaluator: the input padded
+/// with zeros into a larger plane, each window's taps summed over the padded plane, divided by
+/// the taps inside the input (count_include_pad 0) or inside the padded plane (1); a ceil-mode
+/// window's taps past the padded plane count for nothing.
+TensorData avg_pool_2d_by_definition(const TensorData& x, const std::array<int64_t, 2>& k,
+                                     const std::array<int64_t, 2>& s,
+                                     const std::array<int64_t, 2>& d,
+                                     const std::array<int64_t, 4>& pads, bool ceil, bool include) {
+    const int64_t N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
+    const int64_t PH = H + pads[0] + pads[2], PW = W + pads[1] + pads[3];
+    std::vector<double> plane(static_cast<size_t>(PH * PW));
+    std::vector<char> inside(plane.size());
+    auto out_dim = [&](int64_t padded, int64_t in, int64_t kk, int64_t ss, int64_t dd, int64_t pb) {
+        const int64_t span = padded - ((kk - 1) * dd + 1);
+        int64_t o = (ceil ? (span + ss - 1) / ss : span / ss) + 1;
+        if (ceil && (o - 1) * ss >= in + pb)
+            --o; // a window must start inside the input or the front padding
+        return o;
+    };
+    const int64_t OH = out_dim(PH, H, k[0], s[0], d[0], pads[0]);
+    const int64_t OW = out_dim(PW, W, k[1], s[1], d[1], pads[1]);
+    TensorData y(DType::F32, {N, C, OH, OW});
+    for (int64_t p = 0; p < N * C; ++p) {
+        std::fill(plane.begin(), plane.end(), 0.0);
+        std::fill(inside.begin(), inside.end(), 0);
+        for (int64_t h = 0; h < H; ++h)
+            for (int64_t w = 0; w < W; ++w) {
+                const size_t at = static_cast<size_t>((h + pads[0]) * PW + w + pads[1]);
+                plane[at] = x.data<float>()[(p * H + h) * W + w];
+                inside[at] = 1;
+            }
+        for (int64_t oh = 0; oh < OH; ++oh)
+            for (int64_t ow = 0; ow < OW; ++ow) {
+                double sum = 0;
+                int64_t taps = 0;
+                for (int64_t i = 0; i < k[0]; ++i)
+                    for (int64_t j = 0; j < k[1]; ++j) {
+                        const int64_t ph = oh * s[0] + i * d[0], pw = ow * s[1] + j * d[1];
+                        if (ph >= PH || pw >= PW)
+                            continue;
+                        const size_t at = static_cast<size_t>(ph * PW + pw);
+                        sum += plane[at];
+                        taps += include || inside[at] ? 1 : 0;
+                    }
+                y.data<float>()[(p * OH + oh) * OW + ow] = static_cast<float>(sum / taps);
+            }
+    }
+    return y;
+}
+
+// AveragePool has dilations from opset 19.
+TEST(WindowPoolEval, AveragePoolDilatedMatchesItsDefinition) {
+    const TensorData x = testing::random_tensor({2, 3, 9, 11}, 41);
+    for (int include : {0, 1})
+        for (int ceil : {0, 1}) {
+            SCOPED_TRACE("include " + std::to_string(include) + " ceil " + std::to_string(ceil));
+            ModelBuilder m = one_node(
+                "AveragePool", {x},
+                [&](NodeRef& n) {
+                    n.ints("kernel_shape", {3, 2}).ints("strides", {2, 1});
+                    n.ints("dilations", {2, 3}).ints("pads", {1, 2, 2, 1});
+                    n.i("ceil_mode", ceil).i("count_include_pad", include);
+                },
+                false, 19);
+            const TensorData want =
+                avg_pool_2d_by_definition(x, {3, 2}, {2, 1}, {2, 3}, {1, 2, 2, 1}, ceil, include);
+            const TensorData got = eval_model(m, {x});
+            ASSERT_EQ(got.shape(), want.shape());
+            EXPECT_TENSOR_NEAR(got, want, 1e-6, 1e-6);
+        }
+    // Before opset 19 the attribute does not exist.
+    ModelBuilder old = one_node("AveragePool", {x}, [](NodeRef& n) {
+        n.ints("kernel_shape", {3, 2}).ints("dilations", {2, 3});
+    });
+    EXPECT_NE(import_error(old).find("dilations"), std::string::npos) << import_error(old);
+}
+
 // ---- refusals --------------------------------------------------------------------------------
 
 TEST(WindowRefusals, OneCleanErrorNamingTheNode) {
@@ -736,6 +815,30 @@ std::vector<OpCase> window_cases() {
                                                         {"dilations", Is({1, 1, 2})},
                                                         {"pads", Is({0, 1, 1, 1, 1, 0})},
                                                         {"ceil_mode", I(1)}})};
+                  }});
+    for (int include : {0, 1})
+        cs.push_back(
+            {include ? "WindowAveragePool2dDilatedCountPadCeil" : "WindowAveragePool2dDilated",
+             {Op::AveragePool},
+             [include](Case& c) {
+                 const ValueId x = c.input(floats({1, 3, 9, 11}, 18));
+                 return std::vector<ValueId>{c.op(Op::AveragePool, {x},
+                                                  {{"kernel_shape", Is({3, 2})},
+                                                   {"strides", Is({2, 1})},
+                                                   {"dilations", Is({2, 3})},
+                                                   {"pads", Is({1, 2, 2, 1})},
+                                                   {"ceil_mode", I(include)},
+                                                   {"count_include_pad", I(include)}})};
+             }});
+    cs.push_back({"WindowAveragePool3dDilatedCountPadCeil", {Op::AveragePool}, [](Case& c) {
+                      const ValueId x = c.input(floats({1, 2, 5, 7, 6}, 19));
+                      return std::vector<ValueId>{c.op(Op::AveragePool, {x},
+                                                       {{"kernel_shape", Is({2, 3, 2})},
+                                                        {"strides", Is({1, 2, 2})},
+                                                        {"dilations", Is({2, 1, 2})},
+                                                        {"pads", Is({1, 0, 1, 1, 1, 1})},
+                                                        {"ceil_mode", I(1)},
+                                                        {"count_include_pad", I(1)}})};
                   }});
     for (int include : {0, 1})
         cs.push_back({include ? "WindowAveragePool3dCountPadCeil" : "WindowAveragePool3d",

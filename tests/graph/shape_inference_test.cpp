@@ -136,7 +136,8 @@ TEST(ShapeInferenceTest, MismatchesNameTheNode) {
         g.add_node(Op::Reshape, {x, s}, {y}, {}, "reshape");
         g.outputs = {y};
         EXPECT_EQ(infer_error(g),
-                  "node 'reshape' (Reshape): shape 's' must be a compile-time constant");
+                  "node 'reshape' (Reshape): shape 's' must be a compile-time constant (a graph "
+                  "input: give its value with --bind NAME=FILE.npy)");
     }
     {
         Graph g;

@@ -30,6 +30,14 @@ struct PassResult {
 /// "shape-inference": infer_shapes as a pass (changes = values whose type was set).
 PassResult shape_inference_pass(Graph& g);
 
+/// "empty-tensors" (every level, right after shape inference): a value with a zero extent
+/// holds nothing, so it is known at compile time. Empty graph inputs are read as empty
+/// constants (they stay inputs of the library); a node whose outputs are all empty becomes
+/// constants; a node with an empty operand whose operands are all constant is evaluated
+/// (a reduction of an empty set gives its identity); Concat drops empty operands and Split
+/// its empty parts. Kernels never see a zero extent after it.
+PassResult drop_empty_tensors(Graph& g);
+
 /// "constant-folding": every node whose inputs are all constants is evaluated with the
 /// reference evaluator and its outputs replaced by constants; Shape of a statically shaped
 /// value folds too, so Shape/Gather/Concat/Reshape chains and weight-only subgraphs collapse.

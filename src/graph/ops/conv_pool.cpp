@@ -1,5 +1,6 @@
 // The windowed ops on NC + spatial tensors: Conv, MaxPool, AveragePool, GlobalAveragePool.
-// Canonical form (opset 17): kernel_shape, strides, dilations [S] (not AveragePool's),
+// Canonical form (opset 17): kernel_shape, strides, dilations [S] (AveragePool's only when
+// not all 1: it has them from opset 19),
 // pads [2S] (begin of each dim, then end; auto_pad resolved at import); Conv group; pools
 // ceil_mode; AveragePool count_include_pad. S, the number of spatial dims, is 2 or 3:
 //  - 1-D (3-D input [N, C, L]) is not a canonical form. Import lifts it to 2-D with a unit H
@@ -128,7 +129,7 @@ EvalOutputs eval_pool(const Node& n, const EvalInputs& in, const std::string& wh
     const int64_t N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
     const int64_t KH = win.kernel[0], KW = win.kernel[1];
     const int64_t sh = win.stride[0], sw = win.stride[1];
-    const int64_t dh = is_max ? win.dilation[0] : 1, dw = is_max ? win.dilation[1] : 1;
+    const int64_t dh = win.dilation[0], dw = win.dilation[1];
     const int64_t pt = win.pads[0], pl = win.pads[1], pb = win.pads[2], pr = win.pads[3];
     const int64_t OH = window_output_dim(H, KH, sh, dh, pt, pb, win.ceil_mode, where);
     const int64_t OW = window_output_dim(W, KW, sw, dw, pl, pr, win.ceil_mode, where);
@@ -165,11 +166,8 @@ EvalOutputs eval_pool(const Node& n, const EvalInputs& in, const std::string& wh
                     // With count_include_pad the divisor counts explicit padding but not the
                     // part of a ceil_mode window hanging past it.
                     int64_t div = count;
-                    if (include_pad) {
-                        const int64_t hh = std::min(h0 + KH, H + pb) - h0;
-                        const int64_t ww = std::min(w0 + KW, W + pr) - w0;
-                        div = hh * ww;
-                    }
+                    if (include_pad)
+                        div = taps_before(h0, KH, dh, H + pb) * taps_before(w0, KW, dw, W + pr);
                     r = div > 0 ? static_cast<float>(sum / static_cast<double>(div)) : 0.0f;
                 }
                 po[(p * OH + oh) * OW + ow] = r;
@@ -277,8 +275,7 @@ void import_window(OpImport& im) {
         im.fail("kernel_shape has " + std::to_string(kernel.size()) + " values, expected " +
                 std::to_string(s) + " (one per spatial dim)");
     const std::vector<int64_t> strides = src.attr_ints("strides", ones);
-    const std::vector<int64_t> dil =
-        op == Op::AveragePool ? ones : src.attr_ints("dilations", ones);
+    const std::vector<int64_t> dil = src.attr_ints("dilations", ones);
     const std::string auto_pad = src.attr_string("auto_pad", "NOTSET");
     std::vector<int64_t> pads;
     if (auto_pad == "NOTSET")
@@ -298,7 +295,8 @@ void import_window(OpImport& im) {
         Attributes a = {{"kernel_shape", Attribute::of_ints({1, kernel[0]})},
                         {"strides", Attribute::of_ints({1, strides[0]})},
                         {"pads", Attribute::of_ints({0, pads[0], 0, pads[1]})}};
-        if (op != Op::AveragePool)
+        // AveragePool has dilations from opset 19; unit ones stay absent, as before.
+        if (op != Op::AveragePool || dil[0] != 1)
             a["dilations"] = Attribute::of_ints({1, dil[0]});
         if (is_conv)
             a["group"] = Attribute::of_int(src.attr_int("group", 1));
@@ -311,7 +309,7 @@ void import_window(OpImport& im) {
     }
     im.set("kernel_shape", Attribute::of_ints(kernel));
     im.set("strides", Attribute::of_ints(strides));
-    if (op != Op::AveragePool)
+    if (op != Op::AveragePool || dil != ones)
         im.set("dilations", Attribute::of_ints(dil));
     if (auto_pad == "NOTSET")
         im.keep("pads", Attribute::of_ints(pads));
@@ -377,17 +375,16 @@ TypeList pool_types(const NodeTypes& t) {
         return {{out_t, pool_nd_output_shape(n, x.shape, t.where())}};
     t.rank(x, 4, "X");
     Window2d win = window_of(n, {0, 0}, t.where());
-    const bool is_max = n.op == Op::MaxPool;
-    if (!is_max) {
+    if (n.op != Op::MaxPool) {
         int64_t cip = n.attr_int("count_include_pad", 0);
         if (cip != 0 && cip != 1)
             t.fail("count_include_pad " + std::to_string(cip) + " is not 0 or 1");
     }
     Shape out = {x.shape[0], x.shape[1], 0, 0};
     for (int d = 0; d < 2; ++d)
-        out[2 + d] = window_output_dim(x.shape[2 + d], win.kernel[d], win.stride[d],
-                                       is_max ? win.dilation[d] : 1, win.pads[d], win.pads[2 + d],
-                                       win.ceil_mode, t.where());
+        out[2 + d] =
+            window_output_dim(x.shape[2 + d], win.kernel[d], win.stride[d], win.dilation[d],
+                              win.pads[d], win.pads[2 + d], win.ceil_mode, t.where());
     return {{out_t, out}};
 }
 
@@ -461,12 +458,10 @@ te::Pool2dParams pool2d_params(const Node& n, const std::string& where) {
     p.pad_bottom = win.pads[2];
     p.pad_right = win.pads[3];
     p.ceil_mode = win.ceil_mode;
-    if (n.op == Op::MaxPool || n.op == Op::MaxPoolBlocked) {
-        p.dilation_h = win.dilation[0];
-        p.dilation_w = win.dilation[1];
-    } else {
+    p.dilation_h = win.dilation[0];
+    p.dilation_w = win.dilation[1];
+    if (n.op != Op::MaxPool && n.op != Op::MaxPoolBlocked)
         p.count_include_pad = n.attr_int("count_include_pad", 0) != 0;
-    }
     return p;
 }
 
@@ -512,6 +507,7 @@ const OpDef AveragePool = OpDef(Op::AveragePool)
                                     {{"auto_pad", K::String},
                                      {"ceil_mode", K::Int, 10},
                                      {"count_include_pad", K::Int},
+                                     {"dilations", K::Ints, 19},
                                      {"kernel_shape", K::Ints},
                                      {"pads", K::Ints},
                                      {"strides", K::Ints}})

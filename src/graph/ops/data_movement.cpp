@@ -501,8 +501,7 @@ void fold_pad_axes(OpImport& im) {
     const TensorData* axes_t = im.known_value(ins[3]);
     const TensorData* pads_t = im.known_value(ins[1]);
     if (!pads_t || !axes_t)
-        im.fail(std::string(pads_t ? "axes" : "pads") + " '" + im.input_value(pads_t ? 3 : 1).name +
-                "' must be a compile-time constant");
+        im.fail_not_constant(pads_t ? 3 : 1, pads_t ? "axes" : "pads");
     const int64_t rank = im.input_rank(0);
     const std::vector<int64_t> axes = int_elements(*axes_t, "axes", im.where());
     const std::vector<int64_t> pads = int_elements(*pads_t, "pads", im.where());
@@ -558,8 +557,7 @@ void import_dropout(OpImport& im) {
         // The messages name a non-constant operand as --bind's callers look for it.
         const TensorData* mode = im.known_value(ins[2]);
         if (!mode)
-            im.fail("training_mode '" + im.input_value(2).name +
-                    "' must be a compile-time constant");
+            im.fail_not_constant(2, "training_mode");
         if (mode->numel() != 1)
             im.fail("training_mode must be a scalar");
         if (mode->as_i64()[0] != 0) {

@@ -89,11 +89,10 @@ class NodeTypes {
 
     /// The compile-time value of operand i (shape operands); an error when unknown.
     const TensorData& value_of(size_t i, const char* what) const {
-        const Value& v = in(i, what);
+        in(i, what);
         const TensorData* t = inf_.known_value(n_.inputs[i]);
         if (!t)
-            throw UserError() << where_ << ": " << what << " '" << v.name
-                              << "' must be a compile-time constant";
+            throw UserError() << where_ << ": " << must_be_constant(g_, n_.inputs[i], what);
         return *t;
     }
     std::vector<int64_t> ints_of(size_t i, const char* what) const {

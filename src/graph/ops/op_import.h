@@ -33,6 +33,9 @@ class OpImport {
     /// The ONNX op_type ("Conv").
     const std::string& op_type() const;
     [[noreturn]] void fail(const std::string& msg) const;
+    /// fail() saying that operand i (`what`) must be a compile-time constant, naming the graph
+    /// inputs it is computed from (must_be_constant).
+    [[noreturn]] void fail_not_constant(size_t i, const std::string& what) const;
 
     /// The model's attributes, with typed access and defaults (source().attr_int(...)).
     const Node& source() const { return view_; }

@@ -14,7 +14,8 @@
 //     must be one). GlobalAveragePool is with the windowed ops (conv_pool.cpp).
 // ReduceL2, ReduceLogSum and ReduceLogSumExp take floats only (integer results would need a
 // rounding ONNX leaves open); the other reductions any numeric dtype, integer sums and
-// products wrapping. ReduceLogSumExp is max + log(sum(exp(x - max))), stable for large inputs.
+// products wrapping; ReduceMax and ReduceMin also bools (any, all; opset 20). ReduceLogSumExp is
+// max + log(sum(exp(x - max))), stable for large inputs.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -25,6 +26,7 @@
 #include "node_kernel.h"
 #include "node_types.h"
 #include "op_import.h"
+#include "tessera/ir/op.h"
 #include "tessera/te/op_library.h"
 #include "tessera/te/ops_extra.h"
 #include "tessera/te/reduce_ops.h"
@@ -103,10 +105,27 @@ bool is_noop(const Node& n, const std::vector<int64_t>& axes) {
     return axes.empty() && n.op == Op::ReduceSum && n.attr_int("noop_with_empty_axes", 0) != 0;
 }
 
+// ReduceMax and ReduceMin of bools (opset 20): any and all.
+bool reduces_bools(const Node& n, DType x) {
+    return x == DType::Bool && (n.op == Op::ReduceMax || n.op == Op::ReduceMin);
+}
+
 // Every input element combines into the output element at its index with the reduced dims at
 // 0; floats accumulate in double.
 EvalOutputs eval_reduce(const Node& n, const EvalInputs& in, const std::string& where) {
     const TensorData& x = require_input(in, 0, where);
+    if (reduces_bools(n, x.dtype())) {
+        const TensorData xi = x.cast(DType::I32);
+        EvalInputs in_i = in;
+        in_i[0] = &xi;
+        TensorData r = eval_reduce(n, in_i, where)[0];
+        // An empty set's max is the lowest i32, which is false (any of nothing); its min the
+        // highest, which is true (all of nothing).
+        int32_t* pr = r.data<int32_t>();
+        for (int64_t i = 0; i < r.numel(); ++i)
+            pr[i] = pr[i] > 0 ? 1 : 0;
+        return {r.cast(DType::Bool)};
+    }
     const ReduceKind kind = reduce_kind(n.op);
     if (kind.float_only)
         require_dtype(x, {DType::F32, DType::F64}, "data", where);
@@ -197,7 +216,8 @@ EvalOutputs eval_reduce(const Node& n, const EvalInputs& in, const std::string& 
 TypeList reduce_types(const NodeTypes& t) {
     const Node& n = t.node();
     const Value& x = t.in(0, "data");
-    t.dtype(x, reduce_kind(n.op).float_only ? kFloat : kNumeric, "data");
+    if (!reduces_bools(n, x.dtype))
+        t.dtype(x, reduce_kind(n.op).float_only ? kFloat : kNumeric, "data");
     std::vector<int64_t> axes =
         n.op == Op::ReduceSum ? t.opt_ints_of(1, "axes") : n.attr_ints("axes");
     axes = normalize_axes(axes, x.shape.size(), t.where());
@@ -215,7 +235,17 @@ void reduce_kernel(NodeKernel& k) {
             k.in(0), [](te::Expr e) { return e; }, "copy"));
         return;
     }
-    const te::Tensor x = k.in(0);
+    te::Tensor x = k.in(0);
+    if (reduces_bools(n, k.input_value(0).dtype)) {
+        // Bytes 0 and 1: their max is any, their min all.
+        const ir::DataType u8 = ir::DataType::u8(), b = k.out_type();
+        x = te::unary(
+            x, [u8](te::Expr e) { return ir::cast(u8, e); }, "bool_bytes");
+        const te::Tensor r =
+            n.op == Op::ReduceMax ? te::reduce_max(x, axes, keep) : te::reduce_min(x, axes, keep);
+        return k.set(te::unary(
+            r, [b](te::Expr e) { return ir::cast(b, e); }, "bytes_bool"));
+    }
     switch (n.op) {
     case Op::ReduceSum:
         return k.set(te::reduce_sum(x, axes, keep));
@@ -306,7 +336,7 @@ void import_reduce_axes_attribute(OpImport& im) {
     if (im.inputs().size() > 1 && im.inputs()[1] != kNoValue) {
         const TensorData* t = im.known_value(im.inputs()[1]);
         if (!t)
-            im.fail("axes '" + im.input_value(1).name + "' must be a compile-time constant");
+            im.fail_not_constant(1, "axes");
         axes = int_elements(*t, "axes", im.where());
     }
     im.inputs().resize(1);

@@ -441,8 +441,7 @@ std::optional<TensorData> known_operand(OpImport& im, size_t i) {
         return std::nullopt;
     const TensorData* t = im.known_value(ins[i]);
     if (!t)
-        im.fail("operand " + std::to_string(i) + " ('" + im.input_value(i).name +
-                "') must be a compile-time constant");
+        im.fail_not_constant(i, "operand " + std::to_string(i));
     if (t->numel() == 0)
         return std::nullopt;
     return *t;

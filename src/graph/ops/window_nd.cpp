@@ -88,12 +88,10 @@ Shape pool_nd_output_shape(const Node& n, const Shape& x, const std::string& whe
         throw UserError() << where << ": X " << shape_str(x) << " must have rank >= 3";
     const size_t s = x.size() - 2;
     const WindowNd win = window_nd_of(n, s, {}, where);
-    const bool is_max = n.op == Op::MaxPool;
     Shape out = {x[0], x[1]};
     for (size_t d = 0; d < s; ++d)
-        out.push_back(window_output_dim(x[2 + d], win.kernel[d], win.stride[d],
-                                        is_max ? win.dilation[d] : 1, win.pads[d], win.pads[s + d],
-                                        win.ceil_mode, where));
+        out.push_back(window_output_dim(x[2 + d], win.kernel[d], win.stride[d], win.dilation[d],
+                                        win.pads[d], win.pads[s + d], win.ceil_mode, where));
     return out;
 }
 
@@ -197,8 +195,7 @@ EvalOutputs eval_pool_nd(const Node& n, const EvalInputs& in, const std::string&
             for_each_position(win.kernel, [&](const std::vector<int64_t>& k, int64_t) {
                 int64_t off = 0;
                 for (size_t d = 0; d < s; ++d) {
-                    const int64_t i =
-                        o[d] * win.stride[d] - win.pads[d] + k[d] * (is_max ? win.dilation[d] : 1);
+                    const int64_t i = o[d] * win.stride[d] - win.pads[d] + k[d] * win.dilation[d];
                     if (i < 0 || i >= in_dims[d])
                         return;
                     off += i * xs[d];
@@ -214,11 +211,9 @@ EvalOutputs eval_pool_nd(const Node& n, const EvalInputs& in, const std::string&
                 int64_t div = count;
                 if (include_pad) {
                     div = 1;
-                    for (size_t d = 0; d < s; ++d) {
-                        const int64_t start = o[d] * win.stride[d] - win.pads[d];
-                        div *=
-                            std::min(start + win.kernel[d], in_dims[d] + win.pads[s + d]) - start;
-                    }
+                    for (size_t d = 0; d < s; ++d)
+                        div *= taps_before(o[d] * win.stride[d] - win.pads[d], win.kernel[d],
+                                           win.dilation[d], in_dims[d] + win.pads[s + d]);
                 }
                 r = div > 0 ? static_cast<float>(sum / static_cast<double>(div)) : 0.0f;
             }

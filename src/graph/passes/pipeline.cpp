@@ -27,6 +27,7 @@ std::vector<PassEntry> all_passes(const PipelineOptions& options = {}) {
     const WinogradOptions winograd = options.winograd;
     return {
         {"shape-inference", shape_inference_pass},
+        {"empty-tensors", drop_empty_tensors},
         {"quantized-ops", fold_quantized_ops},
         {"constant-folding", fold_constants},
         {"dce", eliminate_dead_code},
@@ -44,6 +45,21 @@ PassFn find_pass(const std::string& name, const PipelineOptions& options = {}) {
         if (name == e.name)
             return e.fn;
     return nullptr;
+}
+
+// True when a graph input or node output has a zero extent.
+bool has_empty_values(const Graph& g) {
+    auto empty = [&](ValueId v) {
+        return v != kNoValue && g.value(v).typed && shape_numel(g.value(v).shape) == 0;
+    };
+    for (ValueId v : g.inputs)
+        if (empty(v))
+            return true;
+    for (NodeId id : g.node_ids())
+        for (ValueId v : g.node(id).outputs)
+            if (empty(v))
+                return true;
+    return false;
 }
 
 } // namespace
@@ -87,6 +103,9 @@ std::vector<PassResult> optimize(Graph& g, const PipelineOptions& options) {
     };
 
     run("shape-inference");
+    // Zero extents never reach a kernel, at every level.
+    if (has_empty_values(g))
+        run("empty-tensors");
     // An op without a kernel runs only folded into a constant, at every level.
     bool kernelless = false;
     for (NodeId id : g.topological_order())

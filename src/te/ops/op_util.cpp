@@ -49,6 +49,22 @@ std::vector<int64_t> normalize_axes(std::vector<int64_t> axes, size_t rank, cons
     return axes;
 }
 
+Expr window_taps_inside(const Expr& start, int64_t kernel, int64_t dilation, int64_t lo, int64_t hi,
+                        int64_t bound) {
+    if (dilation == 1)
+        return ir::min(Expr(kernel), Expr(hi) - start) -
+               ir::max(Expr(int64_t{0}), Expr(lo) - start);
+    // ceil(x / d) as (x + m d + d - 1) / d - m with x + m d >= 0: divisions of non-negative
+    // numbers round the same whichever way the target's division rounds.
+    const int64_t m = bound / dilation + 1;
+    auto ceil_div = [&](Expr x) {
+        return (x + Expr(m * dilation + dilation - 1)) / Expr(dilation) - Expr(m);
+    };
+    const Expr first = ir::max(Expr(int64_t{0}), ceil_div(Expr(lo) - start));
+    const Expr end = ir::min(Expr(kernel), ceil_div(Expr(hi) - start));
+    return ir::max(Expr(int64_t{0}), end - first);
+}
+
 Expr clamp_index(Expr e, int64_t lo, int64_t hi) {
     return ir::min(ir::max(std::move(e), Expr(lo)), Expr(hi));
 }

@@ -37,6 +37,12 @@ int64_t conv_window_out(int64_t extent, int64_t kernel, int64_t stride, int64_t 
 inline Expr constant(DataType t, double v) { return ir::make_const(t, v); }
 /// Axis Vars as Exprs.
 inline std::vector<Expr> as_exprs(const std::vector<Var>& v) { return {v.begin(), v.end()}; }
+/// Number of taps start + k * dilation (k in [0, kernel)) inside [lo, hi): the divisor of an
+/// average pool's window. `bound` is at least |lo - start| and |hi - start| for every start
+/// (keeps the integer divisions' numerators non-negative). Dilation 1 gives the plain
+/// min(kernel, hi - start) - max(0, lo - start).
+Expr window_taps_inside(const Expr& start, int64_t kernel, int64_t dilation, int64_t lo, int64_t hi,
+                        int64_t bound);
 /// min(max(e, lo), hi) on i64 indices: keeps a read in bounds where Select guards it.
 Expr clamp_index(Expr e, int64_t lo, int64_t hi);
 

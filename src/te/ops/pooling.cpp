@@ -41,10 +41,14 @@ struct PoolDim {
     }
 
     /// Number of window positions of output index o inside [lo, hi) (original coordinates).
-    /// Pre: dilation 1.
     Expr count(const Expr& o, int64_t lo, int64_t hi) const {
-        Expr start = o * Expr(stride) - Expr(pad_before);
-        return ir::min(Expr(kernel), Expr(hi) - start) - ir::max(Expr(0), Expr(lo) - start);
+        if (dilation == 1) {
+            Expr start = o * Expr(stride) - Expr(pad_before);
+            return ir::min(Expr(kernel), Expr(hi) - start) - ir::max(Expr(0), Expr(lo) - start);
+        }
+        const int64_t bound = in + pad_before + pad_after + extra + out * stride;
+        return window_taps_inside(o * Expr(stride) - Expr(pad_before), kernel, dilation, lo, hi,
+                                  bound);
     }
 };
 
@@ -125,9 +129,6 @@ Tensor avg_pool2d(const Tensor& x, const Pool2dParams& p) {
     const std::string op = "avg_pool2d";
     check_defined(x, op, "input");
     check_float(x, op);
-    if (p.dilation_h != 1 || p.dilation_w != 1)
-        throw UserError() << op << ": dilation " << p.dilation_h << "x" << p.dilation_w
-                          << " is not supported (only 1)";
     Pool pool = plan_pool(x, p, constant(x.dtype(), 0.0), op);
     Tensor total = window_reduce(pool, ir::ReduceOp::Sum, op + "_sum");
     size_t nl = pool.lead.size();

@@ -78,7 +78,7 @@ struct PoolPlan {
     Tensor padded;
 };
 
-PoolPlan plan_pool(const Tensor& x, const WindowNdParams& p, bool dilated, Expr pad_value,
+PoolPlan plan_pool(const Tensor& x, const WindowNdParams& p, Expr pad_value,
                    const std::string& op) {
     check_defined(x, op, "input");
     if (x.ndim() < 3)
@@ -90,7 +90,7 @@ PoolPlan plan_pool(const Tensor& x, const WindowNdParams& p, bool dilated, Expr 
     plan.out_shape = {x.shape()[0], x.shape()[1]};
     std::vector<int64_t> before(s), after(s);
     for (size_t d = 0; d < s; ++d) {
-        const int64_t dil = dilated ? p.dilation[d] : 1, in = x.shape()[2 + d];
+        const int64_t dil = p.dilation[d], in = x.shape()[2 + d];
         const int64_t pb = p.pads[d], pe = p.pads[s + d];
         const int64_t o = window_out(in, p.kernel[d], p.stride[d], dil, pb, pe, p.ceil_mode, op);
         plan.out_shape.push_back(o);
@@ -102,7 +102,7 @@ PoolPlan plan_pool(const Tensor& x, const WindowNdParams& p, bool dilated, Expr 
 }
 
 /// Reduction with `rop` over the pool windows of plan.padded.
-Tensor window_reduce(const PoolPlan& plan, const WindowNdParams& p, bool dilated, ir::ReduceOp rop,
+Tensor window_reduce(const PoolPlan& plan, const WindowNdParams& p, ir::ReduceOp rop,
                      const std::string& name) {
     const size_t s = p.spatial();
     std::vector<IterVar> r;
@@ -113,8 +113,7 @@ Tensor window_reduce(const PoolPlan& plan, const WindowNdParams& p, bool dilated
         [&](const std::vector<Var>& i) {
             std::vector<Expr> idx = {i[0], i[1]};
             for (size_t d = 0; d < s; ++d)
-                idx.push_back(i[2 + d] * Expr(p.stride[d]) +
-                              r[d].var * Expr(dilated ? p.dilation[d] : 1));
+                idx.push_back(i[2 + d] * Expr(p.stride[d]) + r[d].var * Expr(p.dilation[d]));
             return ir::Reduce::make(rop, plan.padded(idx), r);
         },
         name);
@@ -169,15 +168,15 @@ Tensor conv_nd(const Tensor& x, const Tensor& w, const WindowNdParams& p, const 
 
 Tensor max_pool_nd(const Tensor& x, const WindowNdParams& p, const std::string& name) {
     check_defined(x, name, "input");
-    const PoolPlan plan = plan_pool(x, p, true, ir::lowest_value(x.dtype()), name);
-    return window_reduce(plan, p, true, ir::ReduceOp::Max, name);
+    const PoolPlan plan = plan_pool(x, p, ir::lowest_value(x.dtype()), name);
+    return window_reduce(plan, p, ir::ReduceOp::Max, name);
 }
 
 Tensor avg_pool_nd(const Tensor& x, const WindowNdParams& p, const std::string& name) {
     check_defined(x, name, "input");
     check_float(x, name);
-    const PoolPlan plan = plan_pool(x, p, false, constant(x.dtype(), 0.0), name);
-    const Tensor total = window_reduce(plan, p, false, ir::ReduceOp::Sum, name + "_sum");
+    const PoolPlan plan = plan_pool(x, p, constant(x.dtype(), 0.0), name);
+    const Tensor total = window_reduce(plan, p, ir::ReduceOp::Sum, name + "_sum");
     const size_t s = p.spatial();
     const DataType t = x.dtype();
     return compute(
@@ -190,9 +189,11 @@ Tensor avg_pool_nd(const Tensor& x, const WindowNdParams& p, const std::string& 
                 const int64_t in = x.shape()[2 + d], pb = p.pads[d], pe = p.pads[s + d];
                 const int64_t lo = p.count_include_pad ? -pb : 0;
                 const int64_t hi = p.count_include_pad ? in + pe : in;
-                Expr start = i[2 + d] * Expr(p.stride[d]) - Expr(pb);
-                Expr c = ir::min(Expr(p.kernel[d]), Expr(hi) - start) -
-                         ir::max(Expr(int64_t{0}), Expr(lo) - start);
+                const Expr start = i[2 + d] * Expr(p.stride[d]) - Expr(pb);
+                const int64_t bound =
+                    in + pb + pe +
+                    (plan.out_shape[2 + d] + p.kernel[d]) * (p.stride[d] + p.dilation[d]);
+                Expr c = window_taps_inside(start, p.kernel[d], p.dilation[d], lo, hi, bound);
                 count = count.defined() ? count * c : c;
             }
             return total(as_exprs(i)) / ir::cast(t, count);
