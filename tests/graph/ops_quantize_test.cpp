@@ -11,6 +11,7 @@
 #include "op_case.h"
 #include "tessera/graph/evaluate.h"
 #include "tessera/graph/import_onnx.h"
+#include "tessera/support/narrow_types.h"
 
 namespace tessera::graph {
 namespace {
@@ -101,6 +102,58 @@ TEST(QuantizeLinearTest, ImportRefusesWhatItCannotRepresent) {
     EXPECT_EQ(
         evaluate(import_onnx_bytes(out_type.bytes(), "q.onnx"), {floats({4, 8}, 2)})[0].dtype(),
         DType::I8);
+}
+
+// The narrow quantized types (opsets 19-21): QuantizeLinear then DequantizeLinear through each,
+// against the definition computed here with the support library's codecs; the library built at
+// -O0 and -O2 matches the evaluator.
+TEST(QuantizeLinearTest, NarrowTypesFollowTheDefinition) {
+    const std::vector<std::pair<DType, double>> types = {
+        {DType::I4, -3},          {DType::U4, 5},          {DType::I2, -1},
+        {DType::U2, 1},           {DType::F8E4M3FN, 0},    {DType::F8E5M2, 0},
+        {DType::F4E2M1, 0}};
+    const TensorData x = floats({3, 7}, 12, -4, 4);
+    const float scale = 0.37f;
+    for (const auto& [t, zp] : types) {
+        SCOPED_TRACE(dtype_name(t));
+        const NarrowFormat f = *narrow_format(t);
+        const NarrowFormatInfo& info = narrow_format_info(f);
+        TensorData zp_t(t, {1}); // one element as [1] against a scalar scale
+        zp_t.raw()[0] = info.is_float ? narrow_encode(f, zp)
+                                      : narrow_encode_integer(f, static_cast<int64_t>(zp));
+        ModelBuilder m(21);
+        m.input("x", DType::F32, {3, 7});
+        m.initializer("s", TensorData::scalar(scale)).initializer("zp", zp_t);
+        m.node("QuantizeLinear", {"x", "s", "zp"}, {"q"});
+        m.node("DequantizeLinear", {"q", "s", "zp"}, {"y"});
+        m.output("q", t).output("y", DType::F32);
+        const std::vector<TensorData> got = evaluate(import_onnx_bytes(m.bytes(), "q.onnx"), {x});
+        ASSERT_EQ(got[0].dtype(), t);
+        for (int64_t i = 0; i < x.numel(); ++i) {
+            const float scaled = x.data<float>()[i] / scale;
+            uint8_t want;
+            if (info.is_float) {
+                want = narrow_encode(f, static_cast<double>(scaled + static_cast<float>(zp)));
+            } else {
+                const double hi = (1 << (info.bits - (info.is_signed ? 1 : 0))) - 1;
+                const double lo = info.is_signed ? -hi - 1 : 0;
+                const double q = std::clamp(std::nearbyint(scaled) + zp, lo, hi);
+                want = narrow_encode_integer(f, static_cast<int64_t>(q));
+            }
+            EXPECT_EQ(got[0].raw()[i], want) << "element " << i << ": " << x.data<float>()[i];
+            const float back =
+                static_cast<float>(narrow_decode(f, want) - zp) * scale; // f32, as ONNX's
+            EXPECT_EQ(got[1].data<float>()[i], back) << "element " << i;
+        }
+        ModelBuilder dq(21); // the library's f32 output, through the narrow values
+        dq.input("x", DType::F32, {3, 7});
+        dq.initializer("s", TensorData::scalar(scale)).initializer("zp", zp_t);
+        dq.node("QuantizeLinear", {"x", "s", "zp"}, {"q"});
+        dq.node("DequantizeLinear", {"q", "s", "zp"}, {"y"});
+        dq.output("y", DType::F32);
+        for (int level : {0, 2})
+            expect_library_matches_evaluator(dq.bytes(), {x}, level, 0, 0);
+    }
 }
 
 std::vector<OpCase> quantize_op_cases() {

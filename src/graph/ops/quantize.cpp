@@ -6,6 +6,8 @@
 // it gives the quantized type. Canonical form: all three operands present, scale and
 // zero_point of X's rank (a per-axis one has the axis's extent there and 1 elsewhere), so both
 // ops are broadcasts without attributes. Block quantization (opset 21's block_size) is refused.
+// The narrow quantized types (float8, float4, int4, uint4, int2, uint2) import as the ops'
+// definitions in f32 arithmetic and Casts (emit_narrow_quantize).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -17,6 +19,7 @@
 #include "op_import.h"
 #include "round_half_even.h"
 #include "tessera/ir/op.h"
+#include "tessera/support/narrow_types.h"
 #include "tessera/te/op_library.h"
 
 namespace tessera::graph::detail {
@@ -30,6 +33,57 @@ const std::initializer_list<DType> kDequantizable = {DType::I8, DType::U8, DType
                                                      DType::I32};
 
 // ---- import ----
+
+// The quantized type is one of the narrow ones (float8, float4, 4- and 2-bit integers; one
+// code per byte): the op imports as its definition in f32 ops and Casts, which handle those
+// types (Cast's saturate and rounding rules are ONNX's):
+//   DequantizeLinear: (Cast(X, f32) - Cast(zp, f32)) * scale
+//   QuantizeLinear, integers: Cast(Clip(Round(X / scale) + Cast(zp, f32), lo, hi), T)
+//   QuantizeLinear, floats:   Cast(X / scale + Cast(zp, f32), T) with the op's saturate
+// `in` holds X, scale and the zero point already of X's rank.
+void emit_narrow_quantize(OpImport& im, const std::vector<ValueId>& in, DType narrow) {
+    auto cast = [&](ValueId v, DType to, const char* suffix, Attributes a = {}) {
+        const ValueId r = im.new_value(suffix);
+        a["to"] = Attribute::of_string(dtype_name(to));
+        im.emit(Op::Cast, {v}, {r}, std::move(a));
+        return r;
+    };
+    auto binary = [&](Op op, ValueId a, ValueId b, const char* suffix) {
+        const ValueId r = im.new_value(suffix);
+        im.emit(op, {a, b}, {r}, {});
+        return r;
+    };
+    const ValueId zp = cast(in[2], DType::F32, "zero_point/f32");
+    const ValueId y = im.outputs()[0];
+    if (im.op() == Op::DequantizeLinear) {
+        const ValueId diff = binary(Op::Sub, cast(in[0], DType::F32, "x/f32"), zp, "centered");
+        im.emit(Op::Mul, {diff, in[1]}, {y}, {});
+        return;
+    }
+    const NarrowFormatInfo& info = narrow_format_info(*narrow_format(narrow));
+    ValueId q = binary(Op::Div, in[0], in[1], "scaled");
+    Attributes a;
+    if (info.is_float) {
+        a["saturate"] = Attribute::of_int(im.source().attr_int("saturate", 1));
+    } else {
+        const ValueId r = im.new_value("rounded");
+        im.emit(Op::Round, {q}, {r}, {});
+        q = r;
+    }
+    q = binary(Op::Add, q, zp, "shifted");
+    if (!info.is_float) {
+        const float hi = static_cast<float>((1 << (info.bits - (info.is_signed ? 1 : 0))) - 1);
+        const float lo = info.is_signed ? -hi - 1 : 0.0f;
+        const ValueId r = im.new_value("clipped");
+        im.emit(Op::Clip,
+                {q, im.constant("lo", TensorData::scalar(lo)),
+                 im.constant("hi", TensorData::scalar(hi))},
+                {r}, {});
+        q = r;
+    }
+    a["to"] = Attribute::of_string(dtype_name(narrow));
+    im.emit(Op::Cast, {q}, {y}, std::move(a));
+}
 
 // Reshapes scale and zero point to X's rank (per axis) and makes an absent zero point a zero
 // of `zp_dtype`.
@@ -48,13 +102,16 @@ void import_quantize(OpImport& im) {
         if (im.has("output_dtype") && im.attr("output_dtype").i != 0) {
             std::optional<DType> t =
                 dtype_from_onnx_code(static_cast<int32_t>(im.attr("output_dtype").i));
-            if (!t || std::find(kQuantized.begin(), kQuantized.end(), *t) == kQuantized.end())
+            if (!t || (std::find(kQuantized.begin(), kQuantized.end(), *t) == kQuantized.end() &&
+                       !narrow_format(*t)))
                 im.fail("output_dtype " + std::to_string(im.attr("output_dtype").i) +
-                        " is not a supported quantized type (int8, uint8, int16, uint16)");
+                        " is not a supported quantized type (int8, uint8, int16, uint16, float8, "
+                        "float4, int4, uint4, int2, uint2)");
             zp_dtype = *t;
         }
     }
     Shape q_shape; // scale's canonical shape; empty: per tensor, as given
+    bool reshaped = false; // a Reshape was emitted: the op must be emitted here too
     if (shape_numel(s_shape) != 1 || s_shape.size() > 1) {
         if (s_shape.size() != 1)
             im.fail("scale has shape " + shape_str(s_shape) +
@@ -70,14 +127,26 @@ void import_quantize(OpImport& im) {
         TensorData zero(zp_dtype, s_shape);
         in.resize(3);
         in[2] = im.constant("zero_point", zero);
+    } else if (im.input_value(2).shape != s_shape && shape_numel(s_shape) == 1 &&
+               shape_numel(im.input_value(2).shape) == 1) {
+        // One element as [1] against a scalar scale (or the reverse): the same per-tensor form.
+        if (im.input_value(2).is_constant()) {
+            in[2] = im.constant("zero_point", im.input_value(2).constant->reshaped(s_shape));
+        } else {
+            const ValueId r = im.new_value("zero_point");
+            im.emit(Op::Reshape, {in[2], im.ints_constant("zero_point_shape", s_shape)}, {r}, {});
+            in[2] = r;
+            reshaped = true;
+        }
     } else if (im.input_value(2).shape != s_shape) {
         im.fail("zero_point has shape " + shape_str(im.input_value(2).shape) + ", scale has " +
                 shape_str(s_shape));
     }
+    const DType q_dtype = im.input_value(2).dtype;
+    const bool narrow = narrow_format(q_dtype).has_value();
     if (!q_shape.empty()) {
         // Constant parameters (the usual case) are reshaped here, so that passes before
         // constant folding (the quantized-ops pass) read them as constants.
-        bool emitted = false;
         for (size_t i : {size_t(1), size_t(2)}) {
             const Value& v = im.input_value(i);
             if (v.is_constant()) {
@@ -88,11 +157,13 @@ void import_quantize(OpImport& im) {
             const ValueId r = im.new_value(i == 1 ? "scale" : "zero_point");
             im.emit(Op::Reshape, {in[i], im.ints_constant("qshape", q_shape)}, {r}, {});
             in[i] = r;
-            emitted = true;
+            reshaped = true;
         }
-        if (emitted)
-            im.emit(im.op(), in, im.outputs(), {}); // the reshapes were emitted: the op too
     }
+    if (narrow)
+        emit_narrow_quantize(im, in, q_dtype);
+    else if (reshaped)
+        im.emit(im.op(), in, im.outputs(), {}); // the reshapes were emitted: the op too
 }
 
 // ---- types ----
