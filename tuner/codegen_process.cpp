@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 
@@ -40,6 +41,12 @@ void write_report(int fd, const std::string& text) {
     }
 }
 
+// exit() in the child (LLVM's report_fatal_error calls it when no handler is installed) must
+// not run the parent's atexit handlers and static destructors: they take locks that other
+// threads of the parent held at fork (the leak checker of a sanitizer build stops the world
+// there and hung). Registered last, this handler runs first and ends the process.
+void exit_without_cleanup() { _exit(1); }
+
 [[noreturn]] void child_main(int report_fd, pid_t parent, const std::function<void()>& work) {
     // Buffered output of the parent was copied by fork: drop it so it is not written twice.
     __fpurge(stdout);
@@ -50,6 +57,7 @@ void write_report(int fd, const std::string& text) {
         _exit(125);
     // What the code generator prints before it dies (LLVM ERROR lines) reaches the report.
     dup2(report_fd, STDERR_FILENO);
+    std::atexit(exit_without_cleanup);
     int code = 0;
     try {
         work();

@@ -14,6 +14,16 @@
 
 namespace tessera::testing {
 
+/// The C compiler command a test compiles programs with that link a model library: plain `cc`,
+/// or under the sanitizers the compiler of the build with their runtime (the library calls it).
+inline const char* c_driver() {
+#ifdef TESSERA_TEST_C_DRIVER
+    return TESSERA_TEST_C_DRIVER;
+#else
+    return "cc";
+#endif
+}
+
 /// True in a build with AddressSanitizer.
 constexpr bool built_with_address_sanitizer() {
 #ifdef TESSERA_TEST_ASAN

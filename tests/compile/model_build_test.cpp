@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/model_library_loader.h"
+#include "common/sanitizers.h"
 #include "tessera/compile/coverage_table.h"
 #include "tessera/compile/model_compiler.h"
 #include "tessera/runtime/model_plan.h"
@@ -431,7 +432,8 @@ TEST_F(ModelBuild, CProgramLinkedAgainstTheLibraryGivesTheSameBytes) {
     const std::string so = built("small_cnn");
     { std::ofstream(dir.file("main.c")) << kCProgram; }
     const testing::CommandResult cc = testing::run_command(
-        "cc -std=c99 -Wall -Werror -I" + std::string(TESSERA_SOURCE_DIR) + "/include " +
+        std::string(testing::c_driver()) + " -std=c99 -Wall -Werror -I" +
+            std::string(TESSERA_SOURCE_DIR) + "/include " +
             dir.file("main.c") + " " + so + " -Wl,-rpath," + fs::path(so).parent_path().string() +
             " -o " + dir.file("run_model"),
         dir.file("cc"));

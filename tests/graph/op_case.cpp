@@ -15,6 +15,7 @@
 #include "tessera/graph/import_onnx.h"
 #include "tessera/graph/tasks.h"
 #include "tessera/lower/lower_default.h"
+#include "tessera/runtime/tessera_model.h"
 #include "tessera/schedule/default_schedule.h"
 #include "tessera/schedule/layout.h"
 #include "tessera/schedule/lower_state.h"
@@ -122,23 +123,26 @@ std::vector<std::vector<OpCase> (*)()>& registry() {
     return makers;
 }
 
-/// The C API of a model library, looked up with dlsym.
+/// The C API of a model library, looked up with dlsym, each function as the header declares it
+/// (a call through another function type is undefined behaviour, which UBSan reports).
 struct ModelLibrary {
     void* handle = nullptr;
-    int (*create)(void**) = nullptr;
-    void (*free_model)(void*) = nullptr;
-    int (*run)(void*, const void* const*, void* const*) = nullptr;
-    const char* (*last_error)() = nullptr;
+    decltype(&tessera_model_create) create = nullptr;
+    decltype(&tessera_model_free) free_model = nullptr;
+    decltype(&tessera_model_run) run = nullptr;
+    decltype(&tessera_model_last_error) last_error = nullptr;
 
     explicit ModelLibrary(const std::string& path) {
         handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
         if (!handle)
             return;
-        create = reinterpret_cast<int (*)(void**)>(dlsym(handle, "tessera_model_create"));
-        free_model = reinterpret_cast<void (*)(void*)>(dlsym(handle, "tessera_model_free"));
-        run = reinterpret_cast<int (*)(void*, const void* const*, void* const*)>(
-            dlsym(handle, "tessera_model_run"));
-        last_error = reinterpret_cast<const char* (*)()>(dlsym(handle, "tessera_model_last_error"));
+        lookup(create, "tessera_model_create");
+        lookup(free_model, "tessera_model_free");
+        lookup(run, "tessera_model_run");
+        lookup(last_error, "tessera_model_last_error");
+    }
+    template <typename F> void lookup(F& f, const char* name) {
+        f = reinterpret_cast<F>(dlsym(handle, name));
     }
     ~ModelLibrary() {
         if (handle)
@@ -193,7 +197,7 @@ Graph expect_library_matches_evaluator(const std::string& model_bytes,
 
     ModelLibrary lib(so);
     EXPECT_TRUE(lib.ok()) << dlerror();
-    void* m = nullptr;
+    TesseraModel* m = nullptr;
     if (!lib.ok() || lib.create(&m) != 0) {
         ADD_FAILURE() << "the library does not load or create: "
                       << (lib.ok() ? lib.last_error() : "");
