@@ -103,7 +103,8 @@ void ModelExecutor::run_call(size_t c) {
     if (call.kernel < 0) {
         const PlanTensor& src = plan_.tensors[static_cast<size_t>(call.args[0])];
         // memmove: a plan may copy a value onto itself (an output that is also an output).
-        if (args[0] != args[1])
+        // An empty tensor may have no storage at all (a null pointer memmove must not see).
+        if (args[0] != args[1] && src.bytes > 0)
             std::memmove(args[1], args[0], static_cast<size_t>(src.bytes));
     } else {
         kernels_[static_cast<size_t>(call.kernel)](args.data());
@@ -155,7 +156,7 @@ void ModelExecutor::run(const void* const* inputs, void* const* outputs) {
 
     for (size_t i = 0; i < plan_.outputs.size(); ++i) {
         const size_t id = static_cast<size_t>(plan_.outputs[i]);
-        if (tensor_ptrs_[id] != outputs[i])
+        if (tensor_ptrs_[id] != outputs[i] && output(i).bytes > 0)
             std::memcpy(outputs[i], tensor_ptrs_[id], static_cast<size_t>(output(i).bytes));
     }
 }

@@ -17,7 +17,10 @@ namespace tessera::testing {
 /// The C compiler command a test compiles programs with that link a model library: plain `cc`,
 /// or under the sanitizers the compiler of the build with their runtime (the library calls it).
 inline const char* c_driver() {
-#ifdef TESSERA_TEST_C_DRIVER
+#if defined(TESSERA_TEST_C_DRIVER) && defined(__clang__)
+    // Clang links UBSan's C++ part only for C++ programs; the library's runtime is C++.
+    return TESSERA_TEST_C_DRIVER " -fsanitize-link-c++-runtime -lstdc++";
+#elif defined(TESSERA_TEST_C_DRIVER)
     return TESSERA_TEST_C_DRIVER;
 #else
     return "cc";

@@ -421,6 +421,9 @@ int main(int argc, char** argv) {
     fclose(f);
     printf("%s %s\n", tessera_model_name(m), out.name);
     tessera_model_free(m);
+    for (int i = 0; i < nout; ++i) free(outs[i]);
+    free(outs);
+    free(x);
     return 0;
 }
 )";

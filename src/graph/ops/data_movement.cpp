@@ -109,6 +109,8 @@ EvalOutputs eval_concat(const Node& n, const EvalInputs& in, const std::string& 
     int64_t offset = 0;
     for (const TensorData* t : in) {
         const int64_t block = t->shape()[axis] * inner;
+        if (block == 0)
+            continue; // an empty operand: nothing to copy (and no storage to copy from)
         for (int64_t o = 0; o < outer; ++o)
             std::memcpy(out.raw() + (o * out_block + offset) * es, t->raw() + o * block * es,
                         static_cast<size_t>(block) * es);
