@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "model_inputs.h"
+#include "tessera/compile/model_pipeline.h"
 
 namespace CLI {
 class App;
@@ -25,7 +26,7 @@ struct BuildCommandOptions {
     std::string db;      ///< The tuning database; empty: kDefaultBuildDb when it exists, else none.
     bool strict = false; ///< Fail (exit 1) when any task has no usable record.
     bool no_db = false;   ///< --no-db: ignore every database (an untuned build).
-    int opt_level = 3;   ///< Graph optimization level 0..3.
+    int opt_level = compile::kDefaultOptLevel; ///< Graph optimization level 0..3.
     bool no_winograd = false; ///< --no-winograd: every 3x3 conv stays direct.
     bool json = false;   ///< One JSON object on stdout instead of the table.
     ModelInputOptions inputs; ///< --input-shape, --bind, --precision.

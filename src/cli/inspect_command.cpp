@@ -11,10 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tessera/backends/host.h"
 #include "tessera/compile/model_compiler.h"
 #include "tessera/graph/fusion.h"
-#include "tessera/graph/import_onnx.h"
 #include "tessera/graph/memory_plan.h"
 #include "tessera/graph/pipeline.h"
 #include "tessera/graph/tasks.h"
@@ -97,63 +95,37 @@ size_t find_task(const std::vector<graph::Task>& tasks, const std::string& which
 } // namespace
 
 void run_inspect(const InspectOptions& options, std::ostream& out) {
-    const graph::ImportOptions import_opts = import_options(options.inputs);
-    graph::PipelineOptions popts;
-    popts.level = options.opt_level;
-    popts.precision = precision_of(options.inputs);
-    popts.layout_block = options.layout_block != 0
-                             ? options.layout_block
-                             : graph::layout_block_for(backend::host_info().vector_bits);
-    popts.print_after = options.print_after;
-    popts.disabled_passes =
+    compile::ModelPipelineOptions mpo;
+    mpo.model_path = options.model;
+    mpo.import = import_options(options.inputs);
+    mpo.opt_level = options.opt_level;
+    mpo.precision = precision_of(options.inputs);
+    mpo.layout_block = options.layout_block;
+    if (options.layout_block < 0)
+        throw UserError() << "--nchwc-block " << options.layout_block << " must be positive";
+    mpo.print_after = options.print_after;
+    mpo.disabled_passes =
         std::set<std::string>(options.disabled_passes.begin(), options.disabled_passes.end());
     // Graph printouts go to the report stream, except in JSON mode where stdout must hold only
     // the JSON object.
-    popts.out = options.json ? &std::cerr : &out;
-    // Validate the pipeline options before the (possibly slow) import.
-    if (popts.level < 0 || popts.level > 3)
-        throw UserError() << "optimization level " << popts.level << " is not in 0..3";
-    if (popts.layout_block < 1)
-        throw UserError() << "--nchwc-block " << popts.layout_block << " must be positive";
-    {
-        std::vector<std::string> names = graph::pipeline_pass_names();
-        auto known = [&](const std::string& n) {
-            return std::find(names.begin(), names.end(), n) != names.end();
-        };
-        if (!popts.print_after.empty() && popts.print_after != "all" && !known(popts.print_after))
-            throw UserError() << "unknown pass '" << popts.print_after << "' in --print-after";
-        for (const std::string& n : options.disabled_passes)
-            if (!known(n))
-                throw UserError() << "unknown pass '" << n << "' in --disable-pass";
-    }
-
-    auto t0 = Clock::now();
-    graph::Graph g = graph::import_onnx(options.model, import_opts);
-    const double import_s = since(t0);
-    const std::map<std::string, int> ops_before = graph::op_histogram(g);
-    const int nodes_before = static_cast<int>(g.num_nodes());
-
-    t0 = Clock::now();
-    std::vector<graph::PassResult> log = graph::optimize(g, popts);
-    const double optimize_s = since(t0);
+    mpo.pass_output = options.json ? &std::cerr : &out;
+    mpo.keep_task_error = true; // the report shows what worked and names the op that did not
+    const compile::ModelPipeline p = compile::run_model_pipeline(mpo);
+    const graph::Graph& g = p.graph;
+    const std::vector<graph::FusedGroup>& groups = p.groups;
+    const std::vector<graph::Task>& tasks = p.tasks;
+    const std::string& tasks_error = p.tasks_error;
+    const std::vector<graph::PassResult>& log = p.passes;
+    const std::map<std::string, int>& ops_before = p.ops_imported;
     const std::map<std::string, int> ops_after = graph::op_histogram(g);
+    const int nodes_before = p.nodes_imported;
+    const double import_s = p.import_seconds, optimize_s = p.optimize_seconds;
+    const double fuse_s = p.fuse_seconds, tasks_s = p.tasks_seconds;
 
-    t0 = Clock::now();
-    std::vector<graph::FusedGroup> groups = graph::fuse_ops(g);
-    const double fuse_s = since(t0);
-    t0 = Clock::now();
-    graph::MemoryPlan plan = graph::plan_memory(g, groups);
+    const auto t0 = Clock::now();
+    const graph::MemoryPlan plan = graph::plan_memory(g, groups);
     const double plan_s = since(t0);
     const std::vector<PatternCount> counts = count_groups(g, groups);
-    t0 = Clock::now();
-    std::vector<graph::Task> tasks;
-    std::string tasks_error; // why there are no tasks (an op without a tensor program)
-    try {
-        tasks = graph::extract_tasks(g, groups);
-    } catch (const UserError& e) {
-        tasks_error = e.what();
-    }
-    const double tasks_s = since(t0);
 
     if (!options.schedule_task.empty()) {
         if (!tasks_error.empty())

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "model_inputs.h"
+#include "tessera/compile/model_pipeline.h"
 
 #include "tessera/graph/passes.h"
 
@@ -17,7 +18,7 @@ namespace tessera::cli {
 struct InspectOptions {
     std::string model;                     ///< path of the .onnx file
     ModelInputOptions inputs; ///< --input-shape, --bind, --precision
-    int opt_level = 2;                     ///< 0 to 3 (-O0 .. -O3)
+    int opt_level = compile::kDefaultOptLevel; ///< 0 to 3 (-O0 .. -O3), as build and tune
     std::string print_after;               ///< a pass name or "all"; empty: never
     bool time_passes = false;
     std::vector<std::string> disabled_passes;

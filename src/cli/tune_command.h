@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "model_inputs.h"
+#include "tessera/compile/model_pipeline.h"
 #include "tessera/cost_model/cost_model.h"
 #include "tessera/tuner/database.h"
 #include "tessera/tuner/measure.h"
@@ -23,7 +24,7 @@ struct TuneOptions {
     std::string op;                        ///< NAME:key=value,... (see `tessera op list`).
     std::string model_path;                ///< An ONNX model (exactly one of op, model_path).
     ModelInputOptions inputs; ///< A model's --input-shape, --bind, --precision (as `build`).
-    int opt_level = 3;                     ///< Graph pipeline level for a model (as `build`).
+    int opt_level = compile::kDefaultOptLevel; ///< Graph pipeline level for a model (as build).
     bool no_winograd = false; ///< --no-winograd: a model's 3x3 convs stay direct (as `build`).
     /// Candidates to measure in this run (all tasks of a model together); 0 = no limit (then
     /// time_budget_secs must be > 0).

@@ -12,12 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "progress_line.h"
-#include "tessera/backends/host.h"
+#include "tessera/compile/model_pipeline.h"
 #include "tessera/cost_model/cost_model.h"
-#include "tessera/graph/fusion.h"
-#include "tessera/graph/import_onnx.h"
-#include "tessera/graph/pipeline.h"
-#include "tessera/graph/tasks.h"
 #include "tessera/support/error.h"
 #include "tessera/tuner/database.h"
 
@@ -238,23 +234,17 @@ std::vector<tune::TaskToTune> model_tasks(const std::string& model_path,
                                           const graph::ImportOptions& import, int opt_level,
                                           const std::string& target, bool winograd,
                                           graph::Precision precision) {
-    if (opt_level < 0 || opt_level > 3)
-        throw UserError() << "-O must be 0..3, got " << opt_level;
-    graph::Graph g = graph::import_onnx(model_path, import);
-    graph::PipelineOptions popts;
-    popts.level = opt_level;
-    popts.precision = precision;
-    // The graph `build` makes for this target (its tasks must be the ones tuned here): NCHW[x]c
-    // with one vector register of channels on a CPU, no layout pass for a GPU.
-    popts.layout_block = graph::layout_block_for(backend::host_info().vector_bits);
-    if (target == "cuda")
-        popts.disabled_passes.insert("layout");
-    if (!winograd)
-        popts.disabled_passes.insert("winograd");
-    graph::optimize(g, popts);
-    const std::vector<graph::FusedGroup> groups = graph::fuse_ops(g);
+    // The graph `build` makes for this target: its tasks are the ones tuned here.
+    compile::ModelPipelineOptions mpo;
+    mpo.model_path = model_path;
+    mpo.import = import;
+    mpo.opt_level = opt_level;
+    mpo.precision = precision;
+    mpo.target = target == "cuda" ? compile::BuildTarget::Cuda : compile::BuildTarget::Cpu;
+    mpo.winograd = winograd;
+    const compile::ModelPipeline pipeline = compile::run_model_pipeline(mpo);
     std::vector<tune::TaskToTune> tasks;
-    for (const graph::Task& t : graph::extract_tasks(g, groups)) {
+    for (const graph::Task& t : pipeline.tasks) {
         tune::TaskToTune tt;
         tt.compute = t.compute.compute;
         tt.flops = task_work(t);

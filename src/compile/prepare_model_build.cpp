@@ -10,8 +10,6 @@
 
 #include "tessera/backends/host.h"
 #include "tessera/compile/model_compiler.h"
-#include "tessera/graph/import_onnx.h"
-#include "tessera/graph/pipeline.h"
 #include "tessera/schedule/default_schedule.h"
 #include "tessera/schedule/lower_state.h"
 #include "tessera/schedule/schedule.h"
@@ -193,25 +191,18 @@ ModelBuild prepare_model_build(const BuildOptions& opts) {
     b.target = opts.target;
     if (opts.target == BuildTarget::Cuda)
         b.cuda_arch = opts.cuda_arch;
-    graph::ImportOptions io;
-    io.input_shapes = opts.input_shapes;
-    io.bound_inputs = opts.bound_inputs;
-    b.graph = graph::import_onnx(opts.model_path, io);
-    graph::PipelineOptions po;
-    po.level = opts.opt_level;
-    po.precision = opts.precision;
-    std::ostringstream pass_log; // optimize prints only on request; keep stray output away
-    po.out = &pass_log;
-    // NCHW[x]c with one vector register of channels (the tasks `tune MODEL` extracts on this
-    // host use the same block).
-    po.layout_block = graph::layout_block_for(backend::host_info().vector_bits);
-    if (opts.target == BuildTarget::Cuda) // NCHW[x]c blocks channels for CPU vector registers
-        po.disabled_passes.insert("layout");
-    if (!opts.winograd)
-        po.disabled_passes.insert("winograd");
-    graph::optimize(b.graph, po);
-    b.groups = graph::fuse_ops(b.graph);
-    b.tasks = graph::extract_tasks(b.graph, b.groups);
+    ModelPipelineOptions mpo;
+    mpo.model_path = opts.model_path;
+    mpo.import.input_shapes = opts.input_shapes;
+    mpo.import.bound_inputs = opts.bound_inputs;
+    mpo.opt_level = opts.opt_level;
+    mpo.precision = opts.precision;
+    mpo.target = opts.target;
+    mpo.winograd = opts.winograd;
+    ModelPipeline pipeline = run_model_pipeline(mpo);
+    b.graph = std::move(pipeline.graph);
+    b.groups = std::move(pipeline.groups);
+    b.tasks = std::move(pipeline.tasks);
 
     sched::DefaultScheduleOptions dso = build_default_schedule_options(opts.target, opts.num_cores);
 

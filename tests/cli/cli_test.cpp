@@ -370,7 +370,7 @@ TEST(CliInspect, PrecisionIsFp32OrBf16) {
 
 TEST(CliInspect, TextReportOfResnet18) {
     if (!have_model("resnet18")) GTEST_SKIP() << "shared models missing";
-    Output o = run_tessera("inspect " + model_path("resnet18"));
+    Output o = run_tessera("inspect " + model_path("resnet18") + " -O2");
     ASSERT_EQ(o.code, 0) << o.out;
     EXPECT_NE(o.out.find("pipeline -O2: 49 -> 49 nodes"), std::string::npos) << o.out;
     EXPECT_NE(o.out.find("constant-folding: "), std::string::npos) << o.out;
@@ -406,6 +406,10 @@ TEST(CliInspect, JsonReportOfBert) {
 
 TEST(CliInspect, OptLevelAndPrintAfter) {
     if (!have_model("conv_bn_relu")) GTEST_SKIP() << "shared models missing";
+    // The default level is build's and tune's.
+    Output o3 = run_tessera("inspect " + model_path("conv_bn_relu"));
+    ASSERT_EQ(o3.code, 0) << o3.out;
+    EXPECT_NE(o3.out.find("pipeline -O3: "), std::string::npos) << o3.out;
     Output o0 = run_tessera("inspect " + model_path("conv_bn_relu") + " -O0");
     ASSERT_EQ(o0.code, 0) << o0.out;
     EXPECT_NE(o0.out.find("pipeline -O0: 10 -> 10 nodes"), std::string::npos) << o0.out;

@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "tessera/compile/model_pipeline.h"
 #include "tessera/graph/fusion.h"
 #include "tessera/graph/graph.h"
 #include "tessera/graph/passes.h"
@@ -41,15 +42,6 @@
 
 namespace tessera::compile {
 
-/// What a model library runs on.
-enum class BuildTarget : uint8_t {
-    Cpu,  ///< This host's CPU (LLVM).
-    Cuda, ///< An NVIDIA GPU (CUDA C, NVRTC cubins, the CUDA driver at run time).
-};
-
-/// "cpu", "cuda".
-const char* to_string(BuildTarget t);
-
 /// Options of a model build.
 struct BuildOptions {
     std::string model_path; ///< The .onnx file.
@@ -59,7 +51,7 @@ struct BuildOptions {
     /// The machine and target records are looked up for (the CLI passes host_tune_target()).
     /// Required when db_path is set.
     tune::LookupKey lookup;
-    int opt_level = 3; ///< Graph pipeline level 0..3 (graph/pipeline.h).
+    int opt_level = kDefaultOptLevel; ///< Graph pipeline level 0..3 (graph/pipeline.h).
     /// The winograd pass at -O3 (graph/passes.h); false keeps every conv direct.
     bool winograd = true;
     /// What matrix products compute on (graph/passes.h, the precision pass).

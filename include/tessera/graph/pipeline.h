@@ -51,6 +51,11 @@ struct PipelineOptions {
 /// The names of all pipeline passes, in pipeline order (each once).
 std::vector<std::string> pipeline_pass_names();
 
+/// Throws UserError for a level outside 0..3, a layout block < 1 or an unknown name in
+/// print_after or disabled_passes (what optimize checks first; drivers check before a long
+/// import).
+void check_pipeline_options(const PipelineOptions& options);
+
 /// Runs the pipeline on g. Returns one PassResult per pass run, in order. Throws UserError for
 /// a level outside 0..3 or an unknown name in print_after or disabled_passes. Post: g verifies
 /// and is shape-inferred; dead nodes are removed (unless dce is disabled).

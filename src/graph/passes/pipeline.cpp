@@ -71,7 +71,7 @@ std::vector<std::string> pipeline_pass_names() {
     return names;
 }
 
-std::vector<PassResult> optimize(Graph& g, const PipelineOptions& options) {
+void check_pipeline_options(const PipelineOptions& options) {
     if (options.level < 0 || options.level > 3)
         throw UserError() << "optimization level " << options.level << " is not in 0..3";
     if (options.layout_block < 1)
@@ -82,6 +82,10 @@ std::vector<PassResult> optimize(Graph& g, const PipelineOptions& options) {
     for (const std::string& name : options.disabled_passes)
         if (!find_pass(name))
             throw UserError() << "unknown pass '" << name << "' to disable";
+}
+
+std::vector<PassResult> optimize(Graph& g, const PipelineOptions& options) {
+    check_pipeline_options(options);
     std::ostream& out = options.out ? *options.out : std::cerr;
 
     std::vector<PassResult> log;
