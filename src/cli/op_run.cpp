@@ -22,10 +22,10 @@
 #include "op_schedule.h"
 #include "tune_command.h"
 #include "tessera/backends/llvm.h"
+#include "tessera/compile/model_compiler.h"
 #include "tessera/lower/lower_default.h"
 #include "tessera/lower/lower_for_codegen.h"
 #include "tessera/runtime/thread_pool.h"
-#include "tessera/backends/host.h"
 #include "tessera/schedule/default_schedule.h"
 #include "tessera/schedule/layout.h"
 #include "tessera/schedule/lower_state.h"
@@ -203,12 +203,10 @@ DbSchedule schedule_from_db(const te::OpInstance& inst, const std::string& db_pa
 
 /// The rule-based default schedule of inst for this host (its cores and vector width).
 sched::State host_default_schedule(const te::OpInstance& inst) {
-    const backend::HostInfo& host = backend::host_info();
-    sched::DefaultScheduleOptions o;
-    o.num_cores = std::max(1, host.cores);
-    o.vector_lanes = std::max(1, host.vector_bits / 32);
-    o.cpu_tiles = host.has_u8s8_tiles();
-    o.cpu_tiles_bf16 = host.has_bf16_tiles();
+    // The options an untuned model build uses on this host, so that `op run` times what a
+    // build would run.
+    sched::DefaultScheduleOptions o =
+        compile::build_default_schedule_options(compile::BuildTarget::Cpu);
     o.weight_inputs = inst.weight_inputs;
     return sched::default_schedule(inst.compute, o);
 }
