@@ -23,20 +23,6 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-/// The work of a task for throughputs: its flops, or one operation per output element when it
-/// only moves data.
-double task_work(const graph::Task& t) {
-    if (t.flops > 0)
-        return double(t.flops);
-    double elements = 0;
-    for (const te::Tensor& out : t.compute.compute.outputs)
-        elements += double(te::num_elements(out.shape()));
-    return std::max(1.0, elements);
-}
-
-/// The first op of a fused pattern ("conv2d_nchwc+add+relu" -> "conv2d_nchwc").
-std::string anchor_op(const std::string& pattern) { return pattern.substr(0, pattern.find('+')); }
-
 std::string progress_text(const std::vector<tune::TaskToTune>& tasks, const std::string& shard,
                           const tune::TasksProgress& p) {
     const std::string trials = p.trials_total > 0
@@ -203,89 +189,36 @@ std::string task_shard_text(TaskShard shard) {
     return fmt::format("{}/{}", shard.index, shard.count);
 }
 
-std::vector<size_t> shard_task_indices(const std::vector<tune::TaskToTune>& tasks,
-                                       TaskShard shard) {
-    TESSERA_CHECK(shard.count >= 1 && shard.index >= 0 && shard.index < shard.count)
-        << "bad shard " << shard.index << "/" << shard.count;
-    std::vector<size_t> by_cost(tasks.size());
-    for (size_t i = 0; i < tasks.size(); ++i)
-        by_cost[i] = i;
-    // Costs are computed from the model alone (no timing), so every machine sorts alike; the
-    // index breaks ties so that the order is total.
-    auto cost = [&](size_t i) { return tasks[i].flops * double(tasks[i].count); };
-    std::sort(by_cost.begin(), by_cost.end(), [&](size_t a, size_t b) {
-        const double ca = cost(a), cb = cost(b);
-        return ca != cb ? ca > cb : a < b;
-    });
-    // Snake deal: position p of the sorted list goes to shard p mod 2N, folded back at N, so
-    // that the shard dealt the biggest task of a lap is dealt the smallest of the next.
-    const size_t n = size_t(shard.count);
-    std::vector<size_t> mine;
-    for (size_t p = 0; p < by_cost.size(); ++p) {
-        const size_t lap = p % (2 * n);
-        if ((lap < n ? lap : 2 * n - 1 - lap) == size_t(shard.index))
-            mine.push_back(by_cost[p]);
-    }
-    std::sort(mine.begin(), mine.end());
-    return mine;
-}
-
-std::vector<tune::TaskToTune> model_tasks(const std::string& model_path,
-                                          const graph::ImportOptions& import, int opt_level,
-                                          const std::string& target, bool winograd,
-                                          graph::Precision precision) {
-    // The graph `build` makes for this target: its tasks are the ones tuned here.
-    compile::ModelPipelineOptions mpo;
-    mpo.model_path = model_path;
-    mpo.import = import;
-    mpo.opt_level = opt_level;
-    mpo.precision = precision;
-    mpo.target = target == "cuda" ? compile::BuildTarget::Cuda : compile::BuildTarget::Cpu;
-    mpo.winograd = winograd;
-    const compile::ModelPipeline pipeline = compile::run_model_pipeline(mpo);
-    std::vector<tune::TaskToTune> tasks;
-    for (const graph::Task& t : pipeline.tasks) {
-        tune::TaskToTune tt;
-        tt.compute = t.compute.compute;
-        tt.flops = task_work(t);
-        tt.count = t.count();
-        tt.name = t.pattern;
-        tt.similarity_tag = tune::similarity_tag(anchor_op(t.pattern), tt.flops);
-        tasks.push_back(std::move(tt));
-    }
-    if (tasks.empty())
-        throw UserError() << "model " << model_path << " has no task to tune";
-    return tasks;
-}
-
 tune::TasksResult run_tune_model(const TuneOptions& opts, std::ostream& out, std::ostream& progress,
                                  bool progress_is_terminal, const std::atomic<bool>* cancel) {
     check_tune_options(opts);
     tune::SearchOptions so = tune_search_options(opts, {}); // per task: its Compute's weights
     so.cancel = cancel;
-    tune::validate(so);
-    ShardTasks st;
+    tune::validate(so); // before the import: a bad option should not wait for it
+    compile::TaskShard shard;
     if (!opts.shard.empty())
-        st.shard = parse_task_shard(opts.shard);
+        shard = parse_task_shard(opts.shard);
     const tune::TuneTarget target = tune_target_of(opts);
-    std::vector<tune::TaskToTune> tasks =
-        model_tasks(opts.model_path, import_options(opts.inputs), opts.opt_level, opts.target,
-                    !opts.no_winograd, precision_of(opts.inputs));
-    st.model_tasks = tasks.size();
-    st.index = shard_task_indices(tasks, st.shard);
-    if (st.index.size() != tasks.size()) {
-        std::vector<tune::TaskToTune> share;
-        for (size_t i : st.index)
-            share.push_back(std::move(tasks[i]));
-        tasks = std::move(share);
-    }
-    const std::string shard_name = opts.shard.empty() ? "" : task_shard_text(st.shard);
+    compile::ModelPipelineOptions model;
+    model.model_path = opts.model_path;
+    model.import = import_options(opts.inputs);
+    model.opt_level = opts.opt_level;
+    model.precision = precision_of(opts.inputs);
+    model.target = opts.target == "cuda" ? compile::BuildTarget::Cuda : compile::BuildTarget::Cpu;
+    model.winograd = !opts.no_winograd;
+    const compile::ModelTuningPlan plan = compile::plan_model_tuning(model, shard);
+    const std::vector<tune::TaskToTune>& tasks = plan.tasks;
+    const std::string shard_name = opts.shard.empty() ? "" : task_shard_text(shard);
 
     tune::TuningDatabase db = open_tune_database(opts.db);
     ModelCurveWriter curve(opts.curve_file);
     std::unique_ptr<tune::Measurer> measurer = make_tune_measurer(opts);
     const TuneCostModels models = tune_cost_models(opts, progress);
     const bool uses_prior = models.uses_prior;
+    ShardTasks st;
+    st.shard = shard;
+    st.model_tasks = plan.model_tasks;
+    st.index = plan.index;
 
     LatestProgress<tune::TasksProgress> latest; // outlives the line, whose refresher reads it
     ProgressLine line(progress, progress_is_terminal);
@@ -300,14 +233,8 @@ tune::TasksResult run_tune_model(const TuneOptions& opts, std::ostream& out, std
     };
     line.refresh_every(progress_refresh_secs(progress_is_terminal),
                        [&] { return progress_text(tasks, shard_name, latest.now()); });
-    if (tasks.empty()) { // a shard beyond the model's task count: nothing to do, not an error
-        tune::TasksResult none;
-        none.estimated_secs_before = none.estimated_secs_after = kInf;
-        print_summary(opts, tasks, st, target, none, uses_prior, db.num_records(), out);
-        return none;
-    }
     const tune::TasksResult r =
-        tune::tune_tasks(tasks, target, db, models.make, *measurer, so, {}, on_progress);
+        compile::tune_model(plan, target, db, models.make, *measurer, so, on_progress);
     line.finish();
     print_summary(opts, tasks, st, target, r, uses_prior, db.num_records(), out);
     return r;

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tessera/compile/model_tuning.h"
 #include "tessera/graph/passes.h"
 #include "tessera/support/error.h"
 #include "tessera/te/op_registry.h"
@@ -14,11 +15,26 @@
 
 namespace tessera::cli {
 
+namespace {
+
+// A model as `tune MODEL` tunes it by default, with these Winograd and precision choices.
+compile::ModelPipelineOptions model_options(const std::string& path, bool winograd,
+                                            graph::Precision precision) {
+    compile::ModelPipelineOptions o;
+    o.model_path = path;
+    o.winograd = winograd;
+    o.precision = precision;
+    return o;
+}
+
+} // namespace
+
 WorkloadComputes::WorkloadComputes(const std::vector<std::string>& models) {
     for (const std::string& path : models)
         for (bool winograd : {true, false})
             for (graph::Precision p : {graph::Precision::FP32, graph::Precision::BF16})
-                for (tune::TaskToTune& t : model_tasks(path, {}, 3, "llvm", winograd, p))
+                for (tune::TaskToTune& t :
+                     compile::model_tuning_tasks(model_options(path, winograd, p)))
                     model_workloads_.try_emplace(te::workload_key(t.compute), std::move(t.compute));
 }
 

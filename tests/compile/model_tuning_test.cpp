@@ -1,0 +1,107 @@
+// Tuning a model through the library (compile/model_tuning.h): the plan's tasks are the ones a
+// build compiles, shards partition them, and what tune_model commits a build then serves.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/model_library_loader.h"
+#include "tessera/backends/host.h"
+#include "tessera/compile/model_compiler.h"
+#include "tessera/compile/model_tuning.h"
+#include "tessera/te/workload_key.h"
+#include "tessera/tuner/fingerprint.h"
+
+namespace tessera::compile {
+namespace {
+
+std::string small_cnn() { return testing::shared_models_dir() + "/small_cnn/model.onnx"; }
+
+ModelPipelineOptions model_options() {
+    ModelPipelineOptions o;
+    o.model_path = small_cnn();
+    return o;
+}
+
+TEST(ModelTuning, ThePlanHoldsTheTasksABuildCompiles) {
+    if (!std::filesystem::exists(small_cnn()))
+        GTEST_SKIP() << "shared model small_cnn not found";
+    const ModelTuningPlan plan = plan_model_tuning(model_options());
+    const ModelPipeline p = run_model_pipeline(model_options());
+    ASSERT_EQ(plan.tasks.size(), p.tasks.size());
+    EXPECT_EQ(plan.model_tasks, p.tasks.size());
+    for (size_t i = 0; i < p.tasks.size(); ++i) {
+        EXPECT_EQ(plan.index[i], i);
+        EXPECT_EQ(te::workload_key(plan.tasks[i].compute), p.tasks[i].workload_key);
+        EXPECT_EQ(plan.tasks[i].name, p.tasks[i].pattern);
+        EXPECT_EQ(plan.tasks[i].count, p.tasks[i].count());
+        EXPECT_GT(plan.tasks[i].flops, 0);
+    }
+    // Shards partition the tasks; shards beyond the task count are empty and tune nothing.
+    const int n = static_cast<int>(plan.model_tasks) + 2;
+    std::vector<size_t> seen;
+    for (int s = 0; s < n; ++s) {
+        const ModelTuningPlan share = plan_model_tuning(model_options(), {s, n});
+        EXPECT_EQ(share.model_tasks, plan.model_tasks);
+        EXPECT_LE(share.tasks.size(), 1u);
+        seen.insert(seen.end(), share.index.begin(), share.index.end());
+        if (share.tasks.empty()) {
+            tune::TuningDatabase db(":memory:");
+            auto measurer = tune::make_simulated_measurer(1);
+            const tune::TasksResult r =
+                tune_model(share, {"llvm", "fp", "isa"}, db,
+                           [] { return cost::make_model("random", 1); }, *measurer, {});
+            EXPECT_EQ(r.trials, 0);
+            EXPECT_TRUE(std::isinf(r.estimated_secs_after));
+            EXPECT_EQ(db.num_records(), 0);
+        }
+    }
+    std::sort(seen.begin(), seen.end());
+    std::vector<size_t> all(plan.model_tasks);
+    for (size_t i = 0; i < all.size(); ++i)
+        all[i] = i;
+    EXPECT_EQ(seen, all);
+}
+
+// A program tunes a model with the library and builds it from the records: every task is
+// served by an exact record.
+TEST(ModelTuning, WhatTheLibraryTunesABuildServes) {
+    if (!std::filesystem::exists(small_cnn()))
+        GTEST_SKIP() << "shared model small_cnn not found";
+    testing::ScratchDir dir("tessera_model_tuning");
+    const std::string db_path = dir.file("t.db");
+    const tune::HardwareFingerprint& fp = tune::host_fingerprint();
+    const tune::TuneTarget target{"llvm -mcpu=" + backend::host_info().cpu_name, fp.hash(),
+                                  fp.isa_class()};
+    const ModelTuningPlan plan = plan_model_tuning(model_options());
+    {
+        tune::TuningDatabase db(db_path);
+        auto measurer = tune::make_simulated_measurer(3);
+        tune::SearchOptions so;
+        so.num_trials = static_cast<int>(4 * plan.tasks.size());
+        so.population = 16;
+        so.generations = 1;
+        so.measure_per_round = 4;
+        so.search_threads = 1;
+        so.seed = 5;
+        const tune::TasksResult r = tune_model(
+            plan, target, db, [] { return cost::make_model("random", 1); }, *measurer, so);
+        EXPECT_EQ(r.tasks.size(), plan.tasks.size());
+        for (const tune::TaskToTune& t : plan.tasks)
+            EXPECT_FALSE(db.records_of(te::workload_key(t.compute)).empty());
+    }
+    BuildOptions bo;
+    bo.model_path = small_cnn();
+    bo.db_path = db_path;
+    bo.lookup = {target.target, target.fingerprint, target.isa_class};
+    bo.jobs = 1;
+    const ModelBuild b = prepare_model_build(bo);
+    EXPECT_EQ(b.tasks_served_by(tune::LookupTier::Exact), static_cast<int>(b.tasks.size()));
+}
+
+} // namespace
+} // namespace tessera::compile
