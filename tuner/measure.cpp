@@ -17,7 +17,6 @@
 #include "measure_work_dir.h"
 #include "tessera/backends/llvm.h"
 #include "tessera/lower/lower_default.h"
-#include "tessera/lower/lower_for_codegen.h"
 #include "tessera/runtime/thread_pool.h"
 #include "tessera/schedule/layout.h"
 #include "tessera/schedule/lower_state.h"
@@ -140,7 +139,7 @@ TaskData& LocalMeasurer::Impl::task_data(const te::Compute& c) {
     }
     // The reference: the unscheduled loop nest, compiled in this process (it is our own,
     // trusted lowering; candidates never run here).
-    ir::LoweredFunc ref = lower::prepare_for_codegen(lower::lower_default(c, "tessera_reference"));
+    ir::LoweredFunc ref = lower::lower_default(c, "tessera_reference");
     for (size_t o = c.inputs.size(); o < ref.params.size(); ++o)
         buffers.emplace_back(ref.params[o]);
     std::vector<void*> args;

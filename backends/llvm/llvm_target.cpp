@@ -24,6 +24,7 @@
 
 #include "codegen_llvm.h"
 #include "tessera/backends/host.h"
+#include "tessera/lower/lower_for_codegen.h"
 #include "tessera/support/error.h"
 
 namespace tessera::backend::detail {
@@ -138,7 +139,12 @@ std::unique_ptr<llvm::Module> build_module(const std::vector<ir::LoweredFunc>& f
                                            llvm::LLVMContext& ctx, llvm::TargetMachine& tm,
                                            const TargetSpec& spec, const CompileOptions& opts) {
     check_function_names(funcs);
-    std::unique_ptr<llvm::Module> m = codegen_llvm(funcs, ctx, spec, opts);
+    // The one lowering entry before code generation: callers may pass functions as
+    // sched::lower_state left them.
+    std::vector<ir::LoweredFunc> ready;
+    for (const ir::LoweredFunc& f : funcs)
+        ready.push_back(lower::prepare_for_codegen(f));
+    std::unique_ptr<llvm::Module> m = codegen_llvm(ready, ctx, spec, opts);
     m->setTargetTriple(spec.triple);
     m->setDataLayout(tm.createDataLayout());
     optimize_module(*m, tm, opts);

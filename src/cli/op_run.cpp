@@ -24,7 +24,6 @@
 #include "tessera/backends/llvm.h"
 #include "tessera/compile/model_compiler.h"
 #include "tessera/lower/lower_default.h"
-#include "tessera/lower/lower_for_codegen.h"
 #include "tessera/runtime/thread_pool.h"
 #include "tessera/schedule/default_schedule.h"
 #include "tessera/schedule/layout.h"
@@ -227,7 +226,7 @@ class KernelRunner {
 class JitRunner : public KernelRunner {
   public:
     explicit JitRunner(const LoweredFunc& f)
-        : jit_(backend::JitModule::compile({lower::prepare_for_codegen(f)})),
+        : jit_(backend::JitModule::compile({f})),
           kernel_(jit_->get(f.name)) {}
     void run(std::vector<HostBuffer>& buffers) override { kernel_(args(buffers).data()); }
     double time_ms(std::vector<HostBuffer>& buffers) override {

@@ -15,7 +15,6 @@
 #include "tessera/backends/llvm.h"
 #include "tessera/backends/model_object.h"
 #include "tessera/compile/model_compiler.h"
-#include "tessera/lower/lower_for_codegen.h"
 #include "tessera/runtime/checksum.h"
 #include "tessera/support/error.h"
 #include "tessera/support/replace_file.h"
@@ -92,7 +91,7 @@ std::vector<std::string> compile_all_kernels(const std::vector<ir::LoweredFunc>&
     std::vector<std::string> objects(kernels.size());
     for_each_parallel(kernels.size(), jobs, [&](size_t k) {
         objects[k] = dir + "/kernel_" + std::to_string(k) + ".o";
-        backend::emit_object_file({lower::prepare_for_codegen(kernels[k])}, objects[k]);
+        backend::emit_object_file({kernels[k]}, objects[k]);
     });
     return objects;
 }

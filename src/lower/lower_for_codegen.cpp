@@ -10,6 +10,8 @@
 namespace tessera::lower {
 
 ir::LoweredFunc prepare_for_codegen(ir::LoweredFunc f) {
+    if (f.ready_for_codegen)
+        return f;
     // Tile nests first: simplifying would drop a tile_matmul loop of one iteration.
     ir::Stmt s = ir::simplify(lower_tile_matmuls(f.body));
     s = vectorize_loops(s);
@@ -17,6 +19,7 @@ ir::LoweredFunc prepare_for_codegen(ir::LoweredFunc f) {
     // Folds the constants unrolling substituted and the Ramp bases vectorizing built.
     f.body = ir::simplify(s);
     ir::verify(f);
+    f.ready_for_codegen = true;
     return f;
 }
 

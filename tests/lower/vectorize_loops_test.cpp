@@ -146,6 +146,28 @@ TEST(VectorizeLoops, TwoDimensionalElementwiseMatches) {
     }
 }
 
+// The backend prepares what it is given: a function with a Vectorized loop compiles as
+// sched::lower_state leaves it, and a prepared one is marked and not prepared twice.
+TEST(VectorizeLoops, TheBackendPreparesWhatItIsGiven) {
+    Buffer A = buf("A", DataType::f32(), 7 * 16), O = buf("O", DataType::f32(), 7 * 16);
+    Stmt s = loop("i", 7, ForKind::Serial, [&](Var i) {
+        return loop("j", 16, ForKind::Vectorized, [&](Var j) {
+            return Store::make(O, ld(A, i * 16 + j) * ld(A, i * 16 + j), i * 16 + j);
+        });
+    });
+    const LoweredFunc f{"f", {A, O}, s};
+    EXPECT_FALSE(f.ready_for_codegen);
+    auto jit = backend::JitModule::compile({f});
+    Args got = make_args(f, 100), want = make_args(f, 100);
+    jit->get(f.name)(got.ptrs.data());
+    interpret(f, want.ptrs);
+    EXPECT_LT(max_rel_error(got.f32[1], want.f32[1]), 1e-6);
+    const LoweredFunc prepared = lower::prepare_for_codegen(f);
+    EXPECT_TRUE(prepared.ready_for_codegen);
+    EXPECT_EQ(census(prepared.body).count(ForKind::Vectorized), 0);
+    EXPECT_TRUE(lower::prepare_for_codegen(prepared).body.same_as(prepared.body));
+}
+
 TEST(VectorizeLoops, GuardedTailIsScalarizedPerLane) {
     // 13 elements in blocks of 8: the guard's condition is a vector, so each lane gets its own
     // scalar copy; the loop must not write past 13.

@@ -1,10 +1,11 @@
 // The LLVM CPU backend: lowered functions to native code, either JIT-compiled into this
 // process (JitModule) or written as an object file and linked into a shared library.
 //
-// Input contract (ir::LoweredFunc): the body holds only Serial and Parallel loops (run
-// lower::prepare_for_codegen first, which removes Vectorized and Unrolled loops), no
-// tensor-expression nodes and no free variables. Each function becomes the C symbol
-// `void name(void** args)` with args[i] the data pointer of params[i]. Parameters are assumed
+// Input contract (ir::LoweredFunc): a lowered function (sched::lower_state, lower_default) with
+// no tensor-expression nodes and no free variables; the backend runs
+// lower::prepare_for_codegen on it (a no-op for one already prepared), which turns Vectorized
+// and Unrolled loops and tile nests into what code generation takes. Each function becomes the
+// C symbol `void name(void** args)` with args[i] the data pointer of params[i]. Parameters are assumed
 // not to overlap (they are marked noalias) and to hold at least num_elements() elements.
 //
 // Floats: a*b+c may be fused into one FMA. exp, tanh and erf of f32 (and f16, through f32) are

@@ -131,6 +131,9 @@ struct LoweredFunc {
     std::string name;
     std::vector<Buffer> params;
     Stmt body;
+    /// Set by lower::prepare_for_codegen: the body holds only what backends take (no
+    /// Vectorized or Unrolled loops); preparing it again returns it as it is.
+    bool ready_for_codegen = false;
 };
 
 } // namespace tessera::ir
