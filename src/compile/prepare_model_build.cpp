@@ -153,8 +153,6 @@ sched::DefaultScheduleOptions build_default_schedule_options(BuildTarget target,
 
 ModelBuild prepare_model_build(const BuildOptions& opts) {
     const Clock::time_point t0 = Clock::now();
-    if (opts.opt_level < 0 || opts.opt_level > 3)
-        throw UserError() << "optimization level must be 0..3, got " << opts.opt_level;
     if (opts.num_cores < 0)
         throw UserError() << "cores must be >= 0, got " << opts.num_cores;
     if (opts.target == BuildTarget::Cuda) {

@@ -109,14 +109,13 @@ Window2d window_of(const Node& n, const std::array<int64_t, 2>& kernel, const st
 
 std::string must_be_constant(const Graph& g, ValueId v, const std::string& what) {
     // The graph inputs upstream of v, in the graph's input order.
-    std::vector<char> seen(g.num_values(), 0), feeds(g.num_values(), 0);
+    std::vector<char> feeds(g.num_values(), 0);
     std::vector<ValueId> stack = {v};
     while (!stack.empty()) {
         const ValueId u = stack.back();
         stack.pop_back();
-        if (u == kNoValue || seen[static_cast<size_t>(u)])
+        if (u == kNoValue || feeds[static_cast<size_t>(u)])
             continue;
-        seen[static_cast<size_t>(u)] = 1;
         feeds[static_cast<size_t>(u)] = 1;
         if (g.value(u).producer != kNoNode)
             for (ValueId w : g.node(g.value(u).producer).inputs)

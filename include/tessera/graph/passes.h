@@ -37,6 +37,8 @@ PassResult shape_inference_pass(Graph& g);
 /// (a reduction of an empty set gives its identity); Concat drops empty operands and Split
 /// its empty parts. Kernels never see a zero extent after it.
 PassResult drop_empty_tensors(Graph& g);
+/// True when a graph input or node output has a zero extent (what drop_empty_tensors handles).
+bool has_empty_values(const Graph& g);
 
 /// "constant-folding": every node whose inputs are all constants is evaluated with the
 /// reference evaluator and its outputs replaced by constants; Shape of a statically shaped

@@ -67,17 +67,7 @@ PassResult fold_constants(Graph& g) {
                 continue;
             outs = evaluate_node(n, ins, id);
         }
-        g.remove_node(id);
-        for (size_t i = 0; i < n.outputs.size(); ++i) {
-            const ValueId old = n.outputs[i];
-            const Value& ov = g.value(old);
-            TESSERA_CHECK(!ov.typed || (ov.dtype == outs[i].dtype() && ov.shape == outs[i].shape()))
-                << describe_node(n, id) << " folded to " << dtype_name(outs[i].dtype())
-                << shape_str(outs[i].shape()) << " but its output " << ov.name << " is typed "
-                << dtype_name(ov.dtype) << shape_str(ov.shape);
-            const ValueId c = g.add_constant(g.value(old).name, std::move(outs[i]));
-            g.replace_all_uses(old, c);
-        }
+        replace_by_constants(g, id, std::move(outs));
         ++r.changes;
     }
     std::ostringstream s;

@@ -3,7 +3,6 @@
 // they feed fold or lose them. Kernels (te) then never see a zero extent.
 #include <sstream>
 
-#include "../ops/op_def.h"
 #include "pass_util.h"
 #include "tessera/graph/evaluate.h"
 
@@ -20,16 +19,6 @@ void make_constant(Graph& g, ValueId v) {
     const Value& val = g.value(v);
     const ValueId c = g.add_constant(val.name, TensorData(val.dtype, val.shape));
     g.replace_all_uses(v, c);
-}
-
-// Replaces node `id` by constants for its outputs.
-void replace_by_constants(Graph& g, NodeId id, std::vector<TensorData> outs) {
-    const Node n = g.node(id);
-    g.remove_node(id);
-    for (size_t i = 0; i < n.outputs.size(); ++i) {
-        const ValueId c = g.add_constant(g.value(n.outputs[i]).name, std::move(outs[i]));
-        g.replace_all_uses(n.outputs[i], c);
-    }
 }
 
 // Split with some empty parts: those become constants, the node splits into the others. The
@@ -58,6 +47,17 @@ void drop_empty_parts(Graph& g, NodeId id) {
 }
 
 } // namespace
+
+bool has_empty_values(const Graph& g) {
+    for (ValueId v : g.inputs)
+        if (is_empty(g.value(v)))
+            return true;
+    for (NodeId id : g.node_ids())
+        for (ValueId v : g.node(id).outputs)
+            if (v != kNoValue && is_empty(g.value(v)))
+                return true;
+    return false;
+}
 
 PassResult drop_empty_tensors(Graph& g) {
     PassResult r = begin_pass("empty-tensors", g);

@@ -51,4 +51,19 @@ bool is_plain_product(const Node& n) {
                      n.attr_int("transA", 0) == 0);
 }
 
+void replace_by_constants(Graph& g, NodeId id, std::vector<TensorData> outs) {
+    const Node n = g.node(id); // copy: the node is removed below
+    g.remove_node(id);
+    for (size_t i = 0; i < n.outputs.size(); ++i) {
+        const ValueId old = n.outputs[i];
+        const Value& ov = g.value(old);
+        TESSERA_CHECK(!ov.typed || (ov.dtype == outs[i].dtype() && ov.shape == outs[i].shape()))
+            << describe_node(n, id) << " folded to " << dtype_name(outs[i].dtype())
+            << shape_str(outs[i].shape()) << " but its output " << ov.name << " is typed "
+            << dtype_name(ov.dtype) << shape_str(ov.shape);
+        const ValueId c = g.add_constant(ov.name, std::move(outs[i]));
+        g.replace_all_uses(old, c);
+    }
+}
+
 } // namespace tessera::graph::detail

@@ -41,6 +41,11 @@ bool is_constant_splat(const Graph& g, ValueId v, double x);
 /// The single element of a constant with one element, when v is one.
 bool constant_scalar(const Graph& g, ValueId v, double* out);
 
+/// Removes node `id` and makes every use of its output i read a new constant holding outs[i]
+/// (named as the output). InternalError when a typed output's dtype or shape differs from its
+/// constant's.
+void replace_by_constants(Graph& g, NodeId id, std::vector<TensorData> outs);
+
 /// True when v is a graph output.
 bool is_graph_output(const Graph& g, ValueId v);
 

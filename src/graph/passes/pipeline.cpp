@@ -47,21 +47,6 @@ PassFn find_pass(const std::string& name, const PipelineOptions& options = {}) {
     return nullptr;
 }
 
-// True when a graph input or node output has a zero extent.
-bool has_empty_values(const Graph& g) {
-    auto empty = [&](ValueId v) {
-        return v != kNoValue && g.value(v).typed && shape_numel(g.value(v).shape) == 0;
-    };
-    for (ValueId v : g.inputs)
-        if (empty(v))
-            return true;
-    for (NodeId id : g.node_ids())
-        for (ValueId v : g.node(id).outputs)
-            if (empty(v))
-                return true;
-    return false;
-}
-
 } // namespace
 
 std::vector<std::string> pipeline_pass_names() {

@@ -42,7 +42,7 @@ struct PoolDim {
 
     /// Number of window positions of output index o inside [lo, hi) (original coordinates).
     Expr count(const Expr& o, int64_t lo, int64_t hi) const {
-        if (dilation == 1) {
+        if (dilation == 1) { // this exact expression is in existing tasks' workload keys
             Expr start = o * Expr(stride) - Expr(pad_before);
             return ir::min(Expr(kernel), Expr(hi) - start) - ir::max(Expr(0), Expr(lo) - start);
         }
