@@ -14,6 +14,7 @@
 #include "tessera/ir/functor.h"
 #include "tessera/ir/simplify.h"
 #include "tessera/ir/tile_matmul.h"
+#include "tessera/ir/warp_mma.h"
 
 #include "feature_layout.h"
 #include "index_linear_form.h"
@@ -138,6 +139,12 @@ class OpCounter : public ir::IRVisitor {
         case ir::CallOp::TileMatmulBF16: // its bf16 products, as dot2 counts them
             add(Feature::float_mad, double(ir::TileMatmul::from_call(*op).products()));
             break;
+        case ir::CallOp::WarpMma: { // this lane's share of the warp's 16 x 8 x k products
+            const ir::MmaKind kind = ir::WarpMma::from_call(*op).kind;
+            add(Feature::float_mad, double(ir::WarpMma::kRows * ir::WarpMma::kColumns *
+                                           ir::WarpMma::k_of(kind) / ir::WarpMma::kLanes));
+            break;
+        }
         case ir::CallOp::Prefetch:
         case ir::CallOp::BytesAsWord: // its Load is counted as a load
             break;

@@ -134,6 +134,7 @@ class ExpensiveFinder : public IRVisitor {
         case CallOp::GpuBlockSum:
         case CallOp::GpuBlockMax:
         case CallOp::GpuBlockMin:
+        case CallOp::WarpMma:
             break;
         }
         visit_children(op);

@@ -20,6 +20,7 @@ constexpr AnnotationName kAnnotations[] = {
     {IterAnnotation::BlockZ, "blockIdx.z"},   {IterAnnotation::VThread, "vthread"},
     {IterAnnotation::ThreadX, "threadIdx.x"}, {IterAnnotation::ThreadY, "threadIdx.y"},
     {IterAnnotation::ThreadZ, "threadIdx.z"}, {IterAnnotation::TileMatmul, "tile_matmul"},
+    {IterAnnotation::WarpMma, "warp_mma"}, {IterAnnotation::Pipeline, "pipeline"},
 };
 
 struct KindName {
@@ -58,6 +59,8 @@ bool is_gpu_binding(IterAnnotation a) {
     case IterAnnotation::Vectorize:
     case IterAnnotation::Unroll:
     case IterAnnotation::TileMatmul:
+    case IterAnnotation::WarpMma:
+    case IterAnnotation::Pipeline:
         return false;
     }
     return false;

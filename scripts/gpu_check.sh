@@ -9,7 +9,10 @@
 #     `tessera op run --target cuda --db` (checked against the reference, timed with events);
 #   - times cuBLAS sgemm and cuDNN's conv2d on the same shapes, TF32 off (bench/cuda/
 #     vendor_peers.cu, compiled here with the toolkit's nvcc; cuBLAS alone when cuDNN is absent);
+#   - runs the tensor-core default schedules (gemm 4096^3 with f16 operands summed in f32, and
+#     fp32 with --tf32) next to cuBLAS's tensor-core gemm of the same precision;
 #   - prints tessera's time next to the peer's and the ratio.
+# TUNE_SECS=0 skips the tuning (default schedules only).
 # Without a driver or a GPU it still builds and runs the codegen/NVRTC tests, prints [SKIP] with
 # the reason and exits 0. Target: under 8 minutes on a 16-core machine with an H100/H200 (the
 # tuning budget shrinks to fit what the build and tests left; TUNE_SECS caps it per operator).
@@ -44,7 +47,8 @@ echo "== CUDA tests"
 rc=0
 "$BUILD/test_cuda" --gtest_color=no --gtest_filter='-CudaDevice.TiledMatmul4096Throughput' \
     > "$BUILD/test_cuda.log" 2>&1 || rc=$?
-grep -E '^\[ *(OK|FAILED) |^\[  (PASSED|SKIPPED) +\] [0-9]|device:|cuda tune' "$BUILD/test_cuda.log" || true
+RESULT_LINES='^\[ *(OK|FAILED) |^\[  (PASSED|SKIPPED) +\] [0-9]|device:|cuda tune|tensor-core'
+grep -E "$RESULT_LINES" "$BUILD/test_cuda.log" || true
 grep -m1 '\[SKIP\]' "$BUILD/test_cuda.log" || true
 if [ "$rc" -ne 0 ]; then
     echo "test_cuda FAILED (log: $BUILD/test_cuda.log)"; grep -B5 -A20 'Failure' "$BUILD/test_cuda.log" | head -80
@@ -96,6 +100,9 @@ NVCC=("$CUDA_HOME/bin/nvcc" -O2 -std=c++17 -arch="$ARCH" bench/cuda/vendor_peers
 if "${NVCC[@]}" -lcublas -lcudnn > "$TMP/nvcc.log" 2>&1 ||
    "${NVCC[@]}" -DTESSERA_NO_CUDNN -lcublas >> "$TMP/nvcc.log" 2>&1; then
     "$TMP/peers" | tee "$TMP/peers.txt" || echo "[SKIP] a vendor peer failed (see above)"
+    # TF32 tensor cores on purpose: without the override that turns them off.
+    env -u NVIDIA_TF32_OVERRIDE "$TMP/peers" tf32 | tee -a "$TMP/peers.txt" ||
+        echo "[SKIP] the TF32 peer failed (see above)"
 else
     echo "[SKIP] vendor peers did not build:"; tail -5 "$TMP/nvcc.log"
 fi
@@ -106,15 +113,16 @@ field() { grep -o "\"$1\":[-0-9.eE+]*" <<< "$2" | head -1 | cut -d: -f2 || true;
 
 echo "== tessera, same GPU: tune --target cuda, then op run of the best record"
 SPECS=("matmul:m=4096,n=4096,k=4096" "conv2d:n=1,c=64,h=56,w=56,k=64,r=3,s=3,stride=1,pad=1")
-PEERS=("cublas_sgemm_4096" "cudnn_conv2d_1x64x56x56_k64_3x3")
+PEERS=("cublas_sgemm_4096" "cudnn_conv2d_1x64x56x56_k64_3x3" "cublas_hgemm_f32acc_4096"
+       "cublas_sgemm_tf32_4096")
 declare -a ROWS
 # row LABEL PEER-INDEX OP-RUN-ARGS...: one op run (fp32 sums of 576 to 4096 products in another
-# order: the tuner's tolerance, 1e-3), its time next to the peer's.
+# order: the tuner's tolerance, TOL=1e-3 unless set), its time next to the peer's.
 row() {
     local label=$1 i=$2 run ms gf passed peer_ms ratio="-"
     shift 2
-    run=$(timeout 60 "$BUILD/tessera" op run "$@" --target cuda --repeat 20 --tolerance 1e-3 \
-        --json 2>&1 | tail -1) || true
+    run=$(timeout 60 "$BUILD/tessera" op run "$@" --target cuda --repeat 20 \
+        --tolerance "${TOL:-1e-3}" --json 2>&1 | tail -1) || true
     ms=$(field median_ms "$run"); gf=$(field gflops "$run")
     passed=$(grep -o '"passed":[a-z]*' <<< "$run" | cut -d: -f2 || true)
     peer_ms=$(grep "^${PEERS[$i]} " "$TMP/peers.txt" | grep -o 'ms=[0-9.]*' | cut -d= -f2 || true)
@@ -123,9 +131,14 @@ row() {
     fi
     ROWS+=("$(printf '%-66s %10s %9s %7s %10s %8s' "$label" "${ms:--}" "${gf:--}" "${passed:--}" "${peer_ms:--}" "$ratio")")
 }
+# Tensor cores: the default schedules of an f16 gemm (f32 sums) and of an fp32 one in TF32.
+row "matmul_f16:m=4096,n=4096,k=4096 (default, tensor cores)" 2 "matmul_f16:m=4096,n=4096,k=4096"
+TOL=3e-2 row "matmul:m=4096,n=4096,k=4096 --tf32 (default, tensor cores)" 3 \
+    "matmul:m=4096,n=4096,k=4096" --tf32
 for i in 0 1; do
     spec=${SPECS[$i]}
     row "$spec (default)" "$i" "$spec" # the GPU default schedule: what an untuned build runs
+    [ "$TUNE_SECS" -gt 0 ] || continue
     left=$(( (DEADLINE_SECS - $(elapsed)) / (2 - i) - 30 ))
     budget=$(( left < TUNE_SECS ? left : TUNE_SECS ))
     budget=$(( budget < 20 ? 20 : budget ))
@@ -141,4 +154,5 @@ done
 echo
 printf '%-66s %10s %9s %7s %10s %8s\n' "operator" "tessera_ms" "GFLOP/s" "check" "peer_ms" "peer/us"
 for r in "${ROWS[@]}"; do echo "$r"; done
-echo "(peer/us > 1: tessera is faster; fp32 on both sides, TF32 off; total $(elapsed) s)"
+echo "(peer/us > 1: tessera is faster; same precision on both sides: fp32 rows with TF32 off,"
+echo " tensor-core rows f16 x f16 -> f32 and TF32; total $(elapsed) s)"

@@ -12,7 +12,9 @@
 #   models.tar.xz the small shared models the CUDA model tests read (mlp, small_cnn, conv_bn_relu).
 #   unpack.sh     run on the GPU machine from the repository root: puts everything where the
 #                 programs' built-in paths expect it (build dir under the source dir tessera was
-#                 configured in, ../shared/models beside it).
+#                 configured in, ../shared/models beside it). It unpacks the archives present, so
+#                 the pack may travel in two parts where one transfer is capped (libs.tar.xz
+#                 first, then the rest; see docs/CUDA.md).
 #
 # usage: scripts/gpu_pack.sh [build-dir] [out-dir]      (defaults: build-L .devpack)
 set -euo pipefail
@@ -71,12 +73,16 @@ if [ "\$root" != "$SRC_DIR" ]; then
     [ -e "$SRC_DIR" ] || { mkdir -p "\$(dirname "$SRC_DIR")"; ln -s "\$root" "$SRC_DIR"; }
 fi
 mkdir -p "$BUILD_DIR"
-tar -C "$BUILD_DIR" -xJf "\$here/bins.tar.xz"
-tar -C "$BUILD_DIR" -xJf "\$here/libs.tar.xz"
+# The archives present: a pack may travel in parts (the libraries first, then the programs)
+# when one transfer is limited in size; what an earlier part unpacked stays.
+for part in bins libs; do
+    [ ! -e "\$here/\$part.tar.xz" ] || tar -C "$BUILD_DIR" -xJf "\$here/\$part.tar.xz"
+done
 models=\$(cd -P "$SRC_DIR/.." && pwd -P)/shared/models
 mkdir -p "\$models"
-tar -C "\$models" -xJf "\$here/models.tar.xz"
-echo "unpacked into $BUILD_DIR (source $SRC_DIR -> \$root), models in \$models"
+[ ! -e "\$here/models.tar.xz" ] || tar -C "\$models" -xJf "\$here/models.tar.xz"
+parts=\$(cd "\$here" && ls *.tar.xz | tr '\\n' ' ')
+echo "unpacked \$parts into $BUILD_DIR (source $SRC_DIR -> \$root)"
 EOF
 chmod +x "$OUT/unpack.sh"
 du -ch "$OUT"/*.tar.xz | tail -1

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "tessera/support/bfloat16.h"
+#include "tessera/support/half.h"
 #include "tessera/support/error.h"
 
 namespace tessera::tune {
@@ -93,6 +94,9 @@ void fill_random(HostBuffer& b, Rng& rng) {
             std::memcpy(&x, &f, 4);
             reinterpret_cast<uint16_t*>(p)[i] = static_cast<uint16_t>(x >> 16);
         }
+    } else if (t == DataType::f16()) {
+        for (int64_t i = 0; i < n; ++i)
+            reinterpret_cast<uint16_t*>(p)[i] = f32_to_f16_bits(rng.uniform_float(-1, 1));
     } else if (t.bytes() == 1) {
         for (int64_t i = 0; i < n; ++i)
             p[i] = static_cast<uint8_t>(rng.uniform_int(0, 1));
@@ -126,6 +130,8 @@ double element_as_double(const HostBuffer& b, int64_t i) {
         return static_cast<double>(reinterpret_cast<const int64_t*>(p)[i]);
     if (t == DataType::bf16())
         return bf16_bits_to_f32(reinterpret_cast<const uint16_t*>(p)[i]);
+    if (t == DataType::f16())
+        return f16_bits_to_f32(reinterpret_cast<const uint16_t*>(p)[i]);
     TESSERA_CHECK(t.bytes() == 1) << "no host representation of " << to_string(t);
     return p[i];
 }

@@ -13,6 +13,9 @@
 #include "tessera/ir/functor.h"
 #include "tessera/ir/op.h"
 #include "tessera/ir/simplify.h"
+#include "tessera/ir/warp_mma.h"
+#include "tessera/lower/pipeline_fetches.h"
+#include "tessera/lower/warp_mma.h"
 #include "tessera/support/error.h"
 
 namespace tessera::backend::cuda {
@@ -52,6 +55,42 @@ const char* kDot4Prelude = R"(__device__ __forceinline__ int tessera_dot4_u8s8(i
     return d;
 #endif
 }
+)";
+
+/// Added to the prelude when a kernel has a WarpMma: one tensor-core product per call on the
+/// 32-bit registers mma.sync takes (f16 operands two per register, the first in the low half:
+/// one 32-bit load where the pair is adjacent in memory, else tessera_pack_half2; f32 operands
+/// rounded to TF32 by cvt.rna). Device code only: the tests' CPU emulation
+/// defines the same functions from the PTX ISA's fragment layouts. mma.sync of these shapes
+/// needs sm_80 or newer.
+const char* kWarpMmaPrelude = R"(#if defined(__CUDA_ARCH__)
+#if __CUDA_ARCH__ < 800
+#error "warp_mma (mma.sync m16n8k16 / m16n8k8) needs sm_80 or newer"
+#endif
+__device__ __forceinline__ unsigned tessera_pack_half2(__half lo, __half hi) {
+    return (unsigned)__half_as_ushort(lo) | ((unsigned)__half_as_ushort(hi) << 16);
+}
+__device__ __forceinline__ void tessera_mma_f16(float& d0, float& d1, float& d2, float& d3,
+    unsigned a01, unsigned a23, unsigned a45, unsigned a67, unsigned b01, unsigned b23) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+        "{%8, %9}, {%0, %1, %2, %3};"
+        : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3)
+        : "r"(a01), "r"(a23), "r"(a45), "r"(a67), "r"(b01), "r"(b23));
+}
+__device__ __forceinline__ unsigned tessera_tf32(float x) {
+    unsigned r;
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+    return r;
+}
+__device__ __forceinline__ void tessera_mma_tf32(float& d0, float& d1, float& d2, float& d3,
+    float a0, float a1, float a2, float a3, float b0, float b1) {
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+        "{%8, %9}, {%0, %1, %2, %3};"
+        : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3)
+        : "r"(tessera_tf32(a0)), "r"(tessera_tf32(a1)), "r"(tessera_tf32(a2)),
+          "r"(tessera_tf32(a3)), "r"(tessera_tf32(b0)), "r"(tessera_tf32(b1)));
+}
+#endif
 )";
 
 /// Added to the prelude when a kernel reduces across threads (CallOp::GpuBlockSum/Max/Min).
@@ -146,6 +185,8 @@ int bound_axis(ForKind k) {
     case ForKind::Vectorized:
     case ForKind::Unrolled:
     case ForKind::TileMatmul:
+    case ForKind::WarpMma: // lowered before the kernels are written
+    case ForKind::Pipelined:
     case ForKind::GpuVThread: return -1;
     }
     return -1;
@@ -659,7 +700,8 @@ class CudaWriter {
         case CallOp::BytesAsWord:
         case CallOp::GpuBlockSum:
         case CallOp::GpuBlockMax:
-        case CallOp::GpuBlockMin: break;
+        case CallOp::GpuBlockMin:
+        case CallOp::WarpMma: break; // a statement (warp_mma())
         }
         return f16 ? "__float2half_rn(" + r + ")" : r;
     }
@@ -680,6 +722,47 @@ class CudaWriter {
                                                                : "tessera_min_op()";
         return "tessera_block_reduce(" + expr(op->args[0]) + ", " + combiner + ", " +
                std::to_string(dims_.block[0]) + "u)";
+    }
+
+    /// One 32-bit register of two f16 fragment elements (lo in the low half): one 32-bit load
+    /// when both are loads of adjacent elements of one shared or global buffer at an even index
+    /// (4-byte aligned, given aligned buffers), else the two halves packed.
+    std::string half_pair(const Expr& lo, const Expr& hi) {
+        const Load* a = lo.as<Load>();
+        const Load* b = hi.as<Load>();
+        if (a && b && a->buffer.get() == b->buffer.get() && !private_.count(a->buffer.get()) &&
+            is_const_int(simplify(b->index - a->index), 1) && multiple_of(a->index, 2))
+            return "*reinterpret_cast<const unsigned*>(&" + name_of(a->buffer) + "[" +
+                   expr(a->index) + "])";
+        return "tessera_pack_half2(" + expr(lo) + ", " + expr(hi) + ")";
+    }
+
+    /// A tensor-core product: the prelude's tessera_mma_f16 / tessera_mma_tf32 on this lane's
+    /// accumulators (as references) and fragment registers. All 32 lanes of each warp must
+    /// reach it together, and a warp must be one row of threadIdx.x: blockDim.x is 32.
+    void warp_mma(const WarpMma& w) {
+        if (thread_depth_ == 0 || divergent_ > 0)
+            schedule_error(std::string("warp_mma ") +
+                           (thread_depth_ == 0 ? "outside the thread-bound loops"
+                                               : "inside a branch that threads may take "
+                                                 "differently"));
+        if (dims_.block[0] != WarpMma::kLanes)
+            schedule_error("warp_mma in a block of " + std::to_string(dims_.block[0]) +
+                           " threads along x (a warp is 32 lanes of threadIdx.x)");
+        line_start();
+        os_ << "tessera_mma_" << to_string(w.kind) << "(";
+        const char* sep = "";
+        for (const Expr& c : w.c) {
+            const Load* l = c.as<Load>();
+            os_ << sep << name_of(l->buffer) << "[" << expr(l->index) << "]";
+            sep = ", ";
+        }
+        for (const auto* part : {&w.a, &w.b})
+            for (size_t q = 0; q < part->size(); q += w.kind == MmaKind::F16 ? 2 : 1)
+                os_ << ", "
+                    << (w.kind == MmaKind::F16 ? half_pair((*part)[q], (*part)[q + 1])
+                                               : expr((*part)[q]));
+        os_ << ");\n";
     }
 
     // ---- statements -------------------------------------------------------------------------
@@ -728,6 +811,8 @@ class CudaWriter {
         case IRNodeType::Seq: return seq(s.as<Seq>());
         case IRNodeType::Evaluate: {
             const auto* call_node = s.as<Evaluate>()->value.as<Call>();
+            if (call_node && call_node->op == CallOp::WarpMma)
+                return warp_mma(WarpMma::from_call(*call_node));
             TESSERA_CHECK(call_node && call_node->op == CallOp::Prefetch)
                 << "Evaluate of a non-prefetch reached the CUDA backend";
             return; // prefetch hints are dropped
@@ -884,6 +969,8 @@ class CudaWriter {
         case ForKind::Serial:
         case ForKind::Parallel:
         case ForKind::TileMatmul: // CPU tiles: a plain loop here
+        case ForKind::WarpMma:    // never here: lower_warp_mmas ran first
+        case ForKind::Pipelined:  // nor here: pipeline_fetches ran first
         case ForKind::GpuBlockX:
         case ForKind::GpuBlockY:
         case ForKind::GpuBlockZ:
@@ -1024,13 +1111,19 @@ bool fits_in_index32(const LoweredFunc& f) {
     return scan.ok;
 }
 
-/// Buffers some statement stores to.
+/// Buffers some statement stores to (a WarpMma's accumulators included).
 std::unordered_set<const BufferNode*> stored_buffers(const Stmt& s) {
     struct Collector : IRVisitor {
         std::unordered_set<const BufferNode*> out;
         using IRVisitor::visit;
         void visit(const Store* op) override {
             out.insert(op->buffer.get());
+            IRVisitor::visit(op);
+        }
+        void visit(const Call* op) override {
+            if (op->op == CallOp::WarpMma)
+                for (const Expr& c : WarpMma::from_call(*op).c)
+                    out.insert(c.as<Load>()->buffer.get());
             IRVisitor::visit(op);
         }
     } c;
@@ -1067,8 +1160,11 @@ CudaSource codegen_cuda(const LoweredFunc& f, const DeviceLimits& limits) {
     CudaSource out;
     out.func_name = f.name;
     out.params = f.params;
+    // Warp tensor-core nests become WarpMma statements and pipelined loops fetch ahead first
+    // (ScheduleError when one does not fit), so that the kernels below see only what they emit.
+    const Stmt lowered = lower::pipeline_fetches(lower::lower_warp_mmas(f.body));
     // Root temporaries live in device memory for the whole call.
-    Stmt body = f.body;
+    Stmt body = lowered;
     while (const auto* a = body.as<Allocate>()) {
         out.workspaces.push_back(a->buffer);
         body = a->body;
@@ -1081,12 +1177,13 @@ CudaSource codegen_cuda(const LoweredFunc& f, const DeviceLimits& limits) {
 
     std::vector<Buffer> args = f.params;
     args.insert(args.end(), out.workspaces.begin(), out.workspaces.end());
-    const auto stored = stored_buffers(f.body);
+    const auto stored = stored_buffers(lowered);
 
     std::ostringstream os;
     os << "// Generated by tessera from function " << f.name << ".\n"
        << kPrelude << (contains_call(f.body, is_gpu_block_reduce) ? kBlockReducePrelude : "")
        << (contains_call(f.body, CallOp::Dot4U8S8) ? kDot4Prelude : "")
+       << (contains_call(lowered, CallOp::WarpMma) ? kWarpMmaPrelude : "")
        << "\n";
     CudaWriter w(os, fits_in_index32(f));
     for (const Buffer& b : args)

@@ -969,6 +969,7 @@ llvm::Value* CodeGen::visit(const Call* op) {
     case CallOp::GpuBlockSum: // GPU lowering only
     case CallOp::GpuBlockMax:
     case CallOp::GpuBlockMin:
+    case CallOp::WarpMma:
         break;
     }
     TESSERA_UNREACHABLE() << "call " << to_string(op->op);

@@ -1,11 +1,15 @@
 // The GPU peers of scripts/gpu_check.sh: cuBLAS sgemm 4096^3 and cuDNN's conv2d 1x64x56x56,
 // 64 filters 3x3, stride 1, pad 1, both fp32 with TF32 off (the precision tessera computes in),
-// on random inputs, timed with CUDA events (median of 20 after 3 warm-up runs).
+// and cuBLAS's tensor-core gemm 4096^3 with f16 operands summed in f32 (cublasGemmEx); with the
+// argument `tf32`, cuBLAS sgemm 4096^3 on TF32 tensor cores instead (run without
+// NVIDIA_TF32_OVERRIDE=0, which would turn TF32 off). Random inputs, timed with CUDA events
+// (median of 20 after 3 warm-up runs).
 // Compiled by the script with nvcc, not by CMake (bench/ proper is for CPU peers):
 //   nvcc -O2 -std=c++17 -arch=sm_90 vendor_peers.cu -lcublas -lcudnn            (both)
 //   nvcc -O2 -std=c++17 -arch=sm_90 -DTESSERA_NO_CUDNN vendor_peers.cu -lcublas (cuBLAS only)
 // Output: one line per peer, "<name> ms=<median> gflops=<rate>", for the script to parse.
 #include <cublas_v2.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #ifndef TESSERA_NO_CUDNN
 #include <cudnn.h>
@@ -14,6 +18,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <vector>
 
@@ -67,11 +72,59 @@ float* random_device_floats(size_t n, uint64_t seed) {
     return d;
 }
 
-int sgemm() {
+/// The same values as random_device_floats(n, seed), rounded to f16.
+__half* random_device_halves(size_t n, uint64_t seed) {
+    float* f = random_device_floats(n, seed);
+    if (!f)
+        return nullptr;
+    std::vector<float> h(n);
+    cudaMemcpy(h.data(), f, n * sizeof(float), cudaMemcpyDeviceToHost);
+    cudaFree(f);
+    std::vector<__half> x(n);
+    for (size_t i = 0; i < n; ++i)
+        x[i] = __float2half_rn(h[i]);
+    __half* d = nullptr;
+    if (cudaMalloc(&d, n * sizeof(__half)) != cudaSuccess)
+        return nullptr;
+    cudaMemcpy(d, x.data(), n * sizeof(__half), cudaMemcpyHostToDevice);
+    return d;
+}
+
+/// f16 A and B, f32 C and sums, cuBLAS's choice of tensor-core kernel.
+int hgemm() {
     const int n = 4096;
     cublasHandle_t h;
     CHECK(cublasCreate(&h));
-    CHECK(cublasSetMathMode(h, CUBLAS_PEDANTIC_MATH)); // fp32 FMA only: no TF32 tensor cores
+    __half* A = random_device_halves(size_t(n) * n, 1);
+    __half* B = random_device_halves(size_t(n) * n, 2);
+    float* C = nullptr;
+    CHECK(!A || !B);
+    CHECK(cudaMalloc(&C, sizeof(float) * n * n));
+    const float one = 1, zero = 0;
+    const float ms = median_ms(
+        [&] {
+            cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, B, CUDA_R_16F, n, A,
+                         CUDA_R_16F, n, &zero, C, CUDA_R_32F, n, CUBLAS_COMPUTE_32F,
+                         CUBLAS_GEMM_DEFAULT);
+        },
+        20);
+    CHECK(cudaGetLastError());
+    std::printf("cublas_hgemm_f32acc_4096 ms=%.4f gflops=%.1f\n", ms,
+                2.0 * n * n * n / (ms * 1e6));
+    cudaFree(A);
+    cudaFree(B);
+    cudaFree(C);
+    cublasDestroy(h);
+    return 0;
+}
+
+/// sgemm 4096^3: fp32 FMA only (PEDANTIC), or on TF32 tensor cores.
+int sgemm(bool tf32) {
+    const int n = 4096;
+    cublasHandle_t h;
+    CHECK(cublasCreate(&h));
+    // PEDANTIC: fp32 FMA only, no TF32 tensor cores.
+    CHECK(cublasSetMathMode(h, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH));
     float* A = random_device_floats(size_t(n) * n, 1);
     float* B = random_device_floats(size_t(n) * n, 2);
     float* C = nullptr;
@@ -83,7 +136,8 @@ int sgemm() {
         [&] { cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, B, n, A, n, &zero, C, n); },
         20);
     CHECK(cudaGetLastError());
-    std::printf("cublas_sgemm_4096 ms=%.4f gflops=%.1f\n", ms, 2.0 * n * n * n / (ms * 1e6));
+    std::printf("%s ms=%.4f gflops=%.1f\n", tf32 ? "cublas_sgemm_tf32_4096" : "cublas_sgemm_4096",
+                ms, 2.0 * n * n * n / (ms * 1e6));
     cudaFree(A);
     cudaFree(B);
     cudaFree(C);
@@ -145,8 +199,11 @@ int conv2d() {
 
 } // namespace
 
-int main() {
-    int rc = sgemm();
+int main(int argc, char** argv) {
+    if (argc > 1 && std::strcmp(argv[1], "tf32") == 0)
+        return sgemm(true);
+    int rc = sgemm(false);
+    rc |= hgemm();
 #ifndef TESSERA_NO_CUDNN
     rc |= conv2d();
 #endif

@@ -91,6 +91,13 @@ void annotate_fixed(State& s, const DefaultScheduleOptions& opts);
 /// (tile_matmul_schedule.cpp).
 std::optional<State> tile_matmul_schedule(const State& tiled, const DefaultScheduleOptions& opts);
 
+/// The tensor-core schedule of c when c is one matrix product the tensor cores take (f16
+/// operands summed in f32, or f32 operands with opts.gpu_tf32) with whole 16 x 8 x k tiles:
+/// warp_mma nests over shared copies (gpu_tensor_core_schedule.cpp); nullopt otherwise or when
+/// no tile config fits opts.gpu and lowers to WarpMma statements.
+std::optional<State> gpu_tensor_core_schedule(const te::Compute& c,
+                                              const DefaultScheduleOptions& opts);
+
 /// The GPU default schedule (default_schedule.h, target Gpu); gpu_default_schedule.cpp.
 State gpu_default_schedule(const te::Compute& c, const DefaultScheduleOptions& opts);
 

@@ -234,8 +234,9 @@ void bind_elementwise(State& s, int sid) {
 
 /// The bindings of a filled GPU sketch, as sample_initial_gpu_state makes them but fixed: root
 /// stages bound (tiled: block / vthread / thread levels; untiled: one element per thread),
-/// shared copies fetched cooperatively by all threads of their block, tiled reductions
-/// unrolled up to kAutoUnroll.
+/// shared copies fetched cooperatively by all threads of their block, the reduce loop they are
+/// attached at pipelined (the next tile loaded into registers during this one's sums), tiled
+/// reductions unrolled up to kAutoUnroll.
 void bind_gpu(State& s) {
     for (int sid = static_cast<int>(s.stages.size()) - 1; sid >= 0; --sid) {
         const Stage& st = s.stages[sid];
@@ -253,7 +254,12 @@ void bind_gpu(State& s) {
         if (st.location.kind != ComputeLocKind::At)
             continue;
         if (st.scope == StageScope::Shared) {
+            const ComputeLocation at = st.location; // st dangles once s changes
             bind_cooperative_fetch(s, sid, block_threads(s, sid), /*vector_width=*/0);
+            // The next reduce tile's copy loads while this one is summed.
+            const Iterator& loop = s.stages[at.stage].iters[at.iter];
+            if (loop.kind == IterKind::Reduce && loop.annotation == IterAnnotation::None)
+                annotate(s, at.stage, at.iter, IterAnnotation::Pipeline);
         } else if (st.has_reduce() && is_tiled(st)) {
             pragma(s, sid, 0, "auto_unroll_max_step", kAutoUnroll);
         }
@@ -320,6 +326,8 @@ State elementwise_schedule(const te::Compute& c, bool inline_stages) {
 } // namespace
 
 State gpu_default_schedule(const te::Compute& c, const DefaultScheduleOptions& opts) {
+    if (std::optional<State> tc = gpu_tensor_core_schedule(c, opts))
+        return *std::move(tc);
     SketchOptions sketch_opts;
     sketch_opts.target = TargetKind::Gpu;
     sketch_opts.gpu_tiling_structure = kGpuStructure;

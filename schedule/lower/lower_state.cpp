@@ -190,6 +190,9 @@ class Lowerer {
             return ForKind::Unrolled;
         case IterAnnotation::TileMatmul:
             return ForKind::TileMatmul;
+        case IterAnnotation::WarpMma: // its loops as written, as GPU bindings become serial
+        case IterAnnotation::Pipeline: // loops here (a GPU state's features read this form)
+            return ForKind::Serial;
         case IterAnnotation::None:
         case IterAnnotation::BlockX:
         case IterAnnotation::BlockY:
@@ -206,6 +209,8 @@ class Lowerer {
     /// The loop kind of an annotation when lowering for a GPU.
     static ForKind gpu_kind_of(IterAnnotation a) {
         switch (a) {
+        case IterAnnotation::WarpMma: return ForKind::WarpMma;
+        case IterAnnotation::Pipeline: return ForKind::Pipelined;
         case IterAnnotation::None:
         case IterAnnotation::TileMatmul: // CPU matrix tiles
         case IterAnnotation::Parallel: return ForKind::Serial; // no host threads inside a kernel

@@ -90,6 +90,10 @@ int main(int argc, char** argv) {
                     "'cuda -arch=sm_XX' records, and without --schedule or --db the GPU default "
                     "schedule runs, as in an untuned CUDA model build)")
         ->capture_default_str();
+    run->add_flag("--tf32", run_opts.tf32,
+                  "With --target cuda: the default schedule may run f32 matrix products on "
+                  "tensor cores in TF32 (operands rounded to 10 mantissa bits; pass a "
+                  "--tolerance such as 1e-2)");
 
     // The schedule space: sketches, sampled schedules and the loop IR they lower to.
     cli::OpScheduleOptions sched_opts;
@@ -122,6 +126,12 @@ int main(int argc, char** argv) {
                             "f32 lanes of the widest vector register (0 = this host's)")
         ->capture_default_str();
     cli::add_json_flag(default_cmd, sched_opts.json);
+    auto add_target = [&](CLI::App* cmd, const char* what) {
+        cmd->add_option("--target", sched_opts.target, what)->capture_default_str();
+        cmd->add_flag("--tf32", sched_opts.tf32,
+                      "With --target cuda: f32 matrix products may run on tensor cores in TF32");
+    };
+    add_target(default_cmd, "llvm: this CPU's default schedule; cuda: the GPU default schedule");
     CLI::App* lower_cmd = op->add_subcommand(
         "lower", "Print the loop IR of an operator: its default loop nest, or a schedule's");
     lower_cmd->add_option("spec", sched_opts.spec, spec_help)->required();
@@ -129,6 +139,9 @@ int main(int argc, char** argv) {
                           "Lower this schedule (a step-list JSON file) instead of the default "
                           "loop nest");
     cli::add_json_flag(lower_cmd, sched_opts.json);
+    add_target(lower_cmd, "llvm: print the loop IR; cuda: print the CUDA C of --schedule or of "
+                          "the GPU default schedule (what `op run --target cuda` compiles), "
+                          "each kernel's launch dimensions first");
 
     CLI::App* list = op->add_subcommand("list", "List the built-in operators and their keys");
     bool list_json = false;

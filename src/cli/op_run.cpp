@@ -31,6 +31,7 @@
 #include "tessera/schedule/schedule.h"
 #include "tessera/schedule/step.h"
 #include "tessera/support/error.h"
+#include "tessera/support/half.h"
 #include "tessera/support/rng.h"
 #include "tessera/te/op_registry.h"
 #include "tessera/te/reference_eval.h"
@@ -90,6 +91,8 @@ void fill_random(HostBuffer& hb, Rng& rng) {
         else if (t == DataType::f64()) reinterpret_cast<double*>(p)[i] = rng.uniform01() * 2 - 1;
         else if (t == DataType::i32()) reinterpret_cast<int32_t*>(p)[i] = (int32_t)rng.uniform_int(-8, 8);
         else if (t == DataType::i64()) reinterpret_cast<int64_t*>(p)[i] = rng.uniform_int(-8, 8);
+        else if (t == DataType::f16())
+            reinterpret_cast<uint16_t*>(p)[i] = f32_to_f16_bits(rng.uniform_float(-1, 1));
         else if (t.bytes() == 1) p[i] = static_cast<uint8_t>(rng.uniform_int(0, 1));
         else throw UserError() << "op run: inputs of type " << to_string(t) << " are not supported";
     }
@@ -287,10 +290,11 @@ class CudaRunner : public KernelRunner {
 };
 
 /// The rule-based GPU default schedule of the operator (what an untuned CUDA model build runs).
-sched::State gpu_default_schedule(const te::OpInstance& inst) {
+sched::State gpu_default_schedule(const te::OpInstance& inst, bool tf32) {
     sched::DefaultScheduleOptions o;
     o.target = sched::TargetKind::Gpu;
     o.weight_inputs = inst.weight_inputs;
+    o.gpu_tf32 = tf32;
     return sched::default_schedule(inst.compute, o);
 }
 #endif
@@ -310,6 +314,8 @@ OpRunResult run_op(const OpRunOptions& opts, std::ostream& out) {
     if (opts.threads < 0) throw UserError() << "--threads must be >= 0, got " << opts.threads;
     check_target_name(opts.target);
     const bool gpu = opts.target == "cuda";
+    if (opts.tf32 && !gpu)
+        throw UserError() << "--tf32 needs --target cuda (TF32 is a tensor-core format)";
     // The device, before anything is compiled: one line naming why there is none.
     const std::optional<tune::TuneTarget> cuda_target =
         gpu ? std::optional<tune::TuneTarget>(cuda_tune_target()) : std::nullopt;
@@ -362,7 +368,7 @@ OpRunResult run_op(const OpRunOptions& opts, std::ostream& out) {
     }
 #ifdef TESSERA_HAVE_CUDA
     if (!scheduled && !opts.naive && gpu) {
-        scheduled = gpu_default_schedule(inst);
+        scheduled = gpu_default_schedule(inst, opts.tf32);
         r.schedule = fmt::format("GPU default schedule ({} steps)", scheduled->steps.size());
     }
 #endif

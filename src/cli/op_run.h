@@ -30,6 +30,9 @@ struct OpRunOptions {
     /// "llvm": this CPU through the LLVM JIT. "cuda": CUDA device 0 (the schedule lowered for
     /// the GPU, CUDA C compiled by NVRTC, timed with CUDA events).
     std::string target = "llvm";
+    /// cuda: f32 matrix products may run on tensor cores in TF32 (the default schedule's
+    /// DefaultScheduleOptions::gpu_tf32; about 1e-3 relative error, so pass a --tolerance).
+    bool tf32 = false;
 };
 
 /// What one `op run` measured.

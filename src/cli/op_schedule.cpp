@@ -8,7 +8,11 @@
 #include <nlohmann/json.hpp>
 
 #include "json_output.h"
+#include "tune_command.h"
 #include "tessera/backends/host.h"
+#ifdef TESSERA_HAVE_CUDA
+#include "tessera/backends/cuda.h"
+#endif
 #include "tessera/ir/printer.h"
 #include "tessera/lower/lower_default.h"
 #include "tessera/schedule/default_schedule.h"
@@ -127,12 +131,70 @@ void print_samples(const OpScheduleOptions& opts, std::ostream& out) {
                           << " samples were valid after " << max_attempts << " attempts";
 }
 
-void print_default_schedule(const OpScheduleOptions& opts, std::ostream& out) {
-    te::OpInstance inst = te::make_op(opts.spec);
+namespace {
+
+/// The default-schedule options of opts' target.
+sched::DefaultScheduleOptions default_options(const OpScheduleOptions& opts,
+                                              const te::OpInstance& inst) {
+    check_target_name(opts.target);
+    if (opts.tf32 && opts.target != "cuda")
+        throw UserError() << "--tf32 needs --target cuda (TF32 is a tensor-core format)";
     sched::DefaultScheduleOptions o;
     o.num_cores = cores_of(opts);
     o.vector_lanes = lanes_of(opts);
     o.weight_inputs = inst.weight_inputs;
+    if (opts.target == "cuda") {
+        o.target = sched::TargetKind::Gpu;
+        o.gpu_tf32 = opts.tf32;
+    }
+    return o;
+}
+
+void print_cuda(const OpScheduleOptions& opts, const te::OpInstance& inst, std::ostream& out) {
+#ifdef TESSERA_HAVE_CUDA
+    const sched::State s = opts.schedule_file.empty()
+                               ? sched::default_schedule(inst.compute, default_options(opts, inst))
+                               : load_schedule(inst.compute, opts.schedule_file);
+    backend::cuda::CudaSource src;
+    try {
+        sched::LowerOptions lo;
+        lo.gpu = true;
+        src = backend::cuda::codegen_cuda(sched::lower_state(s, "kernel", lo));
+    } catch (const ScheduleError& e) {
+        throw UserError() << "--target cuda: the schedule does not fit the device: " << e.what();
+    }
+    if (opts.json) {
+        nlohmann::ordered_json j;
+        j["op"] = inst.canonical_spec;
+        j["schedule"] = opts.schedule_file.empty() ? nlohmann::ordered_json()
+                                                   : nlohmann::ordered_json(opts.schedule_file);
+        j["cuda"] = src.code;
+        for (const auto& k : src.kernels)
+            j["kernels"].push_back({{"name", k.name},
+                                    {"grid", k.dims.grid},
+                                    {"block", k.dims.block},
+                                    {"shared_bytes", k.shared_bytes}});
+        out << j.dump() << "\n";
+        return;
+    }
+    for (const auto& k : src.kernels)
+        out << fmt::format("// kernel {}: grid ({}, {}, {}), block ({}, {}, {}), {} shared bytes\n",
+                           k.name, k.dims.grid[0], k.dims.grid[1], k.dims.grid[2],
+                           k.dims.block[0], k.dims.block[1], k.dims.block[2], k.shared_bytes);
+    out << src.code;
+#else
+    (void)opts;
+    (void)inst;
+    (void)out;
+    throw UserError() << "--target cuda: this build of tessera has no CUDA backend";
+#endif
+}
+
+} // namespace
+
+void print_default_schedule(const OpScheduleOptions& opts, std::ostream& out) {
+    te::OpInstance inst = te::make_op(opts.spec);
+    const sched::DefaultScheduleOptions o = default_options(opts, inst);
     const sched::State s = sched::default_schedule(inst.compute, o);
     if (opts.json) {
         nlohmann::ordered_json j;
@@ -151,6 +213,11 @@ void print_default_schedule(const OpScheduleOptions& opts, std::ostream& out) {
 
 void print_lowered(const OpScheduleOptions& opts, std::ostream& out) {
     te::OpInstance inst = te::make_op(opts.spec);
+    check_target_name(opts.target);
+    if (opts.target == "cuda")
+        return print_cuda(opts, inst, out);
+    if (opts.tf32)
+        throw UserError() << "--tf32 needs --target cuda (TF32 is a tensor-core format)";
     ir::LoweredFunc f;
     if (opts.schedule_file.empty()) {
         f = lower::lower_default(inst.compute, "kernel");

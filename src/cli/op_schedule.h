@@ -19,6 +19,10 @@ struct OpScheduleOptions {
     uint64_t seed = 1;         ///< `sample`: seed of the sampler.
     std::string schedule_file; ///< `lower`: a schedule JSON file (empty: the default loop nest).
     bool json = false;         ///< `sketches`, `default`, `lower`: one JSON object instead of text.
+    /// `default`, `lower`: "llvm" (this CPU) or "cuda" (the GPU default schedule; `lower`
+    /// prints the generated CUDA C).
+    std::string target = "llvm";
+    bool tf32 = false; ///< cuda: f32 matrix products may use TF32 tensor cores.
 };
 
 /// Reads a schedule file (the versioned step-list JSON of `op sample`) and replays it on c.
@@ -42,6 +46,11 @@ void print_default_schedule(const OpScheduleOptions& opts, std::ostream& out);
 
 /// `op lower`: the loop IR of the default loop nest or of opts.schedule_file. With opts.json one
 /// object: {"op", "schedule" (the file, null for the default loop nest), "ir" (the printed IR)}.
+/// Target cuda: the CUDA C that codegen_cuda makes of opts.schedule_file or, without one, of the
+/// GPU default schedule (what `op run --target cuda` compiles), the kernels' launch dimensions
+/// first; with opts.json {"op", "schedule", "cuda", "kernels": [{"name", "grid", "block",
+/// "shared_bytes"}]}. Throws UserError when the schedule does not fit the CUDA codegen's limits
+/// or the build has no CUDA backend.
 void print_lowered(const OpScheduleOptions& opts, std::ostream& out);
 
 } // namespace tessera::cli

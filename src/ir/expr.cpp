@@ -272,6 +272,7 @@ const char* to_string(CallOp op) {
     case CallOp::TileMatmulU8S8: return "tile_matmul_u8s8";
     case CallOp::TileMatmulBF16: return "tile_matmul_bf16";
     case CallOp::BytesAsWord: return "bytes_as_word";
+    case CallOp::WarpMma: return "warp_mma";
     }
     return "?";
 }
@@ -286,6 +287,10 @@ DataType Call::infer_type() const {
     if (is_tile_matmul(op)) { // TileMatmul::from_call checks the arguments
         TESSERA_CHECK(args.size() >= 15)
             << to_string(op) << " with " << args.size() << " arguments";
+        return DataType::i32();
+    }
+    if (op == CallOp::WarpMma) { // WarpMma::from_call checks the arguments
+        TESSERA_CHECK(args.size() >= 11) << "warp_mma with " << args.size() << " arguments";
         return DataType::i32();
     }
     size_t want = op == CallOp::Pow || op == CallOp::Ldexp || op == CallOp::Dot4U8S8 ||

@@ -708,6 +708,7 @@ struct CallNode : ENode {
             case CallOp::GpuBlockSum:
             case CallOp::GpuBlockMax:
             case CallOp::GpuBlockMin:
+            case CallOp::WarpMma:
                 TESSERA_UNREACHABLE() << to_string(op) << " needs GPU threads";
             }
             r[k].f = round_to(res, bits);

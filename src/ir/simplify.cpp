@@ -34,7 +34,8 @@ template <typename N> bool uses(const N& n, const Variable* v) {
 /// duplicated).
 bool has_side_effect(const Expr& e) {
     return contains_call(e, [](CallOp op) {
-        return op == CallOp::Prefetch || is_tile_matmul(op) || is_gpu_block_reduce(op);
+        return op == CallOp::Prefetch || is_tile_matmul(op) || is_gpu_block_reduce(op) ||
+               op == CallOp::WarpMma;
     });
 }
 

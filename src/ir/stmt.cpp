@@ -13,6 +13,8 @@ const char* to_string(ForKind k) {
     case ForKind::Vectorized: return "vectorized";
     case ForKind::Unrolled: return "unrolled";
     case ForKind::TileMatmul: return "tile_matmul";
+    case ForKind::WarpMma: return "warp_mma";
+    case ForKind::Pipelined: return "pipelined";
     case ForKind::GpuBlockX: return "blockIdx.x";
     case ForKind::GpuBlockY: return "blockIdx.y";
     case ForKind::GpuBlockZ: return "blockIdx.z";
@@ -30,7 +32,9 @@ bool is_gpu_kind(ForKind k) {
     case ForKind::Parallel:
     case ForKind::Vectorized:
     case ForKind::Unrolled:
-    case ForKind::TileMatmul: return false;
+    case ForKind::TileMatmul:
+    case ForKind::WarpMma:
+    case ForKind::Pipelined: return false;
     case ForKind::GpuBlockX:
     case ForKind::GpuBlockY:
     case ForKind::GpuBlockZ:

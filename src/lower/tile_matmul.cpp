@@ -2,13 +2,15 @@
 // its loop variables in the three indices of its store.
 #include "tessera/lower/tile_matmul.h"
 
+#include "perfect_nest.h"
+
 #include <optional>
 #include <sstream>
-#include <unordered_map>
 
 #include "tessera/ir/functor.h"
 #include "tessera/ir/op.h"
 #include "tessera/ir/simplify.h"
+#include "tessera/ir/substitute.h"
 #include "tessera/ir/tile_matmul.h"
 #include "tessera/support/error.h"
 
@@ -20,35 +22,7 @@ namespace {
 
 [[noreturn]] void fail(const std::string& what) { throw ScheduleError("tile_matmul: " + what); }
 
-class Substituter : public IRMutator {
-  public:
-    using IRMutator::visit;
-    std::unordered_map<const Variable*, Expr> values;
-    Expr visit(const Variable* op) override {
-        auto it = values.find(op);
-        return it == values.end() ? Expr(op) : it->second;
-    }
-};
-
-Expr substituted(const Expr& e, const Variable* v, const Expr& value) {
-    Substituter s;
-    s.values[v] = value;
-    return s.mutate(e);
-}
-
-/// The constant c with e(v + 1) - e(v) == c for every v, when there is one.
-std::optional<int64_t> coefficient(const Expr& e, const Var& v) {
-    Expr d = simplify(substituted(e, v.get(), v + Expr(int64_t(1))) - e);
-    if (const IntImm* c = d.as<IntImm>())
-        return c->value;
-    return std::nullopt;
-}
-
-struct Loop {
-    Var var;
-    int64_t extent = 0;
-    int64_t c = 0, a = 0, b = 0; // coefficients in the C, A and B indices
-};
+using Loop = detail::NestLoop;
 
 bool is_word_product(CallOp op) { return op == CallOp::Dot4U8S8 || op == CallOp::Dot2BF16; }
 
@@ -76,32 +50,10 @@ bool match_update(const Expr& value, const Load*& acc, const Load*& x, const Loa
 }
 
 Stmt lower_nest(const For* root) {
-    Substituter subs; // Lets and loops of one iteration, substituted into the indices
-    std::vector<Loop> loops;
-    Stmt s(root);
-    while (true) {
-        if (const For* f = s.as<For>()) {
-            if (f->kind != ForKind::Serial && f->kind != ForKind::Unrolled && f != root)
-                fail("loop '" + f->loop_var.name() + "' is " + to_string(f->kind));
-            // The simplified bounds stay held here: as<> points into them.
-            const Expr min_expr = simplify(subs.mutate(f->min));
-            const Expr extent_expr = simplify(subs.mutate(f->extent));
-            const IntImm* min = min_expr.as<IntImm>();
-            const IntImm* extent = extent_expr.as<IntImm>();
-            if (!min || min->value != 0 || !extent)
-                fail("loop '" + f->loop_var.name() + "' does not run a constant count from 0");
-            if (extent->value == 1)
-                subs.values[f->loop_var.get()] = Expr(int64_t(0));
-            else
-                loops.push_back({f->loop_var, extent->value});
-            s = f->body;
-        } else if (const LetStmt* l = s.as<LetStmt>()) {
-            subs.values[l->var.get()] = subs.mutate(l->value);
-            s = l->body;
-        } else {
-            break;
-        }
-    }
+    detail::PerfectNest nest = detail::perfect_nest(root, "tile_matmul");
+    Substituter& subs = nest.subs; // Lets and loops of one iteration, into the indices
+    std::vector<Loop>& loops = nest.loops;
+    const Stmt& s = nest.body;
     const Store* st = s.as<Store>();
     const Load *acc = nullptr, *x = nullptr, *y = nullptr;
     CallOp product = CallOp::Dot4U8S8;
@@ -123,14 +75,7 @@ Stmt lower_nest(const For* root) {
     const Expr ib = simplify(subs.mutate(y->index));
 
     // Coefficients, then the role of each loop.
-    for (Loop& l : loops) {
-        auto c = coefficient(ic, l.var), a = coefficient(ia, l.var), b = coefficient(ib, l.var);
-        if (!c || !a || !b)
-            fail("an index is not linear in loop '" + l.var.name() + "'");
-        l.c = *c;
-        l.a = *a;
-        l.b = *b;
-    }
+    detail::set_coefficients(loops, ic, ia, ib, "tile_matmul");
     const Loop* k_loop = nullptr;
     std::vector<const Loop*> reduce, rows, columns;
     const int64_t a_per_word =

@@ -386,6 +386,15 @@ const std::vector<OpDef>& table() {
                  Tensor y = slice(x, {v["start"]}, {v["end"]}, {1}, {v["step"]});
                  return single({x}, y, elems(y));
              }});
+        t.push_back({"matmul_f16",
+                     {size("m", "rows of a"), size("n", "columns of b"), size("k", "inner dim")},
+                     [](const Values& v) {
+                         // f16 operands, f32 products and sums: the GPU's tensor-core product.
+                         Tensor a = placeholder({v["m"], v["k"]}, DataType::f16(), "a");
+                         Tensor b = placeholder({v["k"], v["n"]}, DataType::f16(), "b");
+                         return single({a, b}, matmul_accumulate(a, b, f32),
+                                       2.0 * v["m"] * v["n"] * v["k"]);
+                     }});
         return t;
     }();
     return ops;

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "tessera/support/bfloat16.h"
+#include "tessera/support/half.h"
 #include "tessera/support/error.h"
 
 namespace tessera::te {
@@ -50,6 +51,8 @@ ReferenceEvaluator::Value ReferenceEvaluator::element(const Tensor& t,
         else if (dt.is_bool() || dt == DataType::u8()) v.i = static_cast<const uint8_t*>(p)[flat];
         else if (dt == DataType::bf16())
             v.f = bf16_bits_to_f32(static_cast<const uint16_t*>(p)[flat]);
+        else if (dt == DataType::f16())
+            v.f = f16_bits_to_f32(static_cast<const uint16_t*>(p)[flat]);
         else TESSERA_UNREACHABLE() << "reference of tensor type " << dt;
         return v;
     }
@@ -186,7 +189,8 @@ ReferenceEvaluator::Value ReferenceEvaluator::eval(const Expr& e, Env& env) {
         case CallOp::BytesAsWord:
         case CallOp::GpuBlockSum:
         case CallOp::GpuBlockMax:
-        case CallOp::GpuBlockMin: break;
+        case CallOp::GpuBlockMin:
+        case CallOp::WarpMma: break;
         }
         TESSERA_UNREACHABLE() << "call " << to_string(op->op) << " in a tensor expression";
     }

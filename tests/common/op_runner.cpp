@@ -1,5 +1,6 @@
 #include "common/op_runner.h"
 
+#include <cstdint>
 #include <limits>
 
 #include "common/test_util.h"
@@ -7,6 +8,7 @@
 #include "tessera/ir/verify.h"
 #include "tessera/lower/lower_default.h"
 #include "tessera/support/error.h"
+#include "tessera/support/half.h"
 
 namespace tessera::testing {
 
@@ -32,8 +34,9 @@ std::vector<std::vector<float>> run_lowered(const ir::LoweredFunc& f,
     std::vector<std::vector<float>> data(inputs.begin(), inputs.end());
     for (size_t i = 0; i < f.params.size(); ++i) {
         const ir::Buffer& b = f.params[i];
-        TESSERA_CHECK(b.dtype() == ir::DataType::f32())
-            << f.name << ": param '" << b.name() << "' of type " << b.dtype() << " (f32 only)";
+        TESSERA_CHECK(b.dtype() == ir::DataType::f32() || b.dtype() == ir::DataType::f16())
+            << f.name << ": param '" << b.name() << "' of type " << b.dtype()
+            << " (f32 or f16 only)";
         size_t n = static_cast<size_t>(b->num_elements());
         if (i < inputs.size())
             TESSERA_CHECK(data[i].size() == n) << f.name << ": input '" << b.name() << "' has "
@@ -41,10 +44,23 @@ std::vector<std::vector<float>> run_lowered(const ir::LoweredFunc& f,
         else
             data.emplace_back(n, std::numeric_limits<float>::quiet_NaN());
     }
+    // f16 params hold the values rounded to f16 (what the inputs then mean), converted back
+    // after the call.
+    std::vector<std::vector<uint16_t>> halves(data.size());
     std::vector<void*> args;
-    for (auto& d : data)
-        args.push_back(d.data());
+    for (size_t i = 0; i < data.size(); ++i) {
+        if (f.params[i].dtype() == ir::DataType::f16()) {
+            for (float v : data[i])
+                halves[i].push_back(f32_to_f16_bits(v));
+            args.push_back(halves[i].data());
+        } else {
+            args.push_back(data[i].data());
+        }
+    }
     exec(f, args);
+    for (size_t i = 0; i < data.size(); ++i)
+        for (size_t j = 0; j < halves[i].size(); ++j)
+            data[i][j] = f16_bits_to_f32(halves[i][j]);
     return std::vector<std::vector<float>>(data.begin() + static_cast<long>(inputs.size()),
                                            data.end());
 }

@@ -22,9 +22,10 @@ std::vector<std::vector<float>> random_inputs(const te::Compute& c, uint64_t see
                                               float hi = 1.0f);
 
 /// Runs `f`, whose params are the inputs then the outputs (lower_default's order), on `inputs`
-/// and returns the outputs. f is checked with ir::verify first. Every param must be f32; output
-/// buffers start filled with NaN so that an element never written shows up. Throws InternalError
-/// on a count or size mismatch or a verifier failure.
+/// and returns the outputs. f is checked with ir::verify first. Every param must be f32 or f16
+/// (an f16 param holds its values rounded to f16, and an f16 output comes back converted);
+/// output buffers start filled with NaN so that an element never written shows up. Throws
+/// InternalError on a count or size mismatch or a verifier failure.
 std::vector<std::vector<float>> run_lowered(const ir::LoweredFunc& f,
                                             const std::vector<std::vector<float>>& inputs,
                                             const Executor& exec = interpreter_executor());

@@ -3,7 +3,7 @@
 // shared by the threads of the running block, __syncthreads a real barrier across one OS
 // thread per CUDA thread; blocks run one after another). It checks what the codegen decides -
 // launch dimensions, index binding, guards, shared-memory regions, barrier placement - against
-// the reference. f32 buffers only; no f16.
+// the reference. f32 buffers only in emulate_on_cpu; EmulatedCuda takes any element type.
 #pragma once
 
 #include <dlfcn.h>
@@ -26,6 +26,7 @@ inline const char* kCudaCpuShim = R"(#include <math.h>
 #include <thread>
 #include <vector>
 #include <algorithm>
+#include <utility>
 struct tessera_dim3 { unsigned x = 0, y = 0, z = 0; };
 static thread_local tessera_dim3 threadIdx, blockIdx;
 static std::barrier<>* tessera_block_barrier = nullptr;
@@ -69,6 +70,90 @@ template <typename T> static inline T __shfl_down_sync(unsigned mask, T v, unsig
     const T r = lane + delta < 32 ? (T)w.slots[lane + delta] : v;
     w.arrive(n); // nobody overwrites a slot before every lane has read
     return r;
+}
+// Tensor-core products (the codegen's tessera_mma_f16 / tessera_mma_tf32, device code only
+// there): the 32 lanes of a warp (threadIdx.x; warps are rows of threadIdx.y, blockDim.x = 32)
+// meet, each leaves its fragments, and each computes its accumulators from the tiles the
+// fragments form, placed as the PTX ISA lays out mma.m16n8k16 / m16n8k8 fragments. Written
+// from the ISA's tables, not from the code generator, so a fragment index the compiler gets
+// wrong shows up as a wrong product.
+struct tessera_mma_state {
+    tessera_warp_state meet;
+    float a[32][8], b[32][4];
+};
+static tessera_mma_state tessera_mma_warps[32];
+static inline float tessera_tf32_round(float x) { // cvt.rna: nearest, ties away from zero
+    unsigned u; std::memcpy(&u, &x, 4);
+    if ((u & 0x7f800000u) != 0x7f800000u) u = (u + 0x1000u) & 0xffffe000u;
+    float r; std::memcpy(&r, &u, 4); return r;
+}
+// k = 16 (f16) or 8 (tf32); a_at(g, t, i) and b_at(g, t, i) give the fragment element's (row,
+// column) in A (16 x k) and B (k x 8).
+template <int K, int NA, int NB, typename AAt, typename BAt>
+static inline void tessera_mma_emulate(float* d[4], const float* a, const float* b, AAt a_at,
+                                       BAt b_at) {
+    const unsigned lane = threadIdx.x;
+    tessera_mma_state& w = tessera_mma_warps[threadIdx.y];
+    for (int i = 0; i < NA; ++i) w.a[lane][i] = a[i];
+    for (int i = 0; i < NB; ++i) w.b[lane][i] = b[i];
+    w.meet.arrive(32);
+    float A[16][16], B[16][8];
+    for (int l = 0; l < 32; ++l) {
+        for (int i = 0; i < NA; ++i) {
+            const auto rc = a_at(l / 4, l % 4, i);
+            A[rc.first][rc.second] = w.a[l][i];
+        }
+        for (int i = 0; i < NB; ++i) {
+            const auto rc = b_at(l / 4, l % 4, i);
+            B[rc.first][rc.second] = w.b[l][i];
+        }
+    }
+    w.meet.arrive(32); // nobody refills the fragments before every lane has read them
+    const int g = lane / 4, t = lane % 4;
+    for (int i = 0; i < 4; ++i) { // c0, c1: row g; c2, c3: row g + 8; columns 2t, 2t + 1
+        const int row = g + 8 * (i / 2), col = 2 * t + i % 2;
+        float s = 0.0f;
+        for (int k = 0; k < K; ++k) s += A[row][k] * B[k][col];
+        *d[i] += s;
+    }
+}
+static inline unsigned tessera_pack_half2(__half lo, __half hi) {
+    unsigned short l, h;
+    std::memcpy(&l, &lo, 2);
+    std::memcpy(&h, &hi, 2);
+    return l | (unsigned)h << 16;
+}
+static inline float tessera_half_of(unsigned r, int i) { // the low (i = 0) or high f16 of r
+    const unsigned short bits = i ? (unsigned short)(r >> 16) : (unsigned short)r;
+    __half h;
+    std::memcpy(&h, &bits, 2);
+    return __half2float(h);
+}
+static inline void tessera_mma_f16(float& d0, float& d1, float& d2, float& d3,
+    unsigned a01, unsigned a23, unsigned a45, unsigned a67, unsigned b01, unsigned b23) {
+    float* d[4] = {&d0, &d1, &d2, &d3};
+    const unsigned ra[4] = {a01, a23, a45, a67}, rb[2] = {b01, b23};
+    float a[8], b[4]; // a0..a7, b0..b3: element 2j in the low half of register j
+    for (int i = 0; i < 8; ++i) a[i] = tessera_half_of(ra[i / 2], i % 2);
+    for (int i = 0; i < 4; ++i) b[i] = tessera_half_of(rb[i / 2], i % 2);
+    // A: a0..a3 columns 2t, 2t + 1 of rows g, g + 8 (pairs); a4..a7 the same 8 columns on.
+    // B: b0, b1 rows 2t, 2t + 1 of column g; b2, b3 rows 8 on.
+    tessera_mma_emulate<16, 8, 4>(d, a, b,
+        [](int g, int t, int i) {
+            return std::make_pair(g + 8 * ((i / 2) % 2), 2 * t + i % 2 + 8 * (i / 4));
+        },
+        [](int g, int t, int i) { return std::make_pair(2 * t + i % 2 + 8 * (i / 2), g); });
+}
+static inline void tessera_mma_tf32(float& d0, float& d1, float& d2, float& d3,
+    float a0, float a1, float a2, float a3, float b0, float b1) {
+    float* d[4] = {&d0, &d1, &d2, &d3};
+    const float a[4] = {tessera_tf32_round(a0), tessera_tf32_round(a1), tessera_tf32_round(a2),
+                        tessera_tf32_round(a3)};
+    const float b[2] = {tessera_tf32_round(b0), tessera_tf32_round(b1)};
+    // A: a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4); B: b0 (t, g), b1 (t + 4, g).
+    tessera_mma_emulate<8, 4, 2>(d, a, b,
+        [](int g, int t, int i) { return std::make_pair(g + 8 * (i % 2), t + 4 * (i / 2)); },
+        [](int g, int t, int i) { return std::make_pair(t + 4 * i, g); });
 }
 #define __global__
 #define __device__
@@ -275,6 +360,7 @@ class EmulatedCuda {
         // tessera_block_reduce) shuffle and synchronize inside.
         return body.find("__syncthreads") != std::string::npos ||
                body.find("__shfl") != std::string::npos ||
+               body.find("tessera_mma_") != std::string::npos ||
                body.find("_reduce(") != std::string::npos;
     }
 

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "gpu_schedules.h"
+#include "require_gpu.h"
 #include "tessera/backends/cuda_driver.h"
 #include "tessera/cost_model/cost_model.h"
 #include "tessera/ir/op.h"
@@ -30,13 +31,6 @@ namespace {
 
 namespace fs = std::filesystem;
 namespace cuda = backend::cuda;
-
-#define TESSERA_REQUIRE_GPU()                                                                  \
-    do {                                                                                       \
-        const cuda::CudaDriver& d = cuda::CudaDriver::get();                                   \
-        if (!d.available())                                                                    \
-            GTEST_SKIP() << "[SKIP] " << d.unavailable_reason();                               \
-    } while (0)
 
 constexpr const char* kSpec = "matmul:m=127,n=67,k=13";
 

@@ -9,6 +9,7 @@
 #include "common/op_runner.h"
 #include "common/test_util.h"
 #include "gpu_schedules.h"
+#include "require_gpu.h"
 #include "tessera/backends/cuda_driver.h"
 #include "tessera/ir/op.h"
 #include "tessera/schedule/lower_state.h"
@@ -20,13 +21,6 @@ namespace tessera::testing {
 namespace {
 
 namespace cuda = backend::cuda;
-
-#define TESSERA_REQUIRE_GPU()                                                                  \
-    do {                                                                                       \
-        const cuda::CudaDriver& d = cuda::CudaDriver::get();                                   \
-        if (!d.available())                                                                    \
-            GTEST_SKIP() << "[SKIP] " << d.unavailable_reason();                               \
-    } while (0)
 
 Executor cuda_executor() {
     return [](const ir::LoweredFunc& f, std::vector<void*>& args) {

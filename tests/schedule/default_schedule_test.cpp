@@ -125,6 +125,7 @@ const std::vector<std::string>& registry_specs() {
         "slice:m=7,n=127,start=1,end=120,step=3",
         "winograd_input:c=13,h=11,w=7,block=8,tile=4,pad=1",
         "winograd_output:k=19,h=11,w=7,block=8,tile=2",
+        "matmul_f16:m=13,n=37,k=19",
     };
     return specs;
 }

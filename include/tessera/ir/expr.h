@@ -6,8 +6,8 @@
 //   divisor must be non-zero. Float arithmetic is IEEE in the node's width.
 // - Binary operands have the same type; a scalar is never mixed with a vector implicitly
 //   (use Broadcast). Comparisons yield bool with the operands' lanes.
-// - Evaluation has no side effects except Call(Prefetch) and Call(TileMatmul*), which are
-//   only valid in Evaluate.
+// - Evaluation has no side effects except Call(Prefetch), Call(TileMatmul*) and
+//   Call(WarpMma), which are only valid in Evaluate.
 // - Variables are identified by object identity; their names are hints for printing only.
 #pragma once
 
@@ -307,6 +307,11 @@ enum class CallOp : uint8_t {
     /// x, integer k (i32) of the same lanes. Conversions between float formats and the narrow
     /// float codes (te/narrow_cast.h) scale by powers of two with it.
     Ldexp,
+    /// One warp-level tensor-core matrix product (GPU lowering only; ir/warp_mma.h: WarpMma
+    /// gives its arguments, the fragment layouts and its meaning). Only valid in an Evaluate,
+    /// reached by all 32 lanes of a warp together; made by lowering (lower/warp_mma.h). Type
+    /// i32 (a statement; its value means nothing).
+    WarpMma,
 };
 const char* to_string(CallOp op);
 

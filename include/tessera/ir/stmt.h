@@ -31,6 +31,12 @@ enum class ForKind : uint8_t {
     /// The root of a loop nest of 8-bit products that lowering turns into one TileMatmul
     /// (lower/tile_matmul.h; prepare_for_codegen does it). Runs serially where it remains.
     TileMatmul,
+    /// The root of a loop nest of one warp's tensor-core product that lowering turns into one
+    /// WarpMma (lower/warp_mma.h; the CUDA backend does it). GPU code only.
+    WarpMma,
+    /// GPU: a serial loop whose shared-memory copies are loaded one iteration ahead through
+    /// registers (lower/pipeline_fetches.h; the CUDA backend does it).
+    Pipelined,
     // GPU bindings (only the CUDA backend accepts them; CPU backends reject them). One kind per
     // hardware index rather than one "bound" kind plus a tag field: the kind is already part of
     // For's reflection, so equality, hashing and printing cover the binding with no new field.

@@ -94,6 +94,10 @@ struct DefaultScheduleOptions {
     /// Gpu: the device limits the schedule keeps (threads, vthreads, shared and register-tile
     /// bytes).
     GpuSampleOptions gpu;
+    /// Gpu: f32 matrix products may run on tensor cores in TF32 (operands rounded to a 10-bit
+    /// mantissa, about 1e-3 relative error): the default schedule of such a product then uses
+    /// warp_mma like an f16 one. Off: f32 stays f32.
+    bool gpu_tf32 = false;
 };
 
 /// The default schedule of c. Deterministic (no randomness, no host queries: the caller passes

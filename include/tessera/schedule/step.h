@@ -30,9 +30,17 @@ enum class IterAnnotation : uint8_t {
     /// the loops inside it (reduce loops, then rows, columns and words of the tiles) become
     /// one TileMatmul (ir/tile_matmul.h); a nest that does not fit is a ScheduleError.
     TileMatmul,
+    /// GPU only: the root of a loop nest of one warp's tensor-core product (the k step, then
+    /// the accumulator's row and column halves, inside a threadIdx.x loop of 32 lanes): it
+    /// becomes one WarpMma (ir/warp_mma.h); a nest that does not fit is a ScheduleError.
+    WarpMma,
+    /// GPU only: a serial loop (the outer reduce loop where shared copies are attached) whose
+    /// copies are loaded from global memory one iteration ahead, into registers
+    /// (lower/pipeline_fetches.h). On CPUs a plain loop.
+    Pipeline,
 };
 /// "none", "parallel", "vectorize", "unroll", "blockIdx.x", ..., "vthread", "threadIdx.x", ...,
-/// "tile_matmul"
+/// "tile_matmul", "warp_mma", "pipeline"
 const char* to_string(IterAnnotation a);
 /// Parses to_string's names; throws UserError on an unknown name.
 IterAnnotation parse_iter_annotation(const std::string& s);

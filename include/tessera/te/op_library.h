@@ -30,6 +30,10 @@ namespace tessera::te {
 /// with the leading (batch) dims broadcast; a rank-1 a is [K] (the M dim is dropped from the
 /// result), a rank-1 b is [K] (the N dim is dropped).
 Tensor matmul(const Tensor& a, const Tensor& b);
+/// matmul with the operands converted to `acc` (a scalar float type) before the products, so
+/// that products and sums are in acc and the result has type acc: f16 operands summed in f32
+/// (what tensor cores compute). Throws UserError for another acc and as matmul does.
+Tensor matmul_accumulate(const Tensor& a, const Tensor& b, DataType acc);
 
 /// Fully connected layer: x [..., K], w [N, K] (out features, in features), optional bias [N]
 /// (pass Tensor() for none): y[..., n] = sum_k x[..., k] * w[n, k] + bias[n]. The bias is a

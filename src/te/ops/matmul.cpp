@@ -5,7 +5,10 @@ namespace tessera::te {
 
 using namespace detail;
 
-static Tensor matmul_impl(const Tensor& a, const Tensor& b, const std::string& op) {
+/// The product of a and b; with `acc` defined, the operands are converted to it first, so that
+/// products and sums are in acc (f16 operands summed in f32).
+static Tensor matmul_impl(const Tensor& a, const Tensor& b, const std::string& op,
+                          DataType acc = DataType()) {
     check_defined(a, op, "first");
     check_defined(b, op, "second");
     check_same_dtype(a, b, op);
@@ -55,12 +58,21 @@ static Tensor matmul_impl(const Tensor& a, const Tensor& b, const std::string& o
             bi.push_back(r.var);
             if (!b_vec)
                 bi.push_back(in);
-            return sum(a(ai) * b(bi), {r});
+            if (acc == DataType() || acc == a.dtype())
+                return sum(a(ai) * b(bi), {r});
+            return sum(ir::cast(acc, a(ai)) * ir::cast(acc, b(bi)), {r});
         },
         op);
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b) { return matmul_impl(a, b, "matmul"); }
+
+Tensor matmul_accumulate(const Tensor& a, const Tensor& b, DataType acc) {
+    if (!acc.is_float() || !acc.is_scalar())
+        throw UserError() << "matmul_accumulate: accumulator type " << ir::to_string(acc)
+                          << " is not a scalar float type";
+    return matmul_impl(a, b, "matmul", acc);
+}
 
 Tensor batch_matmul(const Tensor& a, const Tensor& b) {
     check_defined(a, "batch_matmul", "first");

@@ -1,0 +1,257 @@
+// gpu_tensor_core_schedule: the GPU default schedule of a matrix product whose products the
+// tensor cores can take (f16 operands summed in f32; f32 operands when TF32 is allowed): one
+// `warp_mma` nest per 16 x 8 tile and k step (lower/warp_mma.h), warps tiling the block, the
+// operands' block tiles copied to shared memory by all threads.
+//
+// The lanes' outputs follow the mma accumulator layout: lane (g, t) = (lane / 4, lane % 4)
+// holds rows g + 8h and columns 2t + c of each 16 x 8 tile (h, c in {0, 1}). Which logical rows
+// a tile's rows stand for is free (lowering builds the A fragments from the rows the lane's
+// loop nest reads), so the schedule gives each lane contiguous rows and columns: the row axis
+// is cut [block, warp, g, mi, h] and the column axis [block, warp, t, nj, c], and a lane's
+// register tile (its `local` accumulators, computed at the lane loop) is the box of its
+// mi x h rows and nj x c columns, as bounds inference sees it.
+#include <algorithm>
+#include <optional>
+
+#include "default_rules.h"
+#include "tessera/schedule/tensor_core_schedule.h"
+#include "tessera/ir/functor.h"
+#include "tessera/ir/warp_mma.h"
+#include "tessera/lower/warp_mma.h"
+#include "tessera/schedule/gpu_sampling.h"
+#include "tessera/schedule/lower_state.h"
+#include "tessera/schedule/schedule.h"
+
+namespace tessera::sched {
+
+namespace {
+
+/// The default's block tiles, largest first: 128 x 128 blocks of four 64 x 64 warp tiles (128
+/// accumulators per lane), down to one warp's single 16 x 8 tile.
+const TensorCoreTiles kTiles[] = {
+    {2, 2, 4, 8}, {2, 2, 4, 4}, {2, 2, 2, 4}, {2, 2, 2, 2}, {2, 1, 2, 2}, {1, 1, 1, 1},
+};
+/// Blocks wanted in a grid before tiles grow: one per SM of a 132-SM device.
+constexpr int64_t kMinBlocks = 132;
+
+/// The matrix product a tensor-core schedule applies to: the one compute stage of c (its
+/// output), a single reduction over k, the last two spatial axes rows and columns.
+struct Product {
+    int stage = -1;
+    int64_t batch = 1, m = 0, n = 0, k = 0;
+    int a = -1, b = -1; ///< input stage ids of the row operand and the column operand
+    ir::MmaKind kind = ir::MmaKind::F16;
+};
+
+std::optional<Product> find_product(const State& s, bool allow_tf32) {
+    Product p;
+    for (int sid = 0; sid < static_cast<int>(s.stages.size()); ++sid) {
+        if (s.stages[sid].is_input())
+            continue;
+        if (p.stage >= 0)
+            return std::nullopt; // one compute stage only (no fused epilogue yet)
+        p.stage = sid;
+    }
+    if (p.stage < 0)
+        return std::nullopt;
+    const Stage& st = s.stages[p.stage];
+    const size_t n = st.axes.size();
+    if (!st.has_reduce() || st.reduce_axes().size() != 1 || n < 2 ||
+        st.tensor.dtype() != ir::DataType::f32())
+        return std::nullopt;
+    const std::vector<int> inputs = s.producers(p.stage);
+    if (inputs.size() != 2)
+        return std::nullopt;
+    const ir::DataType t = s.stages[inputs[0]].tensor.dtype();
+    if (t != s.stages[inputs[1]].tensor.dtype())
+        return std::nullopt;
+    if (t == ir::DataType::f16())
+        p.kind = ir::MmaKind::F16;
+    else if (t == ir::DataType::f32() && allow_tf32)
+        p.kind = ir::MmaKind::TF32;
+    else
+        return std::nullopt;
+    for (size_t d = 0; d + 2 < n; ++d)
+        p.batch *= st.nodes[d].extent;
+    p.m = st.nodes[n - 2].extent;
+    p.n = st.nodes[n - 1].extent;
+    p.k = st.nodes[n].extent;
+    p.a = inputs[0];
+    p.b = inputs[1];
+    if (p.m % 16 != 0 || p.n % 8 != 0 || p.k % ir::WarpMma::k_of(p.kind) != 0)
+        return std::nullopt; // partial tiles would put the mma under a guard
+    return p;
+}
+
+/// The tile configs that divide the product, the first whose grid fills the device first.
+std::vector<TensorCoreTiles> tile_order(const Product& p) {
+    std::vector<TensorCoreTiles> fit;
+    for (TensorCoreTiles w : kTiles) {
+        w.k_steps = p.k % (2 * ir::WarpMma::k_of(p.kind)) == 0 ? 2 : 1;
+        if (p.m % w.rows() == 0 && p.n % w.columns() == 0)
+            fit.push_back(w);
+    }
+    auto blocks = [&](const TensorCoreTiles& w) {
+        return p.batch * (p.m / w.rows()) * (p.n / w.columns());
+    };
+    auto first = std::find_if(fit.begin(), fit.end(),
+                              [&](const TensorCoreTiles& w) { return blocks(w) >= kMinBlocks; });
+    if (first != fit.end())
+        std::rotate(fit.begin(), first, fit.end());
+    return fit;
+}
+
+/// Pads the rows of shared copy sid (its innermost dimension, `row` elements in the block's
+/// region) by one 4-byte word: consecutive rows then start in different banks, so the lanes'
+/// fragment loads, which read rows a fixed distance apart, spread over the banks (with the row
+/// groups of a 32 x ... warp tile, 4 rows apart, f16 A loads are free of conflicts; 8 apart, two
+/// lanes share a bank). A layout with a factor longer than the row: (1, row + pad).
+void pad_rows(State& s, int sid, int64_t row, int64_t elem_bytes) {
+    LayoutTransform t;
+    t.factors.assign(s.stages[sid].tensor.shape().size(), 1);
+    t.factors.back() = row + 4 / elem_bytes;
+    transform_layout(s, sid, t);
+}
+
+/// A shared copy fetched by all threads of the block: its loops fused, split into
+/// [rest, threadIdx.y (warps), threadIdx.x (32 lanes), a vector of `vec` elements].
+void bind_fetch(State& s, int sid, int64_t warps, int64_t vec) {
+    std::vector<int> all(s.stages[sid].iters.size());
+    for (size_t i = 0; i < all.size(); ++i)
+        all[i] = static_cast<int>(i);
+    const int fused = all.size() > 1 ? fuse(s, sid, all) : 0;
+    const std::vector<int> parts = split(s, sid, fused, {warps, 32, vec});
+    annotate(s, sid, parts[1], IterAnnotation::ThreadY);
+    annotate(s, sid, parts[2], IterAnnotation::ThreadX);
+    annotate(s, sid, parts[3], IterAnnotation::Vectorize);
+}
+
+/// The schedule of product p with tiles w. Throws ScheduleError when a step is illegal.
+State build(const te::Compute& c, const Product& p, const TensorCoreTiles& w) {
+    if (p.m % w.rows() != 0 || p.n % w.columns() != 0 ||
+        p.k % (w.k_steps * ir::WarpMma::k_of(p.kind)) != 0)
+        throw ScheduleError("tensor-core tiles of " + std::to_string(w.rows()) + " x " +
+                            std::to_string(w.columns()) + " x " +
+                            std::to_string(w.k_steps * ir::WarpMma::k_of(p.kind)) +
+                            " do not divide the product " + std::to_string(p.m) + " x " +
+                            std::to_string(p.n) + " x " + std::to_string(p.k));
+    State s = make_initial_state(c);
+    const int local = cache_write(s, p.stage, "local");
+    int out = local + 1;
+    const int nb = static_cast<int>(s.stages[out].iters.size()) - 2; // batch axes
+    // Output: [batch.., bi, wi, g, mi, h] x [bj, wj, t, nj, c].
+    split(s, out, nb, {w.wi, 8, w.mi, 2});
+    split(s, out, nb + 5, {w.wj, 4, w.nj, 2});
+    std::vector<int> order;
+    for (int d = 0; d < nb; ++d)
+        order.push_back(d);
+    for (int level = 0; level < 5; ++level) {
+        order.push_back(nb + level);
+        order.push_back(nb + 5 + level);
+    }
+    reorder(s, out, order);
+    std::vector<int> blocks;
+    for (int d = 0; d < nb + 2; ++d)
+        blocks.push_back(d);
+    annotate(s, out, fuse(s, out, blocks), IterAnnotation::BlockX);
+    annotate(s, out, fuse(s, out, {1, 2}), IterAnnotation::ThreadY);
+    const int lane = fuse(s, out, {2, 3});
+    annotate(s, out, lane, IterAnnotation::ThreadX);
+    // The copy-out reads the accumulators at constant indices only (registers, not local
+    // memory): its mi, nj and h loops unrolled; c two adjacent columns, one float2 store.
+    for (int id : {3, 4, 5})
+        annotate(s, out, id, IterAnnotation::Unroll);
+    annotate(s, out, 6, IterAnnotation::Vectorize);
+
+    // Accumulators per lane: [batch.., mi, h] x [nj, c], k as [ko, kk, ki] (ko: one shared
+    // fetch of k_tile, kk: its mma steps, ki: one mma's k).
+    compute_at(s, local, out, lane);
+    const int64_t step = ir::WarpMma::k_of(p.kind);
+    const int64_t k_steps = w.k_steps;
+    split(s, local, nb, {2});
+    split(s, local, nb + 2, {2});
+    split(s, local, nb + 4, {k_steps, step});
+    order.clear();
+    for (int d = 0; d < nb; ++d)
+        order.push_back(d);
+    for (int id : {4, 5, 0, 2, 6, 1, 3})
+        order.push_back(nb + id);
+    reorder(s, local, order);
+    for (int id : {1, 2, 3, 5, 6})
+        annotate(s, local, nb + id, IterAnnotation::Unroll);
+    annotate(s, local, nb + 4, IterAnnotation::WarpMma);
+    if (w.pipeline)
+        annotate(s, local, nb, IterAnnotation::Pipeline);
+
+    // Operands through shared memory, fetched at ko by every thread, in vectors of 4 bytes
+    // (rows padded by one word stay 4-byte aligned).
+    const int64_t warps = w.wi * w.wj;
+    const int64_t elem_bytes = p.kind == ir::MmaKind::F16 ? 2 : 4;
+    const int64_t vec = 4 / elem_bytes;
+    int a = p.a, b = p.b, target = local;
+    for (int* input : {&a, &b}) {
+        const int copy = cache_read(s, *input, "shared", {target});
+        for (int* id : {&a, &b, &target})
+            if (*id >= copy)
+                ++*id;
+        compute_at(s, copy, target, nb);
+        // A's region is [rows][k_tile], B's [k_tile][columns].
+        if (w.pad_rows)
+            pad_rows(s, copy, input == &a ? k_steps * step : w.columns(), elem_bytes);
+        bind_fetch(s, copy, warps, vec);
+    }
+    return s;
+}
+
+/// The product of c, or nullopt; ScheduleError from the state's construction counts as none.
+std::optional<Product> product_of(const te::Compute& c, bool tf32) {
+    try {
+        return find_product(make_initial_state(c), tf32);
+    } catch (const ScheduleError&) {
+        return std::nullopt;
+    }
+}
+
+} // namespace
+
+bool is_tensor_core_product(const te::Compute& c, bool tf32) {
+    return product_of(c, tf32).has_value();
+}
+
+State tensor_core_schedule(const te::Compute& c, const TensorCoreTiles& tiles, bool tf32) {
+    const std::optional<Product> p = product_of(c, tf32);
+    if (!p)
+        throw ScheduleError("not a matrix product with whole 16 x 8 x k tiles of f16 operands" +
+                            std::string(tf32 ? " (or f32 for TF32)" : "") +
+                            " summed in f32");
+    return build(c, *p, tiles);
+}
+
+namespace detail {
+
+std::optional<State> gpu_tensor_core_schedule(const te::Compute& c,
+                                              const DefaultScheduleOptions& opts) {
+    const std::optional<Product> p = product_of(c, opts.gpu_tf32);
+    if (!p)
+        return std::nullopt;
+    for (const TensorCoreTiles& w : tile_order(*p)) {
+        try {
+            State s = build(c, *p, w);
+            const std::string why = gpu_limit_violation(s, opts.gpu);
+            if (!why.empty())
+                continue;
+            LowerOptions o;
+            o.gpu = true;
+            const ir::Stmt lowered =
+                lower::lower_warp_mmas(lower_state(s, "tensor_core_check", o).body);
+            if (ir::contains_call(lowered, ir::CallOp::WarpMma))
+                return s;
+        } catch (const ScheduleError&) {
+            // The next, smaller tile.
+        }
+    }
+    return std::nullopt;
+}
+
+} // namespace detail
+} // namespace tessera::sched
