@@ -1,7 +1,8 @@
 // gpu_tensor_core_schedule: the GPU default schedule of a matrix product whose products the
 // tensor cores can take (f16 operands summed in f32; f32 operands when TF32 is allowed): one
 // `warp_mma` nest per 16 x 8 tile and k step (lower/warp_mma.h), warps tiling the block, the
-// operands' block tiles copied to shared memory by all threads.
+// operands' block tiles copied to shared memory by all threads (rows padded by one word against
+// bank conflicts, the next k tile loaded into registers while this one is summed).
 //
 // The lanes' outputs follow the mma accumulator layout: lane (g, t) = (lane / 4, lane % 4)
 // holds rows g + 8h and columns 2t + c of each 16 x 8 tile (h, c in {0, 1}). Which logical rows
@@ -34,25 +35,47 @@ const TensorCoreTiles kTiles[] = {
 /// Blocks wanted in a grid before tiles grow: one per SM of a 132-SM device.
 constexpr int64_t kMinBlocks = 132;
 
-/// The matrix product a tensor-core schedule applies to: the one compute stage of c (its
-/// output), a single reduction over k, the last two spatial axes rows and columns.
+/// The matrix product a tensor-core schedule applies to, in the state `inlined` leaves: one
+/// reduction over k (the last two spatial axes rows and columns) of two inputs, and at most one
+/// other compute stage, the output: an elementwise epilogue of the product's shape (a bias, an
+/// activation, a residual), which becomes the copy-out of the accumulators.
 struct Product {
     int stage = -1;
+    int epilogue = -1; ///< the output stage when it is not the product
     int64_t batch = 1, m = 0, n = 0, k = 0;
     int a = -1, b = -1; ///< input stage ids of the row operand and the column operand
     ir::MmaKind kind = ir::MmaKind::F16;
 };
 
+/// make_initial_state(c) with every injective stage but the output inlined (an epilogue's
+/// pieces, a cast of an operand); ScheduleError when one cannot be.
+State inlined(const te::Compute& c) {
+    State s = make_initial_state(c);
+    for (int sid = static_cast<int>(s.stages.size()) - 1; sid >= 0; --sid)
+        if (!s.stages[sid].is_input() && !s.is_output(sid) && s.is_injective(sid))
+            compute_inline(s, sid);
+    return s;
+}
+
 std::optional<Product> find_product(const State& s, bool allow_tf32) {
     Product p;
     for (int sid = 0; sid < static_cast<int>(s.stages.size()); ++sid) {
-        if (s.stages[sid].is_input())
+        const Stage& st = s.stages[sid];
+        if (st.is_input() || st.location.kind == ComputeLocKind::Inlined)
             continue;
-        if (p.stage >= 0)
-            return std::nullopt; // one compute stage only (no fused epilogue yet)
-        p.stage = sid;
+        if (st.has_reduce()) {
+            if (p.stage >= 0)
+                return std::nullopt; // one product per schedule
+            p.stage = sid;
+        } else if (p.epilogue >= 0 || !s.is_output(sid)) {
+            return std::nullopt;
+        } else {
+            p.epilogue = sid;
+        }
     }
-    if (p.stage < 0)
+    if (p.stage < 0 || (p.epilogue >= 0 && (s.is_output(p.stage) ||
+                                             s.stages[p.epilogue].tensor.shape() !=
+                                                 s.stages[p.stage].tensor.shape())))
         return std::nullopt;
     const Stage& st = s.stages[p.stage];
     const size_t n = st.axes.size();
@@ -60,7 +83,7 @@ std::optional<Product> find_product(const State& s, bool allow_tf32) {
         st.tensor.dtype() != ir::DataType::f32())
         return std::nullopt;
     const std::vector<int> inputs = s.producers(p.stage);
-    if (inputs.size() != 2)
+    if (inputs.size() != 2 || !s.stages[inputs[0]].is_input() || !s.stages[inputs[1]].is_input())
         return std::nullopt;
     const ir::DataType t = s.stages[inputs[0]].tensor.dtype();
     if (t != s.stages[inputs[1]].tensor.dtype())
@@ -135,9 +158,11 @@ State build(const te::Compute& c, const Product& p, const TensorCoreTiles& w) {
                             std::to_string(w.k_steps * ir::WarpMma::k_of(p.kind)) +
                             " do not divide the product " + std::to_string(p.m) + " x " +
                             std::to_string(p.n) + " x " + std::to_string(p.k));
-    State s = make_initial_state(c);
-    const int local = cache_write(s, p.stage, "local");
-    int out = local + 1;
+    State s = inlined(c);
+    // The accumulators: the product itself computed at the lane loop of its epilogue, or a
+    // local cache of it whose copy-out is the output.
+    const int local = p.epilogue >= 0 ? p.stage : cache_write(s, p.stage, "local");
+    int out = p.epilogue >= 0 ? p.epilogue : local + 1;
     const int nb = static_cast<int>(s.stages[out].iters.size()) - 2; // batch axes
     // Output: [batch.., bi, wi, g, mi, h] x [bj, wj, t, nj, c].
     split(s, out, nb, {w.wi, 8, w.mi, 2});
@@ -195,9 +220,10 @@ State build(const te::Compute& c, const Product& p, const TensorCoreTiles& w) {
             if (*id >= copy)
                 ++*id;
         compute_at(s, copy, target, nb);
-        // A's region is [rows][k_tile], B's [k_tile][columns].
+        // Its rows: the innermost axis of the block's region (k for A; columns for B, or k
+        // when B is stored transposed, as a dense layer's weights).
         if (w.pad_rows)
-            pad_rows(s, copy, input == &a ? k_steps * step : w.columns(), elem_bytes);
+            pad_rows(s, copy, s.stages[copy].iters.back().extent, elem_bytes);
         bind_fetch(s, copy, warps, vec);
     }
     return s;
@@ -206,7 +232,7 @@ State build(const te::Compute& c, const Product& p, const TensorCoreTiles& w) {
 /// The product of c, or nullopt; ScheduleError from the state's construction counts as none.
 std::optional<Product> product_of(const te::Compute& c, bool tf32) {
     try {
-        return find_product(make_initial_state(c), tf32);
+        return find_product(inlined(c), tf32);
     } catch (const ScheduleError&) {
         return std::nullopt;
     }

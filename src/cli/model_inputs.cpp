@@ -21,8 +21,10 @@ void add_model_input_options(CLI::App* cmd, ModelInputOptions& opts) {
         ->allow_extra_args(false);
     cmd->add_option(
            "--precision", opts.precision,
-           "What matrix products and convolutions compute on: fp32, or bf16 (operands rounded to "
-           "bfloat16, sums in f32; AVX512-BF16 where the CPU has it). The tasks "
+           "What matrix products and convolutions compute on: fp32; tf32 (--target cuda: f32 "
+           "matrix products on tensor cores, operands rounded to 10 mantissa bits, sums in f32; "
+           "the graph and its tasks stay those of fp32); or bf16 (operands rounded to "
+           "bfloat16, sums in f32; AVX512-BF16 where the CPU has it). The bf16 tasks "
            "differ, so tune and build a model with the same choice")
         ->capture_default_str();
 }

@@ -19,7 +19,7 @@ namespace tessera::cli {
 struct ModelInputOptions {
     std::vector<std::string> input_shapes; ///< "name=1x3x224x224" each.
     std::vector<std::string> binds;        ///< "name=file.npy" (or .pb) each.
-    std::string precision = "fp32";        ///< --precision: fp32 or bf16.
+    std::string precision = "fp32";        ///< --precision: fp32, tf32 or bf16.
 };
 
 /// Registers --input-shape, --bind and --precision on `cmd`, parsing into `opts`.

@@ -21,6 +21,9 @@ double since(Clock::time_point t0) {
 // The graph options of `options`, checked: a model can take long to import, a typo should
 // not wait for it.
 graph::PipelineOptions pipeline_options(const ModelPipelineOptions& options) {
+    if (options.precision == graph::Precision::TF32 && options.target != BuildTarget::Cuda)
+        throw UserError() << "--precision tf32 needs --target cuda (TF32 is a format of NVIDIA "
+                             "tensor cores)";
     graph::PipelineOptions po;
     po.level = options.opt_level;
     po.precision = options.precision;

@@ -203,6 +203,7 @@ ModelBuild prepare_model_build(const BuildOptions& opts) {
     b.tasks = std::move(pipeline.tasks);
 
     sched::DefaultScheduleOptions dso = build_default_schedule_options(opts.target, opts.num_cores);
+    dso.gpu_tf32 = opts.precision == graph::Precision::TF32;
 
     for (size_t i = 0; i < b.tasks.size(); ++i) {
         const graph::Task& task = b.tasks[i];

@@ -374,6 +374,33 @@ TEST(CudaBuildLookup, CudaRecordOfAnotherMachineServesItsIsaClassAndCpuRecordsDo
     EXPECT_FALSE(b.cuda_modules[0].launches.empty());
 }
 
+TEST(CudaBuildPrecision, Tf32PutsTheModelsMatrixProductsOnTensorCores) {
+    if (!have_model("bert_emb_op13"))
+        GTEST_SKIP() << "shared model bert_emb_op13 not found";
+    compile::BuildOptions opts;
+    opts.model_path = model_dir("bert_emb_op13") + "/model.onnx";
+    opts.target = compile::BuildTarget::Cuda;
+    auto tensor_core_tasks = [&](graph::Precision p) {
+        opts.precision = p;
+        const compile::ModelBuild b = compile::prepare_model_build(opts);
+        int n = 0;
+        for (const std::string& code : b.cuda_code)
+            n += code.find("tessera_mma_tf32(") != std::string::npos;
+        return n;
+    };
+    EXPECT_EQ(tensor_core_tasks(graph::Precision::FP32), 0);
+    // The projections with their bias, residual and gelu epilogues and both attention
+    // products (128 rows, columns and k multiples of 64): six of the eleven tasks.
+    EXPECT_EQ(tensor_core_tasks(graph::Precision::TF32), 6);
+    opts.target = compile::BuildTarget::Cpu;
+    try {
+        tensor_core_tasks(graph::Precision::TF32);
+        ADD_FAILURE() << "a CPU build took --precision tf32";
+    } catch (const UserError& e) {
+        EXPECT_NE(std::string(e.what()).find("needs --target cuda"), std::string::npos);
+    }
+}
+
 class CudaModelEmulated : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(CudaModelEmulated, WholeModelOnTheCpuEmulationMatchesTheReference) {

@@ -27,6 +27,7 @@
 #include "tessera/support/half.h"
 #include "tessera/support/rng.h"
 #include "tessera/te/op_library.h"
+#include "tessera/te/op_registry.h"
 #include "tessera/te/reference_eval.h"
 #include "tessera/te/tensor.h"
 
@@ -113,7 +114,10 @@ double emulated_error(const sched::State& s, uint64_t seed) {
     for (int64_t d : s.compute.outputs[0].shape())
         n *= d;
     out.assign(n, std::nanf(""));
-    std::vector<void*> args = {in[0].data(), in[1].data(), out.data()};
+    std::vector<void*> args;
+    for (auto& bytes : in)
+        args.push_back(bytes.data());
+    args.push_back(out.data());
     emu.run(args);
     return max_error(s.compute, in, out);
 }
@@ -173,6 +177,26 @@ TEST(TensorCore, Tf32OnlyWhenAllowedAndMatchesWithinItsRounding) {
     const double err = emulated_error(s, 3);
     EXPECT_LE(err, 1e-2);
     EXPECT_GT(err, 1e-7); // TF32 really rounds (an f32 product would be within 1e-6)
+}
+
+TEST(TensorCore, EpiloguesRunInTheCopyOutAndWeightsMayBeTransposed) {
+    // relu(A B + bias), f16 operands: the bias and relu applied to the accumulators on their
+    // way out (one kernel).
+    const ir::Tensor a = te::placeholder({48, 32}, DataType::f16(), "a");
+    const ir::Tensor b = te::placeholder({32, 40}, DataType::f16(), "b");
+    const ir::Tensor bias = te::placeholder({40}, DataType::f32(), "bias");
+    const ir::Tensor y =
+        te::relu(te::add(te::matmul_accumulate(a, b, DataType::f32()), bias));
+    const sched::State s = tensor_core_default(te::make_compute({a, b, bias}, {y}));
+    const cuda::CudaSource src = cuda::codegen_cuda(lower_gpu(s, "epilogue"));
+    EXPECT_EQ(src.kernels.size(), 1u);
+    EXPECT_GT(count(src.code, "tessera_mma_f16("), 0) << src.code;
+    EXPECT_LE(emulated_error(s, 4), 1e-5);
+    // A dense layer in TF32: its weights [n][k] (B transposed), bias and relu.
+    const sched::State d =
+        tensor_core_default(te::make_op("dense:m=32,n=24,k=16,bias=1,relu=1").compute, true);
+    EXPECT_GT(count(cuda::codegen_cuda(lower_gpu(d, "dense")).code, "tessera_mma_tf32("), 0);
+    EXPECT_LE(emulated_error(d, 6), 1e-2);
 }
 
 TEST(TensorCore, ShapesWithoutWholeTilesKeepTheSimtSchedule) {

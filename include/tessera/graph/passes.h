@@ -83,9 +83,11 @@ PassResult simplify_algebra(Graph& g);
 /// becomes MaxPool(X) on the bytes, exactly.
 PassResult fold_quantized_ops(Graph& g);
 
-/// The element type the products (matmuls and convs) compute in: `--precision`.
-enum class Precision { FP32, BF16 };
-/// "fp32", "bf16".
+/// The element type the products (matmuls and convs) compute in: `--precision`. TF32 leaves
+/// the graph f32 (as FP32 does); it allows a CUDA build's default schedules to run f32 matrix
+/// products on tensor cores in TF32 (DefaultScheduleOptions::gpu_tf32).
+enum class Precision { FP32, BF16, TF32 };
+/// "fp32", "bf16", "tf32".
 const char* precision_name(Precision p);
 /// The precision named by precision_name(); throws UserError naming `text` otherwise.
 Precision parse_precision(const std::string& text);

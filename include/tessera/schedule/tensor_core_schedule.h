@@ -27,9 +27,11 @@ struct TensorCoreTiles {
     int64_t columns() const { return wj * 8 * nj; }
 };
 
-/// Whether c is a matrix product a tensor-core schedule applies to: one compute stage (the
-/// output, f32) reducing one axis, two operands of one type, f16 or (with tf32) f32, the last
-/// two output axes the rows and columns, whole 16 x 8 tiles and whole k steps.
+/// Whether c is a matrix product a tensor-core schedule applies to: one compute stage (f32)
+/// reducing one axis of two input operands of one type, f16 or (with tf32) f32, the last two
+/// output axes the rows and columns, whole 16 x 8 tiles and whole k steps; either the output
+/// itself or followed by elementwise stages of its shape (bias, activation, residual: inlined
+/// into the output, which then copies the accumulators out).
 bool is_tensor_core_product(const te::Compute& c, bool tf32);
 
 /// The tensor-core schedule of c with `tiles`. Throws ScheduleError when c is not such a

@@ -14,13 +14,20 @@ namespace tessera::graph {
 
 using namespace detail;
 
-const char* precision_name(Precision p) { return p == Precision::BF16 ? "bf16" : "fp32"; }
+const char* precision_name(Precision p) {
+    switch (p) {
+    case Precision::FP32: return "fp32";
+    case Precision::BF16: return "bf16";
+    case Precision::TF32: return "tf32";
+    }
+    return "?";
+}
 
 Precision parse_precision(const std::string& text) {
-    for (Precision p : {Precision::FP32, Precision::BF16})
+    for (Precision p : {Precision::FP32, Precision::BF16, Precision::TF32})
         if (text == precision_name(p))
             return p;
-    throw UserError() << "unknown precision '" << text << "' (expected fp32 or bf16)";
+    throw UserError() << "unknown precision '" << text << "' (expected fp32, tf32 or bf16)";
 }
 
 namespace {
