@@ -58,7 +58,6 @@ class Fetch {
         return rebuild(stmt_, leaf, unroll);
     }
     Expr lin() const { return lin_.defined() ? lin_ : Expr(int64_t(0)); }
-    const Store* store() const { return store_; }
 
   private:
     void scan(const Stmt& s, const std::string& where) {

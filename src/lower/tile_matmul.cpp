@@ -4,9 +4,6 @@
 
 #include "perfect_nest.h"
 
-#include <optional>
-#include <sstream>
-
 #include "tessera/ir/functor.h"
 #include "tessera/ir/op.h"
 #include "tessera/ir/simplify.h"

@@ -4,8 +4,6 @@
 
 #include "perfect_nest.h"
 
-#include <optional>
-
 #include "tessera/ir/functor.h"
 #include "tessera/ir/op.h"
 #include "tessera/ir/simplify.h"
