@@ -6,6 +6,7 @@
 #include <optional>
 #include <vector>
 
+#include "tessera/ir/stmt.h"
 #include "tessera/schedule/default_schedule.h"
 #include "tessera/schedule/state.h"
 
@@ -90,6 +91,16 @@ void annotate_fixed(State& s, const DefaultScheduleOptions& opts);
 /// steps do not have the tiled shape, or the result does not lower to a TileMatmul
 /// (tile_matmul_schedule.cpp).
 std::optional<State> tile_matmul_schedule(const State& tiled, const DefaultScheduleOptions& opts);
+
+/// Blocks a GPU default schedule wants in its grid before its tiles grow: one per SM of a
+/// 132-SM device (H100, H200), so that no SM idles; beyond that, larger tiles (more reuse per
+/// load) pay more than more blocks.
+constexpr int64_t kGpuMinBlocks = 132;
+
+/// s lowered for a GPU (LowerOptions::gpu). Throws ScheduleError unless s fits `limits`
+/// (gpu_limit_violation) and lowers (any failure of the lowering counts, so that a candidate
+/// tripping an internal check falls back).
+ir::LoweredFunc check_gpu(const State& s, const GpuSampleOptions& limits);
 
 /// The tensor-core schedule of c when c is one matrix product the tensor cores take (f16
 /// operands summed in f32, or f32 operands with opts.gpu_tf32) with whole 16 x 8 x k tiles:

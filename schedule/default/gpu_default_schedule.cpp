@@ -29,10 +29,6 @@ namespace {
 const char* const kGpuStructure = "SSSRRSRS";
 /// Threads per block of an untiled stage (one output element per thread).
 constexpr int64_t kElementwiseThreads = 256;
-/// Blocks wanted in a grid before tiles grow: one per SM of a 132-SM device (H100, H200), so
-/// that no SM idles; beyond that, larger register tiles (more reuse per load) pay more than
-/// more blocks.
-constexpr int64_t kMinBlocks = 132;
 /// pragma auto_unroll_max_step of a tiled reduction: the register tile with a few reduce steps
 /// is unrolled (one of GpuSampleOptions' default auto_unroll_configs).
 constexpr int64_t kAutoUnroll = 512;
@@ -149,11 +145,11 @@ int64_t grid_blocks(const Stage& st, const TilePlan& plan) {
 }
 
 /// The config indices to try for st, best first: the first (largest tile) whose grid has
-/// kMinBlocks blocks (the last when none has), then smaller tiles, then larger ones.
+/// kGpuMinBlocks blocks (the last when none has), then smaller tiles, then larger ones.
 std::vector<int> config_order(const Stage& st) {
     int first = kNumConfigs - 1;
     for (int k = 0; k < kNumConfigs; ++k)
-        if (grid_blocks(st, plan_tiles(st, kConfigs[k], kReduceCaps[0])) >= kMinBlocks) {
+        if (grid_blocks(st, plan_tiles(st, kConfigs[k], kReduceCaps[0])) >= kGpuMinBlocks) {
             first = k;
             break;
         }
@@ -266,22 +262,24 @@ void bind_gpu(State& s) {
     }
 }
 
-/// Throws ScheduleError unless s fits the device limits and lowers for a GPU (any failure of
-/// the lowering counts, so that a candidate tripping an internal check falls back).
-void check_gpu(const State& s, const GpuSampleOptions& limits) {
+} // namespace
+
+ir::LoweredFunc check_gpu(const State& s, const GpuSampleOptions& limits) {
     const std::string why = gpu_limit_violation(s, limits);
     if (!why.empty())
         throw ScheduleError(why);
     LowerOptions o;
     o.gpu = true;
     try {
-        (void)lower_state(s, "gpu_default_schedule_check", o);
+        return lower_state(s, "gpu_default_schedule_check", o);
     } catch (const ScheduleError&) {
         throw;
     } catch (const std::exception& e) {
         throw ScheduleError(std::string("does not lower: ") + e.what());
     }
 }
+
+namespace {
 
 /// The GPU sketch rules of the default schedule: the tuner's GPU list (sketch.h), fixed here so
 /// that rules added for the search do not change what untuned models run.

@@ -15,13 +15,11 @@
 #include <optional>
 
 #include "default_rules.h"
-#include "tessera/schedule/tensor_core_schedule.h"
 #include "tessera/ir/functor.h"
 #include "tessera/ir/warp_mma.h"
 #include "tessera/lower/warp_mma.h"
-#include "tessera/schedule/gpu_sampling.h"
-#include "tessera/schedule/lower_state.h"
 #include "tessera/schedule/schedule.h"
+#include "tessera/schedule/tensor_core_schedule.h"
 
 namespace tessera::sched {
 
@@ -32,8 +30,6 @@ namespace {
 const TensorCoreTiles kTiles[] = {
     {2, 2, 4, 8}, {2, 2, 4, 4}, {2, 2, 2, 4}, {2, 2, 2, 2}, {2, 1, 2, 2}, {1, 1, 1, 1},
 };
-/// Blocks wanted in a grid before tiles grow: one per SM of a 132-SM device.
-constexpr int64_t kMinBlocks = 132;
 
 /// The matrix product a tensor-core schedule applies to, in the state `inlined` leaves: one
 /// reduction over k (the last two spatial axes rows and columns) of two inputs, and at most one
@@ -73,9 +69,9 @@ std::optional<Product> find_product(const State& s, bool allow_tf32) {
             p.epilogue = sid;
         }
     }
-    if (p.stage < 0 || (p.epilogue >= 0 && (s.is_output(p.stage) ||
-                                             s.stages[p.epilogue].tensor.shape() !=
-                                                 s.stages[p.stage].tensor.shape())))
+    if (p.stage < 0 ||
+        (p.epilogue >= 0 && (s.is_output(p.stage) || s.stages[p.epilogue].tensor.shape() !=
+                                                         s.stages[p.stage].tensor.shape())))
         return std::nullopt;
     const Stage& st = s.stages[p.stage];
     const size_t n = st.axes.size();
@@ -117,8 +113,9 @@ std::vector<TensorCoreTiles> tile_order(const Product& p) {
     auto blocks = [&](const TensorCoreTiles& w) {
         return p.batch * (p.m / w.rows()) * (p.n / w.columns());
     };
-    auto first = std::find_if(fit.begin(), fit.end(),
-                              [&](const TensorCoreTiles& w) { return blocks(w) >= kMinBlocks; });
+    auto first = std::find_if(fit.begin(), fit.end(), [&](const TensorCoreTiles& w) {
+        return blocks(w) >= detail::kGpuMinBlocks;
+    });
     if (first != fit.end())
         std::rotate(fit.begin(), first, fit.end());
     return fit;
@@ -248,8 +245,7 @@ State tensor_core_schedule(const te::Compute& c, const TensorCoreTiles& tiles, b
     const std::optional<Product> p = product_of(c, tf32);
     if (!p)
         throw ScheduleError("not a matrix product with whole 16 x 8 x k tiles of f16 operands" +
-                            std::string(tf32 ? " (or f32 for TF32)" : "") +
-                            " summed in f32");
+                            std::string(tf32 ? " (or f32 for TF32)" : "") + " summed in f32");
     return build(c, *p, tiles);
 }
 
@@ -263,13 +259,7 @@ std::optional<State> gpu_tensor_core_schedule(const te::Compute& c,
     for (const TensorCoreTiles& w : tile_order(*p)) {
         try {
             State s = build(c, *p, w);
-            const std::string why = gpu_limit_violation(s, opts.gpu);
-            if (!why.empty())
-                continue;
-            LowerOptions o;
-            o.gpu = true;
-            const ir::Stmt lowered =
-                lower::lower_warp_mmas(lower_state(s, "tensor_core_check", o).body);
+            const ir::Stmt lowered = lower::lower_warp_mmas(check_gpu(s, opts.gpu).body);
             if (ir::contains_call(lowered, ir::CallOp::WarpMma))
                 return s;
         } catch (const ScheduleError&) {

@@ -312,10 +312,8 @@ std::unique_ptr<KernelRunner> make_runner(bool gpu, const LoweredFunc& f, size_t
 OpRunResult run_op(const OpRunOptions& opts, std::ostream& out) {
     if (opts.repeat < 1) throw UserError() << "--repeat must be at least 1, got " << opts.repeat;
     if (opts.threads < 0) throw UserError() << "--threads must be >= 0, got " << opts.threads;
-    check_target_name(opts.target);
+    check_target_name(opts.target, opts.tf32);
     const bool gpu = opts.target == "cuda";
-    if (opts.tf32 && !gpu)
-        throw UserError() << "--tf32 needs --target cuda (TF32 is a tensor-core format)";
     // The device, before anything is compiled: one line naming why there is none.
     const std::optional<tune::TuneTarget> cuda_target =
         gpu ? std::optional<tune::TuneTarget>(cuda_tune_target()) : std::nullopt;

@@ -136,9 +136,7 @@ namespace {
 /// The default-schedule options of opts' target.
 sched::DefaultScheduleOptions default_options(const OpScheduleOptions& opts,
                                               const te::OpInstance& inst) {
-    check_target_name(opts.target);
-    if (opts.tf32 && opts.target != "cuda")
-        throw UserError() << "--tf32 needs --target cuda (TF32 is a tensor-core format)";
+    check_target_name(opts.target, opts.tf32);
     sched::DefaultScheduleOptions o;
     o.num_cores = cores_of(opts);
     o.vector_lanes = lanes_of(opts);
@@ -213,11 +211,9 @@ void print_default_schedule(const OpScheduleOptions& opts, std::ostream& out) {
 
 void print_lowered(const OpScheduleOptions& opts, std::ostream& out) {
     te::OpInstance inst = te::make_op(opts.spec);
-    check_target_name(opts.target);
+    check_target_name(opts.target, opts.tf32);
     if (opts.target == "cuda")
         return print_cuda(opts, inst, out);
-    if (opts.tf32)
-        throw UserError() << "--tf32 needs --target cuda (TF32 is a tensor-core format)";
     ir::LoweredFunc f;
     if (opts.schedule_file.empty()) {
         f = lower::lower_default(inst.compute, "kernel");

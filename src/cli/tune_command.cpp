@@ -132,9 +132,11 @@ void check_tune_options(const TuneOptions& o) {
     check_target_name(o.target);
 }
 
-void check_target_name(const std::string& target) {
+void check_target_name(const std::string& target, bool tf32) {
     if (target != "llvm" && target != "cuda")
         throw UserError() << "--target must be llvm or cuda, got '" << target << "'";
+    if (tf32 && target != "cuda")
+        throw UserError() << "--tf32 needs --target cuda (TF32 is a tensor-core format)";
 }
 
 tune::TuneTarget cuda_tune_target() {

@@ -87,8 +87,9 @@ tune::TuneTarget host_tune_target();
 /// built without the CUDA toolkit".
 tune::TuneTarget cuda_tune_target();
 
-/// Throws UserError unless `target` is "llvm" or "cuda" (naming the value).
-void check_target_name(const std::string& target);
+/// Throws UserError unless `target` is "llvm" or "cuda" (naming the value), or when `tf32`
+/// (--tf32) is set for another target than cuda.
+void check_target_name(const std::string& target, bool tf32 = false);
 
 /// The exit code of a run stopped by Ctrl-C (128 + SIGINT), after the summary was printed.
 constexpr int kInterruptedExitCode = 130;

@@ -7,8 +7,10 @@ namespace tessera::ir {
 
 const char* to_string(MmaKind k) {
     switch (k) {
-    case MmaKind::F16: return "f16";
-    case MmaKind::TF32: return "tf32";
+    case MmaKind::F16:
+        return "f16";
+    case MmaKind::TF32:
+        return "tf32";
     }
     return "?";
 }
@@ -61,8 +63,8 @@ Stmt WarpMma::to_stmt() const {
 WarpMma WarpMma::from_call(const Call& call) {
     TESSERA_CHECK(call.op == CallOp::WarpMma && !call.args.empty()) << "not a warp_mma call";
     const IntImm* kind = call.args[0].as<IntImm>();
-    TESSERA_CHECK(kind && (kind->value == int64_t(MmaKind::F16) ||
-                           kind->value == int64_t(MmaKind::TF32)))
+    TESSERA_CHECK(kind &&
+                  (kind->value == int64_t(MmaKind::F16) || kind->value == int64_t(MmaKind::TF32)))
         << "warp_mma of an unknown kind";
     WarpMma w;
     w.kind = static_cast<MmaKind>(kind->value);

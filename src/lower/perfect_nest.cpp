@@ -38,8 +38,8 @@ PerfectNest perfect_nest(const For* root, const std::string& what) {
     }
 }
 
-void set_coefficients(std::vector<NestLoop>& loops, const Expr& ic, const Expr& ia,
-                      const Expr& ib, const std::string& what) {
+void set_coefficients(std::vector<NestLoop>& loops, const Expr& ic, const Expr& ia, const Expr& ib,
+                      const std::string& what) {
     for (NestLoop& l : loops) {
         auto c = coefficient(ic, l.var), a = coefficient(ia, l.var), b = coefficient(ib, l.var);
         if (!c || !a || !b)

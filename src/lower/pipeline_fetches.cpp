@@ -175,14 +175,16 @@ Stmt pipeline(const For* loop) {
             f.with_leaf([](const Store* st, const Expr&) { return Stmt(st); }, false), k.get(),
             Expr(int64_t(0))));
         load_next.push_back(substitute_stmt(
-            f.with_leaf([&](const Store* st, const Expr& lin) {
-                return Store::make(f.regs(), st->value, lin);
-            }, true),
+            f.with_leaf([&](const Store* st,
+                            const Expr& lin) { return Store::make(f.regs(), st->value, lin); },
+                        true),
             k.get(), next));
         store_next.push_back(substitute_stmt(
-            f.with_leaf([&](const Store* st, const Expr& lin) {
-                return Store::make(st->buffer, Load::make(f.regs(), lin), st->index);
-            }, true),
+            f.with_leaf(
+                [&](const Store* st, const Expr& lin) {
+                    return Store::make(st->buffer, Load::make(f.regs(), lin), st->index);
+                },
+                true),
             k.get(), next));
     }
     std::vector<Stmt> iteration;

@@ -48,9 +48,9 @@ Stmt lower_nest(const For* root, const Var& lane) {
     const Store* st = s.as<Store>();
     const Add* add = st ? st->value.as<Add>() : nullptr;
     const Load *acc = nullptr, *x = nullptr, *y = nullptr;
-    for (const auto& [l, r] : add ? std::vector<std::pair<Expr, Expr>>{{add->a, add->b},
-                                                                      {add->b, add->a}}
-                                  : std::vector<std::pair<Expr, Expr>>{}) {
+    for (const auto& [l, r] :
+         add ? std::vector<std::pair<Expr, Expr>>{{add->a, add->b}, {add->b, add->a}}
+             : std::vector<std::pair<Expr, Expr>>{}) {
         const Mul* mul = r.as<Mul>();
         if (l.as<Load>() && mul && operand_load(mul->a) && operand_load(mul->b)) {
             acc = l.as<Load>();
@@ -116,22 +116,22 @@ Stmt lower_nest(const For* root, const Var& lane) {
     auto k_at = [&](int64_t offset) { return t * Expr(WarpMma::k_per_t(kind)) + Expr(offset); };
     for (int q = 0; q < 4; ++q)
         w.c.push_back(Load::make(st->buffer, with(ic, {{&h->var, Expr(int64_t(q >> 1))},
-                                                      {&c->var, Expr(int64_t(q & 1))},
-                                                      {&k->var, zero}})));
+                                                       {&c->var, Expr(int64_t(q & 1))},
+                                                       {&k->var, zero}})));
     // A's tile row g + 8h is the row this lane reads at h (ia does not depend on t).
     for (int q = 0; q < WarpMma::a_elements(kind); ++q)
-        w.a.push_back(Load::make(x->buffer,
-                                 with(ia, {{&h->var, Expr(WarpMma::a_row_half(kind, q))},
-                                           {&c->var, zero},
-                                           {&k->var, k_at(WarpMma::a_k_offset(kind, q))}})));
+        w.a.push_back(
+            Load::make(x->buffer, with(ia, {{&h->var, Expr(WarpMma::a_row_half(kind, q))},
+                                            {&c->var, zero},
+                                            {&k->var, k_at(WarpMma::a_k_offset(kind, q))}})));
     // B's tile column n = g is the column the lanes with t = n / 2 read at c = n % 2 (ib
     // depends on the lane through t only: the lane n / 2 stands for them).
     for (int q = 0; q < WarpMma::b_elements(kind); ++q)
-        w.b.push_back(Load::make(y->buffer,
-                                 with(ib, {{&lane, Div::make(g, Expr(int64_t(2)))},
-                                           {&c->var, Mod::make(g, Expr(int64_t(2)))},
-                                           {&h->var, zero},
-                                           {&k->var, k_at(WarpMma::b_k_offset(kind, q))}})));
+        w.b.push_back(
+            Load::make(y->buffer, with(ib, {{&lane, Div::make(g, Expr(int64_t(2)))},
+                                            {&c->var, Mod::make(g, Expr(int64_t(2)))},
+                                            {&h->var, zero},
+                                            {&k->var, k_at(WarpMma::b_k_offset(kind, q))}})));
     return w.to_stmt();
 }
 

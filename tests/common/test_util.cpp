@@ -42,4 +42,11 @@ double max_rel_error(const std::vector<float>& a, const std::vector<float>& b) {
     return worst;
 }
 
+int count_occurrences(const std::string& text, const std::string& what) {
+    int n = 0;
+    for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1))
+        ++n;
+    return n;
+}
+
 } // namespace tessera::testing

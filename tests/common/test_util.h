@@ -18,4 +18,8 @@ std::vector<int32_t> random_words(size_t n, uint64_t seed);
 /// NaN in one side only.
 double max_rel_error(const std::vector<float>& a, const std::vector<float>& b);
 
+/// How many times `what` occurs in text (overlapping occurrences counted), e.g. a call in
+/// generated code.
+int count_occurrences(const std::string& text, const std::string& what);
+
 } // namespace tessera::testing

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "common/reference_ops.h"
+#include "common/test_util.h"
 #include "gpu_schedules.h"
 #include "tessera/backends/cuda.h"
 #include "tessera/ir/functor.h"
@@ -24,12 +25,6 @@ namespace {
 
 namespace cuda = backend::cuda;
 
-int count(const std::string& text, const std::string& what) {
-    int n = 0;
-    for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1))
-        ++n;
-    return n;
-}
 
 /// Generates and compiles; checks the cubin and that the PTX defines every kernel.
 cuda::CudaSource expect_compiles(const ir::LoweredFunc& f) {
@@ -52,7 +47,7 @@ TEST(CudaCodegen, ElementwiseBindsBlocksAndThreads) {
     EXPECT_EQ(src.kernels[0].shared_bytes, 0);
     EXPECT_NE(src.code.find("blockIdx.x"), std::string::npos);
     EXPECT_NE(src.code.find("threadIdx.x"), std::string::npos);
-    EXPECT_EQ(count(src.code, "__syncthreads"), 0);
+    EXPECT_EQ(count_occurrences(src.code, "__syncthreads"), 0);
 }
 
 // Names the prelude reserves (its tessera_ prefix, keywords) still give valid, distinct names:
@@ -91,15 +86,18 @@ TEST(CudaCodegen, TiledMatmulFetchesIntoSharedMemoryBetweenBarriers) {
                                       ((c.outputs[0].shape()[1] + 63) / 64));
         EXPECT_EQ(k.shared_bytes, (64 * 8 + 8 * 64) * 4);
         EXPECT_EQ(k.local_bytes, 16 * 4);
-        EXPECT_EQ(count(src.code, "__shared__"), 2);
+        EXPECT_EQ(count_occurrences(src.code, "__shared__"), 2);
         // Before the two fetches (the previous step's reads are done), after them (complete).
-        EXPECT_EQ(count(src.code, "__syncthreads"), 2) << src.code;
+        EXPECT_EQ(count_occurrences(src.code, "__syncthreads"), 2) << src.code;
         const size_t first = src.code.find("__syncthreads");
         const size_t second = src.code.find("__syncthreads", first + 1);
         const std::string between = src.code.substr(first, second - first);
-        EXPECT_EQ(count(between, "a_shared["), 1) << "the fetch of a sits between the barriers";
-        EXPECT_EQ(count(between, "b_shared["), 1) << "the fetch of b sits between the barriers";
-        EXPECT_EQ(count(src.code.substr(second), "_shared[") , 2) << "reads after the barrier";
+        EXPECT_EQ(count_occurrences(between, "a_shared["), 1)
+            << "the fetch of a sits between the barriers";
+        EXPECT_EQ(count_occurrences(between, "b_shared["), 1)
+            << "the fetch of b sits between the barriers";
+        EXPECT_EQ(count_occurrences(src.code.substr(second), "_shared["), 2)
+            << "reads after the barrier";
     }
 }
 

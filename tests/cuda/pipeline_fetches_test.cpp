@@ -29,13 +29,6 @@ sched::State without_pipeline(const sched::State& s) {
     return sched::replay(s.compute, steps);
 }
 
-int count(const std::string& text, const std::string& what) {
-    int n = 0;
-    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
-        ++n;
-    return n;
-}
-
 TEST(PipelineFetches, DefaultScheduleStagesTheNextTileAndMatchesTheReference) {
     // k = 37 in steps of 8: five steps, the last partial (guarded copies).
     const te::Compute c = te::make_op("matmul:m=67,n=45,k=37").compute;
@@ -44,13 +37,13 @@ TEST(PipelineFetches, DefaultScheduleStagesTheNextTileAndMatchesTheReference) {
     ASSERT_LT(plain.steps.size(), s.steps.size()) << "the default pipelines its k loop";
     const std::string code = cuda::codegen_cuda(lower_gpu(s, "mm")).code;
     const std::string plain_code = cuda::codegen_cuda(lower_gpu(plain, "mm")).code;
-    EXPECT_GT(count(code, "_next["), 0) << code;
-    EXPECT_EQ(count(plain_code, "_next["), 0);
+    EXPECT_GT(count_occurrences(code, "_next["), 0) << code;
+    EXPECT_EQ(count_occurrences(plain_code, "_next["), 0);
     // The codegen's barriers around each statement that stores shared memory: pipelined,
     // around the first step's copies and around the staged stores in the k loop;
     // unpipelined, around the copies in the k loop.
-    EXPECT_EQ(count(code, "__syncthreads"), 4) << code;
-    EXPECT_EQ(count(plain_code, "__syncthreads"), 2) << plain_code;
+    EXPECT_EQ(count_occurrences(code, "__syncthreads"), 4) << code;
+    EXPECT_EQ(count_occurrences(plain_code, "__syncthreads"), 2) << plain_code;
     expect_emulation_matches(s, lower_gpu(s, "mm"), 5, 1e-5, " (pipelined)");
 }
 
@@ -65,10 +58,10 @@ TEST(PipelineFetches, ALoopWithoutCopiesStaysAPlainLoop) {
     EXPECT_EQ(lowered.as<ir::For>()->kind, ir::ForKind::Serial);
     // A non-constant trip count cannot be pipelined.
     ir::Var n("n");
-    EXPECT_THROW(lower::pipeline_fetches(ir::For::make(i, ir::Expr(int64_t(0)), n,
-                                                       ir::ForKind::Pipelined,
-                                                       ir::Store::make(out, ir::Expr(1.0f), i))),
-                 ScheduleError);
+    EXPECT_THROW(
+        lower::pipeline_fetches(ir::For::make(i, ir::Expr(int64_t(0)), n, ir::ForKind::Pipelined,
+                                              ir::Store::make(out, ir::Expr(1.0f), i))),
+        ScheduleError);
 }
 
 } // namespace

@@ -6,10 +6,10 @@
 
 #include "tessera/backends/cuda_driver.h"
 
-#define TESSERA_REQUIRE_GPU()                                                                  \
-    do {                                                                                       \
-        const ::tessera::backend::cuda::CudaDriver& d =                                        \
-            ::tessera::backend::cuda::CudaDriver::get();                                       \
-        if (!d.available())                                                                    \
-            GTEST_SKIP() << "[SKIP] " << d.unavailable_reason();                               \
+#define TESSERA_REQUIRE_GPU()                                                                      \
+    do {                                                                                           \
+        const ::tessera::backend::cuda::CudaDriver& d =                                            \
+            ::tessera::backend::cuda::CudaDriver::get();                                           \
+        if (!d.available())                                                                        \
+            GTEST_SKIP() << "[SKIP] " << d.unavailable_reason();                                   \
     } while (0)

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <tuple>
@@ -47,8 +48,8 @@ te::Compute product(std::vector<int64_t> batch, int64_t m, int64_t n, int64_t k,
     };
     const ir::Tensor a = te::placeholder(shape(m, k), t, "a");
     const ir::Tensor b = te::placeholder(shape(k, n), t, "b");
-    const ir::Tensor c = t == DataType::f32() ? te::matmul(a, b)
-                                              : te::matmul_accumulate(a, b, DataType::f32());
+    const ir::Tensor c =
+        t == DataType::f32() ? te::matmul(a, b) : te::matmul_accumulate(a, b, DataType::f32());
     return te::make_compute({a, b}, {c});
 }
 
@@ -82,20 +83,24 @@ std::vector<std::vector<uint8_t>> operands(const te::Compute& c, uint64_t seed) 
 }
 
 /// The largest |got - want| / max(|want|, 1) over the output of c, the reference computed
-/// from `in` by the tensor-expression evaluator.
+/// from `in` by the tensor-expression evaluator: over every element, or over a seeded sample
+/// of `checks` of them when the output is larger.
 double max_error(const te::Compute& c, const std::vector<std::vector<uint8_t>>& in,
-                 const std::vector<float>& got) {
+                 const std::vector<float>& got, int64_t checks = INT64_MAX) {
     te::ReferenceEvaluator ref;
     for (size_t i = 0; i < in.size(); ++i)
         ref.bind(c.inputs[i], in[i].data());
     const ir::Tensor& out = c.outputs[0];
     const std::vector<int64_t>& shape = out.shape();
+    const int64_t n = static_cast<int64_t>(got.size());
+    Rng pick(3);
     double worst = 0;
-    for (size_t flat = 0; flat < got.size(); ++flat) {
+    for (int64_t t = 0; t < std::min(checks, n); ++t) {
+        const int64_t flat = checks >= n ? t : pick.uniform_int(0, n - 1);
         std::vector<int64_t> idx(shape.size());
-        size_t rest = flat;
+        int64_t rest = flat;
         for (size_t d = shape.size(); d-- > 0;) {
-            idx[d] = static_cast<int64_t>(rest % shape[d]);
+            idx[d] = rest % shape[d];
             rest /= shape[d];
         }
         const double want = ref.at(out, idx);
@@ -122,17 +127,10 @@ double emulated_error(const sched::State& s, uint64_t seed) {
     return max_error(s.compute, in, out);
 }
 
-int count(const std::string& text, const std::string& what) {
-    int n = 0;
-    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
-        ++n;
-    return n;
-}
-
 TEST(TensorCore, F16ProductGetsWarpMmaAndCompilesForSm80AndSm90) {
     const sched::State s = tensor_core_default(product({}, 48, 40, 48, DataType::f16()));
     const cuda::CudaSource src = cuda::codegen_cuda(lower_gpu(s, "tc"));
-    EXPECT_GT(count(src.code, "tessera_mma_f16("), 1) << src.code;
+    EXPECT_GT(count_occurrences(src.code, "tessera_mma_f16("), 1) << src.code;
     ASSERT_EQ(src.kernels.size(), 1u);
     EXPECT_EQ(src.kernels[0].dims.block[0], 32); // lanes; warps along y
     for (const char* arch : {"sm_80", "sm_90"}) {
@@ -166,10 +164,10 @@ TEST(TensorCore, Tf32OnlyWhenAllowedAndMatchesWithinItsRounding) {
     const te::Compute c = product({}, 32, 16, 24, DataType::f32());
     const std::string plain =
         cuda::codegen_cuda(lower_gpu(tensor_core_default(c, false), "f32")).code;
-    EXPECT_EQ(count(plain, "tessera_mma_"), 0);
+    EXPECT_EQ(count_occurrences(plain, "tessera_mma_"), 0);
     const sched::State s = tensor_core_default(c, true);
     const cuda::CudaSource src = cuda::codegen_cuda(lower_gpu(s, "tf32"));
-    EXPECT_GT(count(src.code, "tessera_mma_tf32("), 0) << src.code;
+    EXPECT_GT(count_occurrences(src.code, "tessera_mma_tf32("), 0) << src.code;
     EXPECT_NE(cuda::nvrtc_compile(src.code, "tf32", {"sm_80", true, false})
                   .ptx.find("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"),
               std::string::npos);
@@ -185,17 +183,17 @@ TEST(TensorCore, EpiloguesRunInTheCopyOutAndWeightsMayBeTransposed) {
     const ir::Tensor a = te::placeholder({48, 32}, DataType::f16(), "a");
     const ir::Tensor b = te::placeholder({32, 40}, DataType::f16(), "b");
     const ir::Tensor bias = te::placeholder({40}, DataType::f32(), "bias");
-    const ir::Tensor y =
-        te::relu(te::add(te::matmul_accumulate(a, b, DataType::f32()), bias));
+    const ir::Tensor y = te::relu(te::add(te::matmul_accumulate(a, b, DataType::f32()), bias));
     const sched::State s = tensor_core_default(te::make_compute({a, b, bias}, {y}));
     const cuda::CudaSource src = cuda::codegen_cuda(lower_gpu(s, "epilogue"));
     EXPECT_EQ(src.kernels.size(), 1u);
-    EXPECT_GT(count(src.code, "tessera_mma_f16("), 0) << src.code;
+    EXPECT_GT(count_occurrences(src.code, "tessera_mma_f16("), 0) << src.code;
     EXPECT_LE(emulated_error(s, 4), 1e-5);
     // A dense layer in TF32: its weights [n][k] (B transposed), bias and relu.
     const sched::State d =
         tensor_core_default(te::make_op("dense:m=32,n=24,k=16,bias=1,relu=1").compute, true);
-    EXPECT_GT(count(cuda::codegen_cuda(lower_gpu(d, "dense")).code, "tessera_mma_tf32("), 0);
+    EXPECT_GT(
+        count_occurrences(cuda::codegen_cuda(lower_gpu(d, "dense")).code, "tessera_mma_tf32("), 0);
     EXPECT_LE(emulated_error(d, 6), 1e-2);
 }
 
@@ -204,7 +202,7 @@ TEST(TensorCore, ShapesWithoutWholeTilesKeepTheSimtSchedule) {
              {13, 8, 16}, {16, 12, 16}, {16, 8, 13}}) {
         const sched::State s = tensor_core_default(product({}, m, n, k, DataType::f16()));
         const cuda::CudaSource src = cuda::codegen_cuda(lower_gpu(s, "simt"));
-        EXPECT_EQ(count(src.code, "tessera_mma_"), 0) << m << "x" << n << "x" << k;
+        EXPECT_EQ(count_occurrences(src.code, "tessera_mma_"), 0) << m << "x" << n << "x" << k;
         EXPECT_LE(emulated_error(s, 5), 1e-5) << m << "x" << n << "x" << k;
     }
 }
@@ -226,9 +224,9 @@ TEST(TensorCore, OtherTilesLowerCompileAndOneMatchesUnderEmulation) {
     EXPECT_LE(emulated_error(sched::tensor_core_schedule(c, tiles.back(), false), 9), 1e-5);
     // Tiles that do not divide the product, and an f32 product without TF32, are refused.
     EXPECT_THROW(sched::tensor_core_schedule(c, {2, 2, 4, 8, 8, true}, false), ScheduleError);
-    EXPECT_THROW(sched::tensor_core_schedule(product({}, 128, 128, 64, DataType::f32()),
-                                             tiles[0], false),
-                 ScheduleError);
+    EXPECT_THROW(
+        sched::tensor_core_schedule(product({}, 128, 128, 64, DataType::f32()), tiles[0], false),
+        ScheduleError);
 }
 
 /// A lane loop of `lanes` around a `warp_mma` k loop of 16 over halves h and c:
@@ -244,9 +242,8 @@ ir::Stmt lane_nest(int64_t lanes, bool swap_row_groups = false) {
     const ir::Expr row = g * n(2) + h, col = (lane % n(4)) * n(2) + c;
     const ir::Expr ic = h * n(2) + c;
     const ir::Expr update =
-        ir::Load::make(acc, ic) +
-        ir::cast(DataType::f32(), ir::Load::make(a, row * n(16) + k)) *
-            ir::cast(DataType::f32(), ir::Load::make(b, k * n(8) + col));
+        ir::Load::make(acc, ic) + ir::cast(DataType::f32(), ir::Load::make(a, row * n(16) + k)) *
+                                      ir::cast(DataType::f32(), ir::Load::make(b, k * n(8) + col));
     ir::Stmt s = ir::Store::make(acc, update, ic);
     s = ir::For::make(c, n(0), n(2), ir::ForKind::Serial, s);
     s = ir::For::make(h, n(0), n(2), ir::ForKind::Serial, s);
@@ -302,37 +299,20 @@ std::pair<double, double> on_device(const sched::State& s, int checks) {
     fn.copy_in(1, in[1].data());
     const double ms = fn.time_ms(5);
     fn.copy_out(2, out.data());
-    te::ReferenceEvaluator ref;
-    ref.bind(s.compute.inputs[0], in[0].data());
-    ref.bind(s.compute.inputs[1], in[1].data());
-    Rng pick(3);
-    double worst = 0;
-    const std::vector<int64_t>& shape = out_t.shape();
-    for (int t = 0; t < std::min<int64_t>(checks, n); ++t) {
-        const int64_t flat = checks >= n ? t : pick.uniform_int(0, n - 1);
-        std::vector<int64_t> idx(shape.size());
-        int64_t rest = flat;
-        for (size_t d = shape.size(); d-- > 0;) {
-            idx[d] = rest % shape[d];
-            rest /= shape[d];
-        }
-        const double want = ref.at(out_t, idx);
-        worst = std::max(worst, std::fabs(out[flat] - want) / std::max(1.0, std::fabs(want)));
-    }
-    return {worst, ms};
+    return {max_error(s.compute, in, out, checks), ms};
 }
 
 TEST(CudaDeviceTensorCore, F16AndTf32ProductsMatchTheReference) {
     TESSERA_REQUIRE_GPU();
-    for (const auto& [m, n, k] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
-             {48, 40, 48}, {256, 128, 96}}) {
-        EXPECT_LE(on_device(tensor_core_default(product({}, m, n, k, DataType::f16())), 1 << 20)
-                      .first,
-                  1e-5);
-        EXPECT_LE(on_device(tensor_core_default(product({}, m, n, k, DataType::f32()), true),
-                            1 << 20)
-                      .first,
-                  2e-2);
+    for (const auto& [m, n, k] :
+         std::vector<std::tuple<int64_t, int64_t, int64_t>>{{48, 40, 48}, {256, 128, 96}}) {
+        EXPECT_LE(
+            on_device(tensor_core_default(product({}, m, n, k, DataType::f16())), 1 << 20).first,
+            1e-5);
+        EXPECT_LE(
+            on_device(tensor_core_default(product({}, m, n, k, DataType::f32()), true), 1 << 20)
+                .first,
+            2e-2);
     }
 }
 
@@ -344,9 +324,8 @@ TEST(CudaDeviceTensorCore, Gemm4096Throughput) {
     const double flop = 2.0 * 4096 * 4096 * 4096;
     for (bool tf32 : {false, true}) {
         const auto [err, ms] = on_device(
-            tensor_core_default(product({}, 4096, 4096, 4096,
-                                        tf32 ? DataType::f32() : DataType::f16()),
-                                tf32),
+            tensor_core_default(
+                product({}, 4096, 4096, 4096, tf32 ? DataType::f32() : DataType::f16()), tf32),
             64);
         std::printf("tessera tensor-core %s gemm 4096^3 (default schedule): %.3f ms, %.1f "
                     "TFLOP/s, max rel err %.2e\n",
@@ -354,16 +333,19 @@ TEST(CudaDeviceTensorCore, Gemm4096Throughput) {
         EXPECT_LE(err, tf32 ? 5e-2 : 1e-4);
     }
     const te::Compute f16 = product({}, 4096, 4096, 4096, DataType::f16());
-    for (const sched::TensorCoreTiles& t : std::vector<sched::TensorCoreTiles>{
-             {2, 2, 4, 8, 2, true, false}, {2, 2, 4, 8, 1, true, true},
-             {2, 2, 4, 8, 4, true, true}, {2, 2, 2, 8, 2, true, true},
-             {4, 2, 2, 8, 2, true, true}, {2, 4, 4, 4, 2, true, true}}) {
+    for (const sched::TensorCoreTiles& t :
+         std::vector<sched::TensorCoreTiles>{{2, 2, 4, 8, 2, true, false},
+                                             {2, 2, 4, 8, 1, true, true},
+                                             {2, 2, 4, 8, 4, true, true},
+                                             {2, 2, 2, 8, 2, true, true},
+                                             {4, 2, 2, 8, 2, true, true},
+                                             {2, 4, 4, 4, 2, true, true}}) {
         const auto [err, ms] = on_device(sched::tensor_core_schedule(f16, t, false), 64);
         std::printf("tessera tensor-core f16 gemm 4096^3 tiles warps %lldx%lld mma %lldx%lld "
                     "k_steps %lld pad %d pipeline %d: %.3f ms, %.1f TFLOP/s, max rel err %.2e\n",
                     (long long)t.wi, (long long)t.wj, (long long)t.mi, (long long)t.nj,
-                    (long long)t.k_steps, int(t.pad_rows), int(t.pipeline), ms,
-                    flop / (ms * 1e9), err);
+                    (long long)t.k_steps, int(t.pad_rows), int(t.pipeline), ms, flop / (ms * 1e9),
+                    err);
         EXPECT_LE(err, 1e-4);
     }
 }
