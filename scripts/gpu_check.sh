@@ -7,6 +7,7 @@
 #     default schedules, tunes each briefly with
 #     `tessera tune --op ... --target cuda`, and runs each best record with
 #     `tessera op run --target cuda --db` (checked against the reference, timed with events);
+#   - runs the default schedules of resnet18's other 3x3 convolutions (stride 1 and 2);
 #   - times cuBLAS sgemm and cuDNN's conv2d on the same shapes, TF32 off (bench/cuda/
 #     vendor_peers.cu, compiled here with the toolkit's nvcc; cuBLAS alone when cuDNN is absent);
 #   - runs the tensor-core default schedules (gemm 4096^3 with f16 operands summed in f32, and
@@ -92,7 +93,7 @@ TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 export NVIDIA_TF32_OVERRIDE=0 # no library may switch fp32 math to TF32 behind our back
 
-echo "== vendor peers, same GPU (cuBLAS sgemm 4096^3, cuDNN conv2d 1x64x56x56 k64 3x3 pad 1; TF32 off)"
+echo "== vendor peers, same GPU (cuBLAS sgemm 4096^3, cuDNN resnet18's 3x3 conv2d, pad 1; TF32 off)"
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 ARCH=$("$BUILD/tessera" hw 2>/dev/null | grep -o 'sm_[0-9]*' | head -1 || true)
 ARCH=${ARCH:-sm_90}
@@ -115,6 +116,9 @@ echo "== tessera, same GPU: tune --target cuda, then op run of the best record"
 SPECS=("matmul:m=4096,n=4096,k=4096" "conv2d:n=1,c=64,h=56,w=56,k=64,r=3,s=3,stride=1,pad=1")
 PEERS=("cublas_sgemm_4096" "cudnn_conv2d_1x64x56x56_k64_3x3" "cublas_hgemm_f32acc_4096"
        "cublas_sgemm_tf32_4096")
+# resnet18's other 3x3 convolutions (pad 1): C H K stride, the peer's name from them.
+RESNET_CONVS=("64 56 128 2" "128 28 128 1" "128 28 256 2" "256 14 256 1" "256 14 512 2"
+              "512 7 512 1")
 declare -a ROWS
 # row LABEL PEER-INDEX OP-RUN-ARGS...: one op run (fp32 sums of 576 to 4096 products in another
 # order: the tuner's tolerance, TOL=1e-3 unless set), its time next to the peer's.
@@ -135,6 +139,13 @@ row() {
 row "matmul_f16:m=4096,n=4096,k=4096 (default, tensor cores)" 2 "matmul_f16:m=4096,n=4096,k=4096"
 TOL=3e-2 row "matmul:m=4096,n=4096,k=4096 --tf32 (default, tensor cores)" 3 \
     "matmul:m=4096,n=4096,k=4096" --tf32
+# The default schedules of resnet18's other 3x3 convolutions next to cuDNN's.
+for shape in "${RESNET_CONVS[@]}"; do
+    read -r c h k st <<< "$shape"
+    PEERS+=("cudnn_conv2d_1x${c}x${h}x${h}_k${k}_3x3$([ "$st" = 1 ] || echo _s2)")
+    spec="conv2d:n=1,c=$c,h=$h,w=$h,k=$k,r=3,s=3,stride=$st,pad=1"
+    row "$spec (default)" $((${#PEERS[@]} - 1)) "$spec"
+done
 for i in 0 1; do
     spec=${SPECS[$i]}
     row "$spec (default)" "$i" "$spec" # the GPU default schedule: what an untuned build runs

@@ -38,6 +38,9 @@ __device__ __forceinline__ float tessera_floormod(float a, float b) { return a -
 __device__ __forceinline__ double tessera_floormod(double a, double b) { return a - b * floor(a / b); }
 template <typename T> __device__ __forceinline__ T tessera_min(T a, T b) { return b < a ? b : a; }
 template <typename T> __device__ __forceinline__ T tessera_max(T a, T b) { return a < b ? b : a; }
+// N elements of T loaded or stored as one access (N * sizeof(T) of 8 or 16 bytes: four or eight
+// f16 lanes, which have no CUDA vector type).
+template <typename T, int N> struct __align__(sizeof(T) * N) tessera_vector { T lane[N]; };
 )";
 
 /// Added to the prelude when a kernel calls CallOp::Dot4U8S8. PTX's dp4a takes the signedness
@@ -203,13 +206,22 @@ const char* hardware_index(int axis) {
 // ---- vector accesses ------------------------------------------------------------------------
 
 /// The CUDA vector type of `lanes` elements of t that one access may load or store: float2,
-/// float4, __half2; "" when there is none.
+/// float4, __half2, or tessera_vector<__half, 4 or 8> (8 and 16 bytes); "" when there is none.
 std::string vector_type(DataType t, int64_t lanes) {
     if (t == DataType::f32() && (lanes == 2 || lanes == 4))
         return lanes == 2 ? "float2" : "float4";
-    if (t.is_float() && t.bits == 16 && t.is_scalar() && lanes == 2)
+    if (t == DataType::f16() && lanes == 2)
         return "__half2";
+    if (t == DataType::f16() && (lanes == 4 || lanes == 8))
+        return "tessera_vector<__half, " + std::to_string(lanes) + ">";
     return "";
+}
+
+/// Lane `lane` of the vector variable `name` of vector_type(t, lanes).
+std::string vector_lane(const std::string& name, DataType t, int64_t lanes, int lane) {
+    if (vector_type(t, lanes).rfind("tessera_vector", 0) == 0)
+        return name + ".lane[" + std::to_string(lane) + "]";
+    return name + "." + "xyzw"[lane];
 }
 
 /// Whether e is provably a multiple of w: a sum, difference or min/max of such terms, or a
@@ -243,7 +255,8 @@ bool uses_var(const Expr& e, const Var& v);
 
 /// The lane form of e. Floor division and modulo by a constant c keep it when the dividend is
 /// a multiple of `lanes` plus v and `lanes` divides c: the lanes then never cross a multiple of
-/// c (the fused-loop indices of a split that is a multiple of the vector width).
+/// c (the fused-loop indices of a split that is a multiple of the vector width); a dividend
+/// the lanes share gives a quotient and remainder they share (stride 0).
 LaneForm lane_form(const Expr& e, const Var& v, int64_t lanes) {
     if (!uses_var(e, v))
         return {e, 0};
@@ -278,9 +291,11 @@ LaneForm lane_form(const Expr& e, const Var& v, int64_t lanes) {
         if (!c || c->value <= 0 || c->value % lanes != 0 || !e.type().is_int())
             return {};
         const LaneForm x = lane_form(a, v, lanes);
+        const Expr cst = make_const(e.type(), c->value);
+        if (x.base.defined() && x.stride == 0) // the same dividend in every lane
+            return div ? LaneForm{Div::make(x.base, cst), 0} : LaneForm{Mod::make(x.base, cst), 0};
         if (!x.base.defined() || x.stride != 1 || !multiple_of(x.base, lanes))
             return {};
-        const Expr cst = make_const(e.type(), c->value);
         return div ? LaneForm{Div::make(x.base, cst), 0} : LaneForm{Mod::make(x.base, cst), 1};
     }
     return {};
@@ -555,7 +570,7 @@ class CudaWriter {
             const auto* op = e.as<Load>();
             auto vec = vector_loads_.find(op);
             if (vec != vector_loads_.end())
-                return vec->second + "." + "xyzw"[lane_];
+                return vector_lane(vec->second, op->buffer.dtype(), vector_lanes_, lane_);
             return name_of(op->buffer) + "[" + expr(op->index) + "]";
         }
         case IRNodeType::Call: return call(e.as<Call>());
@@ -987,10 +1002,10 @@ class CudaWriter {
         os_ << "}\n";
     }
 
-    /// A Vectorized loop of 2 or 4 lanes whose body is one Store, with an access (the store or
-    /// a load) of lanes contiguous along the loop variable at an aligned base
-    /// (aligned_vector_base) of a global or shared buffer in a type with a CUDA vector type
-    /// (float2, float4, __half2): such loads become one vector
+    /// A Vectorized loop of 2, 4 or 8 lanes whose body is one Store, with an access (the store
+    /// or a load) of lanes contiguous along the loop variable at an aligned base
+    /// (aligned_vector_base) of a global or shared buffer in a type with a vector type
+    /// (vector_type: float2, float4, __half2, 4 or 8 f16): such loads become one vector
     /// load each, the lanes' values are computed one by one, and the store, when it is such an
     /// access, becomes one vector store. Returns false (nothing written) for any other loop,
     /// which stays a `#pragma unroll` loop.
@@ -998,7 +1013,8 @@ class CudaWriter {
         const auto* ext = op->extent.as<IntImm>();
         const auto* mn = op->min.as<IntImm>();
         const auto* store = op->body.as<Store>();
-        if (!ext || !mn || mn->value != 0 || !store || lane_var_ || (ext->value != 2 && ext->value != 4))
+        if (!ext || !mn || mn->value != 0 || !store || lane_var_ ||
+            (ext->value != 2 && ext->value != 4 && ext->value != 8))
             return false;
         const int64_t lanes = ext->value;
         const Var& v = op->loop_var;
@@ -1037,10 +1053,12 @@ class CudaWriter {
             os_ << vector_type(store->buffer.dtype(), lanes) << " " << out << ";\n";
         }
         lane_var_ = v.get();
+        vector_lanes_ = lanes;
         for (lane_ = 0; lane_ < lanes; ++lane_) {
             line_start();
             if (store_base.defined())
-                os_ << out << "." << "xyzw"[lane_] << " = " << expr(store->value) << ";\n";
+                os_ << vector_lane(out, store->buffer.dtype(), lanes, lane_) << " = "
+                    << expr(store->value) << ";\n";
             else
                 os_ << name_of(store->buffer) << "[" << expr(store->index)
                     << "] = " << expr(store->value) << ";\n";
@@ -1064,6 +1082,7 @@ class CudaWriter {
     const Variable* lane_var_ = nullptr; ///< The loop variable of a vector access loop.
     int64_t lane_ = 0;                   ///< Its lane being written.
     std::unordered_map<const Load*, std::string> vector_loads_; ///< Loads read from vectors.
+    int64_t vector_lanes_ = 0; ///< Lanes of the vectors of vector_loads_.
     std::unordered_set<const BufferNode*> private_;              ///< Local and Stack arrays.
     std::unordered_map<const void*, std::string> names_;
     std::unordered_set<std::string> used_;

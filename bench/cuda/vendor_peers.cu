@@ -1,5 +1,6 @@
-// The GPU peers of scripts/gpu_check.sh: cuBLAS sgemm 4096^3 and cuDNN's conv2d 1x64x56x56,
-// 64 filters 3x3, stride 1, pad 1, both fp32 with TF32 off (the precision tessera computes in),
+// The GPU peers of scripts/gpu_check.sh: cuBLAS sgemm 4096^3 and cuDNN's 3x3 conv2d (pad 1) on
+// resnet18's shapes (1x64x56x56 to 1x512x7x7, stride 1 and 2), both fp32 with TF32 off (the
+// precision tessera computes in),
 // and cuBLAS's tensor-core gemm 4096^3 with f16 operands summed in f32 (cublasGemmEx); with the
 // argument `tf32`, cuBLAS sgemm 4096^3 on TF32 tensor cores instead (run without
 // NVIDIA_TF32_OVERRIDE=0, which would turn TF32 off). Random inputs, timed with CUDA events
@@ -146,8 +147,11 @@ int sgemm(bool tf32) {
 }
 
 #ifndef TESSERA_NO_CUDNN
-int conv2d() {
-    const int N = 1, Cin = 64, H = 56, W = 56, K = 64, R = 3, S = 3;
+/// cuDNN's fastest fp32 algorithm for a 3x3 convolution with pad 1 of a 1 x Cin x H x H input
+/// into K channels at `stride`.
+int conv2d(int Cin, int H, int K, int stride) {
+    const int N = 1, W = H, R = 3, S = 3;
+    const int OH = (H + 2 - R) / stride + 1, OW = OH;
     cudnnHandle_t h;
     CHECK(cudnnCreate(&h));
     cudnnTensorDescriptor_t x, y;
@@ -159,15 +163,15 @@ int conv2d() {
     CHECK(cudnnCreateConvolutionDescriptor(&conv));
     CHECK(cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, N, Cin, H, W));
     CHECK(cudnnSetFilter4dDescriptor(w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, K, Cin, R, S));
-    CHECK(cudnnSetConvolution2dDescriptor(conv, 1, 1, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION,
-                                          CUDNN_DATA_FLOAT));
+    CHECK(cudnnSetConvolution2dDescriptor(conv, 1, 1, stride, stride, 1, 1,
+                                          CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
     CHECK(cudnnSetConvolutionMathType(conv, CUDNN_FMA_MATH)); // no TF32
-    CHECK(cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, N, K, H, W));
+    CHECK(cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, N, K, OH, OW));
     float* X = random_device_floats(size_t(N) * Cin * H * W, 3);
     float* Wt = random_device_floats(size_t(K) * Cin * R * S, 4);
     float* Y = nullptr;
     CHECK(!X || !Wt);
-    CHECK(cudaMalloc(&Y, sizeof(float) * N * K * H * W));
+    CHECK(cudaMalloc(&Y, sizeof(float) * N * K * OH * OW));
     cudnnConvolutionFwdAlgoPerf_t perf[8];
     int found = 0;
     CHECK(cudnnFindConvolutionForwardAlgorithm(h, x, w, conv, y, 8, &found, perf));
@@ -186,8 +190,8 @@ int conv2d() {
         },
         20);
     CHECK(cudaGetLastError());
-    std::printf("cudnn_conv2d_1x64x56x56_k64_3x3 ms=%.4f gflops=%.1f\n", ms,
-                2.0 * N * K * H * W * Cin * R * S / (ms * 1e6));
+    std::printf("cudnn_conv2d_1x%dx%dx%d_k%d_3x3%s ms=%.4f gflops=%.1f\n", Cin, H, W, K,
+                stride == 1 ? "" : "_s2", ms, 2.0 * N * K * OH * OW * Cin * R * S / (ms * 1e6));
     cudaFree(X);
     cudaFree(Wt);
     cudaFree(Y);
@@ -205,7 +209,13 @@ int main(int argc, char** argv) {
     int rc = sgemm(false);
     rc |= hgemm();
 #ifndef TESSERA_NO_CUDNN
-    rc |= conv2d();
+    // The 3x3 convolutions of resnet18 (batch 1): per stage one at stride 1 and the stride-2
+    // one that enters it.
+    const int shapes[][4] = {{64, 56, 64, 1},   {64, 56, 128, 2}, {128, 28, 128, 1},
+                             {128, 28, 256, 2}, {256, 14, 256, 1}, {256, 14, 512, 2},
+                             {512, 7, 512, 1}};
+    for (const auto& c : shapes)
+        rc |= conv2d(c[0], c[1], c[2], c[3]);
 #endif
     return rc;
 }

@@ -51,7 +51,9 @@ SketchRules make_default_sketch_rules(const SketchOptions& opts) {
     case TargetKind::Gpu:
         // Ansor's GPU order: every injective stage inlined, tiled reductions always through a
         // local cache fused into their copy-out, shared copies of the tiled stage's inputs.
-        // Cross-thread reduction before the tiling rules it branches from (Apply).
+        // Cross-thread reduction before the tiling rules it branches from (Apply); a padding
+        // computed into its reader's shared copy before always_inline (Apply).
+        rules.push_back(make_gpu_shared_computed_read_rule(opts));
         rules.push_back(make_always_inline_rule(opts));
         rules.push_back(make_gpu_cross_thread_reduction_rule(opts));
         rules.push_back(make_add_cache_write_rule(opts));

@@ -82,16 +82,16 @@ TEST(GpuDefaultSchedule, TiledReductionsGetSharedCopiesRegisterTilesAndUnroll) {
         te::Compute compute;
         int shared; // inputs of the reduction copied to shared memory
     };
-    // A padded input is read through its inlined pad stage, which the shared-copy sketch rule
-    // does not copy: only the weights of padded convolutions go through shared memory.
+    // A padded input's pad stage is computed into its own shared copy
+    // (gpu_shared_computed_read), next to the weights' copy.
     std::vector<Case> cases;
     for (const auto& [spec, shared] :
          std::vector<std::pair<const char*, int>>{{"matmul:m=512,n=512,k=512", 2},
                                                   {"dense:m=64,n=1000,k=512,bias=1,relu=1", 2},
                                                   {"batch_matmul:b=12,m=128,n=128,k=64", 2},
                                                   {"conv2d:n=1,c=64,h=56,w=56,k=64", 2},
-                                                  {"conv2d:n=1,c=64,h=56,w=56,k=64,pad=1", 1},
-                                                  {"depthwise_conv2d:c=32,h=112,w=112,pad=1", 1}})
+                                                  {"conv2d:n=1,c=64,h=56,w=56,k=64,pad=1", 2},
+                                                  {"depthwise_conv2d:c=32,h=112,w=112,pad=1", 2}})
         cases.push_back({spec, te::make_op(spec).compute, shared});
     cases.push_back({"nchwc conv", nchwc_conv(8, 8, 56, 56, 8, 0), 2});
     for (const Case& c : cases) {
@@ -102,6 +102,22 @@ TEST(GpuDefaultSchedule, TiledReductionsGetSharedCopiesRegisterTilesAndUnroll) {
             count_scope(s, sched::StageScope::Local) + count_scope(s, sched::StageScope::Global), 1)
             << "the register tile is computed at the thread level";
         EXPECT_TRUE(has_pragma(s, 512)) << sched::to_string(s);
+        // Each copy sits at a reduce loop with a next iteration where one encloses it (a
+        // window's extent-1 loops left for the channel loop around them), pipelined.
+        for (const sched::Stage& st : s.stages) {
+            if (st.scope != sched::StageScope::Shared)
+                continue;
+            const std::vector<sched::Iterator>& loops = s.stages[st.location.stage].iters;
+            bool longer = false;
+            for (int i = 0; i <= st.location.iter; ++i)
+                longer = longer ||
+                         (loops[i].kind == sched::IterKind::Reduce && loops[i].extent > 1);
+            if (!longer)
+                continue; // a depthwise window lies whole in one tile: nothing to overlap
+            EXPECT_GT(loops[st.location.iter].extent, 1) << sched::to_string(s);
+            EXPECT_EQ(loops[st.location.iter].annotation, sched::IterAnnotation::Pipeline)
+                << sched::to_string(s);
+        }
         // The reduction computed inside a thread's tile runs that tile once: its spatial loops
         // above the reduce loops (the block, vthread and thread levels its consumer binds)
         // iterate once each.
@@ -182,15 +198,15 @@ TEST(GpuDefaultSchedule, IsDeterministicAndKeepsTighterLimits) {
     EXPECT_EQ(sched::steps_to_json(a.steps), sched::steps_to_json(b.steps));
     // Less shared memory than the default copies need: smaller tiles, still within limits.
     sched::DefaultScheduleOptions tight = gpu_default_options();
-    tight.gpu.max_shared_bytes = 4 * 1024;
-    tight.gpu.max_threads_per_block = 128;
+    tight.gpu.max_shared_bytes = 2 * 1024;
+    tight.gpu.max_threads_per_block = 64;
     const sched::State t = sched::default_schedule(c, tight);
     EXPECT_EQ(sched::gpu_limit_violation(t, tight.gpu), "") << sched::to_string(t);
     EXPECT_NE(sched::steps_to_json(t.steps), sched::steps_to_json(a.steps));
     EXPECT_EQ(count_scope(t, sched::StageScope::Shared), 2) << "still tiled through shared memory";
     const cuda::CudaSource src = cuda::codegen_cuda(lower_gpu(t, "conv"));
-    EXPECT_LE(src.kernels[0].shared_bytes, 4 * 1024);
-    EXPECT_LE(src.kernels[0].dims.threads_per_block(), 128);
+    EXPECT_LE(src.kernels[0].shared_bytes, 2 * 1024);
+    EXPECT_LE(src.kernels[0].dims.threads_per_block(), 64);
 }
 
 TEST(GpuDefaultSchedule, ComputesTheReferenceInEmulation) {
@@ -200,6 +216,8 @@ TEST(GpuDefaultSchedule, ComputesTheReferenceInEmulation) {
     for (const char* spec :
          {"matmul:m=127,n=7,k=13", "matmul:m=1,n=13,k=127", "dense:m=7,n=13,k=127,bias=1,relu=1",
           "batch_matmul:b=2,m=13,n=7,k=13", "conv2d:n=1,c=7,h=13,w=13,k=13,pad=1",
+          // Channels in chunks under the unroll budget, the copies pipelined over them.
+          "conv2d:n=1,c=19,h=9,w=9,k=5,pad=1",
           "depthwise_conv2d:c=7,h=13,w=13,pad=1", "softmax:m=7,n=13", "softmax:m=7,n=127"})
         cases.push_back({spec, te::make_op(spec).compute});
     cases.push_back({"nchwc conv", nchwc_conv(2, 2, 7, 7, 4, 1)});

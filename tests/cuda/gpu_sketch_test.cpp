@@ -112,6 +112,47 @@ TEST(GpuSketch, SampledSchedulesComputeTheReferenceInEmulation) {
     }
 }
 
+/// The shared stage that is a copy of the padding of conv2d's input, or -1.
+int padded_copy(const sched::State& s) {
+    for (int sid = 0; sid < static_cast<int>(s.stages.size()); ++sid)
+        if (s.stages[sid].scope == sched::StageScope::Shared &&
+            s.stages[sid].tensor.name() == "conv2d_pad.shared")
+            return sid;
+    return -1;
+}
+
+TEST(GpuSketch, APaddedInputIsComputedIntoItsReadersSharedCopy) {
+    const te::OpInstance op = te::make_op("conv2d:n=1,c=7,h=13,w=13,k=13,pad=1");
+    const std::vector<sched::State> sketches =
+        sched::generate_sketches(op.compute, gpu_sketch_options());
+    int with = -1, without = 0;
+    for (size_t i = 0; i < sketches.size(); ++i) {
+        if (padded_copy(sketches[i]) < 0) {
+            ++without; // always_inline's variant: the pad read through the conv's loads
+            continue;
+        }
+        with = static_cast<int>(i);
+        const sched::State& s = sketches[i];
+        for (const sched::Stage& st : s.stages) {
+            if (st.tensor.name() == "conv2d_pad") {
+                EXPECT_EQ(st.location.kind, sched::ComputeLocKind::Inlined)
+                    << sched::to_string(s);
+            }
+        }
+        // Attached inside the conv's register tile computation, at its outer reduce tile.
+        const sched::Stage& copy = s.stages[padded_copy(s)];
+        ASSERT_EQ(copy.location.kind, sched::ComputeLocKind::At);
+        EXPECT_EQ(s.stages[copy.location.stage].iters[copy.location.iter].kind,
+                  sched::IterKind::Reduce);
+    }
+    ASSERT_GE(with, 0) << "no sketch copies the padded input";
+    EXPECT_GE(without, 1);
+    Rng rng(31);
+    const sched::State s = sched::sample_initial_gpu_state(sketches[with], rng);
+    SCOPED_TRACE(sched::to_string(s));
+    expect_emulation_matches(s, lower_gpu(s, "emu"), 5);
+}
+
 TEST(GpuSketch, ImpossibleLimitsAreScheduleErrors) {
     const te::Compute c = te::make_op("matmul:m=64,n=64,k=64").compute;
     const std::vector<sched::State> sketches = sched::generate_sketches(c, gpu_sketch_options());

@@ -197,6 +197,36 @@ TEST(TensorCore, EpiloguesRunInTheCopyOutAndWeightsMayBeTransposed) {
     EXPECT_LE(emulated_error(d, 6), 1e-2);
 }
 
+TEST(TensorCore, RowOperandFragmentRowsAreAdjacentInSharedMemory) {
+    // 64 x 64 blocks of 2 x 2 warps with mi = 2 and four k steps per fetch (k tile 64): a's
+    // shared copy holds the rows 2 mi apart that one fragment load reads next to each other,
+    // fetched 16 bytes at a time; b keeps rows padded by one word.
+    for (const DataType t : {DataType::f16(), DataType::f32()}) {
+        SCOPED_TRACE(t == DataType::f32() ? "tf32" : "f16");
+        const bool tf32 = t == DataType::f32();
+        const sched::State s = tensor_core_default(product({}, 64, 64, 128, t), tf32);
+        int copies = 0;
+        for (const sched::Stage& st : s.stages) {
+            if (st.scope != sched::StageScope::Shared)
+                continue;
+            ++copies;
+            if (st.tensor.name() == "a.shared") {
+                EXPECT_EQ(st.layout.order, (std::vector<int>{1, 0, 2, 3})) << sched::to_string(s);
+                const int64_t row = (tf32 ? 32 : 64) + 16 / t.bytes(); // k tile + 16 bytes
+                EXPECT_EQ(st.layout.factors, (std::vector<int64_t>{4, row}));
+            } else {
+                EXPECT_TRUE(st.layout.order.empty()) << st.tensor.name();
+            }
+        }
+        EXPECT_EQ(copies, 2);
+        const std::string code = cuda::codegen_cuda(lower_gpu(s, "tc")).code;
+        const std::string vec =
+            tf32 ? "const float4 a_vec" : "const tessera_vector<__half, 8> a_vec";
+        EXPECT_GT(count_occurrences(code, vec), 0) << code;
+        EXPECT_LE(emulated_error(s, 9), tf32 ? 1e-2 : 1e-5);
+    }
+}
+
 TEST(TensorCore, ShapesWithoutWholeTilesKeepTheSimtSchedule) {
     for (const auto& [m, n, k] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
              {13, 8, 16}, {16, 12, 16}, {16, 8, 13}}) {

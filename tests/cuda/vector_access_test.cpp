@@ -1,8 +1,8 @@
-// Vector loads and stores in generated CUDA: a Vectorized loop of 2 or 4 lanes whose accesses
-// are contiguous along its variable at an aligned base becomes float4 / float2 / half2
-// accesses; other accesses of the loop stay scalar, and loops without any such access (or
-// with a guard inside) stay `#pragma unroll` loops. Checked with NVRTC (the PTX's v4.f32
-// accesses) and against the reference through the CPU emulation.
+// Vector loads and stores in generated CUDA: a Vectorized loop of 2, 4 or 8 lanes whose
+// accesses are contiguous along its variable at an aligned base becomes float4 / float2 / half2
+// / 4 or 8 f16 (tessera_vector) accesses; other accesses of the loop stay scalar, and loops
+// without any such access (or with a guard inside) stay `#pragma unroll` loops. Checked with
+// NVRTC (the PTX's v4.f32 accesses) and against the reference through the CPU emulation.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -134,6 +134,31 @@ TEST(CudaVectorAccess, HalfPairsBecomeHalf2) {
     EmulatedCuda(cuda::codegen_cuda(lower_gpu(vector_elementwise(c, 2, 32), "h2"))).run(args);
     for (size_t i = 0; i < in.size(); ++i)
         EXPECT_EQ(float(out[i]), std::max(float(in[i]), 0.0f)) << "element " << i;
+}
+
+TEST(CudaVectorAccess, FourAndEightHalvesBecomeOne8Or16ByteAccess) {
+    // 7 x 40 halves: rows of 40 = 5 vectors of 8 (or 10 of 4), every vector aligned.
+    const ir::Tensor x = te::placeholder({7, 40}, ir::DataType::f16(), "x");
+    const te::Compute c = te::make_compute({x}, {te::relu(x)});
+    for (int64_t lanes : {4, 8}) {
+        SCOPED_TRACE(lanes);
+        const cuda::CudaSource src =
+            cuda::codegen_cuda(lower_gpu(vector_elementwise(c, lanes, 32), "hv"));
+        const std::string vec = "tessera_vector<__half, " + std::to_string(lanes) + ">";
+        EXPECT_TRUE(has(src.code, "*reinterpret_cast<const " + vec + "*>(&x[")) << src.code;
+        EXPECT_TRUE(has(src.code, "*reinterpret_cast<" + vec + "*>(&relu[")) << src.code;
+        const cuda::NvrtcResult m = cuda::nvrtc_compile(src.code, "hv", {"sm_80", true, false});
+        // One load instruction of the vector's bytes: four 16-bit or four 32-bit elements.
+        EXPECT_TRUE(ptx_line_has(m.ptx, "ld.global", lanes == 8 ? ".v4.u32" : ".v4.u16") ||
+                    ptx_line_has(m.ptx, "ld.global", lanes == 8 ? ".v4.b32" : ".v4.b16"))
+            << m.ptx;
+        const std::vector<float> data = random_floats(7 * 40, 6);
+        std::vector<_Float16> in(data.begin(), data.end()), out(in.size());
+        std::vector<void*> args = {in.data(), out.data()};
+        EmulatedCuda(src).run(args);
+        for (size_t i = 0; i < in.size(); ++i)
+            EXPECT_EQ(float(out[i]), std::max(float(in[i]), 0.0f)) << "element " << i;
+    }
 }
 
 /// matmul with 64x64 block tiles of 256 threads, 4x4 register tiles, k steps of 8 through

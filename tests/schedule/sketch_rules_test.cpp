@@ -199,7 +199,7 @@ TEST(SketchRules, CustomRuleListsAndStructures) {
 
     sched::SketchOptions gpu;
     gpu.target = sched::TargetKind::Gpu;
-    EXPECT_EQ(sched::make_default_sketch_rules(gpu).size(), 7u); // tests/cuda covers them
+    EXPECT_EQ(sched::make_default_sketch_rules(gpu).size(), 8u); // tests/cuda covers them
     EXPECT_EQ(sched::make_default_sketch_rules(cores(4)).size(), 8u);
 }
 

@@ -19,6 +19,12 @@ namespace tessera::sched {
 /// structure gets a cache_read "shared" copy computed at the reader's outer reduce tile loop
 /// (gpu_reduce_tile_iter). Apply (the variant without the copy remains).
 std::unique_ptr<SketchRule> make_gpu_shared_cache_read_rule(const SketchOptions& opts);
+/// An injective stage whose producers are all inputs (a convolution's padding, a cast) and
+/// whose single reader is tiled with the GPU structure is computed into a cache_read "shared"
+/// copy at the reader's outer reduce tile loop (the stage inlined into the copy), so the
+/// reader's window of it comes from shared memory. Apply (always_inline's variant remains);
+/// placed before always_inline, which ends the list for such a stage.
+std::unique_ptr<SketchRule> make_gpu_shared_computed_read_rule(const SketchOptions& opts);
 
 /// Cross-thread reduction (Ansor's rule of that name): a float reduction at root, untouched,
 /// whose reduce loops follow its spatial ones, and which is long relative to its output (a

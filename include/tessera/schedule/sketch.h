@@ -127,7 +127,8 @@ std::unique_ptr<SketchRule> make_skip_stage_rule(const SketchOptions& opts);
 
 /// The rules for opts.target in order. CPU: always_inline, add_rfactor, add_cache_write,
 /// weight_blocked_tiling, multi_level_tiling_with_fusion, multi_level_tiling, pack_panel,
-/// skip_stage. Gpu: always_inline, gpu_cross_thread_reduction (gpu_sampling.h),
+/// skip_stage. Gpu: gpu_shared_computed_read (gpu_sampling.h), always_inline,
+/// gpu_cross_thread_reduction (gpu_sampling.h),
 /// add_cache_write, multi_level_tiling_with_fusion, multi_level_tiling,
 /// gpu_shared_cache_read, skip_stage.
 SketchRules make_default_sketch_rules(const SketchOptions& opts);
