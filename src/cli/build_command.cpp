@@ -74,6 +74,12 @@ CLI::App* add_build_command(CLI::App& app, BuildCommandOptions& opts) {
                   "Keep every 3x3 conv direct: no Winograd F(4x4)/F(2x2) transform (2.25-4x fewer "
                   "multiply-adds, about twice the direct conv's rounding error). The tasks "
                   "differ, so tune and build a model with the same choice");
+    cmd->add_flag("--horizontal-fusion", opts.horizontal_fusion,
+                  "Merge independent products of one value: same-shaped convs (an Inception "
+                  "block's 1x1 convs) into one conv with a channel slice per branch, MatMuls by "
+                  "constant weights (attention's Q/K/V) into one. Off by default: no faster on "
+                  "the CPUs measured. The tasks differ, so tune and build a model with the "
+                  "same choice");
     cmd->add_flag("--json", opts.json,
                   "Print one JSON object (coverage rows, tiers, sizes, times) instead of the "
                   "table");
@@ -95,6 +101,7 @@ int run_build(const BuildCommandOptions& opts, std::ostream& out, std::ostream& 
     bo.model_path = opts.model;
     bo.opt_level = opts.opt_level;
     bo.winograd = !opts.no_winograd;
+    bo.horizontal_fusion = opts.horizontal_fusion;
     bo.precision = precision_of(opts.inputs);
     bo.jobs = opts.jobs;
     if (opts.target == "cuda") {

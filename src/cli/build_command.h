@@ -28,6 +28,7 @@ struct BuildCommandOptions {
     bool no_db = false;   ///< --no-db: ignore every database (an untuned build).
     int opt_level = compile::kDefaultOptLevel; ///< Graph optimization level 0..3.
     bool no_winograd = false; ///< --no-winograd: every 3x3 conv stays direct.
+    bool horizontal_fusion = false; ///< --horizontal-fusion: merge fan-out products.
     bool json = false;   ///< One JSON object on stdout instead of the table.
     ModelInputOptions inputs; ///< --input-shape, --bind, --precision.
     int jobs = 0; ///< Code generation threads; 0 = one per hardware thread.

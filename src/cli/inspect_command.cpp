@@ -106,6 +106,7 @@ void run_inspect(const InspectOptions& options, std::ostream& out) {
     mpo.print_after = options.print_after;
     mpo.disabled_passes =
         std::set<std::string>(options.disabled_passes.begin(), options.disabled_passes.end());
+    mpo.horizontal_fusion = options.horizontal_fusion;
     // Graph printouts go to the report stream, except in JSON mode where stdout must hold only
     // the JSON object.
     mpo.pass_output = options.json ? &std::cerr : &out;

@@ -184,6 +184,8 @@ int main(int argc, char** argv) {
     inspect->add_option("--disable-pass", inspect_opts.disabled_passes,
                         "Skip this pipeline pass (repeatable): " + pass_names)
         ->allow_extra_args(false);
+    inspect->add_flag("--horizontal-fusion", inspect_opts.horizontal_fusion,
+                      "Run the horizontal fusion passes, as `build --horizontal-fusion` does");
     inspect->add_option("--schedule", inspect_opts.schedule_task,
                         "Print the default schedule of one task on this host (what an untuned "
                         "build runs): its loop structure and step-list JSON. TASK is its index "
@@ -213,6 +215,10 @@ int main(int argc, char** argv) {
                        "Keep every 3x3 conv direct: no Winograd F(4x4)/F(2x2) transform (2.25-4x fewer "
                        "multiply-adds, about twice the direct conv's rounding error). The tasks "
                        "differ, so tune and build a model with the same choice");
+    tune_cmd->add_flag("--horizontal-fusion", tune_opts.horizontal_fusion,
+                       "Merge independent products of one value, as `build --horizontal-fusion` "
+                       "does (off by default). The tasks differ, so tune and build a model with "
+                       "the same choice");
     CLI::Option* trials_opt =
         tune_cmd->add_option("--trials", tune_opts.trials,
                              "Candidates to measure in this run (a model: all tasks together)")

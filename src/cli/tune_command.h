@@ -26,6 +26,8 @@ struct TuneOptions {
     ModelInputOptions inputs; ///< A model's --input-shape, --bind, --precision (as `build`).
     int opt_level = compile::kDefaultOptLevel; ///< Graph pipeline level for a model (as build).
     bool no_winograd = false; ///< --no-winograd: a model's 3x3 convs stay direct (as `build`).
+    /// --horizontal-fusion: a model's fan-out products merged (as `build`).
+    bool horizontal_fusion = false;
     /// Candidates to measure in this run (all tasks of a model together); 0 = no limit (then
     /// time_budget_secs must be > 0).
     int trials = 1000;

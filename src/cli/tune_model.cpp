@@ -206,6 +206,7 @@ tune::TasksResult run_tune_model(const TuneOptions& opts, std::ostream& out, std
     model.precision = precision_of(opts.inputs);
     model.target = opts.target == "cuda" ? compile::BuildTarget::Cuda : compile::BuildTarget::Cpu;
     model.winograd = !opts.no_winograd;
+    model.horizontal_fusion = opts.horizontal_fusion;
     const compile::ModelTuningPlan plan = compile::plan_model_tuning(model, shard);
     const std::vector<tune::TaskToTune>& tasks = plan.tasks;
     const std::string shard_name = opts.shard.empty() ? "" : task_shard_text(shard);

@@ -35,6 +35,7 @@ graph::PipelineOptions pipeline_options(const ModelPipelineOptions& options) {
         po.disabled_passes.insert("layout");
     if (!options.winograd)
         po.disabled_passes.insert("winograd");
+    po.horizontal_fusion = options.horizontal_fusion;
     po.print_after = options.print_after;
     po.time_passes = options.time_passes;
     graph::check_pipeline_options(po);

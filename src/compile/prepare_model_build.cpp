@@ -197,6 +197,7 @@ ModelBuild prepare_model_build(const BuildOptions& opts) {
     mpo.precision = opts.precision;
     mpo.target = opts.target;
     mpo.winograd = opts.winograd;
+    mpo.horizontal_fusion = opts.horizontal_fusion;
     ModelPipeline pipeline = run_model_pipeline(mpo);
     b.graph = std::move(pipeline.graph);
     b.groups = std::move(pipeline.groups);

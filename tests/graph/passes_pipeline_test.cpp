@@ -65,7 +65,7 @@ TEST(Pipeline, LevelsRunTheirPasses) {
     EXPECT_EQ(log[log.size() - 2].changes, 0);
     EXPECT_EQ(log.back().changes, 0);
     EXPECT_EQ(log[log.size() - 3].changes, 0); // the sweeps stop at one that changes nothing
-    EXPECT_EQ(pipeline_pass_names().size(), 11u);
+    EXPECT_EQ(pipeline_pass_names().size(), 12u);
 }
 
 TEST(Pipeline, PrintAfterTimeAndDisable) {

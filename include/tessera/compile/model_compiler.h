@@ -54,6 +54,9 @@ struct BuildOptions {
     int opt_level = kDefaultOptLevel; ///< Graph pipeline level 0..3 (graph/pipeline.h).
     /// The winograd pass at -O3 (graph/passes.h); false keeps every conv direct.
     bool winograd = true;
+    /// The horizontal fusion passes at -O2 and up (graph/pipeline.h): independent MatMuls and
+    /// Convs of one input merged. Off by default (measured no faster on CPUs).
+    bool horizontal_fusion = false;
     /// What matrix products compute on (graph/passes.h, the precision pass).
     graph::Precision precision = graph::Precision::FP32;
     /// Static shapes for graph inputs with symbolic dims (graph::ImportOptions::input_shapes).

@@ -43,6 +43,8 @@ struct ModelPipelineOptions {
     /// Cuda skips the layout pass: NCHW[x]c blocks channels for CPU vector registers.
     BuildTarget target = BuildTarget::Cpu;
     bool winograd = true; ///< false disables the winograd pass (`--no-winograd`).
+    /// true runs the horizontal fusion passes (`--horizontal-fusion`).
+    bool horizontal_fusion = false;
     /// The x of NCHW[x]c; 0: one vector register of this host (graph::layout_block_for).
     int64_t layout_block = 0;
     std::set<std::string> disabled_passes; ///< More passes to skip (`inspect --disable-pass`).

@@ -117,6 +117,17 @@ PassResult convert_precision_bf16(Graph& g);
 /// axis, the biases merge into one Add too. A MatMul whose result is a graph output is left.
 PassResult fuse_horizontally(Graph& g);
 
+/// "horizontal-conv-fusion": Convs of group 1 that read one f32 value with constant f32 weights
+/// (and bias), the same attributes and the same filter shape but for the output channels (an
+/// Inception block's 1x1 convolutions) become one Conv with the filters stacked along the
+/// output channels (a missing bias as zeros) and a channel Slice (axis 1) per former Conv;
+/// when each former Conv's only user was a Relu, one Relu follows the merged Conv. With
+/// channel_block > 1 only branches whose channels fill whole blocks of that many merge, plus
+/// at most one other, last: every slice but the last then starts and ends on a block of the
+/// NCHW[x]c layout (the layout pass slices blocked values along whole channel blocks). A Conv
+/// whose result (or Relu's) is a graph output is left.
+PassResult fuse_convs_horizontally(Graph& g, int64_t channel_block);
+
 /// "layout": moves CPU 2-D convolutions to the blocked channel layout NCHW[x]c, x = `block`
 /// (ops.def: LayoutToBlocked, LayoutFromBlocked, ConvBlocked, MaxPoolBlocked):
 ///  - a Conv with constant f32 weights (and bias), groups 1 or depthwise (group == C, one
@@ -133,6 +144,9 @@ PassResult fuse_horizontally(Graph& g);
 ///  - a Concat along the channels of 4-D f32 values, one of them blocked, whose parts but the
 ///    last have a multiple of x channels becomes the Concat of the blocked values along axis 1
 ///    (the channel blocks);
+///  - a Slice of one blocked 4-D f32 value's channels (constant int64 start, end, axis 1, no
+///    steps) that starts on a block and ends on one or at the channel count becomes the Slice
+///    of the blocked value along axis 1 (whole channel blocks);
 ///  - Relu, LeakyRelu, Clip, Sigmoid, HardSigmoid, HardSwish, Tanh, Gelu, Neg and the
 ///    binary Add, Sub, Mul, Max, Min over a 4-D f32 NCHW output stay blocked when an operand
 ///    is already blocked; their other operands are same-shaped tensors (converted) or

@@ -2,13 +2,14 @@
 // by an optimization level, with per-pass printing, timing and disabling for debugging.
 //
 // Order: shape-inference, constant-folding, dce, horizontal-fusion, dce, then sweeps of
-// algebraic-simplification, cse, dce; then layout and winograd.
+// algebraic-simplification, cse, dce; then horizontal-conv-fusion, dce, layout and winograd.
 // Levels: O0 runs shape-inference only (plus constant-folding and dce when the graph has a
 // node whose op has no kernel: such an op runs only folded, tasks.h op_has_kernel); O1 adds
-// constant-folding and dce; O2 adds horizontal-fusion (when PipelineOptions asks) and one
-// sweep of algebraic-simplification and cse; O3 repeats the sweep (constant-folding and dce
-// first from the second on) until one changes nothing, at most kMaxO3Sweeps times, then runs
-// layout (NCHW[x]c for CPU convolutions) and winograd. With bf16 precision, the precision pass
+// constant-folding and dce; O2 adds horizontal-fusion (when PipelineOptions asks), one
+// sweep of algebraic-simplification and cse, and horizontal-conv-fusion (when asked); O3
+// repeats the sweep (constant-folding and dce first from the second on) until one changes
+// nothing, at most kMaxO3Sweeps times, then runs layout (NCHW[x]c for CPU convolutions) and
+// winograd. With bf16 precision, the precision pass
 // runs before layout at every level. Fusion (fusion.h) runs on the result.
 #pragma once
 
@@ -38,10 +39,13 @@ struct PipelineOptions {
     int64_t layout_block = kDefaultLayoutBlock;
     /// The winograd pass (-O3, after layout).
     WinogradOptions winograd;
-    /// Runs horizontal-fusion (-O2 and up). Off by default: merging attention's projections
-    /// measured no faster on the CPUs tried (a 4-layer BERT and synthetic Q/K/V blocks of 8
-    /// to 128 tokens, 1 and 2 threads: 0-3% slower), because the merged MatMul's epilogue no
-    /// longer fuses with the branches' elementwise consumers.
+    /// Runs horizontal-fusion and horizontal-conv-fusion (-O2 and up). Off by default: neither
+    /// measured faster on the CPUs tried. Merging attention's projections (a 4-layer BERT and
+    /// synthetic Q/K/V blocks of 8 to 128 tokens, 1 and 2 threads) was 0-3% slower, because
+    /// the merged MatMul's epilogue no longer fuses with the branches' elementwise consumers;
+    /// merging Inception's 1x1 convs (googlenet, inception_v3, AMD EPYC znver4, 1 and 2
+    /// threads) ran within 1% of the unmerged model: each 1x1 conv was already as efficient
+    /// alone, its input in cache for the next.
     bool horizontal_fusion = false;
     /// BF16 runs the precision pass (convert_precision_bf16) after the simplification sweeps,
     /// at every level.

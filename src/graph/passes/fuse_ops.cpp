@@ -189,11 +189,11 @@ struct Builder {
     }
 
     /// The group an anchor (a conv) takes over as its prologue, or -1: the group of its first
-    /// input when that group is nothing but LayoutToBlocked nodes read only by this anchor (the
-    /// image's conversion into a conv that reads its channels as one block). Inside the conv's
-    /// kernel the conversion inlines into the conv's padding stage: one pass over the image
-    /// instead of two, and one kernel less.
-    int layout_prologue(NodeId n) const {
+    /// input when that group is one LayoutToBlocked or Slice node read only by this anchor (the
+    /// image's conversion into a conv that reads its channels as one block; a branch's
+    /// channels of a horizontally merged conv). Inside the conv's kernel it inlines into the
+    /// conv's padding stage: one pass over the data instead of two, and one kernel less.
+    int prologue(NodeId n) const {
         const ValueId link = g.node(n).input(0);
         if (link == kNoValue)
             return -1;
@@ -206,7 +206,7 @@ struct Builder {
             is_graph_output(link) || g.node(q).outputs.size() != 1)
             return -1;
         for (NodeId m : grp.nodes)
-            if (g.node(m).op != Op::LayoutToBlocked || m != q)
+            if ((g.node(m).op != Op::LayoutToBlocked && g.node(m).op != Op::Slice) || m != q)
                 return -1;
         return gi;
     }
@@ -216,7 +216,7 @@ struct Builder {
             const OpPattern p = pat[n];
             int joined = -1;
             if (p == OpPattern::OutFusable) {
-                joined = layout_prologue(n);
+                joined = prologue(n);
                 if (joined >= 0)
                     groups[joined].anchor = n;
             } else if (p != OpPattern::Opaque) {

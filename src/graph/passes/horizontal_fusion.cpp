@@ -6,6 +6,11 @@
 // its task more columns to split across cores; a Slice per branch (injective: it fuses into the
 // branch's consumers, such as the Reshape and Transpose of a head split) gives each branch its
 // columns back. When every branch adds a constant bias along the last axis, the biases merge too.
+//
+// Convolutions the same way (fuse_convs_horizontally): an Inception block's 1x1 convolutions of
+// one input become one convolution with the filters stacked along the output channels and a
+// channel Slice per branch.
+#include <algorithm>
 #include <sstream>
 
 #include "pass_util.h"
@@ -70,7 +75,164 @@ TensorData concat_columns(const std::vector<const TensorData*>& parts) {
     return out;
 }
 
+// A new value `name`: elements [at, at + n) of `full` along `axis` (a Slice node).
+ValueId add_range_slice(Graph& g, ValueId full, int64_t axis, int64_t at, int64_t n,
+                        const std::string& name) {
+    auto ints = [&](const char* what, int64_t v) {
+        return g.add_constant(name + "/" + what, TensorData::from_vector<int64_t>({1}, {v}));
+    };
+    const ValueId out = g.add_value(name);
+    g.add_node(Op::Slice, {full, ints("starts", at), ints("ends", at + n), ints("axes", axis)},
+               {out}, {}, name);
+    return out;
+}
+
+// One Conv of a convolution fan-out, with its Relu when that is its only user.
+struct ConvBranch {
+    NodeId conv = kNoNode;
+    NodeId relu = kNoNode;
+    ValueId out = kNoValue; // what the branch's consumers read
+    int64_t channels = 0;   // output channels
+};
+
+// The convs of x that may merge: group 1, constant f32 weights and (optional) bias, a result
+// that is not a graph output, grouped by their attributes and filter shape (in first-read order).
+std::vector<std::vector<ConvBranch>> conv_fan_out(const Graph& g, ValueId x,
+                                                  const std::vector<std::vector<NodeId>>& users) {
+    std::vector<std::vector<ConvBranch>> groups;
+    std::vector<NodeId> firsts; // the first conv of each group, to compare against
+    for (NodeId id : users[x]) {
+        if (!g.is_live(id))
+            continue;
+        const Node& c = g.node(id);
+        if (c.op != Op::Conv || c.inputs.empty() || c.inputs[0] != x || c.outputs.size() != 1 ||
+            c.attr_int("group", 1) != 1)
+            continue;
+        const Value& w = g.value(c.input(1));
+        const ValueId bias = c.input(2);
+        if (!w.is_constant() || w.dtype != DType::F32 || w.shape.size() < 3 ||
+            (bias != kNoValue &&
+             (!g.value(bias).is_constant() || g.value(bias).dtype != DType::F32)))
+            continue;
+        ConvBranch b;
+        b.conv = id;
+        b.channels = w.shape[0];
+        b.out = c.outputs[0];
+        const std::vector<NodeId>& out_users = users[b.out];
+        if (out_users.size() == 1 && !is_graph_output(g, b.out) &&
+            g.node(out_users[0]).op == Op::Relu) {
+            b.relu = out_users[0];
+            b.out = g.node(b.relu).outputs[0];
+        }
+        if (is_graph_output(g, c.outputs[0]) || is_graph_output(g, b.out))
+            continue; // the output keeps its name: leave the branch alone
+        size_t k = 0;
+        while (k < firsts.size() &&
+               !(g.node(firsts[k]).attrs == c.attrs &&
+                 std::equal(w.shape.begin() + 1, w.shape.end(),
+                            g.value(g.node(firsts[k]).inputs[1]).shape.begin() + 1)))
+            ++k;
+        if (k == firsts.size()) {
+            firsts.push_back(id);
+            groups.emplace_back();
+        }
+        groups[k].push_back(b);
+    }
+    return groups;
+}
+
+// The branches that merge within the channel blocks: those whose channels fill whole blocks,
+// then at most one that does not, last (its slice then ends the merged result). Relu merges
+// when every chosen branch has one, else none does.
+std::vector<ConvBranch> mergeable(std::vector<ConvBranch> group, int64_t channel_block) {
+    std::vector<ConvBranch> out, partial;
+    for (const ConvBranch& b : group)
+        (b.channels % channel_block == 0 ? out : partial).push_back(b);
+    if (!partial.empty())
+        out.push_back(partial.front());
+    return out;
+}
+
 } // namespace
+
+PassResult fuse_convs_horizontally(Graph& g, int64_t channel_block) {
+    PassResult r = begin_pass("horizontal-conv-fusion", g);
+    const std::vector<std::vector<NodeId>> users = g.all_users();
+    int merged_nodes = 0;
+    const ValueId values = static_cast<ValueId>(users.size());
+    for (ValueId x = 0; x < values; ++x) {
+        if (g.value(x).dtype != DType::F32)
+            continue;
+        for (const std::vector<ConvBranch>& group : conv_fan_out(g, x, users)) {
+            const std::vector<ConvBranch> branches =
+                mergeable(group, std::max<int64_t>(1, channel_block));
+            if (branches.size() < 2)
+                continue;
+            bool all_relu = true, any_bias = false;
+            for (const ConvBranch& b : branches) {
+                all_relu = all_relu && b.relu != kNoNode;
+                any_bias = any_bias || g.node(b.conv).input(2) != kNoValue;
+            }
+            // Filters [K_i, C, ...] stacked along K; biases too (zeros for a branch without).
+            const Node first = g.node(branches[0].conv);
+            const Shape filter = g.value(first.inputs[1]).shape;
+            const int64_t per_channel = shape_numel(filter) / filter[0];
+            int64_t channels = 0;
+            for (const ConvBranch& b : branches)
+                channels += b.channels;
+            Shape stacked = filter;
+            stacked[0] = channels;
+            TensorData w(DType::F32, stacked), bias(DType::F32, {channels});
+            int64_t at = 0;
+            for (const ConvBranch& b : branches) {
+                const Node& c = g.node(b.conv);
+                const float* src = g.value(c.inputs[1]).constant->data<float>();
+                std::copy(src, src + b.channels * per_channel, w.data<float>() + at * per_channel);
+                float* bo = bias.data<float>() + at;
+                if (c.input(2) != kNoValue) {
+                    const float* bs = g.value(c.input(2)).constant->data<float>();
+                    std::copy(bs, bs + b.channels, bo);
+                } else {
+                    std::fill(bo, bo + b.channels, 0.0f);
+                }
+                at += b.channels;
+            }
+            const std::string base = g.value(x).name + "/horizontal_conv";
+            std::vector<ValueId> ins = {x, g.add_constant(base + "/weights", std::move(w))};
+            if (any_bias)
+                ins.push_back(g.add_constant(base + "/bias", std::move(bias)));
+            ValueId full = g.add_value(base);
+            g.add_node(Op::Conv, ins, {full}, first.attrs, base);
+            if (all_relu) {
+                const ValueId relu = g.add_value(base + "/relu");
+                g.add_node(Op::Relu, {full}, {relu}, {}, base + "/relu");
+                full = relu;
+            }
+            at = 0;
+            for (const ConvBranch& b : branches) {
+                const std::string name = g.value(b.out).name + "/channels";
+                ValueId result = add_range_slice(g, full, 1, at, b.channels, name);
+                if (!all_relu && b.relu != kNoNode) { // the branch's own Relu, on its channels
+                    const ValueId relu = g.add_value(g.value(b.out).name + "/relu");
+                    g.add_node(Op::Relu, {result}, {relu}, {}, g.value(b.out).name);
+                    result = relu;
+                }
+                g.replace_all_uses(b.out, result);
+                g.remove_node(b.conv);
+                if (b.relu != kNoNode)
+                    g.remove_node(b.relu);
+                at += b.channels;
+            }
+            merged_nodes += static_cast<int>(branches.size());
+            ++r.changes;
+        }
+    }
+    if (r.changes)
+        infer_shapes(g);
+    std::ostringstream s;
+    s << "merged " << merged_nodes << " Convs into " << r.changes;
+    return end_pass(r, g, s.str());
+}
 
 PassResult fuse_horizontally(Graph& g) {
     PassResult r = begin_pass("horizontal-fusion", g);
@@ -131,14 +293,7 @@ PassResult fuse_horizontally(Graph& g) {
         for (const Branch& b : branches) {
             const int64_t n = b.weights->shape().back();
             const std::string name = g.value(b.out).name + "/columns";
-            auto ints = [&](const char* what, int64_t v) {
-                return g.add_constant(name + "/" + what,
-                                      TensorData::from_vector<int64_t>({1}, {v}));
-            };
-            const ValueId part_out = g.add_value(name);
-            const std::vector<ValueId> ins = {full, ints("starts", at), ints("ends", at + n),
-                                              ints("axes", -1)};
-            g.add_node(Op::Slice, ins, {part_out}, {}, name);
+            const ValueId part_out = add_range_slice(g, full, -1, at, n, name);
             ValueId result = part_out;
             if (!all_bias && b.add != kNoNode) {
                 // The branch's own Add stays, now on its columns.

@@ -74,6 +74,8 @@ class LayoutRewriter {
                 elementwise_ += rewrite_elementwise(id);
             else if (op == Op::Concat)
                 concats_ += rewrite_concat(id);
+            else if (op == Op::Slice)
+                slices_ += rewrite_channel_slice(id);
         }
         cancel_pairs();
         g_.remove_dead_nodes();
@@ -82,9 +84,10 @@ class LayoutRewriter {
             to += g_.node(id).op == Op::LayoutToBlocked;
             from += g_.node(id).op == Op::LayoutFromBlocked;
         }
-        r.changes = convs_ + pools_ + elementwise_ + concats_ + cancelled_;
+        r.changes = convs_ + pools_ + elementwise_ + concats_ + slices_ + cancelled_;
         std::ostringstream os;
-        os << convs_ << " convs, " << pools_ << " max pools, " << concats_ << " concats and "
+        os << convs_ << " convs, " << pools_ << " max pools, " << concats_ << " concats, "
+           << slices_ << " channel slices and "
            << elementwise_ << " elementwise ops to NCHW" << block_ << "c, " << to << " to / "
            << from << " from conversions";
         if (cancelled_)
@@ -387,6 +390,46 @@ class LayoutRewriter {
         return 1;
     }
 
+    // The int64 constant [1] at v, or false.
+    bool constant_one(ValueId v, int64_t* out) const {
+        if (v == kNoValue || !g_.value(v).is_constant())
+            return false;
+        const TensorData& t = *g_.value(v).constant;
+        if (t.dtype() != DType::I64 || t.numel() != 1)
+            return false;
+        *out = t.data<int64_t>()[0];
+        return true;
+    }
+
+    // A Slice of a blocked value's channels on whole blocks (horizontal-conv-fusion gives each
+    // merged convolution its channels back so): the Slice of the blocked twin along the
+    // channel-block axis. The end may be the channel count, a partial last block, whose padding
+    // channels then end the result as its own would. Any other slice stays NCHW.
+    int rewrite_channel_slice(NodeId id) {
+        const Node n = g_.node(id);
+        if (n.outputs.size() != 1 || n.inputs.size() < 4 || n.input(4) != kNoValue)
+            return 0; // steps absent
+        const Value in = g_.value(n.inputs[0]);
+        int64_t start = 0, end = 0, axis = 0;
+        if (!is_f32_nchw(in) || !has_twin(n.inputs[0]) || !constant_one(n.inputs[1], &start) ||
+            !constant_one(n.inputs[2], &end) || !constant_one(n.inputs[3], &axis))
+            return 0;
+        const int64_t channels = in.shape[1];
+        end = std::min(end, channels);
+        if ((axis != 1 && axis != -3) || start < 0 || start >= end || start % block_ != 0 ||
+            (end % block_ != 0 && end != channels))
+            return 0;
+        auto ints = [&](const char* what, int64_t v) {
+            return g_.add_constant(g_.value(n.outputs[0]).name + "_nchwc/" + what,
+                                   TensorData::from_vector<int64_t>({1}, {v}));
+        };
+        replace_blocked(id, Op::Slice,
+                        {blocked(n.inputs[0]), ints("starts", start / block_),
+                         ints("ends", channel_blocks(end, block_)), ints("axes", 1)},
+                        {});
+        return 1;
+    }
+
     // LayoutToBlocked(LayoutFromBlocked(b)) -> b and LayoutFromBlocked(LayoutToBlocked(x)) -> x
     // when the shapes agree (graphs built elsewhere, or a second run).
     void cancel_pairs() {
@@ -414,7 +457,7 @@ class LayoutRewriter {
     const int64_t block_;
     std::map<ValueId, ValueId> twin_;         // NCHW value -> its blocked twin
     std::map<ValueId, ValueId> single_block_; // NCHW image -> [N, 1, H, W, C]
-    int convs_ = 0, pools_ = 0, elementwise_ = 0, concats_ = 0, cancelled_ = 0;
+    int convs_ = 0, pools_ = 0, elementwise_ = 0, concats_ = 0, slices_ = 0, cancelled_ = 0;
 };
 
 } // namespace

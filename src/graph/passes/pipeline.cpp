@@ -34,6 +34,11 @@ std::vector<PassEntry> all_passes(const PipelineOptions& options = {}) {
         {"algebraic-simplification", simplify_algebra},
         {"cse", eliminate_common_subexpressions},
         {"horizontal-fusion", fuse_horizontally},
+        // At -O3 the slices keep to the layout's channel blocks.
+        {"horizontal-conv-fusion",
+         [block, level = options.level](Graph& g) {
+             return fuse_convs_horizontally(g, level >= 3 ? block : 1);
+         }},
         {"precision", convert_precision_bf16},
         {"layout", [block](Graph& g) { return convert_layout_nchwc(g, block); }},
         {"winograd", [winograd](Graph& g) { return convert_conv_winograd(g, winograd); }},
@@ -120,6 +125,9 @@ std::vector<PassResult> optimize(Graph& g, const PipelineOptions& options) {
         if (changes == 0)
             break;
     }
+    // After simplification has folded each branch's batch norm into its conv, before layout.
+    if (options.level >= 2 && options.horizontal_fusion && run("horizontal-conv-fusion") > 0)
+        run("dce");
     // Requested by the user, so at every level; after simplification has shaped the products
     // and the layout pass has blocked the convs, before Winograd transforms f32 ones.
     const bool bf16 = options.precision == Precision::BF16;
