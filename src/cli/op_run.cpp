@@ -6,10 +6,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <limits>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -31,12 +29,12 @@
 #include "tessera/schedule/schedule.h"
 #include "tessera/schedule/step.h"
 #include "tessera/support/error.h"
-#include "tessera/support/half.h"
 #include "tessera/support/rng.h"
 #include "tessera/te/op_registry.h"
 #include "tessera/te/reference_eval.h"
 #include "tessera/te/workload_key.h"
 #include "tessera/tuner/database.h"
+#include "tessera/tuner/host_buffer.h"
 #include "tessera/tuner/lookup.h"
 #ifdef TESSERA_HAVE_CUDA
 #include "tessera/backends/cuda.h"
@@ -50,72 +48,23 @@ using namespace ir;
 
 namespace {
 
-/// A 64-byte aligned host buffer for one kernel parameter.
-struct HostBuffer {
-    Buffer buffer;
-    std::unique_ptr<uint8_t, decltype(&std::free)> data{nullptr, &std::free};
-    int64_t bytes = 0;
+using tune::HostBuffer;
 
-    explicit HostBuffer(const Buffer& b) : buffer(b) { allocate(); }
-    /// An input's dense row-major data (its packed parameter may have another shape).
-    explicit HostBuffer(const Tensor& t) : buffer(Buffer::make(t.name(), t.dtype(), t.shape())) {
-        allocate();
-    }
-
-private:
-    void allocate() {
-        bytes = buffer->num_elements() * buffer.dtype().bytes();
-        size_t rounded = (static_cast<size_t>(bytes) + 63) / 64 * 64;
-        // The sizes come from the user's spec: a refusal is bad input, not a broken invariant.
-        // More than the machine's memory is refused before asking: with overcommit the
-        // allocation may succeed and the first pages written end in the OOM killer.
-        const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
-        const bool too_big = pages > 0 && page_size > 0 &&
-                             rounded / static_cast<size_t>(page_size) >
-                                 static_cast<size_t>(pages);
-        if (!too_big)
-            data.reset(static_cast<uint8_t*>(std::aligned_alloc(64, rounded)));
-        if (!data)
-            throw UserError() << "out of memory: " << buffer.name() << " "
-                              << te::shape_to_string(buffer.shape()) << " needs " << rounded
-                              << " bytes";
-    }
-};
-
-void fill_random(HostBuffer& hb, Rng& rng) {
-    DataType t = hb.buffer.dtype();
-    int64_t n = hb.buffer->num_elements();
-    uint8_t* p = hb.data.get();
-    for (int64_t i = 0; i < n; ++i) {
-        if (t == DataType::f32()) reinterpret_cast<float*>(p)[i] = rng.uniform_float(-1, 1);
-        else if (t == DataType::f64()) reinterpret_cast<double*>(p)[i] = rng.uniform01() * 2 - 1;
-        else if (t == DataType::i32()) reinterpret_cast<int32_t*>(p)[i] = (int32_t)rng.uniform_int(-8, 8);
-        else if (t == DataType::i64()) reinterpret_cast<int64_t*>(p)[i] = rng.uniform_int(-8, 8);
-        else if (t == DataType::f16())
-            reinterpret_cast<uint16_t*>(p)[i] = f32_to_f16_bits(rng.uniform_float(-1, 1));
-        else if (t.bytes() == 1) p[i] = static_cast<uint8_t>(rng.uniform_int(0, 1));
-        else throw UserError() << "op run: inputs of type " << to_string(t) << " are not supported";
-    }
-}
-
-/// Fills an output with a NaN (or 0x5a) pattern so elements the kernel never wrote are caught.
-void poison(HostBuffer& hb) {
-    if (hb.buffer.dtype() == DataType::f32()) {
-        std::fill_n(reinterpret_cast<float*>(hb.data.get()), hb.buffer->num_elements(),
-                    std::numeric_limits<float>::quiet_NaN());
-    } else {
-        std::memset(hb.data.get(), 0x5a, hb.bytes);
-    }
-}
-
-double element_as_double(const HostBuffer& hb, int64_t i) {
-    DataType t = hb.buffer.dtype();
-    const uint8_t* p = hb.data.get();
-    if (t == DataType::f32()) return reinterpret_cast<const float*>(p)[i];
-    if (t == DataType::f64()) return reinterpret_cast<const double*>(p)[i];
-    if (t == DataType::i32()) return reinterpret_cast<const int32_t*>(p)[i];
-    if (t == DataType::i64()) return static_cast<double>(reinterpret_cast<const int64_t*>(p)[i]);
-    return p[i];
+/// Host memory for `count` elements of `dtype` of the parameter `name` (`shape` for the
+/// message). The sizes come from the user's spec: more than the machine's memory is bad input,
+/// refused before asking (with overcommit the mapping may succeed and the first pages written
+/// end in the OOM killer).
+HostBuffer host_buffer(const std::string& name, DataType dtype,
+                       const std::vector<int64_t>& shape) {
+    int64_t count = 1;
+    for (int64_t d : shape)
+        count *= d;
+    const int64_t bytes = count * dtype.bytes();
+    const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page_size > 0 && bytes / page_size > pages)
+        throw UserError() << "out of memory: " << name << " " << te::shape_to_string(shape)
+                          << " needs " << bytes << " bytes";
+    return HostBuffer(dtype, count);
 }
 
 std::vector<int64_t> unflatten(int64_t flat, const std::vector<int64_t>& shape) {
@@ -243,7 +192,7 @@ class JitRunner : public KernelRunner {
   private:
     static std::vector<void*> args(std::vector<HostBuffer>& buffers) {
         std::vector<void*> a;
-        for (HostBuffer& b : buffers) a.push_back(b.data.get());
+        for (HostBuffer& b : buffers) a.push_back(b.data());
         return a;
     }
     std::unique_ptr<backend::JitModule> jit_;
@@ -276,9 +225,9 @@ class CudaRunner : public KernelRunner {
                               src.kernels.size() == 1 ? "" : "s");
     }
     void run(std::vector<HostBuffer>& buffers) override {
-        for (size_t i = 0; i < buffers.size(); ++i) fn_->copy_in(i, buffers[i].data.get());
+        for (size_t i = 0; i < buffers.size(); ++i) fn_->copy_in(i, buffers[i].data());
         fn_->run();
-        for (size_t i = num_inputs_; i < buffers.size(); ++i) fn_->copy_out(i, buffers[i].data.get());
+        for (size_t i = num_inputs_; i < buffers.size(); ++i) fn_->copy_out(i, buffers[i].data());
     }
     double time_ms(std::vector<HostBuffer>&) override { return fn_->time_ms(1); }
     std::string device() const override { return device_; }
@@ -387,21 +336,23 @@ OpRunResult run_op(const OpRunOptions& opts, std::ostream& out) {
     // reference reads); an input stored in a transformed layout is packed into its parameter.
     const size_t num_inputs = inst.compute.inputs.size();
     std::vector<HostBuffer> dense_inputs;
-    for (const auto& t : inst.compute.inputs) dense_inputs.emplace_back(t);
+    for (const auto& t : inst.compute.inputs)
+        dense_inputs.push_back(host_buffer(t.name(), t.dtype(), t.shape()));
     std::vector<HostBuffer> buffers;
-    for (const auto& p : func.params) buffers.emplace_back(p);
+    for (const auto& p : func.params)
+        buffers.push_back(host_buffer(p.name(), p.dtype(), p.shape()));
     Rng rng(opts.seed);
     for (size_t i = 0; i < buffers.size(); ++i) {
         if (i >= num_inputs) {
-            poison(buffers[i]);
+            tune::poison(buffers[i]);
         } else {
-            fill_random(dense_inputs[i], rng);
+            tune::fill_random(dense_inputs[i], rng);
             const Tensor& t = inst.compute.inputs[i];
             if (layouts[i].is_identity())
-                std::memcpy(buffers[i].data.get(), dense_inputs[i].data.get(), dense_inputs[i].bytes);
+                std::memcpy(buffers[i].data(), dense_inputs[i].data(), dense_inputs[i].bytes());
             else
                 sched::pack_layout(layouts[i], t.shape(), t.dtype().bytes(),
-                                   dense_inputs[i].data.get(), buffers[i].data.get());
+                                   dense_inputs[i].data(), buffers[i].data());
         }
     }
     runner->run(buffers); // also the warm-up run
@@ -409,11 +360,11 @@ OpRunResult run_op(const OpRunOptions& opts, std::ostream& out) {
     // Check every output element when the reference is cheap, a seeded sample otherwise.
     te::ReferenceEvaluator ref;
     for (size_t i = 0; i < num_inputs; ++i)
-        ref.bind(inst.compute.inputs[i], dense_inputs[i].data.get());
+        ref.bind(inst.compute.inputs[i], dense_inputs[i].data());
     for (size_t o = 0; o < inst.compute.outputs.size(); ++o) {
         const Tensor& t = inst.compute.outputs[o];
         const HostBuffer& hb = buffers[num_inputs + o];
-        int64_t n = hb.buffer->num_elements();
+        int64_t n = hb.num_elements();
         double cost = std::max(1.0, inst.flops / std::max<int64_t>(1, n));
         int64_t budget = std::max<int64_t>(64, static_cast<int64_t>(opts.check_budget / cost));
         bool all = budget >= n;
@@ -422,12 +373,8 @@ OpRunResult run_op(const OpRunOptions& opts, std::ostream& out) {
         for (int64_t k = 0; k < count; ++k) {
             int64_t flat = all ? k : pick.uniform_int(0, n - 1);
             double want = ref.at(t, unflatten(flat, t.shape()));
-            double got = element_as_double(hb, flat);
-            double err;
-            if (std::isnan(want) || std::isnan(got)) err = std::isnan(want) && std::isnan(got) ? 0 : INFINITY;
-            else if (std::isinf(want) || std::isinf(got)) err = want == got ? 0 : INFINITY;
-            else err = std::fabs(got - want) / std::max(1.0, std::fabs(want));
-            r.max_rel_err = std::max(r.max_rel_err, err);
+            r.max_rel_err = std::max(
+                r.max_rel_err, tune::element_error(tune::element_as_double(hb, flat), want));
         }
         r.checked += count;
         r.total += n;

@@ -49,9 +49,9 @@ class HostBuffer {
     size_t mapped_ = 0; ///< Bytes mapped (a whole number of pages; 0 when nothing is).
 };
 
-/// Fills b with seeded values that are never all zero: floats (bf16 too) uniform in [-1, 1),
+/// Fills b with seeded values that are never all zero: floats (bf16, f16 too) uniform in [-1, 1),
 /// integers in [-8, 8], 1-byte types (bool, u8) in {0, 1}. Throws UserError naming the dtype
-/// for others (f16 has no host representation here).
+/// for others.
 void fill_random(HostBuffer& b, Rng& rng);
 
 /// Fills b so that elements a kernel never writes are caught by compare_outputs: quiet NaN for
