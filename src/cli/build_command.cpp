@@ -145,7 +145,7 @@ int run_build(const BuildCommandOptions& opts, std::ostream& out, std::ostream& 
     if (opts.strict) {
         std::string missing;
         int n = 0;
-        for (const compile::TaskCoverage& r : build.coverage) {
+        for (const compile::TaskCoverage& r : build.coverage()) {
             if (r.source != tune::LookupTier::Default)
                 continue;
             missing += fmt::format("{}#{} {} ({})", n++ ? ", " : "", r.task, r.pattern, r.note);
@@ -155,7 +155,7 @@ int run_build(const BuildCommandOptions& opts, std::ostream& out, std::ostream& 
                 out << compile::coverage_json(build, nullptr) << "\n";
             else
                 compile::print_coverage_table(out, build);
-            err << "error: --strict: " << n << " of " << build.coverage.size()
+            err << "error: --strict: " << n << " of " << build.tasks.size()
                 << " tasks have no usable record: " << missing << "\n";
             return 1;
         }

@@ -29,8 +29,8 @@ std::string short_source_text(const TaskCoverage& row) {
 }
 
 bool nothing_timed(const ModelBuild& b) {
-    return std::all_of(b.coverage.begin(), b.coverage.end(),
-                       [](const TaskCoverage& r) { return r.total_secs <= 0; });
+    return std::all_of(b.tasks.begin(), b.tasks.end(),
+                       [](const TaskBuild& t) { return t.coverage.total_secs <= 0; });
 }
 
 } // namespace
@@ -50,8 +50,9 @@ std::string schedule_source_text(const TaskCoverage& row) {
 
 void print_coverage_table(std::ostream& os, const ModelBuild& b) {
     const bool untimed = nothing_timed(b);
+    const std::vector<TaskCoverage> rows = b.coverage();
     size_t pattern_w = 7, source_w = 8;
-    for (const TaskCoverage& r : b.coverage) {
+    for (const TaskCoverage& r : rows) {
         pattern_w = std::max(pattern_w, r.pattern.size());
         source_w = std::max(source_w, short_source_text(r).size());
     }
@@ -60,13 +61,13 @@ void print_coverage_table(std::ostream& os, const ModelBuild& b) {
     os << fmt::format("{:>4}  {:<{}}  {:<9}  {:>5}  {:<{}}  {:>12}  {:>6}\n", "task", "pattern",
                       pattern_w, "precision", "calls", "schedule", source_w, "time x calls",
                       untimed ? "flops%" : "share");
-    for (const TaskCoverage& r : b.coverage) {
+    for (const TaskCoverage& r : rows) {
         const std::string t = untimed ? "?" : (r.estimated ? "~" : "") + time_text(r.total_secs);
         os << fmt::format("{:>4}  {:<{}}  {:<9}  {:>5}  {:<{}}  {:>12}  {:>5.1f}%\n", r.task,
                           r.pattern, pattern_w, r.precision, r.count, short_source_text(r),
                           source_w, t, r.share * 100);
     }
-    for (const TaskCoverage& r : b.coverage)
+    for (const TaskCoverage& r : rows)
         if (short_source_text(r) != schedule_source_text(r))
             os << fmt::format("  task {}: {}\n", r.task, r.note);
     const int exact = b.tasks_served_by(tune::LookupTier::Exact);
@@ -74,7 +75,7 @@ void print_coverage_table(std::ostream& os, const ModelBuild& b) {
     const int compatible = b.tasks_served_by(tune::LookupTier::Compatible);
     const int def = b.tasks_served_by(tune::LookupTier::Default);
     os << fmt::format("tasks: {} (exact {}, isa_class {}, compatible {}, default {})",
-                      b.coverage.size(), exact, isa, compatible, def);
+                      rows.size(), exact, isa, compatible, def);
     if (b.db_path.empty())
         os << "; no tuning database: every task uses its default schedule";
     else
@@ -85,7 +86,7 @@ void print_coverage_table(std::ostream& os, const ModelBuild& b) {
               "FLOPs)\n";
     } else {
         double total = 0, tuned = 0;
-        for (const TaskCoverage& r : b.coverage) {
+        for (const TaskCoverage& r : rows) {
             total += r.total_secs;
             if (!r.estimated)
                 tuned += r.total_secs;
@@ -100,6 +101,7 @@ void print_coverage_table(std::ostream& os, const ModelBuild& b) {
 }
 
 std::string coverage_json(const ModelBuild& b, const LibrarySummary* library) {
+    const std::vector<TaskCoverage> rows = b.coverage();
     nlohmann::ordered_json j;
     j["model"] = b.model_name;
     j["database"] = b.db_path;
@@ -107,7 +109,7 @@ std::string coverage_json(const ModelBuild& b, const LibrarySummary* library) {
     if (b.target == BuildTarget::Cuda)
         j["cuda_arch"] = b.cuda_arch;
     nlohmann::ordered_json tasks = nlohmann::ordered_json::array();
-    for (const TaskCoverage& r : b.coverage) {
+    for (const TaskCoverage& r : rows) {
         nlohmann::ordered_json t;
         t["task"] = r.task;
         t["pattern"] = r.pattern;

@@ -184,20 +184,21 @@ class PlanBuilder {
     void add_group_calls() {
         std::vector<int> task_of(b_.groups.size(), -1);
         for (size_t t = 0; t < b_.tasks.size(); ++t)
-            for (int gi : b_.tasks[t].groups)
+            for (int gi : b_.tasks[t].task.groups)
                 task_of.at(static_cast<size_t>(gi)) = static_cast<int>(t);
         for (size_t gi = 0; gi < b_.groups.size(); ++gi) {
             if (b_.groups[gi].in_place_concat)
                 continue; // its operands were written in place
             const int t = task_of[gi];
             TESSERA_CHECK(t >= 0) << "group " << gi << " belongs to no task";
-            const graph::Task& task = b_.tasks[static_cast<size_t>(t)];
+            const TaskBuild& tb = b_.tasks[static_cast<size_t>(t)];
+            const graph::Task& task = tb.task;
             // The task's first group has its program already; others are rebuilt for their
             // value ids (the same expressions over other values).
             const graph::GroupCompute gc = task.groups.front() == static_cast<int>(gi)
                                                ? task.compute
                                                : graph::group_compute(b_.graph, b_.groups[gi]);
-            const sched::State& s = b_.states[static_cast<size_t>(t)];
+            const sched::State& s = tb.state;
             runtime::PlanCall call;
             call.kernel = t;
             for (size_t i = 0; i < gc.inputs.size(); ++i) {
@@ -214,7 +215,7 @@ class PlanBuilder {
             }
             for (graph::ValueId v : gc.outputs)
                 call.args.push_back(value_tensor(v));
-            const ir::LoweredFunc& f = b_.kernels[static_cast<size_t>(t)];
+            const ir::LoweredFunc& f = tb.kernel;
             TESSERA_CHECK(f.params.size() == call.args.size())
                 << "group " << gi << " (" << b_.groups[gi].pattern << ") passes "
                 << call.args.size() << " arguments to kernel " << f.name << " of "
@@ -238,17 +239,15 @@ class PlanBuilder {
     /// The CUDA fields: each task's module with its cubin placed in the blob (8-byte aligned
     /// offsets, as ELF images like).
     void add_cuda_modules() {
-        TESSERA_CHECK(b_.cuda_modules.size() == b_.tasks.size() &&
-                      cubins_.size() == b_.tasks.size())
-            << b_.tasks.size() << " tasks, " << b_.cuda_modules.size() << " CUDA modules, "
-            << cubins_.size() << " cubins";
+        TESSERA_CHECK(cubins_.size() == b_.tasks.size())
+            << b_.tasks.size() << " tasks, " << cubins_.size() << " cubins";
         plan_.target = runtime::PlanTarget::Cuda;
         plan_.cuda_arch = b_.cuda_arch;
         std::string blob;
         for (size_t t = 0; t < b_.tasks.size(); ++t) {
             TESSERA_CHECK(!cubins_[t].empty()) << "task " << t << " has an empty cubin";
             blob.resize((blob.size() + 7) / 8 * 8, '\0');
-            runtime::PlanCudaModule m = b_.cuda_modules[t];
+            runtime::PlanCudaModule m = b_.tasks[t].cuda_module;
             m.cubin_offset = static_cast<int64_t>(blob.size());
             m.cubin_bytes = static_cast<int64_t>(cubins_[t].size());
             blob += cubins_[t];

@@ -41,29 +41,21 @@ void check_packed_inputs_are_weights(const sched::State& s) {
     }
 }
 
-/// A task's schedule lowered for the build's target, and for Cuda its device code.
-struct LoweredTask {
-    sched::State state;
-    ir::LoweredFunc func;
-    std::string cuda_code;
-    runtime::PlanCudaModule cuda_module;
-};
-
-/// Lowers s as `symbol` for `target`; for Cuda also generates its CUDA C and fills the
-/// module's launches and workspaces. Throws ScheduleError when s does not lower or breaks a
-/// device limit.
-LoweredTask lower_task(sched::State s, const std::string& symbol, BuildTarget target) {
+/// s lowered as `symbol` for `target` (TaskBuild's state, kernel and, for Cuda, its CUDA C
+/// with the module's launches and workspaces). Throws ScheduleError when s does not lower or
+/// breaks a device limit.
+TaskBuild lower_task(sched::State s, const std::string& symbol, BuildTarget target) {
     check_packed_inputs_are_weights(s);
-    LoweredTask t;
+    TaskBuild t;
     sched::LowerOptions lo;
     lo.gpu = target == BuildTarget::Cuda;
     // A CUDA function is named "task<i>": its kernels ("task3_kernel0") live in their own
     // module, and the CUDA codegen keeps the "tessera_" prefix for its own helpers.
     const std::string name = lo.gpu ? "task" + symbol.substr(symbol.rfind('_') + 1) : symbol;
-    t.func = sched::lower_state(s, name, lo);
+    t.kernel = sched::lower_state(s, name, lo);
     if (target == BuildTarget::Cuda) {
 #ifdef TESSERA_HAVE_CUDA
-        const backend::cuda::CudaSource src = backend::cuda::codegen_cuda(t.func);
+        const backend::cuda::CudaSource src = backend::cuda::codegen_cuda(t.kernel);
         t.cuda_code = src.code;
         for (const backend::cuda::KernelInfo& k : src.kernels) {
             runtime::PlanCudaLaunch l;
@@ -85,15 +77,16 @@ LoweredTask lower_task(sched::State s, const std::string& symbol, BuildTarget ta
 
 /// The schedule a record describes, replayed on c and lowered as `symbol`. Throws
 /// ScheduleError or UserError (an unreadable schedule JSON) when it does not replay or lower.
-LoweredTask replay_record(const te::Compute& c, const tune::TuningRecord& rec,
-                          const std::string& symbol, BuildTarget target) {
+TaskBuild replay_record(const te::Compute& c, const tune::TuningRecord& rec,
+                        const std::string& symbol, BuildTarget target) {
     return lower_task(sched::replay(c, sched::steps_from_json(rec.schedule_json)), symbol, target);
 }
 
-/// Fills the time estimates and shares of the rows (see TaskCoverage).
-void estimate_shares(std::vector<TaskCoverage>& rows) {
+/// Fills the time estimates and shares of the tasks' coverage rows (see TaskCoverage).
+void estimate_shares(std::vector<TaskBuild>& tasks) {
     double tuned_flops = 0, tuned_secs = 0;
-    for (TaskCoverage& r : rows) {
+    for (TaskBuild& t : tasks) {
+        TaskCoverage& r = t.coverage;
         if (r.source == tune::LookupTier::Default)
             continue;
         r.total_secs = r.tuned_secs * r.count;
@@ -102,7 +95,8 @@ void estimate_shares(std::vector<TaskCoverage>& rows) {
     }
     const double rate = tuned_secs > 0 ? tuned_flops / tuned_secs : 0;
     double total = 0, total_flops = 0;
-    for (TaskCoverage& r : rows) {
+    for (TaskBuild& t : tasks) {
+        TaskCoverage& r = t.coverage;
         if (r.source == tune::LookupTier::Default && rate > 0) {
             r.total_secs = static_cast<double>(r.flops) * r.count / rate;
             r.estimated = true;
@@ -110,7 +104,8 @@ void estimate_shares(std::vector<TaskCoverage>& rows) {
         total += r.total_secs;
         total_flops += static_cast<double>(r.flops) * r.count;
     }
-    for (TaskCoverage& r : rows) {
+    for (TaskBuild& t : tasks) {
+        TaskCoverage& r = t.coverage;
         if (total > 0) {
             r.share = r.total_secs / total;
         } else {
@@ -123,8 +118,16 @@ void estimate_shares(std::vector<TaskCoverage>& rows) {
 } // namespace
 
 int ModelBuild::tasks_served_by(tune::LookupTier s) const {
-    return static_cast<int>(std::count_if(coverage.begin(), coverage.end(),
-                                          [s](const TaskCoverage& r) { return r.source == s; }));
+    return static_cast<int>(std::count_if(tasks.begin(), tasks.end(), [s](const TaskBuild& t) {
+        return t.coverage.source == s;
+    }));
+}
+
+std::vector<TaskCoverage> ModelBuild::coverage() const {
+    std::vector<TaskCoverage> rows;
+    for (const TaskBuild& t : tasks)
+        rows.push_back(t.coverage);
+    return rows;
 }
 
 const char* to_string(BuildTarget t) {
@@ -201,13 +204,12 @@ ModelBuild prepare_model_build(const BuildOptions& opts) {
     ModelPipeline pipeline = run_model_pipeline(mpo);
     b.graph = std::move(pipeline.graph);
     b.groups = std::move(pipeline.groups);
-    b.tasks = std::move(pipeline.tasks);
 
     sched::DefaultScheduleOptions dso = build_default_schedule_options(opts.target, opts.num_cores);
     dso.gpu_tf32 = opts.precision == graph::Precision::TF32;
 
-    for (size_t i = 0; i < b.tasks.size(); ++i) {
-        const graph::Task& task = b.tasks[i];
+    for (size_t i = 0; i < pipeline.tasks.size(); ++i) {
+        graph::Task& task = pipeline.tasks[i];
         const te::Compute& c = task.compute.compute;
         const std::string symbol = kernel_symbol(static_cast<int>(i));
         TaskCoverage row;
@@ -218,7 +220,7 @@ ModelBuild prepare_model_build(const BuildOptions& opts) {
         row.count = task.count();
         row.flops = task.flops;
 
-        std::optional<LoweredTask> lowered;
+        std::optional<TaskBuild> lowered;
         if (db) {
             const tune::LookupResult lr = tune::lookup_best(*db, task.workload_key, opts.lookup,
                                                             tune::needs_by_replay(c));
@@ -251,15 +253,11 @@ ModelBuild prepare_model_build(const BuildOptions& opts) {
                                      << ") does not lower: " << e.what();
             }
         }
-        b.states.push_back(std::move(lowered->state));
-        b.kernels.push_back(std::move(lowered->func));
-        if (opts.target == BuildTarget::Cuda) {
-            b.cuda_code.push_back(std::move(lowered->cuda_code));
-            b.cuda_modules.push_back(std::move(lowered->cuda_module));
-        }
-        b.coverage.push_back(std::move(row));
+        lowered->task = std::move(task);
+        lowered->coverage = std::move(row);
+        b.tasks.push_back(std::move(*lowered));
     }
-    estimate_shares(b.coverage);
+    estimate_shares(b.tasks);
     b.prepare_secs = std::chrono::duration<double>(Clock::now() - t0).count();
     return b;
 }

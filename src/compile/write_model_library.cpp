@@ -86,12 +86,12 @@ template <typename Work> void for_each_parallel(size_t n, int jobs, Work&& work)
 
 /// Compiles every kernel into its own object file, `jobs` at a time; returns their paths in
 /// kernel order.
-std::vector<std::string> compile_all_kernels(const std::vector<ir::LoweredFunc>& kernels, int jobs,
+std::vector<std::string> compile_all_kernels(const std::vector<TaskBuild>& tasks, int jobs,
                                              const std::string& dir) {
-    std::vector<std::string> objects(kernels.size());
-    for_each_parallel(kernels.size(), jobs, [&](size_t k) {
+    std::vector<std::string> objects(tasks.size());
+    for_each_parallel(tasks.size(), jobs, [&](size_t k) {
         objects[k] = dir + "/kernel_" + std::to_string(k) + ".o";
-        backend::emit_object_file({kernels[k]}, objects[k]);
+        backend::emit_object_file({tasks[k].kernel}, objects[k]);
     });
     return objects;
 }
@@ -99,16 +99,16 @@ std::vector<std::string> compile_all_kernels(const std::vector<ir::LoweredFunc>&
 /// NVRTC cubins of every task of a Cuda build, `jobs` at a time, in task order.
 std::vector<std::string> compile_all_cubins(const ModelBuild& build, int jobs) {
 #ifdef TESSERA_HAVE_CUDA
-    std::vector<std::string> cubins(build.cuda_code.size());
+    std::vector<std::string> cubins(build.tasks.size());
     for_each_parallel(cubins.size(), jobs, [&](size_t k) {
         backend::cuda::NvrtcOptions o;
         o.arch = build.cuda_arch;
         o.want_ptx = false;
         const std::string name = kernel_symbol(static_cast<int>(k));
         try {
-            cubins[k] = backend::cuda::nvrtc_compile(build.cuda_code[k], name, o).cubin;
+            cubins[k] = backend::cuda::nvrtc_compile(build.tasks[k].cuda_code, name, o).cubin;
         } catch (const UserError& e) {
-            throw UserError() << "task " << k << " (" << build.tasks[k].pattern
+            throw UserError() << "task " << k << " (" << build.tasks[k].task.pattern
                               << "): NVRTC cannot compile its CUDA code for " << build.cuda_arch
                               << ": " << e.what();
         }
@@ -162,7 +162,7 @@ LibrarySummary write_model_library(const ModelBuild& build, const std::string& s
         plan = make_model_plan(build, weights, cubins, &data.cubins);
     } else {
         plan = make_model_plan(build, weights);
-        objects = compile_all_kernels(build.kernels, jobs, tmp.path());
+        objects = compile_all_kernels(build.tasks, jobs, tmp.path());
         data.kernel_symbols = plan.kernels;
     }
     plan.weights_checksum = runtime::content_checksum(weights.data(), weights.size());

@@ -23,7 +23,8 @@ TEST(CoverageJson, ANoteThatIsNotUtf8IsReplacedNotFatal) {
     row.pattern = "dense";
     row.record_id = 3;
     row.note = "record #3 does not replay: bad JSON '\xff\xfe{'";
-    b.coverage.push_back(row);
+    b.tasks.emplace_back();
+    b.tasks.back().coverage = row;
     std::string text;
     ASSERT_NO_THROW(text = tessera::compile::coverage_json(b, nullptr));
     const nlohmann::json j = nlohmann::json::parse(text);

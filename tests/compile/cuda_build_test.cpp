@@ -334,7 +334,7 @@ std::vector<graph::TensorData> emulate_model(const compile::ModelBuild& b,
         auto& e = emulated[call.kernel];
         if (!e)
             e = std::make_unique<testing::EmulatedCuda>(
-                backend::cuda::codegen_cuda(b.kernels[static_cast<size_t>(call.kernel)]));
+                backend::cuda::codegen_cuda(b.tasks[static_cast<size_t>(call.kernel)].kernel));
         std::vector<void*> args;
         for (int32_t id : call.args)
             args.push_back(ptr(id));
@@ -357,21 +357,22 @@ TEST(CudaBuildLookup, CudaRecordOfAnotherMachineServesItsIsaClassAndCpuRecordsDo
     {
         tune::TuningDatabase db(db_path);
         // Task 0: a GPU schedule measured on another machine of class cuda;sm_90.
-        const std::string gpu_steps = sched::steps_to_json(untuned.states[0].steps);
-        testing::commit_record(db, untuned.tasks[0], gpu_steps,
+        const std::string gpu_steps = sched::steps_to_json(untuned.tasks[0].state.steps);
+        testing::commit_record(db, untuned.tasks[0].task, gpu_steps,
                                {"cuda -arch=sm_90", "another-gpu-machine", "cuda;sm_90"}, 2e-6);
         // Task 1: only a CPU record of this machine, which a CUDA build must not take.
-        testing::commit_record(db, untuned.tasks[1], testing::sampled_schedule(untuned.tasks[1], 7),
+        testing::commit_record(db, untuned.tasks[1].task,
+                               testing::sampled_schedule(untuned.tasks[1].task, 7),
                                testing::host_key(), 1e-6);
     }
     opts.db_path = db_path;
     opts.lookup = {"cuda -arch=sm_90", this_machine, "cuda;sm_90"};
     const compile::ModelBuild b = compile::prepare_model_build(opts);
-    EXPECT_EQ(b.coverage[0].source, tune::LookupTier::IsaClass) << b.coverage[0].note;
-    EXPECT_EQ(b.coverage[1].source, tune::LookupTier::Default);
-    EXPECT_EQ(b.coverage[1].foreign_records, 1);
-    ASSERT_EQ(b.cuda_modules.size(), b.tasks.size());
-    EXPECT_FALSE(b.cuda_modules[0].launches.empty());
+    EXPECT_EQ(b.tasks[0].coverage.source, tune::LookupTier::IsaClass) << b.tasks[0].coverage.note;
+    EXPECT_EQ(b.tasks[1].coverage.source, tune::LookupTier::Default);
+    EXPECT_EQ(b.tasks[1].coverage.foreign_records, 1);
+    for (const compile::TaskBuild& t : b.tasks)
+        EXPECT_FALSE(t.cuda_module.launches.empty()) << t.task.pattern;
 }
 
 TEST(CudaBuildPrecision, Tf32PutsTheModelsMatrixProductsOnTensorCores) {
@@ -384,8 +385,8 @@ TEST(CudaBuildPrecision, Tf32PutsTheModelsMatrixProductsOnTensorCores) {
         opts.precision = p;
         const compile::ModelBuild b = compile::prepare_model_build(opts);
         int n = 0;
-        for (const std::string& code : b.cuda_code)
-            n += code.find("tessera_mma_tf32(") != std::string::npos;
+        for (const compile::TaskBuild& t : b.tasks)
+            n += t.cuda_code.find("tessera_mma_tf32(") != std::string::npos;
         return n;
     };
     EXPECT_EQ(tensor_core_tasks(graph::Precision::FP32), 0);
@@ -411,7 +412,8 @@ TEST_P(CudaModelEmulated, WholeModelOnTheCpuEmulationMatchesTheReference) {
     opts.model_path = model_dir(name) + "/model.onnx";
     opts.target = compile::BuildTarget::Cuda;
     const compile::ModelBuild b = compile::prepare_model_build(opts);
-    ASSERT_EQ(b.cuda_modules.size(), b.tasks.size());
+    for (const compile::TaskBuild& t : b.tasks)
+        ASSERT_FALSE(t.cuda_module.launches.empty()) << t.task.pattern;
     const auto inputs = read_data_set(model_dir(name), 0, "input");
     const auto ref = read_data_set(model_dir(name), 0, "output");
     ASSERT_FALSE(inputs.empty());

@@ -63,9 +63,9 @@ TEST(HorizontalFusionBuild, MergedConvsMatchTheReference) {
         // of outputs, stays NCHW and reads its slice converted back) or copied into the concat.
         int slice_prologues = 0;
         std::string patterns;
-        for (const graph::Task& t : b.tasks) {
-            slice_prologues += t.pattern.rfind("slice+conv2d", 0) == 0;
-            patterns += t.pattern + "\n";
+        for (const compile::TaskBuild& t : b.tasks) {
+            slice_prologues += t.task.pattern.rfind("slice+conv2d", 0) == 0;
+            patterns += t.task.pattern + "\n";
         }
         EXPECT_EQ(slice_prologues, level == 2 ? 2 : 1) << patterns;
         compile::BuildOptions apart = opts;

@@ -65,7 +65,7 @@ TEST_P(LargeModel, BuildWithARecordForEveryTaskMatchesReference) {
     opts_.lookup = testing::host_key();
     const compile::ModelBuild b = compile::prepare_model_build(opts_);
     EXPECT_EQ(b.tasks_served_by(tune::LookupTier::Exact), static_cast<int>(b.tasks.size()));
-    for (const compile::TaskCoverage& r : b.coverage)
+    for (const compile::TaskCoverage& r : b.coverage())
         EXPECT_EQ(r.source, tune::LookupTier::Exact) << r.task << " " << r.note;
     build_and_check(b);
 }

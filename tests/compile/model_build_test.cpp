@@ -144,9 +144,9 @@ TEST_F(ModelBuild, CoverageWithoutDatabaseIsAllDefaultAndSharesAreFlops) {
     compile::BuildOptions opts;
     opts.model_path = model_dir("mlp") + "/model.onnx";
     const compile::ModelBuild b = compile::prepare_model_build(opts);
-    ASSERT_FALSE(b.coverage.empty());
+    ASSERT_FALSE(b.tasks.empty());
     double share = 0;
-    for (const compile::TaskCoverage& r : b.coverage) {
+    for (const compile::TaskCoverage& r : b.coverage()) {
         EXPECT_EQ(r.source, tune::LookupTier::Default);
         EXPECT_EQ(compile::schedule_source_text(r), "default (no database)");
         EXPECT_TRUE(r.share_is_flops);
@@ -155,16 +155,16 @@ TEST_F(ModelBuild, CoverageWithoutDatabaseIsAllDefaultAndSharesAreFlops) {
     EXPECT_NEAR(share, 1.0, 1e-9);
     std::ostringstream table;
     compile::print_coverage_table(table, b);
-    EXPECT_NE(table.str().find("default " + std::to_string(b.coverage.size())), std::string::npos)
+    EXPECT_NE(table.str().find("default " + std::to_string(b.tasks.size())), std::string::npos)
         << table.str();
     EXPECT_NE(table.str().find("no tuning database"), std::string::npos) << table.str();
     EXPECT_NE(table.str().find("precision"), std::string::npos) << table.str();
-    for (const compile::TaskCoverage& r : b.coverage)
+    for (const compile::TaskCoverage& r : b.coverage())
         EXPECT_EQ(r.precision, "f32") << r.pattern;
     // With bf16 products the matmul tasks say so.
     opts.precision = graph::Precision::BF16;
     int bf16 = 0;
-    for (const compile::TaskCoverage& r : compile::prepare_model_build(opts).coverage)
+    for (const compile::TaskCoverage& r : compile::prepare_model_build(opts).coverage())
         bf16 += r.precision == "bf16";
     EXPECT_GT(bf16, 0);
 }
@@ -175,16 +175,17 @@ std::map<int, int64_t> make_mlp_database(const std::string& path, const compile:
     tune::TuningDatabase db(path);
     std::map<int, int64_t> ids;
     const tune::LookupKey key = host_key();
-    ids[0] = commit_record(db, b.tasks[0], sampled_schedule(b.tasks[0], 7), key, 2e-5);
+    ids[0] = commit_record(db, b.tasks[0].task, sampled_schedule(b.tasks[0].task, 7), key, 2e-5);
     if (b.tasks.size() >= 3) {
         tune::LookupKey other = key;
         other.fingerprint = "another-machine-of-this-isa";
-        ids[1] = commit_record(db, b.tasks[1], sampled_schedule(b.tasks[1], 11), other, 1e-5);
+        ids[1] = commit_record(db, b.tasks[1].task, sampled_schedule(b.tasks[1].task, 11), other,
+                               1e-5);
         const std::string broken =
             R"({"version": 1, "steps": [{"kind": "split", "stage": 99, "iter": 0, )"
             R"("lengths": [4], "inner_to_outer": true}]})";
         const int last = static_cast<int>(b.tasks.size()) - 1;
-        ids[last] = commit_record(db, b.tasks[static_cast<size_t>(last)], broken, key, 1e-6);
+        ids[last] = commit_record(db, b.tasks[static_cast<size_t>(last)].task, broken, key, 1e-6);
     }
     return ids;
 }
@@ -255,12 +256,13 @@ TEST_F(ModelBuild, RecordsOfAnotherCpuModelServeAsCompatibleOrSayWhyNot) {
         const tune::LookupKey host = host_key();
         tune::LookupKey newer{"llvm -mcpu=diamondrapids", "feedfacecafef00d",
                               host.isa_class + ",avx10.2-512"};
-        compatible_id =
-            commit_record(db, untuned.tasks[0], sampled_schedule(untuned.tasks[0], 7), newer, 3e-5);
+        const graph::Task& t0 = untuned.tasks[0].task;
+        compatible_id = commit_record(db, t0, sampled_schedule(t0, 7), newer, 3e-5);
         // Task 1: an Arm machine's record: another architecture, never served here.
         tune::LookupKey arm{"llvm -mcpu=neoverse-v2", "0123456789abcdef",
                             "aarch64-unknown-linux-gnu;neon,sve"};
-        commit_record(db, untuned.tasks[1], sampled_schedule(untuned.tasks[1], 9), arm, 1e-5);
+        const graph::Task& t1 = untuned.tasks[1].task;
+        commit_record(db, t1, sampled_schedule(t1, 9), arm, 1e-5);
     }
     const std::string so = dir.file("mlp.so");
     const testing::CommandResult r = testing::run_command(

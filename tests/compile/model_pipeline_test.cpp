@@ -28,6 +28,13 @@ std::vector<std::string> keys(const std::vector<graph::Task>& tasks) {
     return k;
 }
 
+std::vector<std::string> keys(const std::vector<TaskBuild>& tasks) {
+    std::vector<std::string> k;
+    for (const TaskBuild& t : tasks)
+        k.push_back(t.task.workload_key);
+    return k;
+}
+
 std::string error_of(const ModelPipelineOptions& o) {
     try {
         run_model_pipeline(o);

@@ -132,8 +132,8 @@ TEST(PlanCopies, ChannelConcatsAreWrittenInPlace) {
     for (const graph::FusedGroup& grp : b.groups)
         in_place += grp.in_place_concat;
     EXPECT_EQ(in_place, 1);
-    for (const graph::Task& t : b.tasks)
-        EXPECT_EQ(t.pattern.find("concat"), std::string::npos) << t.pattern;
+    for (const compile::TaskBuild& t : b.tasks)
+        EXPECT_EQ(t.task.pattern.find("concat"), std::string::npos) << t.task.pattern;
     std::vector<uint8_t> weights;
     const runtime::ModelPlan plan = compile::make_model_plan(b, weights);
     EXPECT_EQ(plan.calls.size(), b.groups.size() - 1);

@@ -58,8 +58,9 @@ void write_full_database(const std::string& path, const compile::ModelBuild& b, 
     tune::TuningDatabase db(path);
     const tune::LookupKey key = host_key();
     for (size_t t = 0; t < b.tasks.size(); ++t) {
-        const double secs = std::max(1e-6, static_cast<double>(b.tasks[t].flops) / 1e10);
-        commit_record(db, b.tasks[t], sampled_schedule(b.tasks[t], seed + t), key, secs);
+        const graph::Task& task = b.tasks[t].task;
+        const double secs = std::max(1e-6, static_cast<double>(task.flops) / 1e10);
+        commit_record(db, task, sampled_schedule(task, seed + t), key, secs);
     }
 }
 

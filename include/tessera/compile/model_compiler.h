@@ -112,6 +112,20 @@ struct TaskCoverage {
     bool share_is_flops = false;
 };
 
+/// One task of a build: what it computes, the schedule chosen for it, that schedule lowered
+/// for the build's target, and its row of the coverage table.
+struct TaskBuild {
+    graph::Task task;
+    sched::State state; ///< The chosen schedule.
+    /// state lowered (not yet prepared; for Cuda lowered with LowerOptions::gpu).
+    ir::LoweredFunc kernel;
+    /// Cuda only: the CUDA C of its kernel function (backend::cuda::codegen_cuda) and its
+    /// launches and workspace sizes (the cubin range is set by make_model_plan).
+    std::string cuda_code;
+    runtime::PlanCudaModule cuda_module;
+    TaskCoverage coverage;
+};
+
 /// A model with every task's schedule chosen and lowered: the output of the first phase.
 struct ModelBuild {
     std::string
@@ -119,19 +133,13 @@ struct ModelBuild {
     std::string db_path; ///< The database consulted (empty: none).
     graph::Graph graph;  ///< Optimized.
     std::vector<graph::FusedGroup> groups;
-    std::vector<graph::Task> tasks;
-    std::vector<sched::State> states; ///< Per task: the chosen schedule.
-    /// Per task: the state lowered (not yet prepared; for Cuda lowered with LowerOptions::gpu).
-    std::vector<ir::LoweredFunc> kernels;
+    std::vector<TaskBuild> tasks; ///< In the pipeline's task order.
     BuildTarget target = BuildTarget::Cpu;
-    std::string cuda_arch; ///< Cuda only: as BuildOptions::cuda_arch.
-    /// Cuda only, per task: the CUDA C of its kernel function (backend::cuda::codegen_cuda)
-    /// and its launches and workspace sizes (the cubin range is set by make_model_plan).
-    std::vector<std::string> cuda_code;
-    std::vector<runtime::PlanCudaModule> cuda_modules;
-    std::vector<TaskCoverage> coverage; ///< Per task, in task order.
-    double prepare_secs = 0;            ///< Wall time of prepare_model_build.
+    std::string cuda_arch;   ///< Cuda only: as BuildOptions::cuda_arch.
+    double prepare_secs = 0; ///< Wall time of prepare_model_build.
 
+    /// The tasks' coverage rows, in task order.
+    std::vector<TaskCoverage> coverage() const;
     /// Rows served by `s`.
     int tasks_served_by(tune::LookupTier s) const;
 };
