@@ -91,27 +91,20 @@ __half* random_device_halves(size_t n, uint64_t seed) {
     return d;
 }
 
-/// f16 A and B, f32 C and sums, cuBLAS's choice of tensor-core kernel.
-int hgemm() {
-    const int n = 4096;
+/// Times `gemm(h, A, B, C)` for n x n operands A and B (freed here) into a new f32 C on a new
+/// cuBLAS handle set to `math`, and prints "<name> ms=... gflops=...".
+template <typename T>
+int time_gemm(const char* name, int n, cublasMath_t math, T* A, T* B,
+              const std::function<void(cublasHandle_t, const T*, const T*, float*)>& gemm) {
     cublasHandle_t h;
     CHECK(cublasCreate(&h));
-    __half* A = random_device_halves(size_t(n) * n, 1);
-    __half* B = random_device_halves(size_t(n) * n, 2);
+    CHECK(cublasSetMathMode(h, math));
     float* C = nullptr;
     CHECK(!A || !B);
     CHECK(cudaMalloc(&C, sizeof(float) * n * n));
-    const float one = 1, zero = 0;
-    const float ms = median_ms(
-        [&] {
-            cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, B, CUDA_R_16F, n, A,
-                         CUDA_R_16F, n, &zero, C, CUDA_R_32F, n, CUBLAS_COMPUTE_32F,
-                         CUBLAS_GEMM_DEFAULT);
-        },
-        20);
+    const float ms = median_ms([&] { gemm(h, A, B, C); }, 20);
     CHECK(cudaGetLastError());
-    std::printf("cublas_hgemm_f32acc_4096 ms=%.4f gflops=%.1f\n", ms,
-                2.0 * n * n * n / (ms * 1e6));
+    std::printf("%s ms=%.4f gflops=%.1f\n", name, ms, 2.0 * n * n * n / (ms * 1e6));
     cudaFree(A);
     cudaFree(B);
     cudaFree(C);
@@ -119,31 +112,34 @@ int hgemm() {
     return 0;
 }
 
-/// sgemm 4096^3: fp32 FMA only (PEDANTIC), or on TF32 tensor cores.
-int sgemm(bool tf32) {
-    const int n = 4096;
-    cublasHandle_t h;
-    CHECK(cublasCreate(&h));
-    // PEDANTIC: fp32 FMA only, no TF32 tensor cores.
-    CHECK(cublasSetMathMode(h, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH));
-    float* A = random_device_floats(size_t(n) * n, 1);
-    float* B = random_device_floats(size_t(n) * n, 2);
-    float* C = nullptr;
-    CHECK(!A || !B);
-    CHECK(cudaMalloc(&C, sizeof(float) * n * n));
+constexpr int kGemmN = 4096;
+
+/// f16 A and B, f32 C and sums, cuBLAS's choice of tensor-core kernel.
+int hgemm() {
+    const int n = kGemmN;
     const float one = 1, zero = 0;
-    // Row-major C = A B is column-major C^T = B^T A^T.
-    const float ms = median_ms(
-        [&] { cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, B, n, A, n, &zero, C, n); },
-        20);
-    CHECK(cudaGetLastError());
-    std::printf("%s ms=%.4f gflops=%.1f\n", tf32 ? "cublas_sgemm_tf32_4096" : "cublas_sgemm_4096",
-                ms, 2.0 * n * n * n / (ms * 1e6));
-    cudaFree(A);
-    cudaFree(B);
-    cudaFree(C);
-    cublasDestroy(h);
-    return 0;
+    return time_gemm<__half>(
+        "cublas_hgemm_f32acc_4096", n, CUBLAS_DEFAULT_MATH,
+        random_device_halves(size_t(n) * n, 1), random_device_halves(size_t(n) * n, 2),
+        [&](cublasHandle_t h, const __half* A, const __half* B, float* C) {
+            // Row-major C = A B is column-major C^T = B^T A^T.
+            cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, B, CUDA_R_16F, n, A,
+                         CUDA_R_16F, n, &zero, C, CUDA_R_32F, n, CUBLAS_COMPUTE_32F,
+                         CUBLAS_GEMM_DEFAULT);
+        });
+}
+
+/// sgemm 4096^3: fp32 FMA only (PEDANTIC: no TF32 tensor cores), or on TF32 tensor cores.
+int sgemm(bool tf32) {
+    const int n = kGemmN;
+    const float one = 1, zero = 0;
+    return time_gemm<float>(
+        tf32 ? "cublas_sgemm_tf32_4096" : "cublas_sgemm_4096", n,
+        tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH,
+        random_device_floats(size_t(n) * n, 1), random_device_floats(size_t(n) * n, 2),
+        [&](cublasHandle_t h, const float* A, const float* B, float* C) {
+            cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, B, n, A, n, &zero, C, n);
+        });
 }
 
 #ifndef TESSERA_NO_CUDNN

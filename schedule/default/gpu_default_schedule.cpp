@@ -105,8 +105,8 @@ std::pair<int, int> tile_axes(const Stage& st) {
 
 /// Threads along an axis of `tiles` register tiles, `wanted` of them or fewer: all when they
 /// are no more, else the largest divisor of tiles between wanted / 2 and wanted (whole block
-/// tiles: 56 = 7 x 8 columns as 7 threads, not 8 with a partial tile under guards), else
-/// `wanted`.
+/// tiles: 56 columns in 14 tiles of 4 take 7 threads, not 8 with a partial block under
+/// guards), else `wanted`.
 int64_t threads_along(int64_t tiles, int64_t wanted) {
     if (tiles <= wanted)
         return tiles;

@@ -32,6 +32,7 @@
 #include "tessera/support/rng.h"
 #include "tessera/te/op_registry.h"
 #include "tessera/te/reference_eval.h"
+#include "tessera/te/tensor.h"
 #include "tessera/te/workload_key.h"
 #include "tessera/tuner/database.h"
 #include "tessera/tuner/host_buffer.h"
@@ -50,15 +51,12 @@ namespace {
 
 using tune::HostBuffer;
 
-/// Host memory for `count` elements of `dtype` of the parameter `name` (`shape` for the
-/// message). The sizes come from the user's spec: more than the machine's memory is bad input,
-/// refused before asking (with overcommit the mapping may succeed and the first pages written
-/// end in the OOM killer).
+/// Host memory for the elements of `shape` in `dtype` of the parameter `name`. The sizes come
+/// from the user's spec: more than the machine's memory is bad input, refused before asking
+/// (with overcommit the mapping may succeed and the first pages written end in the OOM killer).
 HostBuffer host_buffer(const std::string& name, DataType dtype,
                        const std::vector<int64_t>& shape) {
-    int64_t count = 1;
-    for (int64_t d : shape)
-        count *= d;
+    const int64_t count = te::num_elements(shape);
     const int64_t bytes = count * dtype.bytes();
     const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
     if (pages > 0 && page_size > 0 && bytes / page_size > pages)

@@ -126,11 +126,14 @@ std::vector<std::vector<ConvBranch>> conv_fan_out(const Graph& g, ValueId x,
         }
         if (is_graph_output(g, c.outputs[0]) || is_graph_output(g, b.out))
             continue; // the output keeps its name: leave the branch alone
+        // Same attributes and the same filter shape but for its output channels.
+        auto same_geometry = [&](NodeId other) {
+            const Shape& o = g.value(g.node(other).inputs[1]).shape;
+            return g.node(other).attrs == c.attrs &&
+                   Shape(o.begin() + 1, o.end()) == Shape(w.shape.begin() + 1, w.shape.end());
+        };
         size_t k = 0;
-        while (k < firsts.size() &&
-               !(g.node(firsts[k]).attrs == c.attrs &&
-                 std::equal(w.shape.begin() + 1, w.shape.end(),
-                            g.value(g.node(firsts[k]).inputs[1]).shape.begin() + 1)))
+        while (k < firsts.size() && !same_geometry(firsts[k]))
             ++k;
         if (k == firsts.size()) {
             firsts.push_back(id);
@@ -142,8 +145,7 @@ std::vector<std::vector<ConvBranch>> conv_fan_out(const Graph& g, ValueId x,
 }
 
 // The branches that merge within the channel blocks: those whose channels fill whole blocks,
-// then at most one that does not, last (its slice then ends the merged result). Relu merges
-// when every chosen branch has one, else none does.
+// then at most one that does not, last (its slice then ends the merged result).
 std::vector<ConvBranch> mergeable(std::vector<ConvBranch> group, int64_t channel_block) {
     std::vector<ConvBranch> out, partial;
     for (const ConvBranch& b : group)
@@ -168,6 +170,7 @@ PassResult fuse_convs_horizontally(Graph& g, int64_t channel_block) {
                 mergeable(group, std::max<int64_t>(1, channel_block));
             if (branches.size() < 2)
                 continue;
+            // Relu merges when every branch has one; else each keeps its own, on its slice.
             bool all_relu = true, any_bias = false;
             for (const ConvBranch& b : branches) {
                 all_relu = all_relu && b.relu != kNoNode;

@@ -390,17 +390,6 @@ class LayoutRewriter {
         return 1;
     }
 
-    // The int64 constant [1] at v, or false.
-    bool constant_one(ValueId v, int64_t* out) const {
-        if (v == kNoValue || !g_.value(v).is_constant())
-            return false;
-        const TensorData& t = *g_.value(v).constant;
-        if (t.dtype() != DType::I64 || t.numel() != 1)
-            return false;
-        *out = t.data<int64_t>()[0];
-        return true;
-    }
-
     // A Slice of a blocked value's channels on whole blocks (horizontal-conv-fusion gives each
     // merged convolution its channels back so): the Slice of the blocked twin along the
     // channel-block axis. The end may be the channel count, a partial last block, whose padding
@@ -410,12 +399,13 @@ class LayoutRewriter {
         if (n.outputs.size() != 1 || n.inputs.size() < 4 || n.input(4) != kNoValue)
             return 0; // steps absent
         const Value in = g_.value(n.inputs[0]);
-        int64_t start = 0, end = 0, axis = 0;
-        if (!is_f32_nchw(in) || !has_twin(n.inputs[0]) || !constant_one(n.inputs[1], &start) ||
-            !constant_one(n.inputs[2], &end) || !constant_one(n.inputs[3], &axis))
+        double s = 0, e = 0, a = 0; // one-element constants (ONNX: int32 or int64)
+        if (!is_f32_nchw(in) || !has_twin(n.inputs[0]) || !constant_scalar(g_, n.inputs[1], &s) ||
+            !constant_scalar(g_, n.inputs[2], &e) || !constant_scalar(g_, n.inputs[3], &a))
             return 0;
-        const int64_t channels = in.shape[1];
-        end = std::min(end, channels);
+        const int64_t channels = in.shape[1], start = static_cast<int64_t>(s),
+                      axis = static_cast<int64_t>(a);
+        const int64_t end = std::min(static_cast<int64_t>(std::min(e, 1e18)), channels);
         if ((axis != 1 && axis != -3) || start < 0 || start >= end || start % block_ != 0 ||
             (end % block_ != 0 && end != channels))
             return 0;
