@@ -679,7 +679,7 @@ Options parse_options(int argc, char** argv) {
 }
 
 int run(const Options& opt) {
-    const tessera::backend::HostInfo& host = tessera::backend::host_info();
+    const tessera::backend::CpuInfo& host = tessera::backend::host_info();
     // Other processes on the machine make every number here noisy; say how busy it was.
     std::string load_before = "unknown";
     if (std::ifstream in("/proc/loadavg"); in) in >> load_before;

@@ -14,6 +14,10 @@ packages=(
   libprotobuf-dev protobuf-compiler       # ONNX import
   libopenblas-dev libdnnl-dev             # peers in the benchmarks
   gnuplot-nox                             # scripts/plot_curve.sh (tuning curves)
+  python3-venv python3-dev                # the Python package (scripts/setup_python.sh)
+  # Arm: the aarch64 runtime archive and links (clang, cross libc and libstdc++), and the
+  # tests that run aarch64 libraries under qemu.
+  clang-19 libc6-dev-arm64-cross libstdc++-12-dev-arm64-cross qemu-user
 )
 # scripts/test.sh --sanitize builds with clang and its sanitizer runtimes.
 if [ -n "${TESSERA_SETUP_SANITIZER:-}" ]; then packages+=(clang-19 libclang-rt-19-dev); fi

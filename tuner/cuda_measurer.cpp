@@ -16,7 +16,6 @@
 
 #include "tessera/backends/cuda.h"
 #include "tessera/backends/cuda_driver.h"
-#include "tessera/backends/host.h"
 #include "tessera/backends/llvm.h"
 #include "tessera/lower/lower_default.h"
 #include "tessera/lower/lower_for_codegen.h"
@@ -27,6 +26,7 @@
 #include "tessera/support/error.h"
 #include "tessera/te/workload_key.h"
 #include "tessera/tuner/host_buffer.h"
+#include "tessera/tuner/tune_target.h"
 
 namespace tessera::tune {
 
@@ -76,11 +76,7 @@ std::vector<HostBuffer> cpu_reference(const te::Compute& c, const std::vector<Ho
     ir::LoweredFunc f;
     std::vector<sched::LayoutTransform> layouts(c.inputs.size());
     try {
-        const backend::HostInfo& host = backend::host_info();
-        sched::DefaultScheduleOptions d;
-        d.num_cores = std::max(1, host.cores);
-        d.vector_lanes = std::max(1, host.vector_bits / 32);
-        const sched::State s = sched::default_schedule(c, d);
+        const sched::State s = sched::default_schedule(c, default_schedule_options_for(Target{}));
         f = sched::lower_state(s, "tessera_reference");
         for (size_t i = 0; i < c.inputs.size(); ++i) {
             const int sid = s.stage_id_of(c.inputs[i]);

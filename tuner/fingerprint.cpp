@@ -110,7 +110,7 @@ std::string HardwareFingerprint::isa_class() const {
     return s;
 }
 
-HardwareFingerprint make_fingerprint(const backend::HostInfo& host, const std::string& cpuinfo) {
+HardwareFingerprint make_fingerprint(const backend::CpuInfo& host, const std::string& cpuinfo) {
     HardwareFingerprint fp;
     fp.triple = host.triple;
     fp.cpu_name = host.cpu_name;

@@ -37,7 +37,7 @@ std::string join(const std::vector<std::string>& v, const char* sep) {
 }
 
 /// Fills m.best_usable or m.refusal from the machine's records (fastest first).
-void judge(OtherMachine& m, const std::vector<TuningRecord>& records, const LookupKey& key,
+void judge(OtherMachine& m, const std::vector<TuningRecord>& records, const TuneTarget& key,
            const NeedsOf& needs_of) {
     const TuningRecord& any = records.front();
     if (isa_class_triple(m.isa_class) != isa_class_triple(key.isa_class)) {
@@ -127,7 +127,7 @@ std::string recording_cpu(const TuningRecord& r) {
 namespace {
 
 /// other_machines over the workload's records, read once by the caller.
-std::vector<OtherMachine> machines_of(const std::vector<TuningRecord>& all, const LookupKey& key,
+std::vector<OtherMachine> machines_of(const std::vector<TuningRecord>& all, const TuneTarget& key,
                                       const NeedsOf& needs_of) {
     // Grouped by (fingerprint, target family): one machine may hold records of several targets.
     std::map<std::pair<std::string, std::string>, std::vector<TuningRecord>> groups;
@@ -165,12 +165,12 @@ std::vector<OtherMachine> machines_of(const std::vector<TuningRecord>& all, cons
 } // namespace
 
 std::vector<OtherMachine> other_machines(const TuningDatabase& db, const std::string& workload_key,
-                                         const LookupKey& key, const NeedsOf& needs_of) {
+                                         const TuneTarget& key, const NeedsOf& needs_of) {
     return machines_of(db.records_of(workload_key), key, needs_of);
 }
 
 LookupResult lookup_best(const TuningDatabase& db, const std::string& workload_key,
-                         const LookupKey& key, const NeedsOf& needs_of) {
+                         const TuneTarget& key, const NeedsOf& needs_of) {
     LookupResult r;
     if (!db.has_workload(workload_key))
         return r;
@@ -209,7 +209,7 @@ LookupResult lookup_best(const TuningDatabase& db, const std::string& workload_k
 }
 
 std::vector<TuningRecord> transfer_seeds(const TuningDatabase& db, const std::string& workload_key,
-                                         const LookupKey& key, const NeedsOf& needs_of, int max) {
+                                         const TuneTarget& key, const NeedsOf& needs_of, int max) {
     std::vector<TuningRecord> seeds;
     if (max <= 0 || !db.has_workload(workload_key))
         return seeds;

@@ -78,7 +78,7 @@ class TaskTuner {
             } catch (const ScheduleError&) { // a Compute the rules do not cover: search alone
             }
         }
-        const LookupKey key{target_.target, target_.fingerprint, target_.isa_class};
+        const TuneTarget key{target_.target, target_.fingerprint, target_.isa_class};
         for (const TuningRecord& r : transfer_seeds(db_, result_.workload_key, key,
                                                     needs_by_replay(c_), opts_.transfer_seeds)) {
             try {

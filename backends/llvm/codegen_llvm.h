@@ -17,19 +17,23 @@ class TargetMachine;
 
 namespace tessera::backend::detail {
 
-/// The CPU and feature strings functions are compiled for (host, or opts.cpu/opts.features).
+/// The triple, CPU and feature strings functions are compiled for: the host's, or
+/// opts.triple/opts.cpu/opts.features (no CPU on another triple: "generic").
 struct TargetSpec {
     std::string triple, cpu, features;
 };
 TargetSpec target_spec(const CompileOptions& opts);
+
+/// Every feature of the host CPU, "+name" when present and "-name" when not, comma-separated.
+const std::string& host_feature_string();
 
 /// Whether code for spec may use every feature of `features` ("+avx512vnni,+avx512vl"), as
 /// LLVM resolves spec's CPU name and feature string (later entries win, and turning a feature
 /// off turns off those that need it). False for a name spec's target does not define.
 bool target_has_features(const TargetSpec& spec, const std::string& features);
 
-/// Registers the native target with LLVM once per process (thread-safe).
-void initialize_native_target();
+/// Registers every target LLVM was built with once per process (thread-safe).
+void initialize_targets();
 
 /// A TargetMachine for spec: position-independent, aggressive code generation.
 std::unique_ptr<llvm::TargetMachine> create_target_machine(const TargetSpec& spec);

@@ -40,7 +40,7 @@ int64_t parse_size(const std::string& s) {
     return v;
 }
 
-void read_caches(HostInfo& h) {
+void read_caches(CpuInfo& h) {
     for (int i = 0; i < 16; ++i) {
         std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
         std::string level = read_first_line(dir + "level");
@@ -73,8 +73,8 @@ std::string read_model_name() {
     return "";
 }
 
-HostInfo detect() {
-    HostInfo h;
+CpuInfo detect() {
+    CpuInfo h;
     h.triple = llvm::sys::getProcessTriple();
     h.cpu_name = llvm::sys::getHostCPUName().str();
     for (const auto& f : llvm::sys::getHostCPUFeatures())
@@ -84,23 +84,18 @@ HostInfo detect() {
     h.cores = runtime::default_num_threads();
     read_caches(h);
     h.cpu_model_name = read_model_name();
-    if (h.has_feature("avx512f"))
-        h.vector_bits = 512;
-    else if (h.has_feature("avx"))
-        h.vector_bits = 256;
-    else
-        h.vector_bits = 128;
+    h.vector_bits = vector_bits_of(h.features);
     return h;
 }
 
 } // namespace
 
-bool HostInfo::has_feature(const std::string& name) const {
+bool CpuInfo::has_feature(const std::string& name) const {
     return std::binary_search(features.begin(), features.end(), name);
 }
 
-const HostInfo& host_info() {
-    static const HostInfo info = detect();
+const CpuInfo& host_info() {
+    static const CpuInfo info = detect();
     return info;
 }
 

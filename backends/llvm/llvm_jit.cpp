@@ -54,7 +54,7 @@ class SharedJit {
 
   private:
     SharedJit() {
-        detail::initialize_native_target();
+        detail::initialize_targets();
         detail::TargetSpec spec = detail::target_spec({});
         llvm::orc::JITTargetMachineBuilder jtmb{llvm::Triple(spec.triple)};
         jtmb.setCPU(spec.cpu);

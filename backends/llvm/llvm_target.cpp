@@ -20,6 +20,7 @@
 #include <llvm/Target/TargetOptions.h>
 #include <llvm/TargetParser/Host.h>
 #include <llvm/TargetParser/SubtargetFeature.h>
+#include <llvm/TargetParser/Triple.h>
 #include <llvm/Transforms/Utils/Cloning.h>
 
 #include "codegen_llvm.h"
@@ -31,12 +32,19 @@ namespace tessera::backend::detail {
 
 TargetSpec target_spec(const CompileOptions& opts) {
     TargetSpec spec;
-    spec.triple = llvm::sys::getProcessTriple();
-    if (!opts.cpu.empty()) {
-        spec.cpu = opts.cpu;
+    spec.triple = opts.triple.empty() ? llvm::sys::getProcessTriple()
+                                      : llvm::Triple::normalize(opts.triple);
+    if (!opts.cpu.empty() || !opts.triple.empty()) {
+        spec.cpu = opts.cpu.empty() ? "generic" : opts.cpu;
         spec.features = opts.features;
         return spec;
     }
+    spec.cpu = host_info().cpu_name;
+    spec.features = host_feature_string();
+    return spec;
+}
+
+const std::string& host_feature_string() {
     // Every host feature, enabled or not: a CPU name implies features that a virtual machine
     // may have switched off, and "-feature" entries turn those back off.
     static const std::string host_features = [] {
@@ -48,13 +56,11 @@ TargetSpec target_spec(const CompileOptions& opts) {
         }
         return s;
     }();
-    spec.cpu = host_info().cpu_name;
-    spec.features = host_features;
-    return spec;
+    return host_features;
 }
 
 bool target_has_features(const TargetSpec& spec, const std::string& features) {
-    initialize_native_target();
+    initialize_targets();
     std::string err;
     const llvm::Target* target = llvm::TargetRegistry::lookupTarget(spec.triple, err);
     if (!target)
@@ -77,17 +83,20 @@ bool target_has_features(const TargetSpec& spec, const std::string& features) {
     return sti->checkFeatures(features);
 }
 
-void initialize_native_target() {
+void initialize_targets() {
     static std::once_flag once;
     std::call_once(once, [] {
-        llvm::InitializeNativeTarget();
-        llvm::InitializeNativeTargetAsmPrinter();
+        // Every target LLVM was built with: a build may cross-compile (aarch64 from x86-64).
+        llvm::InitializeAllTargetInfos();
+        llvm::InitializeAllTargets();
+        llvm::InitializeAllTargetMCs();
+        llvm::InitializeAllAsmPrinters();
         llvm::InitializeNativeTargetAsmParser();
     });
 }
 
 std::unique_ptr<llvm::TargetMachine> create_target_machine(const TargetSpec& spec) {
-    initialize_native_target();
+    initialize_targets();
     std::string err;
     const llvm::Target* target = llvm::TargetRegistry::lookupTarget(spec.triple, err);
     TESSERA_CHECK(target) << "no LLVM target for " << spec.triple << ": " << err;
@@ -201,7 +210,7 @@ std::string emit_machine_code(const llvm::Module& m, llvm::TargetMachine& tm, bo
 namespace tessera::backend {
 
 void initialize_codegen() {
-    detail::initialize_native_target();
+    detail::initialize_targets();
     (void)detail::target_spec(CompileOptions{});
 }
 

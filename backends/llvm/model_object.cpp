@@ -125,7 +125,7 @@ void emit_model_data_object(const ModelDataObject& data, const std::string& path
 }
 
 void link_model_library(const std::vector<std::string>& objects, const std::string& runtime_archive,
-                        const std::string& so_path) {
+                        const std::string& so_path, const std::string& triple) {
     if (objects.empty())
         throw UserError() << "no object files to link into '" << so_path << "'";
     if (access(runtime_archive.c_str(), R_OK) != 0)
@@ -143,11 +143,19 @@ void link_model_library(const std::vector<std::string>& objects, const std::stri
     // truncated library under the requested name.
     const std::string tmp_so = so_path + ".tmp" + std::to_string(getpid());
 #ifdef TESSERA_MODEL_LINK_DRIVER
-    const std::string driver = TESSERA_MODEL_LINK_DRIVER;
+    std::string driver = TESSERA_MODEL_LINK_DRIVER;
 #else
-    const std::string driver = "c++";
+    std::string driver = "c++";
 #endif
     std::vector<std::string> argv = {driver, "-shared", "-o", tmp_so};
+    if (!triple.empty()) {
+#ifdef TESSERA_CROSS_LINK_DRIVER
+        driver = TESSERA_CROSS_LINK_DRIVER;
+#else
+        driver = "clang++";
+#endif
+        argv = {driver, "--target=" + triple, "-fuse-ld=lld", "-shared", "-o", tmp_so};
+    }
     argv.insert(argv.end(), objects.begin(), objects.end());
     argv.insert(argv.end(),
                 {"-Wl,--whole-archive", runtime_archive, "-Wl,--no-whole-archive",
@@ -156,7 +164,8 @@ void link_model_library(const std::vector<std::string>& objects, const std::stri
 #ifdef TESSERA_MODEL_LINK_FLAGS
     // The runtime archive is instrumented: the sanitizer runtime's symbols stay undefined here
     // (clang links that runtime into executables only) and come from the loading process.
-    argv.push_back(TESSERA_MODEL_LINK_FLAGS);
+    // A cross runtime is not instrumented.
+    argv.push_back(triple.empty() ? TESSERA_MODEL_LINK_FLAGS : "-Wl,--no-undefined");
 #else
     argv.push_back("-Wl,--no-undefined");
 #endif

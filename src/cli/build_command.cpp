@@ -32,9 +32,12 @@ std::string bytes_text(int64_t b) {
 
 /// The GPU architecture of a --target cuda build: --arch, else this machine's GPU, else sm_90
 /// (a build needs no GPU).
-std::string cuda_build_arch(const BuildCommandOptions& opts) {
+/// The architecture of a cuda build: --arch, the target's -arch, GPU 0's, else sm_90.
+std::string cuda_build_arch(const BuildCommandOptions& opts, const Target& target) {
     if (!opts.arch.empty())
         return opts.arch;
+    if (!target.arch.empty())
+        return target.arch;
 #ifdef TESSERA_HAVE_CUDA
     const backend::cuda::CudaDriver& d = backend::cuda::CudaDriver::get();
     if (d.available())
@@ -87,8 +90,11 @@ CLI::App* add_build_command(CLI::App& app, BuildCommandOptions& opts) {
     cmd->add_option("-j,--jobs", opts.jobs, "Threads generating code (0 = one per hardware thread)")
         ->capture_default_str();
     cmd->add_option("--target", opts.target,
-                    "What the library runs on: llvm (this CPU) or cuda (an NVIDIA GPU: NVRTC "
-                    "cubins run through the CUDA driver; building needs no GPU)")
+                    "What the library runs on: llvm (this CPU), another CPU (\"llvm "
+                    "-mcpu=skylake-avx512\", \"llvm -mtriple=aarch64-linux-gnu "
+                    "-mcpu=neoverse-n1\": cross-compiled; -mattr=+f,-g, -num-cores=N) or cuda "
+                    "(an NVIDIA GPU: NVRTC cubins run through the CUDA driver; \"cuda "
+                    "-arch=sm_80\"; building needs no GPU)")
         ->capture_default_str();
     cmd->add_option("--arch", opts.arch,
                     "--target cuda: the GPU architecture, sm_XX (default: this machine's GPU, "
@@ -104,14 +110,18 @@ int run_build(const BuildCommandOptions& opts, std::ostream& out, std::ostream& 
     bo.horizontal_fusion = opts.horizontal_fusion;
     bo.precision = precision_of(opts.inputs);
     bo.jobs = opts.jobs;
-    if (opts.target == "cuda") {
-        bo.target = compile::BuildTarget::Cuda;
-        bo.cuda_arch = cuda_build_arch(opts);
-    } else if (opts.target != "llvm" && opts.target != "cpu") {
-        throw UserError() << "--target must be llvm or cuda, got '" << opts.target << "'";
-    } else if (!opts.arch.empty()) {
-        throw UserError() << "--arch " << opts.arch << " needs --target cuda";
+    // A library may be for another CPU (cross-compiled): the build runs none of its code.
+    bo.target = checked_target(opts.target, false, /*may_cross=*/true);
+    if (bo.target.is_cuda()) {
+        const std::string arch = cuda_build_arch(opts, bo.target);
+        if (arch.size() < 4 || arch.compare(0, 3, "sm_") != 0 ||
+            arch.find_first_not_of("0123456789", 3) != std::string::npos)
+            throw UserError() << "CUDA architecture '" << arch
+                              << "' is not sm_<digits> (e.g. sm_90)";
+        bo.target.arch = arch;
     }
+    else if (!opts.arch.empty())
+        throw UserError() << "--arch " << opts.arch << " needs --target cuda";
     const graph::ImportOptions io = import_options(opts.inputs);
     bo.input_shapes = io.input_shapes;
     bo.bound_inputs = io.bound_inputs;
@@ -122,14 +132,13 @@ int run_build(const BuildCommandOptions& opts, std::ostream& out, std::ostream& 
         bo.db_path = opts.db;
     else if (std::filesystem::is_regular_file(kDefaultBuildDb, ec))
         bo.db_path = kDefaultBuildDb;
-    if (!bo.db_path.empty() && bo.target == compile::BuildTarget::Cuda) {
+    if (!bo.db_path.empty() && bo.target.is_cuda()) {
         // As `tune --op --target cuda` records them; without a GPU this machine's fingerprint
         // has no device, so only the ISA-class tier can serve.
-        bo.lookup = {"cuda -arch=" + bo.cuda_arch, tune::host_fingerprint().hash(),
-                     "cuda;" + bo.cuda_arch};
+        bo.lookup = {"cuda -arch=" + bo.target.arch, tune::host_fingerprint().hash(),
+                     "cuda;" + bo.target.arch};
     } else if (!bo.db_path.empty()) {
-        const tune::TuneTarget host = host_tune_target();
-        bo.lookup = {host.target, host.fingerprint, host.isa_class};
+        bo.lookup = tune::llvm_tune_target(bo.target);
     }
     const std::string so_path = !opts.output.empty()
                                     ? opts.output
@@ -169,8 +178,7 @@ int run_build(const BuildCommandOptions& opts, std::ostream& out, std::ostream& 
         out << fmt::format("wrote {}{}: {} kernels, {} calls, weights {}, arena {}; built in {:.2f} "
                            "s (schedules {:.2f} s, code generation and link {:.2f} s)\n",
                            so_path,
-                           bo.target == compile::BuildTarget::Cuda ? " (cuda " + bo.cuda_arch + ")"
-                                                                   : std::string(),
+                           bo.target == Target{} ? std::string() : " (" + bo.target.str() + ")",
                            lib.num_kernels, lib.num_calls, bytes_text(lib.weight_bytes),
                            bytes_text(lib.arena_bytes), build.prepare_secs + lib.codegen_secs,
                            build.prepare_secs, lib.codegen_secs);

@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "tessera/backends/host.h"
+#include "tessera/tuner/tune_target.h"
 #include "tessera/cost_model/features.h"
 #include "tessera/schedule/lower_state.h"
 #include "tessera/schedule/sampling.h"
@@ -24,12 +24,9 @@ int run_costmodel_features(const std::string& op_spec, int samples, uint64_t see
     if (samples < 1)
         throw UserError() << "--samples must be >= 1, got " << samples;
     te::OpInstance inst = te::make_op(op_spec);
-    const backend::HostInfo host = backend::host_info();
     sched::SketchOptions sketch_opts;
-    sketch_opts.num_cores = std::max(1, host.cores);
     sched::SampleOptions sample_opts;
-    sample_opts.num_cores = sketch_opts.num_cores;
-    sample_opts.max_vectorize_lanes = std::max(1, host.vector_bits / 32);
+    tune::set_search_target(Target{}, 0, sketch_opts, sample_opts); // this host's CPU
     const std::vector<sched::State> sketches = sched::generate_sketches(inst.compute, sketch_opts);
 
     // Lowering is not timed: only the extraction is.

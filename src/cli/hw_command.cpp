@@ -14,7 +14,7 @@ static std::string kib(int64_t bytes) {
 }
 
 void print_hw(bool json, std::ostream& out) {
-    const backend::HostInfo& h = backend::host_info();
+    const backend::CpuInfo& h = backend::host_info();
     const tune::HardwareFingerprint& fp = tune::host_fingerprint();
     if (json) {
         nlohmann::ordered_json j;

@@ -18,6 +18,7 @@
 #include "tessera/graph/tasks.h"
 #include "tessera/schedule/schedule.h"
 #include "tessera/support/error.h"
+#include "tune_command.h"
 
 namespace tessera::cli {
 
@@ -107,6 +108,7 @@ void run_inspect(const InspectOptions& options, std::ostream& out) {
     mpo.disabled_passes =
         std::set<std::string>(options.disabled_passes.begin(), options.disabled_passes.end());
     mpo.horizontal_fusion = options.horizontal_fusion;
+    mpo.target = checked_target(options.target, false, /*may_cross=*/true);
     // Graph printouts go to the report stream, except in JSON mode where stdout must hold only
     // the JSON object.
     mpo.pass_output = options.json ? &std::cerr : &out;
@@ -134,7 +136,7 @@ void run_inspect(const InspectOptions& options, std::ostream& out) {
         const size_t i = find_task(tasks, options.schedule_task);
         const graph::Task& t = tasks[i];
         const sched::State s = sched::default_schedule(
-            t.compute.compute, compile::build_default_schedule_options(compile::BuildTarget::Cpu));
+            t.compute.compute, tune::default_schedule_options_for(mpo.target));
         out << "task " << i << " " << t.workload_key.substr(0, 12) << " " << t.pattern
             << ": default schedule on this host (" << s.steps.size() << " steps)\n"
             << sched::to_string(s) << sched::steps_to_json(s.steps) << "\n";

@@ -23,6 +23,7 @@ struct InspectOptions {
     bool time_passes = false;
     std::vector<std::string> disabled_passes;
     bool horizontal_fusion = false; ///< --horizontal-fusion, as build and tune
+    std::string target = "llvm";    ///< --target, as build and tune
     bool json = false; ///< one JSON object instead of text
     int64_t layout_block = 0; ///< x of NCHW[x]c at -O3; 0: graph::layout_block_for(host)
     /// A task (its index in the task list, or a prefix of its workload key): print its default

@@ -186,6 +186,10 @@ int main(int argc, char** argv) {
         ->allow_extra_args(false);
     inspect->add_flag("--horizontal-fusion", inspect_opts.horizontal_fusion,
                       "Run the horizontal fusion passes, as `build --horizontal-fusion` does");
+    inspect->add_option("--target", inspect_opts.target,
+                        "The target the tasks are for, as `build --target` takes it (cuda keeps "
+                        "NCHW; a CPU's vector width sets the NCHW[x]c block)")
+        ->capture_default_str();
     inspect->add_option("--schedule", inspect_opts.schedule_task,
                         "Print the default schedule of one task on this host (what an untuned "
                         "build runs): its loop structure and step-list JSON. TASK is its index "
@@ -288,7 +292,9 @@ int main(int argc, char** argv) {
                          "the target 'simulated:llvm ...', which never serves `op run --db`)")
         ->capture_default_str();
     tune_cmd->add_option("--target", tune_opts.target,
-                         "llvm: this CPU; cuda: CUDA device 0 (GPU sketches, the GPU default "
+                         "llvm: this CPU; \"llvm -mcpu=NAME [-mattr=+f,-g] [-num-cores=N]\": "
+                         "code for another CPU that runs on this one (records get that target); "
+                         "cuda: CUDA device 0 (GPU sketches, the GPU default "
                          "schedule and mutations, candidates compiled by NVRTC, checked and timed "
                          "on the device; records get the target 'cuda -arch=sm_XX'; a MODEL's "
                          "tasks are those `build --target cuda` makes)")

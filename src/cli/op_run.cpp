@@ -150,12 +150,11 @@ DbSchedule schedule_from_db(const te::OpInstance& inst, const std::string& db_pa
     return chosen;
 }
 
-/// The rule-based default schedule of inst for this host (its cores and vector width).
-sched::State host_default_schedule(const te::OpInstance& inst) {
-    // The options an untuned model build uses on this host, so that `op run` times what a
+/// The rule-based default schedule of inst for `target` (its CPU's cores and vector width).
+sched::State host_default_schedule(const te::OpInstance& inst, const Target& target) {
+    // The options an untuned model build uses for the target, so that `op run` times what a
     // build would run.
-    sched::DefaultScheduleOptions o =
-        compile::build_default_schedule_options(compile::BuildTarget::Cpu);
+    sched::DefaultScheduleOptions o = tune::default_schedule_options_for(target);
     o.weight_inputs = inst.weight_inputs;
     return sched::default_schedule(inst.compute, o);
 }
@@ -259,8 +258,8 @@ std::unique_ptr<KernelRunner> make_runner(bool gpu, const LoweredFunc& f, size_t
 OpRunResult run_op(const OpRunOptions& opts, std::ostream& out) {
     if (opts.repeat < 1) throw UserError() << "--repeat must be at least 1, got " << opts.repeat;
     if (opts.threads < 0) throw UserError() << "--threads must be >= 0, got " << opts.threads;
-    check_target_name(opts.target, opts.tf32);
-    const bool gpu = opts.target == "cuda";
+    const Target target = checked_target(opts.target, opts.tf32);
+    const bool gpu = target.is_cuda();
     // The device, before anything is compiled: one line naming why there is none.
     const std::optional<tune::TuneTarget> cuda_target =
         gpu ? std::optional<tune::TuneTarget>(cuda_tune_target()) : std::nullopt;
@@ -296,7 +295,8 @@ OpRunResult run_op(const OpRunOptions& opts, std::ostream& out) {
         r.schedule = fmt::format("{} ({} steps)", opts.schedule_file, s.steps.size());
         scheduled = s;
     } else if (!opts.db.empty()) {
-        DbSchedule chosen = schedule_from_db(inst, opts.db, gpu ? *cuda_target : host_tune_target(), lower_opts);
+        const tune::TuneTarget key = gpu ? *cuda_target : tune::llvm_tune_target(target);
+        DbSchedule chosen = schedule_from_db(inst, opts.db, key, lower_opts);
         r.tier = chosen.tier;
         r.record_id = chosen.record_id;
         db_note = chosen.note;
@@ -308,7 +308,7 @@ OpRunResult run_op(const OpRunOptions& opts, std::ostream& out) {
         }
     }
     if (!scheduled && !opts.naive && !gpu) {
-        scheduled = host_default_schedule(inst);
+        scheduled = host_default_schedule(inst, target);
         r.schedule = fmt::format("default schedule ({} steps)", scheduled->steps.size());
     }
 #ifdef TESSERA_HAVE_CUDA

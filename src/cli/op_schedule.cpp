@@ -136,15 +136,15 @@ namespace {
 /// The default-schedule options of opts' target.
 sched::DefaultScheduleOptions default_options(const OpScheduleOptions& opts,
                                               const te::OpInstance& inst) {
-    check_target_name(opts.target, opts.tf32);
-    sched::DefaultScheduleOptions o;
-    o.num_cores = cores_of(opts);
-    o.vector_lanes = lanes_of(opts);
+    // A schedule only: any target, this machine need not run it.
+    const Target target = checked_target(opts.target, opts.tf32, /*may_cross=*/true);
+    sched::DefaultScheduleOptions o = tune::default_schedule_options_for(target, opts.cores);
+    if (opts.vector_lanes > 0)
+        o.vector_lanes = opts.vector_lanes;
+    (void)cores_of(opts); // checks --cores
+    (void)lanes_of(opts); // checks --vector-lanes
     o.weight_inputs = inst.weight_inputs;
-    if (opts.target == "cuda") {
-        o.target = sched::TargetKind::Gpu;
-        o.gpu_tf32 = opts.tf32;
-    }
+    o.gpu_tf32 = target.is_cuda() && opts.tf32;
     return o;
 }
 
@@ -211,8 +211,7 @@ void print_default_schedule(const OpScheduleOptions& opts, std::ostream& out) {
 
 void print_lowered(const OpScheduleOptions& opts, std::ostream& out) {
     te::OpInstance inst = te::make_op(opts.spec);
-    check_target_name(opts.target, opts.tf32);
-    if (opts.target == "cuda")
+    if (checked_target(opts.target, opts.tf32, /*may_cross=*/true).is_cuda())
         return print_cuda(opts, inst, out);
     ir::LoweredFunc f;
     if (opts.schedule_file.empty()) {

@@ -129,14 +129,18 @@ void check_tune_options(const TuneOptions& o) {
         throw UserError() << "--db must name a file, got ''";
     if (o.opt_level < 0 || o.opt_level > 3)
         throw UserError() << "-O must be 0..3, got " << o.opt_level;
-    check_target_name(o.target);
+    checked_target(o.target);
 }
 
-void check_target_name(const std::string& target, bool tf32) {
-    if (target != "llvm" && target != "cuda")
-        throw UserError() << "--target must be llvm or cuda, got '" << target << "'";
-    if (tf32 && target != "cuda")
+Target checked_target(const std::string& text, bool tf32, bool may_cross) {
+    const Target t = parse_target(text);
+    if (tf32 && !t.is_cuda())
         throw UserError() << "--tf32 needs --target cuda (TF32 is a tensor-core format)";
+    if (t.is_llvm() && !may_cross && !tune::runs_on_this_machine(t))
+        throw UserError() << "target '" << text << "': its code does not run on this machine ("
+                          << backend::host_info().cpu_name << ", "
+                          << backend::host_info().triple << ")";
+    return t;
 }
 
 tune::TuneTarget cuda_tune_target() {
@@ -156,8 +160,7 @@ tune::TuneTarget cuda_tune_target() {
 
 tune::SearchOptions tune_search_options(const TuneOptions& o,
                                         const std::vector<int>& weight_inputs) {
-    const backend::HostInfo& host = backend::host_info();
-    const int cores = o.threads > 0 ? o.threads : std::max(1, host.cores);
+    const Target target = checked_target(o.target);
     tune::SearchOptions so;
     so.num_trials = o.trials;
     so.time_budget_secs = o.time_budget_secs;
@@ -166,21 +169,21 @@ tune::SearchOptions tune_search_options(const TuneOptions& o,
     so.measure_per_round = o.measure_per_round;
     so.eps_greedy = o.eps_greedy;
     so.seed = o.seed;
-    so.sketch.num_cores = cores;
     so.sketch.weight_inputs = weight_inputs; // packed once, outside the timed call
-    so.sample.num_cores = cores;
-    so.sample.max_vectorize_lanes = std::max(1, host.vector_bits / 32);
-    so.cpu_tiles = host.has_u8s8_tiles();
-    so.cpu_tiles_bf16 = host.has_bf16_tiles();
-    if (o.target == "cuda") // GPU sketches, the GPU default schedule and the GPU mutations
-        so.sketch.target = sched::TargetKind::Gpu;
+    // Cores and vector width of the target's CPU; for cuda: GPU sketches, the GPU default
+    // schedule and the GPU mutations.
+    tune::set_search_target(target, o.threads, so.sketch, so.sample);
+    const sched::DefaultScheduleOptions d = tune::default_schedule_options_for(target);
+    so.cpu_tiles = d.cpu_tiles;
+    so.cpu_tiles_bf16 = d.cpu_tiles_bf16;
     return so;
 }
 
 std::unique_ptr<tune::Measurer> make_tune_measurer(const TuneOptions& o) {
     if (o.runner == "simulated")
         return tune::make_simulated_measurer(o.seed);
-    if (o.target == "cuda") {
+    const Target target = checked_target(o.target);
+    if (target.is_cuda()) {
 #ifdef TESSERA_HAVE_CUDA
         cuda_tune_target(); // the one-line reason when there is no device
         tune::CudaMeasureOptions mo;
@@ -197,15 +200,20 @@ std::unique_ptr<tune::Measurer> make_tune_measurer(const TuneOptions& o) {
     mo.slow_factor = o.slow_factor;
     mo.cold_weights = o.weights == "cold" || (o.weights == "auto" && !o.model_path.empty());
     mo.seed = o.seed;
+    mo.compile = backend::compile_options_for(target);
     return tune::make_local_measurer(mo);
 }
 
 tune::TuneTarget tune_target_of(const TuneOptions& o) {
     tune::TuneTarget target;
-    if (o.target != "cuda") {
-        target = host_tune_target();
+    const Target t = checked_target(o.target);
+    if (t.is_llvm()) {
+        target = tune::llvm_tune_target(t);
     } else if (o.runner != "simulated") {
         target = cuda_tune_target();
+        if (!t.arch.empty() && target.target != "cuda -arch=" + t.arch)
+            throw UserError() << "target '" << o.target << "': GPU 0, where tuning measures, is "
+                              << target.target.substr(target.target.find('=') + 1);
     } else {
         // Synthetic times need no device; name the architecture the GPU sampling assumes.
         try {
@@ -350,19 +358,14 @@ void print_summary(const TuneOptions& o, const te::OpInstance& inst, const tune:
 
 } // namespace
 
-tune::TuneTarget host_tune_target() {
-    const tune::HardwareFingerprint& fp = tune::host_fingerprint();
-    tune::TuneTarget t;
-    t.target = "llvm -mcpu=" + backend::host_info().cpu_name;
-    t.fingerprint = fp.hash();
-    t.isa_class = fp.isa_class();
-    return t;
-}
-
 TuneCostModels tune_cost_models(const TuneOptions& opts, std::ostream& note) {
     const bool explicit_file = opts.pretrained != "builtin" && opts.pretrained != "none";
     auto blob = std::make_shared<const std::vector<uint8_t>>(cost::pretrained_blob(opts.pretrained));
-    const bool applies = opts.model == "xgboost" && opts.target == "llvm" && opts.runner == "local";
+    // The prior was trained on this CPU's records: it serves tuning this CPU's own code.
+    const Target target = parse_target(opts.target);
+    const bool this_cpu = target.is_llvm() && target.triple.empty() && target.cpu.empty() &&
+                          target.features.empty();
+    const bool applies = opts.model == "xgboost" && this_cpu && opts.runner == "local";
     bool uses_prior = false;
     if (!blob->empty() && applies) {
         try {

@@ -60,7 +60,8 @@ struct TuneOptions {
     std::string pretrained = "builtin";
     /// "local" (real) or "simulated" (synthetic times, under kSimulatedTargetPrefix's target).
     std::string runner = "local";
-    /// "llvm" (this CPU) or "cuda" (CUDA device 0: GPU sketches, the CUDA measurer; --op only).
+    /// A target string (support/target.h): "llvm" (this CPU), another CPU whose code runs
+    /// here ("llvm -mcpu=skylake"), or "cuda" (CUDA device 0: GPU sketches, the CUDA measurer).
     std::string target = "llvm";
     /// CSV of the best-so-far (a model: the estimated end-to-end latency) per round; empty = none.
     std::string curve_file;
@@ -78,10 +79,6 @@ constexpr const char* kOpSpecSettingsKey = "op_spec";
 /// that their synthetic times never count as real measurements of the host target.
 constexpr const char* kSimulatedTargetPrefix = "simulated:";
 
-/// The target and machine identity of records measured here: target "llvm -mcpu=<host cpu>",
-/// the host's fingerprint hash and ISA class. `op run --db` looks records up with the same.
-tune::TuneTarget host_tune_target();
-
 /// The records of `--target cuda`: target "cuda -arch=sm_XX" of CUDA device 0, the host's
 /// fingerprint (whose GPU fields name the device) and the ISA class "cuda;sm_XX" (GPUs of one
 /// architecture run each other's schedules with the same code). Throws UserError "--target
@@ -89,9 +86,11 @@ tune::TuneTarget host_tune_target();
 /// built without the CUDA toolkit".
 tune::TuneTarget cuda_tune_target();
 
-/// Throws UserError unless `target` is "llvm" or "cuda" (naming the value), or when `tf32`
-/// (--tf32) is set for another target than cuda.
-void check_target_name(const std::string& target, bool tf32 = false);
+/// The target a `--target` string names (parse_target; UserError naming the string), checked
+/// for commands that run code here: an Llvm target whose code does not run on this machine
+/// (another architecture, or extensions this CPU lacks) is refused unless `may_cross`, and
+/// `tf32` (--tf32) needs cuda.
+Target checked_target(const std::string& text, bool tf32 = false, bool may_cross = false);
 
 /// The exit code of a run stopped by Ctrl-C (128 + SIGINT), after the summary was printed.
 constexpr int kInterruptedExitCode = 130;
@@ -115,7 +114,7 @@ tune::SearchOptions tune_search_options(const TuneOptions& opts,
 /// The measurer opts.runner names (local or simulated), seeded with opts.seed; for --target cuda
 /// the local runner is the CUDA measurer (tuner/cuda_measure.h).
 std::unique_ptr<tune::Measurer> make_tune_measurer(const TuneOptions& opts);
-/// host_tune_target() (cuda_tune_target() for --target cuda), under kSimulatedTargetPrefix for
+/// tune::llvm_tune_target of --target (cuda_tune_target() for cuda), under kSimulatedTargetPrefix for
 /// --runner simulated. A simulated cuda run needs no device: without one its target is
 /// "simulated:cuda -arch=sm_90", the architecture the GPU sampling limits assume.
 tune::TuneTarget tune_target_of(const TuneOptions& opts);

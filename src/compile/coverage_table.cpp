@@ -56,8 +56,8 @@ void print_coverage_table(std::ostream& os, const ModelBuild& b) {
         pattern_w = std::max(pattern_w, r.pattern.size());
         source_w = std::max(source_w, short_source_text(r).size());
     }
-    if (b.target == BuildTarget::Cuda) // CPU tables keep their first line the header
-        os << "target cuda " << b.cuda_arch << "\n";
+    if (b.target.is_cuda()) // CPU tables keep their first line the header
+        os << "target cuda " << b.target.arch << "\n";
     os << fmt::format("{:>4}  {:<{}}  {:<9}  {:>5}  {:<{}}  {:>12}  {:>6}\n", "task", "pattern",
                       pattern_w, "precision", "calls", "schedule", source_w, "time x calls",
                       untimed ? "flops%" : "share");
@@ -105,9 +105,10 @@ std::string coverage_json(const ModelBuild& b, const LibrarySummary* library) {
     nlohmann::ordered_json j;
     j["model"] = b.model_name;
     j["database"] = b.db_path;
-    j["target"] = to_string(b.target);
-    if (b.target == BuildTarget::Cuda)
-        j["cuda_arch"] = b.cuda_arch;
+    j["target"] = b.target.is_cuda() ? "cuda" : "cpu";
+    j["target_string"] = b.target.str();
+    if (b.target.is_cuda())
+        j["cuda_arch"] = b.target.arch;
     nlohmann::ordered_json tasks = nlohmann::ordered_json::array();
     for (const TaskCoverage& r : rows) {
         nlohmann::ordered_json t;

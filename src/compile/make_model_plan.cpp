@@ -63,7 +63,7 @@ class PlanBuilder {
         }
         weights_.resize(static_cast<size_t>(align_up(static_cast<int64_t>(weights_.size()))));
         plan_.weight_bytes = static_cast<int64_t>(weights_.size());
-        if (b_.target == BuildTarget::Cuda)
+        if (b_.target.is_cuda())
             add_cuda_modules();
         for (const graph::IndexInput& in : graph::index_inputs(g))
             plan_.index_checks.push_back(
@@ -242,7 +242,7 @@ class PlanBuilder {
         TESSERA_CHECK(cubins_.size() == b_.tasks.size())
             << b_.tasks.size() << " tasks, " << cubins_.size() << " cubins";
         plan_.target = runtime::PlanTarget::Cuda;
-        plan_.cuda_arch = b_.cuda_arch;
+        plan_.cuda_arch = b_.target.arch;
         std::string blob;
         for (size_t t = 0; t < b_.tasks.size(); ++t) {
             TESSERA_CHECK(!cubins_[t].empty()) << "task " << t << " has an empty cubin";

@@ -21,18 +21,20 @@ double since(Clock::time_point t0) {
 // The graph options of `options`, checked: a model can take long to import, a typo should
 // not wait for it.
 graph::PipelineOptions pipeline_options(const ModelPipelineOptions& options) {
-    if (options.precision == graph::Precision::TF32 && options.target != BuildTarget::Cuda)
+    if (options.precision == graph::Precision::TF32 && !options.target.is_cuda())
         throw UserError() << "--precision tf32 needs --target cuda (TF32 is a format of NVIDIA "
                              "tensor cores)";
     graph::PipelineOptions po;
     po.level = options.opt_level;
     po.precision = options.precision;
-    po.layout_block = options.layout_block != 0
-                          ? options.layout_block
-                          : graph::layout_block_for(backend::host_info().vector_bits);
     po.disabled_passes = options.disabled_passes;
-    if (options.target == BuildTarget::Cuda)
+    if (options.target.is_cuda())
         po.disabled_passes.insert("layout");
+    else
+        po.layout_block =
+            options.layout_block != 0
+                ? options.layout_block
+                : graph::layout_block_for(backend::describe_cpu(options.target).vector_bits);
     if (!options.winograd)
         po.disabled_passes.insert("winograd");
     po.horizontal_fusion = options.horizontal_fusion;

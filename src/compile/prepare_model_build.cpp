@@ -44,16 +44,16 @@ void check_packed_inputs_are_weights(const sched::State& s) {
 /// s lowered as `symbol` for `target` (TaskBuild's state, kernel and, for Cuda, its CUDA C
 /// with the module's launches and workspaces). Throws ScheduleError when s does not lower or
 /// breaks a device limit.
-TaskBuild lower_task(sched::State s, const std::string& symbol, BuildTarget target) {
+TaskBuild lower_task(sched::State s, const std::string& symbol, const Target& target) {
     check_packed_inputs_are_weights(s);
     TaskBuild t;
     sched::LowerOptions lo;
-    lo.gpu = target == BuildTarget::Cuda;
+    lo.gpu = target.is_cuda();
     // A CUDA function is named "task<i>": its kernels ("task3_kernel0") live in their own
     // module, and the CUDA codegen keeps the "tessera_" prefix for its own helpers.
     const std::string name = lo.gpu ? "task" + symbol.substr(symbol.rfind('_') + 1) : symbol;
     t.kernel = sched::lower_state(s, name, lo);
-    if (target == BuildTarget::Cuda) {
+    if (target.is_cuda()) {
 #ifdef TESSERA_HAVE_CUDA
         const backend::cuda::CudaSource src = backend::cuda::codegen_cuda(t.kernel);
         t.cuda_code = src.code;
@@ -78,7 +78,7 @@ TaskBuild lower_task(sched::State s, const std::string& symbol, BuildTarget targ
 /// The schedule a record describes, replayed on c and lowered as `symbol`. Throws
 /// ScheduleError or UserError (an unreadable schedule JSON) when it does not replay or lower.
 TaskBuild replay_record(const te::Compute& c, const tune::TuningRecord& rec,
-                        const std::string& symbol, BuildTarget target) {
+                        const std::string& symbol, const Target& target) {
     return lower_task(sched::replay(c, sched::steps_from_json(rec.schedule_json)), symbol, target);
 }
 
@@ -130,42 +130,19 @@ std::vector<TaskCoverage> ModelBuild::coverage() const {
     return rows;
 }
 
-const char* to_string(BuildTarget t) {
-    switch (t) {
-    case BuildTarget::Cpu:
-        return "cpu";
-    case BuildTarget::Cuda:
-        return "cuda";
-    }
-    return "?";
-}
 
 std::string kernel_symbol(int task) { return "tessera_kernel_" + std::to_string(task); }
 
-sched::DefaultScheduleOptions build_default_schedule_options(BuildTarget target, int num_cores) {
-    const backend::HostInfo& host = backend::host_info();
-    sched::DefaultScheduleOptions dso;
-    dso.num_cores = num_cores > 0 ? num_cores : std::max(1, host.cores);
-    dso.vector_lanes = std::max(4, host.vector_bits / 32);
-    dso.cpu_tiles = host.has_u8s8_tiles();
-    dso.cpu_tiles_bf16 = host.has_bf16_tiles();
-    if (target == BuildTarget::Cuda)
-        dso.target = sched::TargetKind::Gpu;
-    return dso;
-}
-
 ModelBuild prepare_model_build(const BuildOptions& opts) {
     const Clock::time_point t0 = Clock::now();
-    if (opts.num_cores < 0)
-        throw UserError() << "cores must be >= 0, got " << opts.num_cores;
-    if (opts.target == BuildTarget::Cuda) {
+    // parse_target's checks, for a Target made in code.
+    const Target target = parse_target(opts.target.str());
+    if (target.is_cuda()) {
 #ifndef TESSERA_HAVE_CUDA
         throw UserError() << "target cuda: this tessera was built without the CUDA toolkit";
 #endif
-        const std::string& a = opts.cuda_arch;
-        if (a.size() < 4 || a.compare(0, 3, "sm_") != 0 ||
-            a.find_first_not_of("0123456789", 3) != std::string::npos)
-            throw UserError() << "CUDA architecture '" << a << "' is not sm_<digits> (e.g. sm_90)";
+    } else {
+        (void)runtime_archive_for(target); // before the import: a target it cannot link
     }
     std::error_code ec;
     if (!std::filesystem::is_regular_file(opts.model_path, ec))
@@ -189,23 +166,23 @@ ModelBuild prepare_model_build(const BuildOptions& opts) {
     if (b.model_name == "model" && model_path.parent_path().has_filename())
         b.model_name = model_path.parent_path().filename().string();
     b.db_path = opts.db_path;
-    b.target = opts.target;
-    if (opts.target == BuildTarget::Cuda)
-        b.cuda_arch = opts.cuda_arch;
+    b.target = target;
+    if (target.is_cuda() && b.target.arch.empty())
+        b.target.arch = "sm_90";
     ModelPipelineOptions mpo;
     mpo.model_path = opts.model_path;
     mpo.import.input_shapes = opts.input_shapes;
     mpo.import.bound_inputs = opts.bound_inputs;
     mpo.opt_level = opts.opt_level;
     mpo.precision = opts.precision;
-    mpo.target = opts.target;
+    mpo.target = target;
     mpo.winograd = opts.winograd;
     mpo.horizontal_fusion = opts.horizontal_fusion;
     ModelPipeline pipeline = run_model_pipeline(mpo);
     b.graph = std::move(pipeline.graph);
     b.groups = std::move(pipeline.groups);
 
-    sched::DefaultScheduleOptions dso = build_default_schedule_options(opts.target, opts.num_cores);
+    sched::DefaultScheduleOptions dso = tune::default_schedule_options_for(target);
     dso.gpu_tf32 = opts.precision == graph::Precision::TF32;
 
     for (size_t i = 0; i < pipeline.tasks.size(); ++i) {
@@ -229,7 +206,7 @@ ModelBuild prepare_model_build(const BuildOptions& opts) {
                 const tune::TuningRecord& rec = *lr.record;
                 row.record_id = rec.id;
                 try {
-                    lowered = replay_record(c, rec, symbol, opts.target);
+                    lowered = replay_record(c, rec, symbol, target);
                     row.source = lr.tier;
                     row.record_cpu = lr.record_cpu;
                     row.tuned_secs = rec.median_secs;
@@ -247,7 +224,7 @@ ModelBuild prepare_model_build(const BuildOptions& opts) {
         if (!lowered) {
             dso.weight_inputs = c.weight_inputs;
             try {
-                lowered = lower_task(sched::default_schedule(c, dso), symbol, opts.target);
+                lowered = lower_task(sched::default_schedule(c, dso), symbol, target);
             } catch (const ScheduleError& e) {
                 TESSERA_CHECK(false) << "the default schedule of task " << i << " (" << task.pattern
                                      << ") does not lower: " << e.what();

@@ -12,6 +12,7 @@
 
 #include <unistd.h>
 
+#include "tessera/backends/host.h"
 #include "tessera/backends/llvm.h"
 #include "tessera/backends/model_object.h"
 #include "tessera/compile/model_compiler.h"
@@ -87,11 +88,12 @@ template <typename Work> void for_each_parallel(size_t n, int jobs, Work&& work)
 /// Compiles every kernel into its own object file, `jobs` at a time; returns their paths in
 /// kernel order.
 std::vector<std::string> compile_all_kernels(const std::vector<TaskBuild>& tasks, int jobs,
-                                             const std::string& dir) {
+                                             const std::string& dir,
+                                             const backend::CompileOptions& co) {
     std::vector<std::string> objects(tasks.size());
     for_each_parallel(tasks.size(), jobs, [&](size_t k) {
         objects[k] = dir + "/kernel_" + std::to_string(k) + ".o";
-        backend::emit_object_file({tasks[k].kernel}, objects[k]);
+        backend::emit_object_file({tasks[k].kernel}, objects[k], co);
     });
     return objects;
 }
@@ -102,14 +104,14 @@ std::vector<std::string> compile_all_cubins(const ModelBuild& build, int jobs) {
     std::vector<std::string> cubins(build.tasks.size());
     for_each_parallel(cubins.size(), jobs, [&](size_t k) {
         backend::cuda::NvrtcOptions o;
-        o.arch = build.cuda_arch;
+        o.arch = build.target.arch;
         o.want_ptx = false;
         const std::string name = kernel_symbol(static_cast<int>(k));
         try {
             cubins[k] = backend::cuda::nvrtc_compile(build.tasks[k].cuda_code, name, o).cubin;
         } catch (const UserError& e) {
             throw UserError() << "task " << k << " (" << build.tasks[k].task.pattern
-                              << "): NVRTC cannot compile its CUDA code for " << build.cuda_arch
+                              << "): NVRTC cannot compile its CUDA code for " << build.target.arch
                               << ": " << e.what();
         }
     });
@@ -122,6 +124,23 @@ std::vector<std::string> compile_all_cubins(const ModelBuild& build, int jobs) {
 }
 
 } // namespace
+
+std::string runtime_archive_for(const Target& cpu) {
+    const std::string triple = backend::describe_cpu(cpu).triple;
+    if (triple == backend::host_info().triple)
+        return TESSERA_RUNTIME_ARCHIVE;
+    std::string have = backend::host_info().triple;
+#ifdef TESSERA_RUNTIME_ARCHIVE_AARCH64
+    if (triple.rfind("aarch64", 0) == 0)
+        return TESSERA_RUNTIME_ARCHIVE_AARCH64;
+    have += " and aarch64";
+#endif
+    throw UserError() << "target '" << cpu.str() << "': this tessera has no runtime for "
+                      << triple << " (it has " << have
+                      << "; aarch64 needs clang-19, libc6-dev-arm64-cross and "
+                         "libstdc++-12-dev-arm64-cross when tessera is built: scripts/setup.sh "
+                         "installs them)";
+}
 
 void check_output_writable(const std::string& so_path) {
     namespace fs = std::filesystem;
@@ -156,22 +175,27 @@ LibrarySummary write_model_library(const ModelBuild& build, const std::string& s
     std::vector<std::string> objects;
     backend::ModelDataObject data;
     runtime::ModelPlan plan;
-    if (build.target == BuildTarget::Cuda) {
+    // The library's own code (runtime, data, the kernels of a CPU build) is for the CPU that
+    // loads it: a Cuda library is for this host.
+    const Target cpu = build.target.is_llvm() ? build.target : Target{};
+    const backend::CompileOptions co = backend::compile_options_for(cpu);
+    const std::string runtime_archive = runtime_archive_for(cpu);
+    if (build.target.is_cuda()) {
         // The kernels are cubins inside the data object; the library holds no host kernels.
         const std::vector<std::string> cubins = compile_all_cubins(build, jobs);
         plan = make_model_plan(build, weights, cubins, &data.cubins);
     } else {
         plan = make_model_plan(build, weights);
-        objects = compile_all_kernels(build.tasks, jobs, tmp.path());
+        objects = compile_all_kernels(build.tasks, jobs, tmp.path(), co);
         data.kernel_symbols = plan.kernels;
     }
     plan.weights_checksum = runtime::content_checksum(weights.data(), weights.size());
     data.plan_bytes = runtime::serialize_plan(plan);
     data.weights = std::move(weights);
     const std::string data_obj = tmp.path() + "/model_data.o";
-    backend::emit_model_data_object(data, data_obj);
+    backend::emit_model_data_object(data, data_obj, co);
     objects.push_back(data_obj);
-    backend::link_model_library(objects, TESSERA_RUNTIME_ARCHIVE, so_path);
+    backend::link_model_library(objects, runtime_archive, so_path, co.triple);
 
     LibrarySummary s;
     s.so_path = so_path;

@@ -43,7 +43,7 @@ inline JitKernel jit_compile(std::vector<ir::Buffer> params, ir::Stmt body,
 /// The host's CPU with its enabled features, then `extra` (e.g. "-avx512vnni,-avxvnni" or
 /// "-amx-int8,-amx-tile": the host without those).
 inline backend::CompileOptions host_options_with(const std::string& extra) {
-    const backend::HostInfo& h = backend::host_info();
+    const backend::CpuInfo& h = backend::host_info();
     backend::CompileOptions o;
     o.cpu = h.cpu_name;
     for (const std::string& f : h.features)

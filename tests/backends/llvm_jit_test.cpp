@@ -274,8 +274,8 @@ TEST(LlvmJit, ConcurrentCompilationAndExecution) {
         EXPECT_LT(e, 1e-6);
 }
 
-TEST(HostInfo, DescribesThisMachine) {
-    const backend::HostInfo& h = backend::host_info();
+TEST(CpuInfo, DescribesThisMachine) {
+    const backend::CpuInfo& h = backend::host_info();
     EXPECT_FALSE(h.triple.empty());
     EXPECT_FALSE(h.cpu_name.empty());
     EXPECT_GE(h.cores, 1);

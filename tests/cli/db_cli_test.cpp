@@ -175,7 +175,7 @@ TEST_F(DbCli, MergeKeepsBothMachinesAndEachLooksUpItsOwn) {
     TuningDatabase db(c);
     std::string key = db.workload_keys().at(0);
     for (const char* fp : {"fpA", "fpB"}) {
-        tessera::tune::LookupKey k{std::string("llvm -mcpu=cpu_") + fp, fp,
+        tessera::tune::TuneTarget k{std::string("llvm -mcpu=cpu_") + fp, fp,
                                    std::string("x86_64;isa_") + fp};
         tessera::tune::LookupResult r = tessera::tune::lookup_best(db, key, k);
         ASSERT_EQ(r.tier, tessera::tune::LookupTier::Exact) << fp;

@@ -213,7 +213,7 @@ TEST_P(CudaModelBuild, CliBuildsALibraryThatSaysCudaAndStartsOnlyWithADevice) {
         scratch_->file(name + "_build"));
     ASSERT_EQ(r.code, 0) << r.out << r.err;
     EXPECT_NE(r.out.find("target cuda sm_90"), std::string::npos) << r.out;
-    EXPECT_NE(r.out.find("(cuda sm_90)"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("(cuda -arch=sm_90)"), std::string::npos) << r.out;
 
     Library lib(so);
     ASSERT_TRUE(lib.loaded()) << dlerror();
@@ -350,7 +350,7 @@ TEST(CudaBuildLookup, CudaRecordOfAnotherMachineServesItsIsaClassAndCpuRecordsDo
     const std::string db_path = scratch.file("t.db");
     compile::BuildOptions opts;
     opts.model_path = model_dir("mlp") + "/model.onnx";
-    opts.target = compile::BuildTarget::Cuda;
+    opts.target = parse_target("cuda");
     const compile::ModelBuild untuned = compile::prepare_model_build(opts);
     ASSERT_GE(untuned.tasks.size(), 2u);
     const std::string this_machine = tune::host_fingerprint().hash();
@@ -380,7 +380,7 @@ TEST(CudaBuildPrecision, Tf32PutsTheModelsMatrixProductsOnTensorCores) {
         GTEST_SKIP() << "shared model bert_emb_op13 not found";
     compile::BuildOptions opts;
     opts.model_path = model_dir("bert_emb_op13") + "/model.onnx";
-    opts.target = compile::BuildTarget::Cuda;
+    opts.target = parse_target("cuda");
     auto tensor_core_tasks = [&](graph::Precision p) {
         opts.precision = p;
         const compile::ModelBuild b = compile::prepare_model_build(opts);
@@ -393,7 +393,7 @@ TEST(CudaBuildPrecision, Tf32PutsTheModelsMatrixProductsOnTensorCores) {
     // The projections with their bias, residual and gelu epilogues and both attention
     // products (128 rows, columns and k multiples of 64): six of the eleven tasks.
     EXPECT_EQ(tensor_core_tasks(graph::Precision::TF32), 6);
-    opts.target = compile::BuildTarget::Cpu;
+    opts.target = parse_target("llvm");
     try {
         tensor_core_tasks(graph::Precision::TF32);
         ADD_FAILURE() << "a CPU build took --precision tf32";
@@ -410,7 +410,7 @@ TEST_P(CudaModelEmulated, WholeModelOnTheCpuEmulationMatchesTheReference) {
         GTEST_SKIP() << "model " << name << " not found under " << model_dir(name);
     compile::BuildOptions opts;
     opts.model_path = model_dir(name) + "/model.onnx";
-    opts.target = compile::BuildTarget::Cuda;
+    opts.target = parse_target("cuda");
     const compile::ModelBuild b = compile::prepare_model_build(opts);
     for (const compile::TaskBuild& t : b.tasks)
         ASSERT_FALSE(t.cuda_module.launches.empty()) << t.task.pattern;

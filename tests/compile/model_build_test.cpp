@@ -174,10 +174,10 @@ TEST_F(ModelBuild, CoverageWithoutDatabaseIsAllDefaultAndSharesAreFlops) {
 std::map<int, int64_t> make_mlp_database(const std::string& path, const compile::ModelBuild& b) {
     tune::TuningDatabase db(path);
     std::map<int, int64_t> ids;
-    const tune::LookupKey key = host_key();
+    const tune::TuneTarget key = host_key();
     ids[0] = commit_record(db, b.tasks[0].task, sampled_schedule(b.tasks[0].task, 7), key, 2e-5);
     if (b.tasks.size() >= 3) {
-        tune::LookupKey other = key;
+        tune::TuneTarget other = key;
         other.fingerprint = "another-machine-of-this-isa";
         ids[1] = commit_record(db, b.tasks[1].task, sampled_schedule(b.tasks[1].task, 11), other,
                                1e-5);
@@ -253,13 +253,13 @@ TEST_F(ModelBuild, RecordsOfAnotherCpuModelServeAsCompatibleOrSayWhyNot) {
         tune::TuningDatabase db(db_path);
         // Task 0: a CPU model with this host's ISA and one extension more (another ISA class),
         // whose schedule was sampled for this host's vector width: its code runs here.
-        const tune::LookupKey host = host_key();
-        tune::LookupKey newer{"llvm -mcpu=diamondrapids", "feedfacecafef00d",
+        const tune::TuneTarget host = host_key();
+        tune::TuneTarget newer{"llvm -mcpu=diamondrapids", "feedfacecafef00d",
                               host.isa_class + ",avx10.2-512"};
         const graph::Task& t0 = untuned.tasks[0].task;
         compatible_id = commit_record(db, t0, sampled_schedule(t0, 7), newer, 3e-5);
         // Task 1: an Arm machine's record: another architecture, never served here.
-        tune::LookupKey arm{"llvm -mcpu=neoverse-v2", "0123456789abcdef",
+        tune::TuneTarget arm{"llvm -mcpu=neoverse-v2", "0123456789abcdef",
                             "aarch64-unknown-linux-gnu;neon,sve"};
         const graph::Task& t1 = untuned.tasks[1].task;
         commit_record(db, t1, sampled_schedule(t1, 9), arm, 1e-5);

@@ -51,9 +51,9 @@ TEST(ModelPipeline, BuildCompilesTheTasksThePipelineGives) {
         GTEST_SKIP() << "shared model small_cnn not found";
     for (int level : {0, 2, 3})
         for (bool winograd : {true, false})
-            for (BuildTarget target : {BuildTarget::Cpu, BuildTarget::Cuda}) {
+            for (const Target& target : {parse_target("llvm"), parse_target("cuda")}) {
                 SCOPED_TRACE("-O" + std::to_string(level) + (winograd ? "" : " no-winograd") + " " +
-                             to_string(target));
+                             target.str());
                 ModelPipelineOptions mpo;
                 mpo.model_path = model_path("small_cnn");
                 mpo.opt_level = level;
@@ -79,7 +79,7 @@ TEST(ModelPipeline, TheTargetShapesTheGraph) {
     mpo.model_path = model_path("small_cnn");
     EXPECT_EQ(mpo.opt_level, kDefaultOptLevel);
     const ModelPipeline cpu = run_model_pipeline(mpo);
-    mpo.target = BuildTarget::Cuda;
+    mpo.target = parse_target("cuda");
     const ModelPipeline gpu = run_model_pipeline(mpo);
     EXPECT_GT(graph::op_histogram(cpu.graph).count("ConvBlocked"), 0u);
     EXPECT_EQ(graph::op_histogram(gpu.graph).count("ConvBlocked"), 0u);

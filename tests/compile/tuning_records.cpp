@@ -13,7 +13,7 @@
 
 namespace tessera::testing {
 
-tune::LookupKey host_key() {
+tune::TuneTarget host_key() {
     const tune::HardwareFingerprint& fp = tune::host_fingerprint();
     return {"llvm -mcpu=" + backend::host_info().cpu_name, fp.hash(), fp.isa_class()};
 }
@@ -41,7 +41,7 @@ std::string sampled_schedule(const graph::Task& task, uint64_t seed) {
 }
 
 int64_t commit_record(tune::TuningDatabase& db, const graph::Task& task, const std::string& json,
-                      const tune::LookupKey& key, double secs) {
+                      const tune::TuneTarget& key, double secs) {
     db.add_workload(task.compute.compute);
     std::vector<tune::TuningRecord> recs(1);
     recs[0].workload_key = task.workload_key;
@@ -56,7 +56,7 @@ int64_t commit_record(tune::TuningDatabase& db, const graph::Task& task, const s
 
 void write_full_database(const std::string& path, const compile::ModelBuild& b, uint64_t seed) {
     tune::TuningDatabase db(path);
-    const tune::LookupKey key = host_key();
+    const tune::TuneTarget key = host_key();
     for (size_t t = 0; t < b.tasks.size(); ++t) {
         const graph::Task& task = b.tasks[t].task;
         const double secs = std::max(1e-6, static_cast<double>(task.flops) / 1e10);

@@ -182,7 +182,7 @@ Graph expect_library_matches_evaluator(const std::string& model_bytes,
     compile::BuildOptions opts;
     opts.model_path = model;
     opts.opt_level = opt_level;
-    opts.num_cores = 2;
+    opts.target.num_cores = 2;
     opts.jobs = 1;
     opts.input_shapes = import.input_shapes;
     opts.bound_inputs = import.bound_inputs;

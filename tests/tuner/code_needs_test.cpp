@@ -124,7 +124,7 @@ TEST(CodeNeeds, MissingFeaturesAreThoseTheHostLacks) {
 
 struct Machine {
     std::string cpu, fingerprint, isa_class;
-    LookupKey key() const { return {"llvm -mcpu=" + cpu, fingerprint, isa_class}; }
+    TuneTarget key() const { return {"llvm -mcpu=" + cpu, fingerprint, isa_class}; }
 };
 const Machine kRocketLakeBox{"rocketlake", "aaaa000011112222", kRocketLake};
 const Machine kZen5Box{"znver5", "bbbb000011112222", kZen5};

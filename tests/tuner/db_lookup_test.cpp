@@ -26,12 +26,12 @@ te::Compute matmul(int64_t m, int64_t k, int64_t n) {
 struct Machine {
     HardwareFingerprint fp;
     std::string target;
-    LookupKey key() const { return {target, fp.hash(), fp.isa_class()}; }
+    TuneTarget key() const { return {target, fp.hash(), fp.isa_class()}; }
 };
 
 Machine machine(const std::string& cpu, std::vector<std::string> features, int cores,
                 const std::string& model_name) {
-    backend::HostInfo h;
+    backend::CpuInfo h;
     h.triple = "x86_64-pc-linux-gnu";
     h.cpu_name = cpu;
     h.features = std::move(features);
@@ -135,7 +135,7 @@ TEST(DbLookup, IsaClassTierServesAnotherCpuNameOfTheSameKind) {
     EXPECT_EQ(ra.tier, LookupTier::Default);
     EXPECT_FALSE(ra.record.has_value());
     EXPECT_EQ(ra.foreign_records, 4);
-    LookupKey sim = clx.key();
+    TuneTarget sim = clx.key();
     sim.target = "simulated:" + sim.target;
     LookupResult rs = lookup_best(db, key, sim);
     EXPECT_EQ(rs.tier, LookupTier::Default);

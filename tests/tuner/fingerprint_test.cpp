@@ -7,8 +7,8 @@
 namespace tessera::tune {
 namespace {
 
-backend::HostInfo sample_host() {
-    backend::HostInfo h;
+backend::CpuInfo sample_host() {
+    backend::CpuInfo h;
     h.triple = "x86_64-pc-linux-gnu";
     h.cpu_name = "sapphirerapids";
     h.features = {"avx2", "avx512f", "cmov", "fma", "sse4.2", "popcnt"};
@@ -44,7 +44,7 @@ TEST(Fingerprint, IsaClassKeepsTripleAndSortedVectorFeaturesOnly) {
     HardwareFingerprint fp = make_fingerprint(sample_host(), kCpuinfo);
     EXPECT_EQ(fp.isa_class(), "x86_64-pc-linux-gnu;avx2,avx512f,fma,sse4.2");
     // Another machine of the same kind (cores, caches, model differ): same class, other hash.
-    backend::HostInfo other = sample_host();
+    backend::CpuInfo other = sample_host();
     other.cores = 56;
     other.l3_bytes = 0;
     other.cpu_model_name = "Intel(R) Xeon(R) Gold 6430";

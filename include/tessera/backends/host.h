@@ -1,15 +1,19 @@
-// What this machine is, as the CPU backend and the tuning database see it.
+// What this machine's CPU is, and the CPU of an Llvm target, as the CPU backend, default
+// schedules and the tuning database see them.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "tessera/support/target.h"
+
 namespace tessera::backend {
 
-/// The host CPU: what LLVM targets (triple, CPU name, ISA features) and what schedules care
-/// about (cores, cache sizes, vector width). Fields that cannot be read are 0 or empty.
-struct HostInfo {
+/// A CPU as code generation and default schedules see it: what LLVM targets (triple, CPU name,
+/// ISA features) and what schedules care about (cores, cache sizes, vector width). The host's
+/// is host_info(), a target's describe_cpu(). Fields that cannot be known are 0 or empty.
+struct CpuInfo {
     std::string triple;                ///< LLVM target triple, e.g. "x86_64-pc-linux-gnu".
     std::string cpu_name;              ///< LLVM CPU name, e.g. "znver3".
     std::vector<std::string> features; ///< Enabled LLVM features without '+', sorted.
@@ -27,6 +31,20 @@ struct HostInfo {
 };
 
 /// The host, detected once (thread-safe) and cached for the process lifetime.
-const HostInfo& host_info();
+const CpuInfo& host_info();
+
+/// The widest SIMD register of a feature list (sorted, as CpuInfo::features): 512 with
+/// AVX-512F, 256 with AVX, 128 otherwise (SSE, NEON; SVE's length is not known at build time).
+int vector_bits_of(const std::vector<std::string>& features);
+
+/// The CPU an Llvm target generates code for, described as host_info() describes the host:
+/// - the host itself (host_info()) when the target names no other triple or CPU and no -mattr;
+/// - otherwise LLVM's view of the target's triple (the host's when empty, normalized) and CPU
+///   (the host's for the host's triple, else "generic") with the -mattr changes on top (on the
+///   host's CPU: on top of the host's own features): features, vector_bits. Caches and
+///   cpu_model_name are the host's when the CPU is the host's, else 0 and empty.
+/// cores: target.num_cores, else the host's. Pre: target.is_llvm(). Throws UserError
+/// "target 'T': ..." naming a triple LLVM has no backend for or a CPU it does not know.
+CpuInfo describe_cpu(const Target& target);
 
 } // namespace tessera::backend

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "tessera/ir/stmt.h"
+#include "tessera/support/target.h"
 
 namespace tessera::backend {
 
@@ -48,11 +49,20 @@ struct CompileOptions {
     bool keep_llvm_ir = false;
     /// Keep the assembly text (JitModule::assembly); costs one extra code generation.
     bool keep_assembly = false;
-    /// Target CPU (LLVM name such as "znver3"); empty means this host.
+    /// Target triple (e.g. "aarch64-linux-gnu"); empty means this host's.
+    std::string triple;
+    /// Target CPU (LLVM name such as "znver3"); empty means this host's (with a triple:
+    /// "generic").
     std::string cpu;
-    /// LLVM feature list ("+avx2,+fma,-avx512f") used with `cpu`; ignored when cpu is empty.
+    /// LLVM feature list ("+avx2,+fma,-avx512f") used with `cpu`; ignored when cpu and triple
+    /// are empty.
     std::string features;
 };
+
+/// The options that compile for an Llvm target (support/target.h): none for this host, else
+/// its triple, CPU and features (on the host's CPU, on top of the host's own features).
+/// Pre: target.is_llvm().
+CompileOptions compile_options_for(const Target& target);
 
 /// Functions compiled into this process. Several JitModules may be compiled and used from
 /// different threads at the same time (each has its own LLVM context; one process-wide ORC JIT

@@ -45,9 +45,11 @@ void emit_model_data_object(const ModelDataObject& data, const std::string& path
 /// (`c++ -shared`): it supplies the C runtime start files, libgcc and the libstdc++ search
 /// paths that the C++ runtime archive needs, which a bare ld.lld invocation would have to
 /// rediscover. Every symbol must resolve (--no-undefined), so a missing kernel or runtime
-/// function fails here rather than at load time. Throws UserError with the linker's output
-/// when linking fails or the output cannot be written.
+/// function fails here rather than at load time. A `triple` other than empty (the host's)
+/// links with LLVM's clang++ for that triple and ld.lld instead (its C and C++ libraries from
+/// the Debian cross packages), with a runtime archive built for it. Throws UserError with the
+/// linker's output when linking fails or the output cannot be written.
 void link_model_library(const std::vector<std::string>& objects, const std::string& runtime_archive,
-                        const std::string& so_path);
+                        const std::string& so_path, const std::string& triple = "");
 
 } // namespace tessera::backend

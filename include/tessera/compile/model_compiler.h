@@ -48,9 +48,9 @@ struct BuildOptions {
     /// The tuning database to take schedules from; empty: none (every task gets its default
     /// schedule). The file must exist; the build writes nothing to it.
     std::string db_path;
-    /// The machine and target records are looked up for (the CLI passes host_tune_target()).
-    /// Required when db_path is set.
-    tune::LookupKey lookup;
+    /// The machine and target records are looked up for (tune::llvm_tune_target of `target`
+    /// for a CPU). Required when db_path is set.
+    tune::TuneTarget lookup;
     int opt_level = kDefaultOptLevel; ///< Graph pipeline level 0..3 (graph/pipeline.h).
     /// The winograd pass at -O3 (graph/passes.h); false keeps every conv direct.
     bool winograd = true;
@@ -63,15 +63,14 @@ struct BuildOptions {
     std::map<std::string, graph::Shape> input_shapes;
     /// Values fixing graph inputs (graph::ImportOptions::bound_inputs, `--bind`).
     std::map<std::string, graph::TensorData> bound_inputs;
-    /// Cores the default schedules assume; 0: this host's physical cores.
-    int num_cores = 0;
     /// Threads generating code (each compiles a share of the kernels into its own object,
     /// or, for Cuda, its own cubins); 0: one per hardware thread.
     int jobs = 0;
-    BuildTarget target = BuildTarget::Cpu;
-    /// Cuda only: the GPU architecture the cubins are compiled for, "sm_<digits>" (e.g.
-    /// "sm_90"; NVRTC must know it). The lookup key should name the same architecture.
-    std::string cuda_arch = "sm_90";
+    /// What the library runs on: Llvm (a CPU: this host's, another of its architecture, or a
+    /// cross triple; default schedules assume target.num_cores cores, 0: the host's) or Cuda
+    /// (cubins for target.arch, "sm_90" when empty; NVRTC must know it; the lookup key should
+    /// name the same architecture).
+    Target target;
 };
 
 /// One row of the coverage table: a task, where its schedule came from and its estimated
@@ -134,8 +133,7 @@ struct ModelBuild {
     graph::Graph graph;  ///< Optimized.
     std::vector<graph::FusedGroup> groups;
     std::vector<TaskBuild> tasks; ///< In the pipeline's task order.
-    BuildTarget target = BuildTarget::Cpu;
-    std::string cuda_arch;   ///< Cuda only: as BuildOptions::cuda_arch.
+    Target target;           ///< As BuildOptions::target (Cuda: arch set).
     double prepare_secs = 0; ///< Wall time of prepare_model_build.
 
     /// The tasks' coverage rows, in task order.
@@ -162,11 +160,11 @@ struct LibrarySummary {
 /// optimize and extract_tasks do.
 ModelBuild prepare_model_build(const BuildOptions& opts);
 
-/// The default-schedule options an untuned build uses for `target` on this host: num_cores
-/// (0: this host's cores) and one vector register of f32 lanes (at least 4). `inspect
-/// --schedule` shows the same schedules through it.
-sched::DefaultScheduleOptions build_default_schedule_options(BuildTarget target,
-                                                             int num_cores = 0);
+/// The runtime archive a library for the CPU of the Llvm target `cpu` links: this host's, or
+/// the one built for its architecture (aarch64 when the cross packages were present at build
+/// time). Throws UserError naming the target when this tessera has none for it, and as
+/// backend::describe_cpu.
+std::string runtime_archive_for(const Target& cpu);
 
 /// The runtime plan of a prepared build, with the weights it references (each at its
 /// PlanTensor::offset, packed as the schedules read them). Kernel i of the plan is task i's
@@ -193,7 +191,7 @@ std::optional<graph::DType> graph_dtype_of(int model_dtype);
 void check_output_writable(const std::string& so_path);
 
 /// Phase 2: writes the shared library `so_path` (replacing it). Kernels compile in opts.jobs
-/// threads (LLVM objects, or for a Cuda build NVRTC cubins for build.cuda_arch). Throws
+/// threads (LLVM objects, or for a Cuda build NVRTC cubins for build.target.arch). Throws
 /// UserError naming the path when the output cannot be written or linking fails, and naming
 /// the task when NVRTC rejects its code; UserError for a Cuda build in a tessera built
 /// without the CUDA toolkit.

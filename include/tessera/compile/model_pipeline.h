@@ -19,17 +19,9 @@
 #include "tessera/graph/import_onnx.h"
 #include "tessera/graph/passes.h"
 #include "tessera/graph/tasks.h"
+#include "tessera/support/target.h"
 
 namespace tessera::compile {
-
-/// What a model library runs on.
-enum class BuildTarget : uint8_t {
-    Cpu,  ///< This host's CPU (LLVM).
-    Cuda, ///< An NVIDIA GPU (CUDA C, NVRTC cubins, the CUDA driver at run time).
-};
-
-/// "cpu", "cuda".
-const char* to_string(BuildTarget t);
 
 /// The optimization level of build, tune and inspect when none is given.
 constexpr int kDefaultOptLevel = 3;
@@ -40,12 +32,13 @@ struct ModelPipelineOptions {
     graph::ImportOptions import; ///< Input shapes and bound inputs (`--input-shape`, `--bind`).
     int opt_level = kDefaultOptLevel;
     graph::Precision precision = graph::Precision::FP32;
-    /// Cuda skips the layout pass: NCHW[x]c blocks channels for CPU vector registers.
-    BuildTarget target = BuildTarget::Cpu;
+    /// What the model runs on. Cuda skips the layout pass (NCHW[x]c blocks channels for CPU
+    /// vector registers); Llvm's CPU sets the block.
+    Target target;
     bool winograd = true; ///< false disables the winograd pass (`--no-winograd`).
     /// true runs the horizontal fusion passes (`--horizontal-fusion`).
     bool horizontal_fusion = false;
-    /// The x of NCHW[x]c; 0: one vector register of this host (graph::layout_block_for).
+    /// The x of NCHW[x]c; 0: one vector register of the target's CPU (graph::layout_block_for).
     int64_t layout_block = 0;
     std::set<std::string> disabled_passes; ///< More passes to skip (`inspect --disable-pass`).
     std::string print_after;               ///< A pass name or "all": print the graph after it.

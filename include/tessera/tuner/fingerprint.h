@@ -14,7 +14,7 @@
 #include <vector>
 
 namespace tessera::backend {
-struct HostInfo;
+struct CpuInfo;
 }
 
 namespace tessera::tune {
@@ -45,7 +45,7 @@ struct HardwareFingerprint {
 
 /// The fingerprint of a described host (family/model/stepping and vendor from `cpuinfo_text`,
 /// the text of /proc/cpuinfo; empty text leaves them 0/empty). Pure: for tests and tools.
-HardwareFingerprint make_fingerprint(const backend::HostInfo& host,
+HardwareFingerprint make_fingerprint(const backend::CpuInfo& host,
                                      const std::string& cpuinfo_text);
 
 /// This machine's fingerprint, detected once (thread-safe) and cached.

@@ -26,6 +26,7 @@
 #include "tessera/te/compute.h"
 #include "tessera/tuner/code_needs.h"
 #include "tessera/tuner/database.h"
+#include "tessera/tuner/tune_target.h"
 
 namespace tessera::tune {
 
@@ -39,13 +40,6 @@ enum class LookupTier : uint8_t {
 
 /// "exact", "isa_class", "compatible", "default".
 const char* to_string(LookupTier t);
-
-/// The machine and target a lookup is for (TuneTarget's fields).
-struct LookupKey {
-    std::string target;      ///< e.g. "llvm -mcpu=rocketlake"
-    std::string fingerprint; ///< HardwareFingerprint::hash()
-    std::string isa_class;   ///< HardwareFingerprint::isa_class()
-};
 
 /// The code needs of a record's schedule replayed on the workload's compute; nullopt when the
 /// schedule does not replay there.
@@ -83,7 +77,7 @@ constexpr int kMachineRecordsChecked = 8;
 /// fingerprint. Without needs_of, records of another ISA class are not checked (refusal "not
 /// checked"); records of this ISA class and target family are usable without a check.
 std::vector<OtherMachine> other_machines(const TuningDatabase& db, const std::string& workload_key,
-                                         const LookupKey& key, const NeedsOf& needs_of);
+                                         const TuneTarget& key, const NeedsOf& needs_of);
 
 struct LookupResult {
     LookupTier tier = LookupTier::Default;
@@ -102,11 +96,11 @@ struct LookupResult {
 /// needs_of decides the compatible tier (without it that tier is skipped). Deterministic (ties
 /// by record id). An unknown workload gives tier Default.
 LookupResult lookup_best(const TuningDatabase& db, const std::string& workload_key,
-                         const LookupKey& key, const NeedsOf& needs_of = {});
+                         const TuneTarget& key, const NeedsOf& needs_of = {});
 
 /// Transfer seeds for tuning on key's machine: the best usable record of up to `max` other
 /// machines (other_machines' order), each machine once.
 std::vector<TuningRecord> transfer_seeds(const TuningDatabase& db, const std::string& workload_key,
-                                         const LookupKey& key, const NeedsOf& needs_of, int max);
+                                         const TuneTarget& key, const NeedsOf& needs_of, int max);
 
 } // namespace tessera::tune

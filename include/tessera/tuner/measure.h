@@ -36,6 +36,9 @@ namespace tessera::tune {
 /// How candidates are built and run, one documented default each.
 struct MeasureOptions {
     int build_threads = 0;          ///< Parallel compilations; 0 = physical cores available.
+    /// The CPU candidates are compiled for (backend::compile_options_for); empty: this host.
+    /// Its code must run here (the worker runs it).
+    backend::CompileOptions compile;
     double build_timeout_secs = 60; ///< Per candidate: lowering + LLVM + link.
     double run_timeout_secs = 20;   ///< Per candidate: load + check + all timed repeats.
     int kernel_threads = 0;         ///< Threads the measured kernel uses; 0 = all cores.

@@ -63,6 +63,7 @@
 #include "tessera/tuner/database.h"
 #include "tessera/tuner/evolutionary_search.h"
 #include "tessera/tuner/measure.h"
+#include "tessera/tuner/tune_target.h"
 
 namespace tessera::tune {
 
@@ -139,13 +140,6 @@ struct TuneResult {
     int64_t model_examples_at_start = 0;
     int rounds = 0;                  ///< Measured rounds.
     SearchStats search;              ///< Sampling, mutation and lowering counters of the call.
-};
-
-/// The identity of the measuring machine and target, stored in every record.
-struct TuneTarget {
-    std::string target;       ///< e.g. "llvm -mcpu=rocketlake"
-    std::string fingerprint;  ///< HardwareFingerprint hash
-    std::string isa_class;
 };
 
 /// Throws UserError naming the option and its value when an option is outside its range:

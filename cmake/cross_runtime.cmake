@@ -1,0 +1,50 @@
+# tessera_cross_runtime(TRIPLE ARCHIVE_VAR RUNNER_VAR): for another architecture, with LLVM's
+# clang: the runtime archive (src/runtime/*.cpp), so that `tessera build --target "llvm
+# -mtriple=TRIPLE"` links a library that machine loads, and tessera-run-model
+# (src/model_runner/), which runs such a library there (or under qemu-user here). Needs Debian's
+# cross C and C++ libraries for TRIPLE (libc6-dev-<arch>-cross, libstdc++-12-dev-<arch>-cross:
+# scripts/setup.sh installs the aarch64 ones); without them both variables stay empty and such
+# builds say what is missing.
+function(tessera_cross_runtime triple out_var runner_var)
+  set(${out_var} "" PARENT_SCOPE)
+  set(${runner_var} "" PARENT_SCOPE)
+  set(clangxx "${LLVM_TOOLS_BINARY_DIR}/clang++")
+  set(llvm_ar "${LLVM_TOOLS_BINARY_DIR}/llvm-ar")
+  if(NOT EXISTS "${clangxx}" OR NOT EXISTS "${llvm_ar}"
+     OR NOT EXISTS "/usr/${triple}/include/stdio.h")
+    message(STATUS "tessera: no runtime for ${triple} (clang++ or its cross headers missing)")
+    return()
+  endif()
+  file(GLOB runtime_srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/src/runtime/*.cpp)
+  file(GLOB runtime_hdrs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/include/tessera/runtime/*.h)
+  set(dir "${CMAKE_CURRENT_BINARY_DIR}/runtime-${triple}")
+  set(objects "")
+  foreach(src ${runtime_srcs})
+    get_filename_component(stem ${src} NAME_WE)
+    set(obj "${dir}/${stem}.o")
+    add_custom_command(OUTPUT ${obj}
+      COMMAND ${CMAKE_COMMAND} -E make_directory ${dir}
+      COMMAND ${clangxx} --target=${triple} -std=c++17 -O2 -fPIC -DNDEBUG
+              -I${CMAKE_CURRENT_SOURCE_DIR}/include -c ${src} -o ${obj}
+      DEPENDS ${src} ${runtime_hdrs}
+      COMMENT "runtime for ${triple}: ${stem}.cpp" VERBATIM)
+    list(APPEND objects ${obj})
+  endforeach()
+  set(archive "${dir}/libtessera_runtime.a")
+  add_custom_command(OUTPUT ${archive}
+    COMMAND ${CMAKE_COMMAND} -E rm -f ${archive}
+    COMMAND ${llvm_ar} rcs ${archive} ${objects}
+    DEPENDS ${objects} VERBATIM)
+  set(runner "${dir}/tessera-run-model")
+  set(runner_src ${CMAKE_CURRENT_SOURCE_DIR}/src/model_runner/run_model.cpp)
+  add_custom_command(OUTPUT ${runner}
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${dir}
+    COMMAND ${clangxx} --target=${triple} -fuse-ld=lld -std=c++17 -O2 -DNDEBUG
+            -I${CMAKE_CURRENT_SOURCE_DIR}/include ${runner_src} -o ${runner} -ldl
+    DEPENDS ${runner_src} ${runtime_hdrs}
+    COMMENT "tessera-run-model for ${triple}" VERBATIM)
+  string(REPLACE "-" "_" target_suffix ${triple})
+  add_custom_target(tessera_runtime_${target_suffix} ALL DEPENDS ${archive} ${runner})
+  set(${out_var} "${archive}" PARENT_SCOPE)
+  set(${runner_var} "${runner}" PARENT_SCOPE)
+endfunction()

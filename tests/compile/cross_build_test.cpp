@@ -1,0 +1,120 @@
+// Cross-compilation: models built for aarch64 (`--target "llvm -mtriple=aarch64-linux-gnu
+// -mcpu=neoverse-n1"`) run under qemu-aarch64 through tessera-run-model built for aarch64, and
+// match their references; the same runner built for this host runs host libraries.
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "common/model_library_loader.h"
+#include "tessera/compile/model_compiler.h"
+#include "tessera/graph/tensor_io.h"
+
+namespace tessera {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::outputs_match;
+using testing::read_data_set;
+using testing::ScratchDir;
+
+constexpr const char* kArm = "llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-n1";
+
+std::string model_folder(const std::string& name) {
+    if (name == "mobilenet_tiny")
+        return std::string(TESSERA_SOURCE_DIR) + "/models/mobilenet_tiny";
+    return testing::shared_models_dir() + "/" + name;
+}
+
+/// qemu-aarch64 with the Debian cross libraries, or "" when either is missing.
+std::string qemu_command() {
+    if (!fs::exists("/usr/aarch64-linux-gnu/lib/ld-linux-aarch64.so.1"))
+        return "";
+    for (const char* dir : {"/usr/bin", "/usr/local/bin"})
+        if (fs::exists(std::string(dir) + "/qemu-aarch64"))
+            return std::string(dir) + "/qemu-aarch64 -L /usr/aarch64-linux-gnu";
+    return "";
+}
+
+/// Builds `name` for `target` into dir/name.so, writes data set 0's inputs as .npy there and
+/// runs `runner` on them; returns the outputs (empty after a gtest failure).
+std::vector<graph::TensorData> build_and_run(const std::string& name, const std::string& target,
+                                             const std::string& runner, const ScratchDir& dir) {
+    compile::BuildOptions opts;
+    opts.model_path = model_folder(name) + "/model.onnx";
+    opts.target = parse_target(target);
+    opts.jobs = 2;
+    const compile::ModelBuild b = compile::prepare_model_build(opts);
+    const std::string so = dir.file(name + ".so");
+    compile::write_model_library(b, so, opts);
+
+    std::string cmd = runner + " " + so;
+    const std::vector<graph::TensorData> inputs = read_data_set(model_folder(name), 0, "input");
+    for (size_t i = 0; i < inputs.size(); ++i) {
+        const std::string path = dir.file(name + "_in" + std::to_string(i) + ".npy");
+        graph::write_npy(path, inputs[i]);
+        cmd += " " + path;
+    }
+    const std::string out = dir.file(name + "_out");
+    fs::create_directories(out);
+    const testing::CommandResult r = testing::run_command(cmd + " --output " + out, dir.path());
+    if (r.code != 0) {
+        ADD_FAILURE() << cmd << ": exit " << r.code << ": " << r.err;
+        return {};
+    }
+    std::vector<graph::TensorData> got;
+    for (size_t i = 0; fs::exists(out + "/output_" + std::to_string(i) + ".npy"); ++i)
+        got.push_back(graph::read_npy(out + "/output_" + std::to_string(i) + ".npy"));
+    return got;
+}
+
+class Aarch64Model : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(Aarch64Model, BuiltForAarch64MatchesTheReferenceUnderQemu) {
+    const std::string name = GetParam();
+    if (!fs::exists(model_folder(name) + "/model.onnx"))
+        GTEST_SKIP() << "model " << name << " not found under " << model_folder(name);
+    const std::string qemu = qemu_command();
+    const std::string runner = TESSERA_RUN_MODEL_AARCH64;
+    if (qemu.empty() || runner.empty())
+        GTEST_SKIP() << "needs qemu-user and the aarch64 cross libraries (scripts/setup.sh), "
+                        "present when tessera was configured";
+    ScratchDir dir("tessera_cross_" + name);
+    const auto got = build_and_run(name, kArm, qemu + " " + runner, dir);
+    EXPECT_TRUE(outputs_match(got, read_data_set(model_folder(name), 0, "output"))) << name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, Aarch64Model,
+                         ::testing::Values("mlp", "small_cnn", "conv_bn_relu", "mobilenet_tiny"));
+
+TEST(CrossBuild, TheRunnerRunsHostLibrariesToo) {
+    if (!fs::exists(model_folder("mlp") + "/model.onnx"))
+        GTEST_SKIP() << "shared model mlp not found";
+    ScratchDir dir("tessera_cross_host");
+    const auto got = build_and_run("mlp", "llvm", TESSERA_RUN_MODEL, dir);
+    EXPECT_TRUE(outputs_match(got, read_data_set(model_folder("mlp"), 0, "output")));
+    // A wrong input is one error line and exit 1.
+    const testing::CommandResult r = testing::run_command(
+        std::string(TESSERA_RUN_MODEL) + " " + dir.file("mlp.so") + " " + dir.file("mlp.so"),
+        dir.path());
+    EXPECT_EQ(r.code, 1);
+    EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
+}
+
+TEST(CrossBuild, ATargetWithoutARuntimeFailsBeforeTheImport) {
+    compile::BuildOptions opts;
+    opts.model_path = "/nonexistent/model.onnx";
+    opts.target = parse_target("llvm -mtriple=riscv64-linux-gnu");
+    try {
+        compile::prepare_model_build(opts);
+        ADD_FAILURE() << "a riscv64 build was accepted";
+    } catch (const UserError& e) {
+        EXPECT_NE(std::string(e.what()).find("no runtime for riscv64"), std::string::npos)
+            << e.what();
+    }
+}
+
+} // namespace
+} // namespace tessera
