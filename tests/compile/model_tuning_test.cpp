@@ -67,6 +67,45 @@ TEST(ModelTuning, ThePlanHoldsTheTasksABuildCompiles) {
     EXPECT_EQ(seen, all);
 }
 
+// Tune and build agree on every workload key of every shared model and the bundled one, for
+// the host, a cross target and CUDA: records tuned for a model's tasks are found by its build.
+TEST(ModelTuning, TuneAndBuildAgreeOnEveryKeyOfEveryModel) {
+    std::vector<std::string> models = {std::string(TESSERA_SOURCE_DIR) +
+                                       "/models/mobilenet_tiny/model.onnx"};
+    for (const char* m : {"mlp", "small_cnn", "conv_bn_relu", "resnet18", "bert_emb_op13"})
+        models.push_back(testing::shared_models_dir() + "/" + m + "/model.onnx");
+    int checked = 0;
+    for (const std::string& model : models) {
+        if (!std::filesystem::exists(model))
+            continue;
+        std::vector<std::string> targets = {"llvm",
+                                            "llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-n1"};
+#ifdef TESSERA_HAVE_CUDA
+        targets.push_back("cuda");
+#endif
+        for (const std::string& target : targets) {
+            SCOPED_TRACE(model + " " + target);
+            ModelPipelineOptions mpo;
+            mpo.model_path = model;
+            mpo.target = parse_target(target);
+            std::vector<std::string> tuned;
+            for (const tune::TaskToTune& t : plan_model_tuning(mpo).tasks)
+                tuned.push_back(te::workload_key(t.compute));
+            BuildOptions bo;
+            bo.model_path = model;
+            bo.target = mpo.target;
+            std::vector<std::string> built;
+            for (const TaskBuild& t : prepare_model_build(bo).tasks)
+                built.push_back(t.task.workload_key);
+            EXPECT_EQ(tuned, built);
+            EXPECT_FALSE(built.empty());
+            ++checked;
+        }
+    }
+    if (checked == 0)
+        GTEST_SKIP() << "no model found";
+}
+
 // A program tunes a model with the library and builds it from the records: every task is
 // served by an exact record.
 TEST(ModelTuning, WhatTheLibraryTunesABuildServes) {
