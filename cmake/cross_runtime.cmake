@@ -43,8 +43,32 @@ function(tessera_cross_runtime triple out_var runner_var)
             -I${CMAKE_CURRENT_SOURCE_DIR}/include ${runner_src} -o ${runner} -ldl
     DEPENDS ${runner_src} ${runtime_hdrs}
     COMMENT "tessera-run-model for ${triple}" VERBATIM)
+  # The measurement worker: its sources, the runtime's objects, and fmt and nlohmann-json as
+  # headers only (from a folder that holds just those two, not the host's /usr/include).
+  set(inc "${dir}/include")
+  file(MAKE_DIRECTORY ${inc})
+  file(CREATE_LINK /usr/include/fmt ${inc}/fmt SYMBOLIC)
+  file(CREATE_LINK /usr/include/nlohmann ${inc}/nlohmann SYMBOLIC)
+  set(worker "${dir}/tessera-measure-worker")
+  set(worker_srcs
+    ${CMAKE_CURRENT_SOURCE_DIR}/src/model_runner/measure_worker_main.cpp
+    ${CMAKE_CURRENT_SOURCE_DIR}/tuner/measure_worker.cpp
+    ${CMAKE_CURRENT_SOURCE_DIR}/tuner/runner.cpp
+    ${CMAKE_CURRENT_SOURCE_DIR}/tuner/host_buffer.cpp
+    ${CMAKE_CURRENT_SOURCE_DIR}/tuner/measure_error.cpp
+    ${CMAKE_CURRENT_SOURCE_DIR}/src/support/error.cpp
+    ${CMAKE_CURRENT_SOURCE_DIR}/src/support/rng.cpp
+    ${CMAKE_CURRENT_SOURCE_DIR}/src/ir/type.cpp)
+  file(GLOB_RECURSE all_hdrs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/include/*.h)
+  add_custom_command(OUTPUT ${worker}
+    COMMAND ${clangxx} --target=${triple} -fuse-ld=lld -std=c++17 -O2 -DNDEBUG -DFMT_HEADER_ONLY
+            -I${CMAKE_CURRENT_SOURCE_DIR}/include -isystem ${inc} ${worker_srcs} ${objects}
+            -o ${worker} -ldl -pthread -Wl,--export-dynamic
+    DEPENDS ${worker_srcs} ${objects} ${all_hdrs}
+    COMMENT "tessera-measure-worker for ${triple}" VERBATIM)
   string(REPLACE "-" "_" target_suffix ${triple})
-  add_custom_target(tessera_runtime_${target_suffix} ALL DEPENDS ${archive} ${runner})
+  add_custom_target(tessera_runtime_${target_suffix} ALL DEPENDS ${archive} ${runner} ${worker})
   set(${out_var} "${archive}" PARENT_SCOPE)
   set(${runner_var} "${runner}" PARENT_SCOPE)
+  set(${runner_var}_WORKER "${worker}" PARENT_SCOPE)
 endfunction()

@@ -289,11 +289,18 @@ int main(int argc, char** argv) {
                          "local: build and run every candidate on this machine (checked "
                          "against the reference); simulated: synthetic times computed from the "
                          "schedule, no compilation (for tests and demos only: its records get "
-                         "the target 'simulated:llvm ...', which never serves `op run --db`)")
+                         "the target 'simulated:llvm ...', which never serves `op run --db`); "
+                         "or a command that starts a measurement worker where --target's code "
+                         "runs, e.g. \"qemu-aarch64 -L /usr/aarch64-linux-gnu "
+                         "build/runtime-aarch64-linux-gnu/tessera-measure-worker\": candidates "
+                         "are built here, checked and timed there (it reads them by path: a "
+                         "remote worker needs this machine's work folder at the same path)")
         ->capture_default_str();
     tune_cmd->add_option("--target", tune_opts.target,
                          "llvm: this CPU; \"llvm -mcpu=NAME [-mattr=+f,-g] [-num-cores=N]\": "
                          "code for another CPU that runs on this one (records get that target); "
+                         "\"llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-n1\": another "
+                         "architecture, measured by a --runner worker command; "
                          "cuda: CUDA device 0 (GPU sketches, the GPU default "
                          "schedule and mutations, candidates compiled by NVRTC, checked and timed "
                          "on the device; records get the target 'cuda -arch=sm_XX'; a MODEL's "

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <limits>
 #include <memory>
+#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -117,19 +118,52 @@ void check_tune_options(const TuneOptions& o) {
     if (o.generations < 0)
         throw UserError() << "--generations must be >= 0, got " << o.generations;
     if (o.measure_per_round < 1)
-        throw UserError() << "--measure-per-round must be at least 1, got "
-                          << o.measure_per_round;
+        throw UserError() << "--measure-per-round must be at least 1, got " << o.measure_per_round;
     if (!(o.eps_greedy >= 0 && o.eps_greedy <= 1))
         throw UserError() << "--eps-greedy must be in [0, 1], got " << o.eps_greedy;
     if (o.model != "xgboost" && o.model != "random")
         throw UserError() << "--model must be xgboost or random, got '" << o.model << "'";
-    if (o.runner != "local" && o.runner != "simulated")
-        throw UserError() << "--runner must be local or simulated, got '" << o.runner << "'";
+    runner_command(o); // a worker command that names a program
     if (o.db.empty())
         throw UserError() << "--db must name a file, got ''";
     if (o.opt_level < 0 || o.opt_level > 3)
         throw UserError() << "-O must be 0..3, got " << o.opt_level;
-    checked_target(o.target);
+    tune_target_option(o);
+}
+
+std::vector<std::string> runner_command(const TuneOptions& o) {
+    if (o.runner == "local" || o.runner == "simulated")
+        return {};
+    std::istringstream in(o.runner);
+    std::vector<std::string> words;
+    for (std::string w; in >> w;)
+        words.push_back(w);
+    if (words.empty())
+        throw UserError() << "--runner must be local, simulated or a worker command, got ''";
+    std::string& program = words[0];
+    if (program.find('/') == std::string::npos) { // searched in PATH, as a shell would
+        const char* path = std::getenv("PATH");
+        std::istringstream dirs(path ? path : "");
+        for (std::string d; std::getline(dirs, d, ':');)
+            if (!d.empty() && access((d + "/" + program).c_str(), X_OK) == 0) {
+                program = d + "/" + program;
+                break;
+            }
+    }
+    if (access(program.c_str(), X_OK) != 0)
+        throw UserError() << "--runner '" << o.runner << "': no program '" << words[0]
+                          << "' (expected local, simulated, or a command that starts a "
+                             "measurement worker)";
+    return words;
+}
+
+Target tune_target_option(const TuneOptions& o) {
+    const bool worker = !runner_command(o).empty();
+    const Target t = checked_target(o.target, false, /*may_cross=*/worker);
+    if (worker && !t.is_llvm())
+        throw UserError() << "--runner '" << o.runner << "': a worker command serves llvm "
+                          << "targets, not " << o.target;
+    return t;
 }
 
 Target checked_target(const std::string& text, bool tf32, bool may_cross) {
@@ -138,8 +172,8 @@ Target checked_target(const std::string& text, bool tf32, bool may_cross) {
         throw UserError() << "--tf32 needs --target cuda (TF32 is a tensor-core format)";
     if (t.is_llvm() && !may_cross && !tune::runs_on_this_machine(t))
         throw UserError() << "target '" << text << "': its code does not run on this machine ("
-                          << backend::host_info().cpu_name << ", "
-                          << backend::host_info().triple << ")";
+                          << backend::host_info().cpu_name << ", " << backend::host_info().triple
+                          << ")";
     return t;
 }
 
@@ -160,7 +194,7 @@ tune::TuneTarget cuda_tune_target() {
 
 tune::SearchOptions tune_search_options(const TuneOptions& o,
                                         const std::vector<int>& weight_inputs) {
-    const Target target = checked_target(o.target);
+    const Target target = tune_target_option(o);
     tune::SearchOptions so;
     so.num_trials = o.trials;
     so.time_budget_secs = o.time_budget_secs;
@@ -182,7 +216,7 @@ tune::SearchOptions tune_search_options(const TuneOptions& o,
 std::unique_ptr<tune::Measurer> make_tune_measurer(const TuneOptions& o) {
     if (o.runner == "simulated")
         return tune::make_simulated_measurer(o.seed);
-    const Target target = checked_target(o.target);
+    const Target target = tune_target_option(o);
     if (target.is_cuda()) {
 #ifdef TESSERA_HAVE_CUDA
         cuda_tune_target(); // the one-line reason when there is no device
@@ -201,12 +235,13 @@ std::unique_ptr<tune::Measurer> make_tune_measurer(const TuneOptions& o) {
     mo.cold_weights = o.weights == "cold" || (o.weights == "auto" && !o.model_path.empty());
     mo.seed = o.seed;
     mo.compile = backend::compile_options_for(target);
+    mo.worker_command = runner_command(o); // empty: this executable's __measure-worker
     return tune::make_local_measurer(mo);
 }
 
 tune::TuneTarget tune_target_of(const TuneOptions& o) {
     tune::TuneTarget target;
-    const Target t = checked_target(o.target);
+    const Target t = tune_target_option(o);
     if (t.is_llvm()) {
         target = tune::llvm_tune_target(t);
     } else if (o.runner != "simulated") {
@@ -232,7 +267,7 @@ tune::TuneTarget tune_target_of(const TuneOptions& o) {
 }
 
 tune::TuningDatabase open_existing_tune_database(const std::string& path,
-                                                const std::string& named) {
+                                                 const std::string& named) {
     std::error_code ec;
     if (!tune::is_server_database(path) && !std::filesystem::is_regular_file(path, ec))
         throw UserError() << named << ": no such file";
@@ -261,10 +296,9 @@ std::string progress_text(const std::string& spec, const tune::TuneProgress& p) 
     std::string trials = p.trials_total > 0
                              ? fmt::format("{}/{} trials", p.trials_done, p.trials_total)
                              : fmt::format("{} trials", p.trials_done);
-    std::string best = std::isfinite(p.best_secs)
-                           ? fmt::format("best {:.2f} GFLOP/s ({})", p.best_gflops,
-                                         ms_text(p.best_secs))
-                           : std::string("best -");
+    std::string best = std::isfinite(p.best_secs) ? fmt::format("best {:.2f} GFLOP/s ({})",
+                                                                p.best_gflops, ms_text(p.best_secs))
+                                                  : std::string("best -");
     std::string eta = p.eta_secs > 0 ? "  eta " + format_duration(p.eta_secs) : "";
     return fmt::format("tune {}  {}  {}  errors {}  elapsed {}{}", spec, trials, best, p.errors,
                        format_duration(p.elapsed_secs), eta);
@@ -302,8 +336,7 @@ class CurveWriter {
 void print_summary(const TuneOptions& o, const te::OpInstance& inst, const tune::TuneTarget& t,
                    const tune::TuneResult& r, bool uses_prior, int64_t db_records,
                    std::ostream& out) {
-    const double best_secs =
-        r.best ? r.best->median_secs : std::numeric_limits<double>::infinity();
+    const double best_secs = r.best ? r.best->median_secs : std::numeric_limits<double>::infinity();
     const double gflops = r.best ? inst.flops / best_secs / 1e9 : 0;
     if (o.json) {
         nlohmann::ordered_json j;
@@ -330,10 +363,10 @@ void print_summary(const TuneOptions& o, const te::OpInstance& inst, const tune:
         j["elapsed_secs"] = r.elapsed_secs;
         nlohmann::ordered_json curve = nlohmann::ordered_json::array();
         for (const auto& [trials, secs, best] : r.curve)
-            curve.push_back({{"trials", trials},
-                             {"seconds", secs},
-                             {"best_ms", std::isfinite(best) ? nlohmann::ordered_json(best * 1e3)
-                                                             : nullptr}});
+            curve.push_back(
+                {{"trials", trials},
+                 {"seconds", secs},
+                 {"best_ms", std::isfinite(best) ? nlohmann::ordered_json(best * 1e3) : nullptr}});
         j["curve"] = curve;
         out << j.dump() << "\n";
         return;
@@ -360,11 +393,12 @@ void print_summary(const TuneOptions& o, const te::OpInstance& inst, const tune:
 
 TuneCostModels tune_cost_models(const TuneOptions& opts, std::ostream& note) {
     const bool explicit_file = opts.pretrained != "builtin" && opts.pretrained != "none";
-    auto blob = std::make_shared<const std::vector<uint8_t>>(cost::pretrained_blob(opts.pretrained));
+    auto blob =
+        std::make_shared<const std::vector<uint8_t>>(cost::pretrained_blob(opts.pretrained));
     // The prior was trained on this CPU's records: it serves tuning this CPU's own code.
     const Target target = parse_target(opts.target);
-    const bool this_cpu = target.is_llvm() && target.triple.empty() && target.cpu.empty() &&
-                          target.features.empty();
+    const bool this_cpu =
+        target.is_llvm() && target.triple.empty() && target.cpu.empty() && target.features.empty();
     const bool applies = opts.model == "xgboost" && this_cpu && opts.runner == "local";
     bool uses_prior = false;
     if (!blob->empty() && applies) {

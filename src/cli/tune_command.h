@@ -58,7 +58,10 @@ struct TuneOptions {
     /// The pretrained model a task's xgboost model starts from when tuning this CPU for real:
     /// "builtin", "none" or the path of a blob `costmodel train` wrote (cost/pretrained.h).
     std::string pretrained = "builtin";
-    /// "local" (real) or "simulated" (synthetic times, under kSimulatedTargetPrefix's target).
+    /// "local" (real), "simulated" (synthetic times, under kSimulatedTargetPrefix's target), or
+    /// a command that starts a measurement worker where the target's code runs (runner.h's
+    /// protocol on its stdin and stdout), e.g. "qemu-aarch64 -L /usr/aarch64-linux-gnu
+    /// build/runtime-aarch64-linux-gnu/tessera-measure-worker".
     std::string runner = "local";
     /// A target string (support/target.h): "llvm" (this CPU), another CPU whose code runs
     /// here ("llvm -mcpu=skylake"), or "cuda" (CUDA device 0: GPU sketches, the CUDA measurer).
@@ -91,6 +94,14 @@ tune::TuneTarget cuda_tune_target();
 /// (another architecture, or extensions this CPU lacks) is refused unless `may_cross`, and
 /// `tf32` (--tf32) needs cuda.
 Target checked_target(const std::string& text, bool tf32 = false, bool may_cross = false);
+
+/// The worker command of --runner (its program resolved in PATH when it has no '/'); empty
+/// for local and simulated. Throws UserError naming --runner when the program does not exist.
+std::vector<std::string> runner_command(const TuneOptions& opts);
+
+/// --target checked for a tune run: a target whose code does not run here needs a worker
+/// command (--runner CMD), which serves llvm targets only. Throws UserError naming them.
+Target tune_target_option(const TuneOptions& opts);
 
 /// The exit code of a run stopped by Ctrl-C (128 + SIGINT), after the summary was printed.
 constexpr int kInterruptedExitCode = 130;

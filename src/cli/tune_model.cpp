@@ -204,7 +204,7 @@ tune::TasksResult run_tune_model(const TuneOptions& opts, std::ostream& out, std
     model.import = import_options(opts.inputs);
     model.opt_level = opts.opt_level;
     model.precision = precision_of(opts.inputs);
-    model.target = checked_target(opts.target);
+    model.target = tune_target_option(opts);
     model.winograd = !opts.no_winograd;
     model.horizontal_fusion = opts.horizontal_fusion;
     const compile::ModelTuningPlan plan = compile::plan_model_tuning(model, shard);

@@ -8,9 +8,14 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "common/model_library_loader.h"
+#include "common/tessera_process.h"
 #include "tessera/compile/model_compiler.h"
 #include "tessera/graph/tensor_io.h"
+#include "tessera/tuner/fingerprint.h"
+#include "tessera/tuner/tune_target.h"
 
 namespace tessera {
 namespace {
@@ -88,6 +93,49 @@ TEST_P(Aarch64Model, BuiltForAarch64MatchesTheReferenceUnderQemu) {
 
 INSTANTIATE_TEST_SUITE_P(Models, Aarch64Model,
                          ::testing::Values("mlp", "small_cnn", "conv_bn_relu", "mobilenet_tiny"));
+
+// Tuning a target that is not the host: `tune --runner CMD` measures through the aarch64
+// worker under qemu, commits records of the aarch64 target (its own fingerprint), and a build
+// for that target serves every task from them; the library still matches its reference.
+TEST(CrossBuild, TuneThroughAQemuWorkerThenBuildFromItsRecords) {
+    if (!fs::exists(model_folder("mlp") + "/model.onnx"))
+        GTEST_SKIP() << "shared model mlp not found";
+    const std::string qemu = qemu_command();
+    const std::string worker = TESSERA_MEASURE_WORKER_AARCH64;
+    if (qemu.empty() || worker.empty())
+        GTEST_SKIP() << "needs qemu-user and the aarch64 cross libraries (scripts/setup.sh), "
+                        "present when tessera was configured";
+    ScratchDir dir("tessera_cross_tune");
+    const std::string db = dir.file("arm.db"), model = model_folder("mlp") + "/model.onnx";
+    const testing::ProcessOutput t =
+        testing::run_tessera("tune " + model + " --trials 12 --json --db " + db + " --target '" +
+                                 kArm + "' --runner '" + qemu + " " + worker + "'",
+                             dir.file("tune"));
+    ASSERT_EQ(t.code, 0) << t.out << t.err;
+    const auto j = nlohmann::json::parse(t.out);
+    EXPECT_EQ(j["target"], "llvm -mtriple=aarch64-unknown-linux-gnu -mcpu=neoverse-n1");
+    EXPECT_EQ(j["errors"], 0);
+    EXPECT_NE(j["fingerprint"], tune::host_fingerprint().hash());
+
+    compile::BuildOptions opts;
+    opts.model_path = model;
+    opts.target = parse_target(kArm);
+    opts.db_path = db;
+    opts.lookup = tune::llvm_tune_target(opts.target);
+    const compile::ModelBuild b = compile::prepare_model_build(opts);
+    EXPECT_EQ(b.tasks_served_by(tune::LookupTier::Exact), static_cast<int>(b.tasks.size()));
+    const std::string so = dir.file("mlp.so");
+    compile::write_model_library(b, so, opts);
+    graph::write_npy(dir.file("in.npy"), read_data_set(model_folder("mlp"), 0, "input")[0]);
+    const testing::CommandResult r =
+        testing::run_command(qemu + " " + TESSERA_RUN_MODEL_AARCH64 + " " + so + " " +
+                                 dir.file("in.npy") + " --output " + dir.path(),
+                             dir.path());
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_TRUE(outputs_match(
+        {graph::read_npy(dir.file("output_0.npy")), graph::read_npy(dir.file("output_1.npy"))},
+        read_data_set(model_folder("mlp"), 0, "output")));
+}
 
 TEST(CrossBuild, TheRunnerRunsHostLibrariesToo) {
     if (!fs::exists(model_folder("mlp") + "/model.onnx"))

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/sanitizers.h"
+#include "tessera/backends/llvm.h"
 #include "tessera/ir/stmt.h"
 #include "tessera/lower/lower_default.h"
 #include "tessera/schedule/sampling.h"
@@ -270,6 +271,37 @@ TEST(Measure, CrashHangAndWrongAnswerDoNotStopTheBatch) {
 
     // One worker at first, one after the crash, one after the hang; a wrong answer keeps it.
     EXPECT_EQ(m.workers_started(), 3);
+}
+
+// A worker command runs the candidates elsewhere: here the aarch64 worker under qemu-user
+// checks cross-compiled candidates against this machine's reference and times them, and a
+// crash or a wrong answer there is the same error record as here.
+TEST(Measure, AnAarch64WorkerUnderQemuChecksAndTimesCrossBuiltCandidates) {
+    const std::string worker = TESSERA_MEASURE_WORKER_AARCH64;
+    const bool have_qemu = fs::exists("/usr/bin/qemu-aarch64") &&
+                           fs::exists("/usr/aarch64-linux-gnu/lib/ld-linux-aarch64.so.1");
+    if (worker.empty() || !have_qemu)
+        GTEST_SKIP() << "needs qemu-user and the aarch64 cross libraries (scripts/setup.sh), "
+                        "present when tessera was configured";
+    const te::Compute c = matmul_compute(7, 13, 127);
+    MeasureOptions o = test_options();
+    o.worker_command = {"/usr/bin/qemu-aarch64", "-L", "/usr/aarch64-linux-gnu", worker};
+    o.compile = backend::compile_options_for(
+        parse_target("llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-n1"));
+    o.run_timeout_secs = 20; // emulated
+    LocalMeasurer m(o);
+    std::vector<MeasureCandidate> cands = {default_candidate(c), off_by_one_at(c, 5),
+                                           segfaulting_candidate(c)};
+    for (const sched::State& s : sample_states(c, 2, 5))
+        cands.push_back(candidate_from_state(s));
+    const std::vector<MeasureResult> rs = m.measure_candidates(c, cands);
+    ASSERT_EQ(rs.size(), cands.size());
+    expect_ok(rs[0], o);
+    EXPECT_EQ(rs[1].error, MeasureError::WrongAnswer) << rs[1].error_message;
+    EXPECT_TRUE(contains(rs[1].error_message, "element 5")) << rs[1].error_message;
+    EXPECT_EQ(rs[2].error, MeasureError::RuntimeDevice) << rs[2].error_message;
+    expect_ok(rs[3], o);
+    expect_ok(rs[4], o);
 }
 
 TEST(Measure, InputsAreReadOnlyInTheWorker) {

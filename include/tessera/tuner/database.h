@@ -45,6 +45,7 @@
 #include <vector>
 
 #include "tessera/te/compute.h"
+#include "tessera/tuner/measure_error.h"
 
 namespace tessera::tune {
 
@@ -52,23 +53,6 @@ class DatabaseEngine;
 
 /// The tessera version stored in each record (the CMake project version, e.g. "0.1.0").
 const char* tessera_version();
-
-/// Why a measurement failed. Stored as its integer value; the values never change meaning.
-enum class MeasureError : int {
-    Ok = 0,            ///< Measured; run_secs hold the times.
-    Instantiation = 1, ///< The schedule did not replay or lower.
-    CompileHost = 2,   ///< Code generation failed.
-    CompileDevice = 3, ///< Device (GPU) code generation failed.
-    RuntimeDevice = 4, ///< The candidate crashed (signal) or failed while running.
-    WrongAnswer = 5,   ///< The output differed from the reference.
-    BuildTimeout = 6,  ///< Compilation exceeded its time limit.
-    RunTimeout = 7,    ///< Running exceeded its time limit (a hang).
-    Unknown = 8,       ///< Any other failure.
-};
-/// "ok", "instantiation", "compile_host", ... (snake case of the enumerator).
-const char* to_string(MeasureError e);
-/// The MeasureError whose to_string() is `name`, if any.
-std::optional<MeasureError> parse_measure_error(const std::string& name);
 
 /// The target without its -mcpu=... option, other words joined by single spaces:
 /// "llvm -mcpu=skylake-avx512" -> "llvm". Two targets of one family generate the same code on
