@@ -104,5 +104,17 @@ TEST(CompileForTarget, EmitsAnAarch64ObjectWithNeonCode) {
     EXPECT_NE(ir.find("\"target-cpu\"=\"neoverse-n1\""), std::string::npos);
 }
 
+// Another x86 CPU: its name and features are what the code is compiled for.
+TEST(CompileForTarget, AnotherX86CpuNamesItselfInTheCode) {
+    if (host_info().triple.rfind("x86_64", 0) != 0)
+        GTEST_SKIP() << "x86-64 CPU names";
+    te::OpInstance inst = te::make_op(te::parse_op_spec("add:m=4,n=67"));
+    ir::LoweredFunc f = lower::lower_default(inst.compute, "k");
+    const std::string ir =
+        emit_llvm_ir({f}, compile_options_for(parse_target("llvm -mcpu=skylake")));
+    EXPECT_NE(ir.find("\"target-cpu\"=\"skylake\""), std::string::npos);
+    EXPECT_EQ(ir.find("+avx512f"), std::string::npos);
+}
+
 } // namespace
 } // namespace tessera::backend
