@@ -158,6 +158,7 @@ ModelLibrary::ModelLibrary(const std::string& path) : path_(path) {
         lookup(handle_, path_, "tessera_model_num_calls", api_.num_calls, false);
         lookup(handle_, path_, "tessera_model_call_profile", api_.call_profile, false);
         lookup(handle_, path_, "tessera_model_call_label", api_.call_label, false);
+        lookup(handle_, path_, "tessera_model_target", api_.target, false);
     } catch (...) {
         dlclose(handle_);
         throw;

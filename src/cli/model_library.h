@@ -62,6 +62,8 @@ class ModelLibrary {
         int (*call_profile)(const TesseraModel*, int, TesseraCallProfile*);
         /// Optional: libraries built before it have no call labels.
         const char* (*call_label)(const TesseraModel*, int);
+        /// Optional: "cpu" or "cuda" (libraries built before it lack it).
+        const char* (*target)(void);
     };
     const Api& api() const { return api_; }
 

@@ -1,0 +1,65 @@
+// tessera.build(): an ONNX model to a shared library through compile/model_compiler.h, with the
+// options `tessera build` takes (src/cli/build_command.cpp is the command's side).
+#include "binding.h"
+
+#include "tessera/support/error.h"
+#include "tessera/support/target.h"
+#include "tessera/tuner/fingerprint.h"
+#include "tessera/tuner/tune_target.h"
+
+#ifdef TESSERA_HAVE_CUDA
+#include "tessera/backends/cuda_driver.h"
+#endif
+
+namespace tessera::python {
+
+void set_build_target(const std::string& target, compile::BuildOptions& bo) {
+    // A library may be for another CPU (cross-compiled): the build runs none of its code.
+    bo.target = parse_target(target);
+    if (bo.target.is_cuda() && bo.target.arch.empty()) {
+        bo.target.arch = "sm_90"; // a build needs no GPU
+#ifdef TESSERA_HAVE_CUDA
+        const backend::cuda::CudaDriver& driver = backend::cuda::CudaDriver::get();
+        if (driver.available())
+            bo.target.arch = driver.device().arch();
+#endif
+    }
+    if (bo.db_path.empty())
+        return;
+    if (bo.target.is_cuda()) {
+        // As `tune --op --target cuda` records them: without a GPU this machine's fingerprint
+        // has no device, so only the ISA-class tier can serve.
+        bo.lookup = {"cuda -arch=" + bo.target.arch, tune::host_fingerprint().hash(),
+                     "cuda;" + bo.target.arch};
+    } else {
+        bo.lookup = tune::llvm_tune_target(bo.target);
+    }
+}
+
+std::string build_model(const BuildRequest& request) {
+    compile::BuildOptions bo;
+    bo.model_path = request.model;
+    if (request.db) {
+        if (request.db->empty())
+            throw UserError() << "db must name a tuning database file, got ''";
+        bo.db_path = *request.db;
+    }
+    if (request.opt_level < 0 || request.opt_level > 3)
+        throw UserError() << "opt_level must be 0..3, got " << request.opt_level;
+    bo.opt_level = request.opt_level;
+    bo.precision = graph::parse_precision(request.precision);
+    for (const auto& [name, dims] : request.input_shapes) {
+        for (int64_t d : dims)
+            if (d <= 0)
+                throw UserError() << "input_shapes['" << name << "'] has dimension " << d
+                                  << ": dimensions must be positive";
+        bo.input_shapes[name] = dims;
+    }
+    set_build_target(request.target, bo);
+    compile::check_output_writable(request.output);
+    const compile::ModelBuild build = compile::prepare_model_build(bo);
+    compile::write_model_library(build, request.output, bo);
+    return request.output;
+}
+
+} // namespace tessera::python
