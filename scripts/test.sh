@@ -21,6 +21,8 @@ if [ "${1:-}" = "--sanitize" ]; then
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 fi
 "$root/scripts/setup.sh"
+# The Python package's environment (its tests run as ctest label `python`); not instrumented.
+if [ -z "${TESSERA_SETUP_SANITIZER:-}" ]; then "$root/scripts/setup_python.sh" >/dev/null; fi
 "$root/scripts/build.sh"
 build=${TESSERA_BUILD_DIR:-$root/build}
 export OMP_WAIT_POLICY=passive   # libgomp spin-waiting starves a loaded 2-core machine
