@@ -261,7 +261,7 @@ LocalMeasurer::LocalMeasurer(const MeasureOptions& opts) : impl_(std::make_uniqu
     constexpr int kRealtimePriority = 10;
     m.runner = std::make_unique<Runner>(command, opts.run_timeout_secs,
                                         m.work_dir + "/worker_stderr.log",
-                                        opts.realtime ? kRealtimePriority : 0);
+                                        opts.realtime ? kRealtimePriority : 0, opts.stream_files);
 }
 
 LocalMeasurer::~LocalMeasurer() {

@@ -15,6 +15,8 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <thread>
@@ -28,6 +30,7 @@
 #endif
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "tessera/runtime/thread_pool.h"
 #include "tessera/support/error.h"
@@ -221,6 +224,84 @@ RunReply serve(const RunRequest& req, FileCache& cache) {
     return reply;
 }
 
+/// Files the tuner sent through the connection (Runner::stream_files): each stored in a
+/// private folder under the tuner's path for it, so that requests name them as the tuner does.
+class StreamedFiles {
+  public:
+    ~StreamedFiles() {
+        std::error_code ec;
+        if (!dir_.empty())
+            std::filesystem::remove_all(dir_, ec);
+    }
+    /// Reads `bytes` bytes of the file the tuner calls `path` from `in`. Throws UserError when
+    /// the stream ends early or the copy cannot be written.
+    void receive(const std::string& path, int64_t bytes, std::istream& in) {
+        if (dir_.empty()) {
+            const char* tmp = std::getenv("TMPDIR");
+            std::string pattern =
+                std::string(tmp && *tmp ? tmp : "/tmp") + "/tessera-worker-XXXXXX";
+            if (!mkdtemp(pattern.data()))
+                throw UserError() << "cannot create a folder for streamed files: "
+                                  << std::strerror(errno);
+            dir_ = pattern;
+        }
+        const std::string local = dir_ + "/f" + std::to_string(next_++);
+        std::ofstream out(local, std::ios::binary);
+        std::vector<char> buf(1 << 20);
+        for (int64_t left = bytes; left > 0;) {
+            const auto n = static_cast<std::streamsize>(std::min<int64_t>(left, buf.size()));
+            if (!in.read(buf.data(), n))
+                throw UserError() << "the stream ended inside file '" << path << "'";
+            out.write(buf.data(), n);
+            left -= n;
+        }
+        if (!out.flush())
+            throw UserError() << "cannot store the streamed file '" << path << "'";
+        forget(path);
+        local_[path] = local;
+    }
+    /// The local copy of `path`; `path` itself when it was not streamed (or "" when only
+    /// streamed files may be read).
+    std::string resolve(const std::string& path, bool streamed_only) const {
+        auto it = local_.find(path);
+        if (it != local_.end())
+            return it->second;
+        return streamed_only ? "" : path;
+    }
+    /// Drops the copy of `path` (a candidate library, used once).
+    void forget(const std::string& path) {
+        auto it = local_.find(path);
+        if (it == local_.end())
+            return;
+        std::remove(it->second.c_str());
+        local_.erase(it);
+    }
+
+  private:
+    std::string dir_;
+    std::map<std::string, std::string> local_;
+    int64_t next_ = 0;
+};
+
+/// `req` with every file named by its local copy. Throws UserError for a file that was not
+/// streamed when only streamed files may be read.
+RunRequest with_local_files(RunRequest req, const StreamedFiles& files, bool streamed_only) {
+    auto local = [&](std::string& path) {
+        if (path.empty())
+            return;
+        const std::string l = files.resolve(path, streamed_only);
+        if (l.empty())
+            throw UserError() << "'" << path << "' was not sent to this worker";
+        path = l;
+    };
+    local(req.library);
+    for (RunParam& p : req.params) {
+        local(p.file);
+        local(p.reference);
+    }
+    return req;
+}
+
 void write_all(int fd, const std::string& text) {
     size_t off = 0;
     while (off < text.size()) {
@@ -235,7 +316,7 @@ void write_all(int fd, const std::string& text) {
 
 } // namespace
 
-int measure_worker_main() {
+int measure_worker_main(bool streamed_only) {
     // A terminal's Ctrl-C reaches the whole process group: the tuner finishes its round and then
     // closes our stdin; the candidate being timed must not die of it (a false error record).
     std::signal(SIGINT, SIG_IGN);
@@ -253,16 +334,32 @@ int measure_worker_main() {
         }
     }).detach();
 
+    std::ios::sync_with_stdio(false); // streamed files are read in large blocks
     write_all(protocol_fd, "{\"ready\":true}\n");
     FileCache cache;
+    StreamedFiles files;
     std::string line;
     while (std::getline(std::cin, line)) {
         if (line.empty())
             continue;
         cache.trim();
+        if (line.rfind("{\"file\":", 0) == 0) { // a file sent ahead of the requests naming it
+            try {
+                const nlohmann::json j = nlohmann::json::parse(line);
+                files.receive(j.at("file").get<std::string>(), j.at("bytes").get<int64_t>(),
+                              std::cin);
+            } catch (const std::exception& e) {
+                // The stream is out of step with the tuner: end, and let it start a new worker.
+                std::cerr << "measure worker: " << e.what() << "\n";
+                return 3;
+            }
+            continue;
+        }
         RunReply reply;
         try {
-            reply = serve(RunRequest::from_json(line), cache);
+            const RunRequest req = RunRequest::from_json(line);
+            reply = serve(with_local_files(req, files, streamed_only), cache);
+            files.forget(req.library);
         } catch (const std::exception& e) {
             reply = RunReply();
             reply.error = MeasureError::Unknown;

@@ -13,8 +13,8 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
 #include <sched.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -168,9 +168,10 @@ RunReply RunReply::from_json(const std::string& line) {
 // ---- the worker process -----------------------------------------------------------------------
 
 Runner::Runner(std::vector<std::string> worker_command, double timeout_secs, std::string stderr_log,
-               int realtime_priority)
+               int realtime_priority, bool stream_files)
     : command_(std::move(worker_command)), timeout_secs_(timeout_secs),
-      stderr_log_(std::move(stderr_log)), realtime_priority_(realtime_priority) {
+      stderr_log_(std::move(stderr_log)), realtime_priority_(realtime_priority),
+      stream_files_(stream_files) {
     if (command_.empty())
         throw UserError() << "the measurement worker command is empty";
     if (!(timeout_secs_ > 0))
@@ -211,9 +212,10 @@ void Runner::start_worker() {
         posix_spawnattr_destroy(&attr);
         if (rc == EPERM || rc == EINVAL) {
             realtime_denied_ = true; // fall through to a normal start
-            std::fprintf(stderr, "warning: real-time scheduling of the measurement worker was "
-                                 "refused (%s; it needs root or CAP_SYS_NICE): timing with "
-                                 "normal scheduling\n",
+            std::fprintf(stderr,
+                         "warning: real-time scheduling of the measurement worker was "
+                         "refused (%s; it needs root or CAP_SYS_NICE): timing with "
+                         "normal scheduling\n",
                          std::strerror(rc));
         }
     }
@@ -229,6 +231,7 @@ void Runner::start_worker() {
     pid_ = pid;
     fd_ = sv[0];
     pending_.clear();
+    sent_.clear();
     ++started_;
     const int64_t log_offset = file_size(stderr_log_);
     std::string line;
@@ -323,6 +326,28 @@ std::string Runner::reap_dead_worker() {
     return "ended";
 }
 
+bool Runner::send_files(const RunRequest& req) {
+    if (!stream_files_)
+        return true;
+    std::vector<std::string> paths = {req.library}; // a new library each time, used once
+    for (const RunParam& p : req.params)
+        for (const std::string& f : {p.file, p.reference})
+            if (!f.empty() && sent_.insert(f).second)
+                paths.push_back(f);
+    for (const std::string& path : paths) {
+        std::ifstream in(path, std::ios::binary);
+        if (!in)
+            throw UserError() << "cannot read '" << path << "' to send it to the worker";
+        std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        // Keys in this order: the worker recognises a file by the line's start.
+        const std::string header =
+            "{\"file\":" + json(path).dump() + ",\"bytes\":" + std::to_string(bytes.size()) + "}\n";
+        if (!send_all(fd_, header) || !send_all(fd_, bytes))
+            return false;
+    }
+    return true;
+}
+
 std::string Runner::stderr_tail_since(int64_t offset) const {
     std::ifstream in(stderr_log_);
     if (!in)
@@ -352,10 +377,11 @@ RunReply Runner::run(const RunRequest& req) {
     if (pid_ < 0)
         start_worker();
     const int64_t log_offset = file_size(stderr_log_);
+    const bool sent = send_files(req);
     const int64_t deadline = monotonic_ms() + static_cast<int64_t>(timeout_secs_ * 1000);
     RunReply reply;
     std::string line;
-    int got = send_all(fd_, req.to_json() + "\n") ? read_line(line, deadline) : -1;
+    int got = sent && send_all(fd_, req.to_json() + "\n") ? read_line(line, deadline) : -1;
     if (got == 1) {
         try {
             return RunReply::from_json(line);

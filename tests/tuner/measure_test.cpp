@@ -273,9 +273,10 @@ TEST(Measure, CrashHangAndWrongAnswerDoNotStopTheBatch) {
     EXPECT_EQ(m.workers_started(), 3);
 }
 
-// A worker command runs the candidates elsewhere: here the aarch64 worker under qemu-user
-// checks cross-compiled candidates against this machine's reference and times them, and a
-// crash or a wrong answer there is the same error record as here.
+// A worker command runs the candidates elsewhere: here the aarch64 worker under qemu-user gets
+// each cross-compiled candidate and its data through the connection, checks it against this
+// machine's reference and times it, and a crash or a wrong answer there is the same error
+// record as here.
 TEST(Measure, AnAarch64WorkerUnderQemuChecksAndTimesCrossBuiltCandidates) {
     const std::string worker = TESSERA_MEASURE_WORKER_AARCH64;
     const bool have_qemu = fs::exists("/usr/bin/qemu-aarch64") &&
@@ -285,7 +286,10 @@ TEST(Measure, AnAarch64WorkerUnderQemuChecksAndTimesCrossBuiltCandidates) {
                         "present when tessera was configured";
     const te::Compute c = matmul_compute(7, 13, 127);
     MeasureOptions o = test_options();
-    o.worker_command = {"/usr/bin/qemu-aarch64", "-L", "/usr/aarch64-linux-gnu", worker};
+    // Only what the tuner sends through the connection: no folder is shared with it.
+    o.worker_command = {"/usr/bin/qemu-aarch64", "-L", "/usr/aarch64-linux-gnu", worker,
+                        "--streamed-only"};
+    o.stream_files = true;
     o.compile = backend::compile_options_for(
         parse_target("llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-n1"));
     o.run_timeout_secs = 20; // emulated
@@ -302,6 +306,13 @@ TEST(Measure, AnAarch64WorkerUnderQemuChecksAndTimesCrossBuiltCandidates) {
     EXPECT_EQ(rs[2].error, MeasureError::RuntimeDevice) << rs[2].error_message;
     expect_ok(rs[3], o);
     expect_ok(rs[4], o);
+
+    // The same worker without streaming: it may read nothing by path.
+    o.stream_files = false;
+    LocalMeasurer by_path(o);
+    const MeasureResult r = by_path.measure_candidates(c, {default_candidate(c)}).at(0);
+    EXPECT_EQ(r.error, MeasureError::Unknown);
+    EXPECT_TRUE(contains(r.error_message, "was not sent to this worker")) << r.error_message;
 }
 
 TEST(Measure, InputsAreReadOnlyInTheWorker) {

@@ -67,6 +67,9 @@ struct MeasureOptions {
     /// the argument "__measure-worker", which only works in the `tessera` executable: other
     /// programs (tests) pass {path of tessera, "__measure-worker"}.
     std::vector<std::string> worker_command;
+    /// Send each candidate and its data through the worker's connection instead of letting it
+    /// read them by path (Runner's stream_files): for a worker on another machine.
+    bool stream_files = false;
     /// Directory for built libraries, task data and the worker's stderr log
     /// (worker_stderr.log); created when missing. Empty = a fresh directory under $TMPDIR (or
     /// /tmp), removed by the Measurer's destructor.
@@ -147,7 +150,9 @@ class LocalMeasurer : public Measurer {
 std::unique_ptr<Measurer> make_local_measurer(const MeasureOptions& opts = {});
 
 /// The `tessera __measure-worker` entry point: serves measurement requests on stdin/stdout
-/// until stdin closes. Returns the process exit code.
-int measure_worker_main();
+/// until stdin closes (runner.h's protocol, files streamed or read by path). With
+/// streamed_only, a request naming a file that was not streamed fails (tests check that a
+/// streaming tuner sends everything). Returns the process exit code.
+int measure_worker_main(bool streamed_only = false);
 
 } // namespace tessera::tune

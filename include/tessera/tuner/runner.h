@@ -3,7 +3,9 @@
 //
 // Protocol: the worker (`tessera __measure-worker`, measure_worker_main) reads one JSON object
 // per line on stdin and answers one JSON object per line on stdout. Right after starting it
-// says {"ready":true}. Requests are RunRequest::to_json, replies RunReply::to_json.
+// says {"ready":true}. Requests are RunRequest::to_json, replies RunReply::to_json. A request
+// may be preceded by files, each a line {"file":"<path>","bytes":N} and N raw bytes (no
+// reply): the worker keeps a private copy and reads it wherever a request names that path.
 //
 // The parent (Runner) talks to the worker over a Unix socket pair (the worker's stdin and
 // stdout), and sends with MSG_NOSIGNAL, so a worker that died never raises SIGPIPE in the
@@ -19,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <sys/types.h>
 #include <vector>
@@ -82,9 +85,12 @@ class Runner {
     /// worker under SCHED_FIFO at that priority (its kernel threads inherit it), so that other
     /// processes cannot preempt a timed run; where that is not permitted (no root or
     /// CAP_SYS_NICE) the worker runs with normal scheduling and realtime_denied() says so.
+    /// stream_files sends the library, inputs and references of each request through the
+    /// connection before it (each input and reference once per worker) instead of leaving the
+    /// worker to read them by path: a worker on another machine needs no shared folder.
     /// Throws UserError when the command is empty or timeout_secs is not positive.
     Runner(std::vector<std::string> worker_command, double timeout_secs, std::string stderr_log,
-           int realtime_priority = 0);
+           int realtime_priority = 0, bool stream_files = false);
     /// Stops the worker (closes its input, kills it, reaps it).
     ~Runner();
     Runner(const Runner&) = delete;
@@ -106,6 +112,9 @@ class Runner {
   private:
     void start_worker();
     void stop_worker();
+    /// With stream_files: sends the request's files the worker does not have. Returns false
+    /// when the worker is gone. Throws UserError when a file cannot be read here.
+    bool send_files(const RunRequest& req);
     /// Reads one line before `deadline_ms` (CLOCK_MONOTONIC milliseconds). Returns 1 on a
     /// line, 0 on timeout, -1 on end of file or error.
     int read_line(std::string& line, int64_t deadline_ms);
@@ -122,6 +131,8 @@ class Runner {
     pid_t pid_ = -1;
     int fd_ = -1;         ///< Parent's end of the socket pair.
     std::string pending_; ///< Bytes read past the last line.
+    bool stream_files_ = false;
+    std::set<std::string> sent_; ///< Inputs and references the live worker has.
     int started_ = 0;
 };
 
