@@ -273,7 +273,7 @@ int main(int argc, char** argv) {
                          "Share of each round given to random samples instead of the model's "
                          "picks, in [0, 1]")
         ->capture_default_str();
-    tune_cmd->add_option("--model", tune_opts.model,
+    tune_cmd->add_option("--model", tune_opts.cost_model,
                          "Cost model: xgboost, or random (a random-search baseline); saved in "
                          "and warm-started from the database")
         ->capture_default_str();

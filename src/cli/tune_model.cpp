@@ -97,7 +97,7 @@ void print_summary(const TuneOptions& o, const std::vector<tune::TaskToTune>& ta
         j["fingerprint"] = t.fingerprint;
         j["db"] = o.db;
         j["runner"] = o.runner;
-        j["cost_model"] = o.model;
+        j["cost_model"] = o.cost_model;
         j["pretrained"] = uses_prior;
         j["seed"] = o.seed;
         j["trials"] = r.trials;
@@ -192,34 +192,27 @@ std::string task_shard_text(TaskShard shard) {
 tune::TasksResult run_tune_model(const TuneOptions& opts, std::ostream& out, std::ostream& progress,
                                  bool progress_is_terminal, const std::atomic<bool>* cancel) {
     check_tune_options(opts);
-    tune::SearchOptions so = tune_search_options(opts, {}); // per task: its Compute's weights
-    so.cancel = cancel;
-    tune::validate(so); // before the import: a bad option should not wait for it
-    compile::TaskShard shard;
+    compile::ModelTuningOptions mt;
+    mt.tuning = opts;
+    mt.tuning.cancel = cancel;
     if (!opts.shard.empty())
-        shard = parse_task_shard(opts.shard);
-    const tune::TuneTarget target = tune_target_of(opts);
-    compile::ModelPipelineOptions model;
-    model.model_path = opts.model_path;
-    model.import = import_options(opts.inputs);
-    model.opt_level = opts.opt_level;
-    model.precision = precision_of(opts.inputs);
-    model.target = tune_target_option(opts);
-    model.winograd = !opts.no_winograd;
-    model.horizontal_fusion = opts.horizontal_fusion;
-    const compile::ModelTuningPlan plan = compile::plan_model_tuning(model, shard);
-    const std::vector<tune::TaskToTune>& tasks = plan.tasks;
-    const std::string shard_name = opts.shard.empty() ? "" : task_shard_text(shard);
-
-    tune::TuningDatabase db = open_tune_database(opts.db);
+        mt.shard = parse_task_shard(opts.shard);
+    mt.model.model_path = opts.model_path;
+    mt.model.import = import_options(opts.inputs);
+    mt.model.opt_level = opts.opt_level;
+    mt.model.precision = precision_of(opts.inputs);
+    mt.model.winograd = !opts.no_winograd;
+    mt.model.horizontal_fusion = opts.horizontal_fusion;
+    compile::ModelTuning run = compile::prepare_model_tuning(mt);
+    const std::vector<tune::TaskToTune>& tasks = run.plan.tasks;
+    const std::string shard_name = opts.shard.empty() ? "" : task_shard_text(mt.shard);
+    if (!run.cost_models.note.empty())
+        progress << run.cost_models.note << "\n";
     ModelCurveWriter curve(opts.curve_file);
-    std::unique_ptr<tune::Measurer> measurer = make_tune_measurer(opts);
-    const TuneCostModels models = tune_cost_models(opts, progress);
-    const bool uses_prior = models.uses_prior;
     ShardTasks st;
-    st.shard = shard;
-    st.model_tasks = plan.model_tasks;
-    st.index = plan.index;
+    st.shard = mt.shard;
+    st.model_tasks = run.plan.model_tasks;
+    st.index = run.plan.index;
 
     LatestProgress<tune::TasksProgress> latest; // outlives the line, whose refresher reads it
     ProgressLine line(progress, progress_is_terminal);
@@ -234,10 +227,10 @@ tune::TasksResult run_tune_model(const TuneOptions& opts, std::ostream& out, std
     };
     line.refresh_every(progress_refresh_secs(progress_is_terminal),
                        [&] { return progress_text(tasks, shard_name, latest.now()); });
-    const tune::TasksResult r =
-        compile::tune_model(plan, target, db, models.make, *measurer, so, on_progress);
+    const tune::TasksResult r = compile::tune_model(run, on_progress);
     line.finish();
-    print_summary(opts, tasks, st, target, r, uses_prior, db.num_records(), out);
+    print_summary(opts, tasks, st, run.target, r, run.cost_models.uses_prior, run.db.num_records(),
+                  out);
     return r;
 }
 

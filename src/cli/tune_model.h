@@ -20,7 +20,8 @@ TaskShard parse_task_shard(const std::string& text);
 /// The text form "I/N" of a shard.
 std::string task_shard_text(TaskShard shard);
 
-/// Tunes every task of opts.model_path into opts.db (compile::tune_model): opts.trials and
+/// Tunes every task of opts.model_path into opts.db (compile::prepare_model_tuning and
+/// tune_model, from the options of opts that are compile::TuningOptions): opts.trials and
 /// opts.time_budget_secs are totals over all tasks. Progress goes to `progress` (one line per
 /// round, rewritten in place when `progress_is_terminal`: round, the task being tuned, trials,
 /// the estimated end-to-end latency, elapsed time and ETA); the summary (text, or one JSON line

@@ -1,4 +1,5 @@
-// Tuning a whole model: the pipeline's tasks for the tuner, shards, the task scheduler.
+// Tuning a whole model: the pipeline's tasks for the tuner, shards, a run assembled from its
+// options, the task scheduler.
 #include "tessera/compile/model_tuning.h"
 
 #include <algorithm>
@@ -92,6 +93,31 @@ tune::TasksResult tune_model(const ModelTuningPlan& plan, const tune::TuneTarget
         return none;
     }
     return tune::tune_tasks(plan.tasks, target, db, make_model, measurer, search, {}, on_progress);
+}
+
+ModelTuning prepare_model_tuning(const ModelTuningOptions& opts) {
+    const TuningOptions& o = opts.tuning;
+    check_tuning_options(o);
+    if (opts.model.opt_level < 0 || opts.model.opt_level > 3)
+        throw UserError() << "-O must be 0..3, got " << opts.model.opt_level;
+    // Per task: its Compute's weights (tune_tasks sets them).
+    tune::SearchOptions search = tuning_search_options(o, {});
+    tune::validate(search); // before the import: a bad option should not wait for it
+    tune::TuneTarget target = tuning_target(o);
+    ModelPipelineOptions model = opts.model;
+    model.target = tuning_target_option(o);
+    ModelTuningPlan plan = plan_model_tuning(model, opts.shard);
+    tune::TuningDatabase db = open_tuning_database(o.db);
+    std::unique_ptr<tune::Measurer> measurer = make_tuning_measurer(o, /*tunes_model=*/true);
+    TuningCostModels cost_models = tuning_cost_models(o);
+    return ModelTuning{std::move(plan), std::move(target),   std::move(search),
+                       std::move(db),   std::move(measurer), std::move(cost_models)};
+}
+
+tune::TasksResult tune_model(ModelTuning& run,
+                             const std::function<void(const tune::TasksProgress&)>& on_progress) {
+    return tune_model(run.plan, run.target, run.db, run.cost_models.make, *run.measurer, run.search,
+                      on_progress);
 }
 
 } // namespace tessera::compile

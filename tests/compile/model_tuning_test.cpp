@@ -1,10 +1,12 @@
 // Tuning a model through the library (compile/model_tuning.h): the plan's tasks are the ones a
-// build compiles, shards partition them, and what tune_model commits a build then serves.
+// build compiles, shards partition them, what tune_model commits a build then serves, and a run
+// prepared from its options (prepare_model_tuning) checks them before the import.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <set>
 #include <string>
 #include <vector>
@@ -13,6 +15,7 @@
 #include "tessera/backends/host.h"
 #include "tessera/compile/model_compiler.h"
 #include "tessera/compile/model_tuning.h"
+#include "tessera/support/error.h"
 #include "tessera/te/workload_key.h"
 #include "tessera/tuner/fingerprint.h"
 
@@ -140,6 +143,73 @@ TEST(ModelTuning, WhatTheLibraryTunesABuildServes) {
     bo.jobs = 1;
     const ModelBuild b = prepare_model_build(bo);
     EXPECT_EQ(b.tasks_served_by(tune::LookupTier::Exact), static_cast<int>(b.tasks.size()));
+}
+
+// The run `tessera tune MODEL` and tessera.tune assemble: simulated times under their own
+// target, the database created with its folder, every task tuned, the shard's tasks only.
+TEST(ModelTuning, APreparedRunTunesItsTasksIntoItsDatabase) {
+    if (!std::filesystem::exists(small_cnn()))
+        GTEST_SKIP() << "shared model small_cnn not found";
+    testing::ScratchDir dir("tessera_prepared_tuning");
+    ModelTuningOptions o;
+    o.model = model_options();
+    o.tuning.db = dir.file("logs/t.db");
+    o.tuning.runner = "simulated";
+    o.tuning.cost_model = "random";
+    o.tuning.population = 16;
+    o.tuning.generations = 1;
+    o.tuning.measure_per_round = 4;
+    o.tuning.trials = 40;
+    o.tuning.seed = 3;
+    ModelTuning run = prepare_model_tuning(o);
+    EXPECT_EQ(run.target.target.rfind(kSimulatedTargetPrefix, 0), 0u) << run.target.target;
+    EXPECT_FALSE(run.cost_models.uses_prior) << "a prior serves real measurements only";
+    ASSERT_EQ(run.plan.tasks.size(), run.plan.model_tasks);
+    int reports = 0;
+    const tune::TasksResult r = tune_model(run, [&](const tune::TasksProgress&) { ++reports; });
+    EXPECT_EQ(r.trials, 40);
+    EXPECT_GT(reports, 1);
+    EXPECT_EQ(run.db.num_records(), 40);
+    for (const tune::TuneResult& t : r.tasks)
+        EXPECT_GE(t.trials, 1) << t.workload_key;
+
+    o.shard = {1, 2};
+    o.tuning.trials = 4;
+    const ModelTuning half = prepare_model_tuning(o);
+    EXPECT_EQ(half.plan.index, shard_task_indices(run.plan.tasks, o.shard));
+}
+
+TEST(ModelTuning, BadOptionsFailBeforeTheImportWithTheCommandsMessages) {
+    ModelTuningOptions o;
+    o.model.model_path = "/no/such/model.onnx"; // never read: the options fail first
+    o.tuning.db = "/no/such/folder/t.db";
+    auto message = [&](const std::function<void(TuningOptions&)>& change) {
+        ModelTuningOptions bad = o;
+        change(bad.tuning);
+        try {
+            prepare_model_tuning(bad);
+        } catch (const UserError& e) {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    EXPECT_EQ(message([](TuningOptions& t) { t.trials = 0; }),
+              "--trials must be at least 1, got 0");
+    EXPECT_EQ(message([](TuningOptions& t) { t.weights = "hot"; }),
+              "--weights must be auto, cold or warm, got 'hot'");
+    EXPECT_EQ(message([](TuningOptions& t) { t.cost_model = "gbm"; }),
+              "--model must be xgboost or random, got 'gbm'");
+    EXPECT_EQ(message([](TuningOptions& t) { t.db.clear(); }), "--db must name a file, got ''");
+    EXPECT_EQ(message([](TuningOptions& t) {
+                  t.time_bounded = true;
+                  t.time_budget_secs = -1;
+              }),
+              "--time-budget must be a number of seconds above 0, got -1");
+    o.model.opt_level = 4;
+    EXPECT_EQ(message([](TuningOptions&) {}), "-O must be 0..3, got 4");
+    o.model.opt_level = 3;
+    EXPECT_NE(message([](TuningOptions&) {}).find("/no/such/model.onnx"), std::string::npos)
+        << "good options reach the import";
 }
 
 } // namespace

@@ -1,8 +1,9 @@
 // Tuning a whole model through the library: its tasks exactly as a build compiles them (the
 // one model pipeline, model_pipeline.h), a share of them for one shard of a cluster
-// (plan_model_tuning), and the task scheduler over them (tune_model). `tessera tune MODEL` is a
-// thin layer over the two: it parses options, makes the database, measurer and cost models,
-// and prints.
+// (plan_model_tuning), and the task scheduler over them (tune_model). prepare_model_tuning
+// assembles a run from its options (the database, measurer, cost models and search options of
+// tuning_options.h); `tessera tune MODEL` and the Python package's tessera.tune are thin layers
+// over it and tune_model: they parse options, report progress and print or return the summary.
 #pragma once
 
 #include <cstddef>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "tessera/compile/model_pipeline.h"
+#include "tessera/compile/tuning_options.h"
 #include "tessera/cost_model/cost_model.h"
 #include "tessera/tuner/database.h"
 #include "tessera/tuner/measure.h"
@@ -60,6 +62,38 @@ tune::TasksResult
 tune_model(const ModelTuningPlan& plan, const tune::TuneTarget& target, tune::TuningDatabase& db,
            const std::function<std::unique_ptr<cost::CostModel>()>& make_model,
            tune::Measurer& measurer, const tune::SearchOptions& search,
+           const std::function<void(const tune::TasksProgress&)>& on_progress = {});
+
+/// A model tuning run: what is tuned and how.
+struct ModelTuningOptions {
+    /// The model and the pipeline's options, as the build that serves from the records uses
+    /// them. `model.target` is replaced by the target tuning.target names.
+    ModelPipelineOptions model;
+    TaskShard shard;      ///< The share of the tasks (default: every task).
+    TuningOptions tuning; ///< Budgets, search, measurement, cost models, database.
+};
+
+/// A model tuning run assembled from its options, ready for tune_model.
+struct ModelTuning {
+    ModelTuningPlan plan;
+    tune::TuneTarget target;    ///< The identity its records get (tuning_target).
+    tune::SearchOptions search; ///< Totals over the plan's tasks; cancel is tuning.cancel.
+    tune::TuningDatabase db;
+    std::unique_ptr<tune::Measurer> measurer;
+    TuningCostModels cost_models; ///< Its note is for the user (the caller prints it).
+};
+
+/// Assembles a run, in this order: the options checked (check_tuning_options, -O, the search
+/// options' tune::validate) before the import, the record target, the plan (the import, the
+/// pipeline and the shard's tasks), the database (created with its folder), the measurer and
+/// the cost models. Throws UserError as those do, naming the option as `tessera tune` spells
+/// it. Pre: 0 <= shard.index < shard.count.
+ModelTuning prepare_model_tuning(const ModelTuningOptions& opts);
+
+/// Tunes a prepared run: tune_model of its parts. Exceptions thrown by `on_progress` stop the
+/// run and propagate (records committed before stay in the database).
+tune::TasksResult
+tune_model(ModelTuning& run,
            const std::function<void(const tune::TasksProgress&)>& on_progress = {});
 
 } // namespace tessera::compile
