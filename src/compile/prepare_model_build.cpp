@@ -142,7 +142,8 @@ ModelBuild prepare_model_build(const BuildOptions& opts) {
         throw UserError() << "target cuda: this tessera was built without the CUDA toolkit";
 #endif
     } else {
-        (void)runtime_archive_for(target); // before the import: a target it cannot link
+        // Before the import: a target it cannot link.
+        (void)runtime_archive_for(target, opts.runtime_archive);
     }
     std::error_code ec;
     if (!std::filesystem::is_regular_file(opts.model_path, ec))

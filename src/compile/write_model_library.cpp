@@ -125,10 +125,10 @@ std::vector<std::string> compile_all_cubins(const ModelBuild& build, int jobs) {
 
 } // namespace
 
-std::string runtime_archive_for(const Target& cpu) {
+std::string runtime_archive_for(const Target& cpu, const std::string& host_archive) {
     const std::string triple = backend::describe_cpu(cpu).triple;
     if (triple == backend::host_info().triple)
-        return TESSERA_RUNTIME_ARCHIVE;
+        return host_archive.empty() ? std::string(TESSERA_RUNTIME_ARCHIVE) : host_archive;
     std::string have = backend::host_info().triple;
 #ifdef TESSERA_RUNTIME_ARCHIVE_AARCH64
     if (triple.rfind("aarch64", 0) == 0)
@@ -179,7 +179,7 @@ LibrarySummary write_model_library(const ModelBuild& build, const std::string& s
     // loads it: a Cuda library is for this host.
     const Target cpu = build.target.is_llvm() ? build.target : Target{};
     const backend::CompileOptions co = backend::compile_options_for(cpu);
-    const std::string runtime_archive = runtime_archive_for(cpu);
+    const std::string runtime_archive = runtime_archive_for(cpu, opts.runtime_archive);
     if (build.target.is_cuda()) {
         // The kernels are cubins inside the data object; the library holds no host kernels.
         const std::vector<std::string> cubins = compile_all_cubins(build, jobs);

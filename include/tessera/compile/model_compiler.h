@@ -71,6 +71,11 @@ struct BuildOptions {
     /// (cubins for target.arch, "sm_90" when empty; NVRTC must know it; the lookup key should
     /// name the same architecture).
     Target target;
+    /// The runtime archive (libtessera_runtime.a) that a library for this host's architecture
+    /// links (a Cuda library's host code included); empty: the one this tessera was built with
+    /// (runtime_archive_for). The Python package names the copy it carries, so that an
+    /// installed package does not depend on the build folder.
+    std::string runtime_archive;
 };
 
 /// One row of the coverage table: a task, where its schedule came from and its estimated
@@ -160,11 +165,12 @@ struct LibrarySummary {
 /// optimize and extract_tasks do.
 ModelBuild prepare_model_build(const BuildOptions& opts);
 
-/// The runtime archive a library for the CPU of the Llvm target `cpu` links: this host's, or
-/// the one built for its architecture (aarch64 when the cross packages were present at build
-/// time). Throws UserError naming the target when this tessera has none for it, and as
+/// The runtime archive a library for the CPU of the Llvm target `cpu` links: for this host's
+/// architecture `host_archive`, or when it is empty the one this tessera was built with; for
+/// another, the one built for it (aarch64 when the cross packages were present at build time).
+/// Throws UserError naming the target when this tessera has none for it, and as
 /// backend::describe_cpu.
-std::string runtime_archive_for(const Target& cpu);
+std::string runtime_archive_for(const Target& cpu, const std::string& host_archive = {});
 
 /// The runtime plan of a prepared build, with the weights it references (each at its
 /// PlanTensor::offset, packed as the schedules read them). Kernel i of the plan is task i's
