@@ -1,5 +1,6 @@
 // The parts of the Python extension tessera._tessera (python/tessera/__init__.py is its public
-// face): building a model library, and a loaded model that runs on numpy arrays.
+// face): building a model library, tuning a model into a database, and a loaded model that runs
+// on numpy arrays.
 #pragma once
 
 #include <map>
@@ -12,6 +13,7 @@
 #include <nanobind/nanobind.h>
 
 #include "tessera/compile/model_compiler.h"
+#include "tessera/graph/tensor_data.h"
 
 namespace tessera::cli {
 class ModelLibrary;
@@ -29,6 +31,11 @@ namespace nb = nanobind;
 /// malformed target.
 void set_build_target(const std::string& target, compile::BuildOptions& bo);
 
+/// The input_shapes argument of build() and tune() as import shapes. Throws UserError naming
+/// the input for a dimension that is not positive.
+std::map<std::string, graph::Shape>
+checked_input_shapes(const std::map<std::string, std::vector<int64_t>>& shapes);
+
 /// What tessera.build() passes down (its documentation says what each field means).
 struct BuildRequest {
     std::string model;
@@ -38,12 +45,49 @@ struct BuildRequest {
     std::string precision = "fp32";
     int opt_level = compile::kDefaultOptLevel;
     std::map<std::string, std::vector<int64_t>> input_shapes;
+    /// The runtime archive the library links (compile::BuildOptions::runtime_archive): the
+    /// package's own copy; empty: the one this tessera was built with.
+    std::string runtime_archive;
+};
+
+/// What build_model made: the library and where each task's schedule came from.
+struct BuildResult {
+    std::string output;
+    std::vector<compile::TaskCoverage> coverage; ///< In task order.
 };
 
 /// Builds request.model into the shared library request.output, as `tessera build` does
-/// (without its coverage table), and returns request.output. Throws UserError for a bad
-/// option or model, naming the value.
-std::string build_model(const BuildRequest& request);
+/// (without printing its coverage table). Throws UserError for a bad option or model, naming
+/// the value.
+BuildResult build_model(const BuildRequest& request);
+
+/// The coverage rows of a build as dicts (task, pattern, workload_key, count, source: the lookup
+/// tier that served, "default" when none did; record_id; note: why no record served).
+nb::list coverage_list(const std::vector<compile::TaskCoverage>& rows);
+
+/// What tessera.tune() passes down (its documentation says what each field means).
+struct TuneRequest {
+    std::string model;
+    std::string db;
+    std::string target = "llvm";
+    std::string precision = "fp32";
+    int opt_level = compile::kDefaultOptLevel;
+    uint64_t seed = 0;
+    std::optional<int> trials;         ///< nullopt: the command's default, or none with a budget
+    std::optional<double> time_budget; ///< Seconds; nullopt: no time limit.
+    std::map<std::string, std::vector<int64_t>> input_shapes;
+    std::string worker; ///< The package's tessera-measure-worker.
+};
+
+/// Tunes request.model into request.db as `tessera tune MODEL` does (compile::
+/// prepare_model_tuning and tune_model), with the GIL released; `report` (None: no reports) is
+/// called with the GIL held, with a dict per scheduler report (round, round_done, task,
+/// task_name, tasks, trials_done, trials_total, estimated_ms, elapsed_secs, eta_secs). An
+/// exception it raises stops tuning at once and propagates; a KeyboardInterrupt (Ctrl-C, seen
+/// at the next report) lets the round in progress commit first, a second one stops at once.
+/// Returns the summary as a dict (the fields of `tessera tune --json` that describe the run).
+/// Throws UserError as the command does, with its one-line messages.
+nb::dict tune_model(const TuneRequest& request, nb::handle report);
 
 /// A built model library loaded into this process, with one instance of its model: what
 /// tessera.Model wraps. Runs take and give numpy arrays.

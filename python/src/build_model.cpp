@@ -36,7 +36,17 @@ void set_build_target(const std::string& target, compile::BuildOptions& bo) {
     }
 }
 
-std::string build_model(const BuildRequest& request) {
+std::map<std::string, graph::Shape>
+checked_input_shapes(const std::map<std::string, std::vector<int64_t>>& shapes) {
+    for (const auto& [name, dims] : shapes)
+        for (int64_t d : dims)
+            if (d <= 0)
+                throw UserError() << "input_shapes['" << name << "'] has dimension " << d
+                                  << ": dimensions must be positive";
+    return {shapes.begin(), shapes.end()};
+}
+
+BuildResult build_model(const BuildRequest& request) {
     compile::BuildOptions bo;
     bo.model_path = request.model;
     if (request.db) {
@@ -48,18 +58,13 @@ std::string build_model(const BuildRequest& request) {
         throw UserError() << "opt_level must be 0..3, got " << request.opt_level;
     bo.opt_level = request.opt_level;
     bo.precision = graph::parse_precision(request.precision);
-    for (const auto& [name, dims] : request.input_shapes) {
-        for (int64_t d : dims)
-            if (d <= 0)
-                throw UserError() << "input_shapes['" << name << "'] has dimension " << d
-                                  << ": dimensions must be positive";
-        bo.input_shapes[name] = dims;
-    }
+    bo.input_shapes = checked_input_shapes(request.input_shapes);
+    bo.runtime_archive = request.runtime_archive;
     set_build_target(request.target, bo);
     compile::check_output_writable(request.output);
     const compile::ModelBuild build = compile::prepare_model_build(bo);
     compile::write_model_library(build, request.output, bo);
-    return request.output;
+    return {request.output, build.coverage()};
 }
 
 } // namespace tessera::python

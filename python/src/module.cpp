@@ -1,5 +1,5 @@
-// The extension module tessera._tessera: build(), Model and the mapping of tessera's C++ errors
-// to the Python exceptions tessera/__init__.py defines.
+// The extension module tessera._tessera: build(), tune(), Model and the mapping of tessera's C++
+// errors to the Python exceptions tessera/__init__.py defines.
 #include "binding.h"
 
 #include <new>
@@ -10,6 +10,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "tessera/support/error.h"
+#include "tessera/tuner/lookup.h"
 
 namespace tessera::python {
 
@@ -56,6 +57,22 @@ void register_errors(nb::handle user_error, nb::handle internal_error) {
 
 } // namespace
 
+nb::list coverage_list(const std::vector<compile::TaskCoverage>& rows) {
+    nb::list list;
+    for (const compile::TaskCoverage& r : rows) {
+        nb::dict d;
+        d["task"] = r.task;
+        d["pattern"] = r.pattern;
+        d["workload_key"] = r.workload_key;
+        d["count"] = r.count;
+        d["source"] = tune::to_string(r.source);
+        d["record_id"] = r.record_id;
+        d["note"] = r.note;
+        list.append(d);
+    }
+    return list;
+}
+
 } // namespace tessera::python
 
 NB_MODULE(_tessera, m) {
@@ -71,15 +88,43 @@ NB_MODULE(_tessera, m) {
         "build",
         [](std::string model, std::string output, std::optional<std::string> db, std::string target,
            std::string precision, int opt_level,
-           std::map<std::string, std::vector<int64_t>> input_shapes) {
-            BuildRequest r{std::move(model),       std::move(output),    std::move(db),
-                           std::move(target),      std::move(precision), opt_level,
-                           std::move(input_shapes)};
-            nb::gil_scoped_release release;
-            return tessera::python::build_model(r);
+           std::map<std::string, std::vector<int64_t>> input_shapes, std::string runtime_archive) {
+            BuildRequest r{std::move(model),        std::move(output),         std::move(db),
+                           std::move(target),       std::move(precision),      opt_level,
+                           std::move(input_shapes), std::move(runtime_archive)};
+            tessera::python::BuildResult built;
+            {
+                nb::gil_scoped_release release;
+                built = tessera::python::build_model(r);
+            }
+            return nb::make_tuple(built.output, tessera::python::coverage_list(built.coverage));
         },
         "model"_a, "output"_a, "db"_a.none(), "target"_a, "precision"_a, "opt_level"_a,
-        "input_shapes"_a, "Builds an ONNX model into a shared library (see tessera.build)");
+        "input_shapes"_a, "runtime_archive"_a,
+        "Builds an ONNX model into a shared library (see tessera.build): (path, coverage rows)");
+    m.def(
+        "tune",
+        [](std::string model, std::string db, std::string target, std::string precision,
+           int opt_level, uint64_t seed, std::optional<int> trials,
+           std::optional<double> time_budget,
+           std::map<std::string, std::vector<int64_t>> input_shapes, std::string worker,
+           nb::object report) {
+            tessera::python::TuneRequest r;
+            r.model = std::move(model);
+            r.db = std::move(db);
+            r.target = std::move(target);
+            r.precision = std::move(precision);
+            r.opt_level = opt_level;
+            r.seed = seed;
+            r.trials = trials;
+            r.time_budget = time_budget;
+            r.input_shapes = std::move(input_shapes);
+            r.worker = std::move(worker);
+            return tessera::python::tune_model(r, report);
+        },
+        "model"_a, "db"_a, "target"_a, "precision"_a, "opt_level"_a, "seed"_a, "trials"_a.none(),
+        "time_budget"_a.none(), "input_shapes"_a, "worker"_a, "report"_a.none(),
+        "Tunes an ONNX model's tasks into a tuning database (see tessera.tune)");
     nb::class_<Model>(m, "Model", "A loaded model library (see tessera.Model)")
         .def(nb::init<const std::string&, nb::callable>(), "path"_a, "numpy_dtype"_a)
         .def_prop_ro("name", &Model::name)
