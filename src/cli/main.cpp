@@ -293,8 +293,8 @@ int main(int argc, char** argv) {
                          "or a command that starts a measurement worker where --target's code "
                          "runs, e.g. \"qemu-aarch64 -L /usr/aarch64-linux-gnu "
                          "build/runtime-aarch64-linux-gnu/tessera-measure-worker\": candidates "
-                         "are built here, checked and timed there (it reads them by path: a "
-                         "remote worker needs this machine's work folder at the same path)")
+                         "are built here and sent through its connection with their data, checked "
+                         "and timed there")
         ->capture_default_str();
     tune_cmd->add_option("--target", tune_opts.target,
                          "llvm: this CPU; \"llvm -mcpu=NAME [-mattr=+f,-g] [-num-cores=N]\": "

@@ -187,6 +187,8 @@ std::unique_ptr<tune::Measurer> make_tuning_measurer(const TuningOptions& o, boo
     mo.seed = o.seed;
     mo.compile = backend::compile_options_for(target);
     mo.worker_command = runner_command(o);
+    // A --runner worker may run on another machine: it gets everything through its connection.
+    mo.stream_files = !mo.worker_command.empty();
     if (mo.worker_command.empty())
         mo.worker_command = o.local_worker; // empty: this executable's __measure-worker
     return tune::make_local_measurer(mo);

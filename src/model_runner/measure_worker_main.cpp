@@ -1,8 +1,9 @@
 // tessera-measure-worker: the measurement worker (tuner/measure_worker.cpp, the protocol of
-// tuner/runner.h) as a program of its own, without LLVM or the database, built for the
+// tuner/runner.h) as a program of its own, without LLVM or the database. Built for the
 // architectures tessera cross-compiles to: `tessera tune --target "llvm -mtriple=..." --runner
-// CMD` runs it where the candidates run (under qemu-user here, or on a board), and sends it
-// each candidate with its data. The kernels it loads take the runtime's symbols (thread pool,
+// CMD` runs it where the candidates run (under qemu-user here, or on a board) and sends it
+// each candidate with its data. Built for the host too, as the Python package's worker (a
+// Python process has no `tessera __measure-worker`). The kernels it loads take the runtime's symbols (thread pool,
 // allocator) from it: it is linked with --export-dynamic.
 #include <cstdio>
 #include <string>
