@@ -35,14 +35,7 @@ function(tessera_cross_runtime triple out_var runner_var)
     COMMAND ${CMAKE_COMMAND} -E rm -f ${archive}
     COMMAND ${llvm_ar} rcs ${archive} ${objects}
     DEPENDS ${objects} VERBATIM)
-  set(runner "${dir}/tessera-run-model")
-  set(runner_src ${CMAKE_CURRENT_SOURCE_DIR}/src/model_runner/run_model.cpp)
-  add_custom_command(OUTPUT ${runner}
-    COMMAND ${CMAKE_COMMAND} -E make_directory ${dir}
-    COMMAND ${clangxx} --target=${triple} -fuse-ld=lld -std=c++17 -O2 -DNDEBUG
-            -I${CMAKE_CURRENT_SOURCE_DIR}/include ${runner_src} -o ${runner} -ldl
-    DEPENDS ${runner_src} ${runtime_hdrs}
-    COMMENT "tessera-run-model for ${triple}" VERBATIM)
+
   # The measurement worker: its sources, the runtime's objects, and fmt and nlohmann-json as
   # headers only (from a folder that holds just those two, not the host's /usr/include).
   set(inc "${dir}/include")
@@ -66,6 +59,19 @@ function(tessera_cross_runtime triple out_var runner_var)
             -o ${worker} -ldl -pthread -Wl,--export-dynamic
     DEPENDS ${worker_srcs} ${objects} ${all_hdrs}
     COMMENT "tessera-measure-worker for ${triple}" VERBATIM)
+  # The model runner, with the command's library loader (src/cli/model_library.cpp).
+  set(runner "${dir}/tessera-run-model")
+  set(runner_srcs
+    ${CMAKE_CURRENT_SOURCE_DIR}/src/model_runner/run_model.cpp
+    ${CMAKE_CURRENT_SOURCE_DIR}/src/cli/model_library.cpp
+    ${CMAKE_CURRENT_SOURCE_DIR}/src/graph/dtype.cpp
+    ${CMAKE_CURRENT_SOURCE_DIR}/src/support/error.cpp)
+  add_custom_command(OUTPUT ${runner}
+    COMMAND ${clangxx} --target=${triple} -fuse-ld=lld -std=c++17 -O2 -DNDEBUG -DFMT_HEADER_ONLY
+            -I${CMAKE_CURRENT_SOURCE_DIR}/include -isystem ${inc} ${runner_srcs} -o ${runner}
+            -ldl
+    DEPENDS ${runner_srcs} ${all_hdrs}
+    COMMENT "tessera-run-model for ${triple}" VERBATIM)
   string(REPLACE "-" "_" target_suffix ${triple})
   add_custom_target(tessera_runtime_${target_suffix} ALL DEPENDS ${archive} ${runner} ${worker})
   set(${out_var} "${archive}" PARENT_SCOPE)

@@ -1,7 +1,8 @@
-// tessera-run-model: runs a model library through its C API (tessera_model.h) on .npy inputs
-// and writes .npy outputs, nothing else. It needs no LLVM and no tessera library, so it is
-// built for every architecture tessera cross-compiles to and runs where the library runs: on
-// a board, or under qemu-user on this machine (the aarch64 tests).
+// tessera-run-model: runs a model library through its C API (tessera_model.h, loaded by the
+// command's own loader, src/cli/model_library.cpp) on .npy inputs and writes .npy outputs,
+// nothing else. It needs no LLVM, so it is built for every architecture tessera
+// cross-compiles to and runs where the library runs: on a board, or under qemu-user on this
+// machine (the aarch64 tests).
 //
 //   tessera-run-model LIB.so [--input NAME=FILE.npy | FILE.npy]... [--output DIR]
 //                     [--threads N] [--repeat N]
@@ -9,8 +10,6 @@
 // Inputs are given by name, or by position in the library's input order. Each output is
 // written as DIR/output_<i>.npy (i in output order). --repeat N runs N more times after the
 // first and prints the median milliseconds of one run. Exit 1 with "error: ..." on bad input.
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -23,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "../cli/model_library.h"
 #include "tessera/runtime/tessera_model.h"
 
 namespace {
@@ -151,45 +151,19 @@ void write_npy(const std::string& path, const std::string& descr, const std::vec
         throw Fail("cannot write '" + path + "'");
 }
 
-template <typename F> F symbol(void* lib, const char* name) {
-    void* p = dlsym(lib, name);
-    if (!p)
-        throw Fail(std::string("the library exports no ") + name);
-    return reinterpret_cast<F>(p);
-}
-
-struct Api {
-    int (*create)(TesseraModel**);
-    void (*free)(TesseraModel*);
-    int (*num_inputs)(const TesseraModel*);
-    int (*num_outputs)(const TesseraModel*);
-    int (*input_info)(const TesseraModel*, int, TesseraTensorInfo*);
-    int (*output_info)(const TesseraModel*, int, TesseraTensorInfo*);
-    int (*set_num_threads)(TesseraModel*, int);
-    int (*run)(TesseraModel*, const void* const*, void* const*);
-    const char* (*last_error)(void);
-};
-
 struct Tensor {
     std::string name, descr;
     std::vector<int64_t> shape;
     size_t bytes = 0;
 };
 
-Tensor describe(const TesseraTensorInfo& info, const char* what, int index) {
-    Tensor t;
-    t.name = info.name;
-    t.shape.assign(info.shape, info.shape + info.rank);
+Tensor describe(const tessera::cli::ModelTensorInfo& info, const char* what, size_t index) {
     const auto [descr, size] = npy_type(info.dtype);
     if (size == 0)
-        throw Fail(std::string(what) + " " + std::to_string(index) + " '" + t.name +
-                   "' has an element type without a .npy form (dtype " +
-                   std::to_string(info.dtype) + ")");
-    t.descr = descr;
-    t.bytes = static_cast<size_t>(size);
-    for (int64_t d : t.shape)
-        t.bytes *= static_cast<size_t>(d);
-    return t;
+        throw Fail(std::string(what) + " " + std::to_string(index) + " '" + info.name +
+                   "' has an element type without a .npy form (" +
+                   tessera::cli::model_dtype_name(info.dtype) + ")");
+    return {info.name, descr, info.shape, static_cast<size_t>(tessera::cli::dense_bytes(info))};
 }
 
 int run(int argc, char** argv) {
@@ -227,41 +201,18 @@ int run(int argc, char** argv) {
         throw Fail("no model library given (usage: LIB.so --input ... --output DIR)");
     if (threads < 0 || repeat < 0)
         throw Fail("--threads and --repeat must be >= 0");
-    const std::string open_path =
-        lib_path.find('/') == std::string::npos ? "./" + lib_path : lib_path;
-    void* lib = dlopen(open_path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!lib)
-        throw Fail("cannot load model library '" + lib_path + "': " + dlerror());
-    Api api{};
-    api.create = symbol<decltype(api.create)>(lib, "tessera_model_create");
-    api.free = symbol<decltype(api.free)>(lib, "tessera_model_free");
-    api.num_inputs = symbol<decltype(api.num_inputs)>(lib, "tessera_model_num_inputs");
-    api.num_outputs = symbol<decltype(api.num_outputs)>(lib, "tessera_model_num_outputs");
-    api.input_info = symbol<decltype(api.input_info)>(lib, "tessera_model_input_info");
-    api.output_info = symbol<decltype(api.output_info)>(lib, "tessera_model_output_info");
-    api.set_num_threads =
-        symbol<decltype(api.set_num_threads)>(lib, "tessera_model_set_num_threads");
-    api.run = symbol<decltype(api.run)>(lib, "tessera_model_run");
-    api.last_error = symbol<decltype(api.last_error)>(lib, "tessera_model_last_error");
-
-    TesseraModel* m = nullptr;
-    if (api.create(&m) != 0)
-        throw Fail(std::string("cannot create the model: ") + api.last_error());
-    if (threads > 0 && api.set_num_threads(m, threads) != 0)
-        throw Fail(api.last_error());
-
-    const int ni = api.num_inputs(m), no = api.num_outputs(m);
-    std::vector<Tensor> in_t(static_cast<size_t>(ni)), out_t(static_cast<size_t>(no));
-    for (int i = 0; i < ni; ++i) {
-        TesseraTensorInfo info{};
-        api.input_info(m, i, &info);
-        in_t[static_cast<size_t>(i)] = describe(info, "input", i);
-    }
-    for (int i = 0; i < no; ++i) {
-        TesseraTensorInfo info{};
-        api.output_info(m, i, &info);
-        out_t[static_cast<size_t>(i)] = describe(info, "output", i);
-    }
+    // The command's loader: the same checks (ELF machine, truncation, ABI version, missing
+    // functions) and messages as `tessera run`.
+    const tessera::cli::ModelLibrary lib(lib_path);
+    tessera::cli::ModelInstance m(lib);
+    if (threads > 0)
+        m.set_num_threads(threads);
+    std::vector<Tensor> in_t, out_t;
+    for (size_t i = 0; i < m.inputs().size(); ++i)
+        in_t.push_back(describe(m.inputs()[i], "input", i));
+    for (size_t i = 0; i < m.outputs().size(); ++i)
+        out_t.push_back(describe(m.outputs()[i], "output", i));
+    const int ni = static_cast<int>(in_t.size());
     if (static_cast<int>(inputs.size()) != ni)
         throw Fail("the model has " + std::to_string(ni) + " inputs, " +
                    std::to_string(inputs.size()) + " given");
@@ -300,14 +251,12 @@ int run(int argc, char** argv) {
     for (auto& o : outs)
         out_ptr.push_back(o.data());
 
-    if (api.run(m, in_ptr.data(), out_ptr.data()) != 0)
-        throw Fail(std::string("the model failed: ") + api.last_error());
+    m.run(in_ptr.data(), out_ptr.data());
     if (repeat > 0) {
         std::vector<double> ms;
         for (int r = 0; r < repeat; ++r) {
             const auto t0 = std::chrono::steady_clock::now();
-            if (api.run(m, in_ptr.data(), out_ptr.data()) != 0)
-                throw Fail(std::string("the model failed: ") + api.last_error());
+            m.run(in_ptr.data(), out_ptr.data());
             ms.push_back(
                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
                     .count());
@@ -319,7 +268,6 @@ int run(int argc, char** argv) {
         for (size_t i = 0; i < out_t.size(); ++i)
             write_npy(out_dir + "/output_" + std::to_string(i) + ".npy", out_t[i].descr,
                       out_t[i].shape, outs[i].data(), out_t[i].bytes);
-    api.free(m);
     return 0;
 }
 
