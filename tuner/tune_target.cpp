@@ -8,6 +8,10 @@
 #include "tessera/support/error.h"
 #include "tessera/tuner/fingerprint.h"
 
+#ifdef TESSERA_HAVE_CUDA
+#include "tessera/backends/cuda_driver.h"
+#endif
+
 namespace tessera::tune {
 
 namespace {
@@ -25,6 +29,25 @@ bool runs_here(const backend::CpuInfo& cpu) {
 }
 
 } // namespace
+
+Target with_cuda_arch(Target target) {
+    if (!target.is_cuda() || !target.arch.empty())
+        return target;
+    target.arch = "sm_90";
+#ifdef TESSERA_HAVE_CUDA
+    const backend::cuda::CudaDriver& driver = backend::cuda::CudaDriver::get();
+    if (driver.available())
+        target.arch = driver.device().arch();
+#endif
+    return target;
+}
+
+TuneTarget build_lookup_target(const Target& target) {
+    if (target.is_llvm())
+        return llvm_tune_target(target);
+    TESSERA_CHECK(!target.arch.empty()) << "a CUDA lookup without an architecture";
+    return {"cuda -arch=" + target.arch, host_fingerprint().hash(), "cuda;" + target.arch};
+}
 
 bool runs_on_this_machine(const Target& target) { return runs_here(backend::describe_cpu(target)); }
 

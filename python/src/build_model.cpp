@@ -4,36 +4,15 @@
 
 #include "tessera/support/error.h"
 #include "tessera/support/target.h"
-#include "tessera/tuner/fingerprint.h"
 #include "tessera/tuner/tune_target.h"
-
-#ifdef TESSERA_HAVE_CUDA
-#include "tessera/backends/cuda_driver.h"
-#endif
 
 namespace tessera::python {
 
 void set_build_target(const std::string& target, compile::BuildOptions& bo) {
     // A library may be for another CPU (cross-compiled): the build runs none of its code.
-    bo.target = parse_target(target);
-    if (bo.target.is_cuda() && bo.target.arch.empty()) {
-        bo.target.arch = "sm_90"; // a build needs no GPU
-#ifdef TESSERA_HAVE_CUDA
-        const backend::cuda::CudaDriver& driver = backend::cuda::CudaDriver::get();
-        if (driver.available())
-            bo.target.arch = driver.device().arch();
-#endif
-    }
-    if (bo.db_path.empty())
-        return;
-    if (bo.target.is_cuda()) {
-        // As `tune --op --target cuda` records them: without a GPU this machine's fingerprint
-        // has no device, so only the ISA-class tier can serve.
-        bo.lookup = {"cuda -arch=" + bo.target.arch, tune::host_fingerprint().hash(),
-                     "cuda;" + bo.target.arch};
-    } else {
-        bo.lookup = tune::llvm_tune_target(bo.target);
-    }
+    bo.target = tune::with_cuda_arch(parse_target(target));
+    if (!bo.db_path.empty())
+        bo.lookup = tune::build_lookup_target(bo.target);
 }
 
 std::map<std::string, graph::Shape>

@@ -10,12 +10,8 @@
 #include "tessera/compile/model_compiler.h"
 #include "tessera/graph/import_onnx.h"
 #include "tessera/support/error.h"
-#include "tessera/tuner/fingerprint.h"
+#include "tessera/tuner/tune_target.h"
 #include "tune_command.h"
-
-#ifdef TESSERA_HAVE_CUDA
-#include "tessera/backends/cuda_driver.h"
-#endif
 
 namespace tessera::cli {
 
@@ -28,22 +24,6 @@ std::string bytes_text(int64_t b) {
     if (b >= 1024)
         return fmt::format("{:.1f} KiB", static_cast<double>(b) / 1024.0);
     return fmt::format("{} B", b);
-}
-
-/// The GPU architecture of a --target cuda build: --arch, else this machine's GPU, else sm_90
-/// (a build needs no GPU).
-/// The architecture of a cuda build: --arch, the target's -arch, GPU 0's, else sm_90.
-std::string cuda_build_arch(const BuildCommandOptions& opts, const Target& target) {
-    if (!opts.arch.empty())
-        return opts.arch;
-    if (!target.arch.empty())
-        return target.arch;
-#ifdef TESSERA_HAVE_CUDA
-    const backend::cuda::CudaDriver& d = backend::cuda::CudaDriver::get();
-    if (d.available())
-        return d.device().arch();
-#endif
-    return "sm_90";
 }
 
 } // namespace
@@ -113,14 +93,13 @@ int run_build(const BuildCommandOptions& opts, std::ostream& out, std::ostream& 
     // A library may be for another CPU (cross-compiled): the build runs none of its code.
     bo.target = checked_target(opts.target, false, /*may_cross=*/true);
     if (bo.target.is_cuda()) {
-        const std::string arch = cuda_build_arch(opts, bo.target);
-        if (arch.size() < 4 || arch.compare(0, 3, "sm_") != 0 ||
-            arch.find_first_not_of("0123456789", 3) != std::string::npos)
-            throw UserError() << "CUDA architecture '" << arch
+        if (!opts.arch.empty() && !is_cuda_arch(opts.arch))
+            throw UserError() << "CUDA architecture '" << opts.arch
                               << "' is not sm_<digits> (e.g. sm_90)";
-        bo.target.arch = arch;
-    }
-    else if (!opts.arch.empty())
+        if (!opts.arch.empty())
+            bo.target.arch = opts.arch;
+        bo.target = tune::with_cuda_arch(bo.target);
+    } else if (!opts.arch.empty())
         throw UserError() << "--arch " << opts.arch << " needs --target cuda";
     const graph::ImportOptions io = import_options(opts.inputs);
     bo.input_shapes = io.input_shapes;
@@ -132,14 +111,10 @@ int run_build(const BuildCommandOptions& opts, std::ostream& out, std::ostream& 
         bo.db_path = opts.db;
     else if (std::filesystem::is_regular_file(kDefaultBuildDb, ec))
         bo.db_path = kDefaultBuildDb;
-    if (!bo.db_path.empty() && bo.target.is_cuda()) {
-        // As `tune --op --target cuda` records them; without a GPU this machine's fingerprint
-        // has no device, so only the ISA-class tier can serve.
-        bo.lookup = {"cuda -arch=" + bo.target.arch, tune::host_fingerprint().hash(),
-                     "cuda;" + bo.target.arch};
-    } else if (!bo.db_path.empty()) {
-        bo.lookup = tune::llvm_tune_target(bo.target);
-    }
+    // For CUDA without a GPU this machine's fingerprint has no device: only the ISA-class tier
+    // can serve.
+    if (!bo.db_path.empty())
+        bo.lookup = tune::build_lookup_target(bo.target);
     const std::string so_path = !opts.output.empty()
                                     ? opts.output
                                     : std::filesystem::path(opts.model).stem().string() + ".so";

@@ -105,11 +105,9 @@ tune::TuneTarget cuda_tune_target() {
     const backend::cuda::CudaDriver& d = backend::cuda::CudaDriver::get();
     if (!d.available())
         throw UserError() << "--target cuda: " << d.unavailable_reason();
-    tune::TuneTarget t;
-    t.target = tune::cuda_target_string();
-    t.fingerprint = tune::host_fingerprint().hash();
-    t.isa_class = "cuda;" + d.device().arch();
-    return t;
+    Target gpu = parse_target("cuda");
+    gpu.arch = d.device().arch();
+    return tune::build_lookup_target(gpu);
 #else
     throw UserError() << "--target cuda: this tessera was built without the CUDA toolkit";
 #endif
@@ -130,9 +128,7 @@ tune::TuneTarget tuning_target(const TuningOptions& o) {
         try {
             target = cuda_tune_target();
         } catch (const UserError&) {
-            target.target = "cuda -arch=sm_90";
-            target.fingerprint = tune::host_fingerprint().hash();
-            target.isa_class = "cuda;sm_90";
+            target = tune::build_lookup_target(parse_target("cuda -arch=sm_90"));
         }
     }
     // Synthetic times must never serve a real run: simulated records get a target of their own,

@@ -17,11 +17,6 @@ std::vector<std::string> words_of(const std::string& text) {
     return words;
 }
 
-bool is_sm_arch(const std::string& a) {
-    return a.size() >= 4 && a.compare(0, 3, "sm_") == 0 &&
-           a.find_first_not_of("0123456789", 3) == std::string::npos;
-}
-
 /// Each comma-separated entry starts with + or - and names something.
 bool is_feature_list(const std::string& f) {
     std::istringstream in(f);
@@ -32,6 +27,11 @@ bool is_feature_list(const std::string& f) {
 }
 
 } // namespace
+
+bool is_cuda_arch(const std::string& a) {
+    return a.size() >= 4 && a.compare(0, 3, "sm_") == 0 &&
+           a.find_first_not_of("0123456789", 3) == std::string::npos;
+}
 
 const char* to_string(Target::Kind kind) { return kind == Target::Kind::Cuda ? "cuda" : "llvm"; }
 
@@ -113,7 +113,7 @@ Target parse_target(const std::string& text) {
                 throw bad("-num-cores=" + value + ": expected 1..4096");
             t.num_cores = n;
         } else {
-            if (!is_sm_arch(value))
+            if (!is_cuda_arch(value))
                 throw bad("-arch=" + value + ": expected sm_<digits> (e.g. sm_90)");
             t.arch = value;
         }

@@ -48,6 +48,9 @@ struct Target {
 /// -mattr entry without + or -.
 Target parse_target(const std::string& text);
 
+/// Whether `arch` names an NVIDIA architecture as -arch takes it: "sm_" and digits.
+bool is_cuda_arch(const std::string& arch);
+
 /// "llvm" or "cuda".
 const char* to_string(Target::Kind kind);
 

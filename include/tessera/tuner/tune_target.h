@@ -37,6 +37,16 @@ struct TuneTarget {
 /// Pre: target.is_llvm().
 TuneTarget llvm_tune_target(const Target& target);
 
+/// `target` with its CUDA architecture decided: a Cuda target without -arch gets GPU 0's, else
+/// sm_90 (a build needs no GPU). Other targets are returned as they are.
+Target with_cuda_arch(Target target);
+
+/// The records a build for `target` looks up: llvm_tune_target for Llvm; for Cuda (pre: arch
+/// set) target "cuda -arch=<arch>", this machine's fingerprint and the ISA class
+/// "cuda;<arch>" (GPUs of one architecture run each other's schedules with the same code), as
+/// `tune --target cuda` records them on a machine with that GPU.
+TuneTarget build_lookup_target(const Target& target);
+
 /// Whether code for an Llvm target runs on this machine: the host's triple, and every vector
 /// or matrix extension its CPU may use is the host's too. Throws UserError as
 /// backend::describe_cpu. Pre: target.is_llvm().
