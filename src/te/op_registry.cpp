@@ -177,20 +177,23 @@ Built build_winograd(const Values& v, bool input) {
         t.out_h = v["h"] + 2 * v["pad"] - 2;
         t.out_w = v["w"] + 2 * v["pad"] - 2;
         Tensor x = placeholder({n, (v["c"] + block - 1) / block, v["h"], v["w"], block}, f32, "x");
-        Tensor table = placeholder({alpha * alpha, alpha * alpha}, f32, "table");
+        Tensor table = placeholder({alpha, alpha}, f32, "table");
         Tensor y = winograd_input_nchwc(x, table, t);
         // The table is not a weight: as in a model's task (task extraction), it is read by
-        // broadcasts and never packed.
-        return single({x, table}, y, 2.0 * elems(y) * alpha * alpha);
+        // broadcasts and never packed. Rows (alpha per tile row and column) then columns.
+        const double rows = double(alpha) * alpha * n * t.tiles_h() *
+                            (t.tiles_w() * m + alpha - m) * x.shape()[1] * block;
+        return single({x, table}, y, 2.0 * alpha * (rows + elems(y)));
     }
     t.out_h = v["h"];
     t.out_w = v["w"];
     const int64_t tiles = n * t.tiles_h() * t.tiles_w();
     const int64_t k = (v["k"] + block - 1) / block * block;
     Tensor mm = placeholder({alpha * alpha, tiles, k}, f32, "m");
-    Tensor table = placeholder({m * m, alpha * alpha}, f32, "table");
+    Tensor table = placeholder({m, alpha}, f32, "table");
     Tensor y = winograd_output_nchwc(mm, table, Tensor(), t, block);
-    return single({mm, table}, y, 2.0 * elems(y) * alpha * alpha);
+    // Columns (alpha x m per tile and channel), then rows.
+    return single({mm, table}, y, 2.0 * alpha * (double(alpha) * m * tiles * k + elems(y)));
 }
 
 Built build_pool(const Values& v, bool avg) {
@@ -299,12 +302,12 @@ const std::vector<OpDef>& table() {
                       size_or("tile", 2, "output tile m of F(m x m, 3 x 3)"),
                       non_negative("pad", 1, "the conv's padding (all sides)")},
                      [](const Values& v) { return build_winograd(v, true); }});
-        t.push_back({"winograd_output",
-                     {size_or("n", 1, "batch"), size("k", "output channels"),
-                      size("h", "output height"), size("w", "output width"),
-                      size_or("block", 8, "channels per block"),
-                      size_or("tile", 2, "output tile m of F(m x m, 3 x 3)")},
-                     [](const Values& v) { return build_winograd(v, false); }});
+        t.push_back(
+            {"winograd_output",
+             {size_or("n", 1, "batch"), size("k", "output channels"), size("h", "output height"),
+              size("w", "output width"), size_or("block", 8, "channels per block"),
+              size_or("tile", 2, "output tile m of F(m x m, 3 x 3)")},
+             [](const Values& v) { return build_winograd(v, false); }});
         std::vector<OpKey> pool_keys = {size_or("n", 1, "batch"),
                                         size("c", "channels"),
                                         size("h", "input height"),

@@ -115,8 +115,8 @@ std::vector<OpCase> op_cases() {
             {"WinogradConvTile" + std::to_string(m),
              {Op::WinogradInput, Op::MatMul, Op::WinogradOutput},
              [m](Case& c) -> std::vector<ValueId> {
-                 // The F(4x4) input table's entries reach 25: its sums of 36 terms cancel to
-                 // values near 0 with errors of the terms' size.
+                 // F(4x4)'s Bt has entries up to 5, 25 in products of two: its sums of 36
+                 // terms cancel to values near 0 with errors of the terms' size.
                  c.atol = 1e-4;
                  const ValueId x = c.input(floats({1, 7, 13, 7}, 1));
                  const ValueId xb = c.op(Op::LayoutToBlocked, {x}, attr("block", I(4)));

@@ -45,9 +45,9 @@ TEST(Pipeline, LevelsRunTheirPasses) {
     EXPECT_EQ(names(optimize(g0, level(0))), (std::vector<std::string>{"shape-inference"}));
     EXPECT_EQ(g0.num_nodes(), 5u);
     Graph g1 = small_graph();
-    EXPECT_EQ(names(optimize(g1, level(1))),
-              (std::vector<std::string>{"shape-inference", "quantized-ops", "constant-folding",
-                                        "dce"}));
+    EXPECT_EQ(
+        names(optimize(g1, level(1))),
+        (std::vector<std::string>{"shape-inference", "quantized-ops", "constant-folding", "dce"}));
     EXPECT_EQ(op_histogram(g1), (std::map<std::string, int>{{"Add", 1}, {"Mul", 1}, {"Relu", 1}}));
     Graph g2 = small_graph();
     EXPECT_EQ(names(optimize(g2, level(2))),
@@ -197,12 +197,16 @@ INSTANTIATE_TEST_SUITE_P(
                                  {"LayoutToBlocked", 1},
                                  {"MaxPoolBlocked", 2},
                                  {"Relu", 3}}},
+                      // Its two 3x3 convs (16 and 32 channels) in F(2x2).
                       ModelCase{"conv_bn_relu",
                                 {{"Add", 1},
-                                 {"ConvBlocked", 3},
+                                 {"ConvBlocked", 1},
                                  {"LayoutFromBlocked", 1},
                                  {"LayoutToBlocked", 1},
-                                 {"Relu", 3}}}),
+                                 {"MatMul", 2},
+                                 {"Relu", 3},
+                                 {"WinogradInput", 2},
+                                 {"WinogradOutput", 2}}}),
     [](const ::testing::TestParamInfo<ModelCase>& info) { return std::string(info.param.name); });
 
 } // namespace

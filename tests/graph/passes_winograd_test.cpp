@@ -59,6 +59,7 @@ WinogradOptions any_size(int64_t max_tile) {
     WinogradOptions o;
     o.max_tile = max_tile;
     o.min_channels = 1;
+    o.min_channels_f4 = 1;
     o.min_tiles = 1;
     return o;
 }
@@ -118,8 +119,20 @@ TEST(WinogradPass, TakesTheLargestTileThatLeavesEnoughTilesAndSkipsSmallConvs) {
         Graph g = conv_net();
         convert_layout_nchwc(g, 8);
         WinogradOptions o = any_size(4);
-        o.min_channels = min_channels;
+        o.min_channels = o.min_channels_f4 = min_channels;
         EXPECT_EQ(convert_conv_winograd(g, o).changes, convs) << "min_channels " << min_channels;
+    }
+    // F(4x4) asks for more channels than F(2x2): the 16-channel conv falls back to F(2x2).
+    {
+        Graph g = conv_net();
+        convert_layout_nchwc(g, 8);
+        WinogradOptions o = any_size(4);
+        o.min_channels_f4 = 17;
+        check_pass(
+            g, [&](Graph& gr) { return convert_conv_winograd(gr, o); }, 7, kScaleTol);
+        std::vector<int64_t> tiles = tiles_of(g);
+        std::sort(tiles.begin(), tiles.end());
+        EXPECT_EQ(tiles, (std::vector<int64_t>{2, 4}));
     }
     Graph off = conv_net();
     convert_layout_nchwc(off, 8);
@@ -141,14 +154,19 @@ TEST(WinogradPass, TransformsComposeToTheDirectConvolutionOfOneTile) {
         const TensorData d = testing::random_tensor({a, a}, 12, -1.0f, 1.0f);
         const TensorData u = winograd_weight(w, m);
         const TensorData tin = winograd_input_table(m), tout = winograd_output_table(m);
+        ASSERT_EQ(tin.shape(), (Shape{a, a}));
+        ASSERT_EQ(tout.shape(), (Shape{m, a}));
+        const float* bt = tin.data<float>();
+        const float* at = tout.data<float>();
         std::vector<double> v(static_cast<size_t>(e));
         for (int64_t r = 0; r < e; ++r)
             for (int64_t q = 0; q < e; ++q)
-                v[r] += tin.data<float>()[r * e + q] * d.data<float>()[q];
+                v[r] += double(bt[r / a * a + q / a]) * bt[r % a * a + q % a] * d.data<float>()[q];
         for (int64_t pos = 0; pos < m * m; ++pos) {
             double got = 0, want = 0;
             for (int64_t r = 0; r < e; ++r)
-                got += tout.data<float>()[pos * e + r] * u.data<float>()[r] * v[r];
+                got += double(at[pos / m * a + r / a]) * at[pos % m * a + r % a] *
+                       u.data<float>()[r] * v[r];
             for (int64_t i = 0; i < 3; ++i)
                 for (int64_t j = 0; j < 3; ++j)
                     want += w.data<float>()[i * 3 + j] *

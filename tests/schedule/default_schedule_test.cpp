@@ -201,7 +201,8 @@ TEST(DefaultSchedule, TiledOpsGetARegisterTileOfVectors) {
         o.weight_inputs = op.weight_inputs;
         const State s = sched::default_schedule(op.compute, o);
         if (!op.weight_inputs.empty()) {
-            const int w = s.stage_id_of(op.compute.inputs[static_cast<size_t>(op.weight_inputs[0])]);
+            const int w =
+                s.stage_id_of(op.compute.inputs[static_cast<size_t>(op.weight_inputs[0])]);
             EXPECT_FALSE(s.stages[w].layout.is_identity()) << sched::to_string(s);
         }
         bool full_vector = false, tiled = false;
@@ -251,8 +252,7 @@ int64_t rows_inside_reduction(const State& s) {
         bool in_reduction = false;
         for (const sched::Iterator& it : st.iters) {
             in_reduction = in_reduction || it.kind == sched::IterKind::Reduce;
-            if (in_reduction && it.kind == sched::IterKind::Spatial &&
-                it.name.rfind("oh.", 0) == 0)
+            if (in_reduction && it.kind == sched::IterKind::Spatial && it.name.rfind("oh.", 0) == 0)
                 rows *= it.extent;
         }
     }
@@ -268,13 +268,13 @@ TEST(DefaultSchedule, BlockedOneByOneConvKeepsItsTileOverTheWholeChannelLoop) {
     const te::Tensor w1 = te::placeholder({6, 2, 1, 1, 8, 8}, ir::DataType::f32(), "w");
     const te::Tensor w3 = te::placeholder({6, 2, 3, 3, 8, 8}, ir::DataType::f32(), "w");
     const sched::DefaultScheduleOptions o = options(8);
-    const te::Compute one = te::make_compute(
-        {x, w1}, {te::conv2d_nchwc(x, w1, te::Conv2dParams::make(1, 0, 1, 1))});
+    const te::Compute one =
+        te::make_compute({x, w1}, {te::conv2d_nchwc(x, w1, te::Conv2dParams::make(1, 0, 1, 1))});
     const State s1 = sched::default_schedule(one, o);
     EXPECT_EQ(rows_inside_reduction(s1), 1) << sched::to_string(s1);
     expect_lowers_and_matches(one, s1, o, 5);
-    const te::Compute three = te::make_compute(
-        {x, w3}, {te::conv2d_nchwc(x, w3, te::Conv2dParams::make(1, 1, 1, 1))});
+    const te::Compute three =
+        te::make_compute({x, w3}, {te::conv2d_nchwc(x, w3, te::Conv2dParams::make(1, 1, 1, 1))});
     const State s3 = sched::default_schedule(three, o);
     EXPECT_GT(rows_inside_reduction(s3), 1) << sched::to_string(s3);
 }
@@ -327,13 +327,12 @@ TEST(DefaultSchedule, DepthwisePaddingIsReadInPlace) {
     const State sd = sched::default_schedule(dw, o);
     const int pad = sd.stage_id_of("conv2d_nchwc_pad");
     ASSERT_GE(pad, 0) << sched::to_string(sd);
-    EXPECT_EQ(sd.stages[pad].location.kind, sched::ComputeLocKind::Inlined)
-        << sched::to_string(sd);
+    EXPECT_EQ(sd.stages[pad].location.kind, sched::ComputeLocKind::Inlined) << sched::to_string(sd);
     expect_lowers_and_matches(dw, sd, o, 11);
 
     const te::Tensor w = te::placeholder({8, 3, 3, 3, 16, 16}, ir::DataType::f32(), "w");
-    const te::Compute conv = te::make_compute(
-        {x, w}, {te::conv2d_nchwc(x, w, te::Conv2dParams::make(1, 1, 1, 1))});
+    const te::Compute conv =
+        te::make_compute({x, w}, {te::conv2d_nchwc(x, w, te::Conv2dParams::make(1, 1, 1, 1))});
     const State sc = sched::default_schedule(conv, o);
     const int cpad = sc.stage_id_of("conv2d_nchwc_pad");
     ASSERT_GE(cpad, 0) << sched::to_string(sc);
@@ -386,23 +385,22 @@ int64_t register_tile_extent(const State& s, const std::string& axis) {
 }
 
 TEST(DefaultSchedule, WinogradTransformTilesReuseTheirLoads) {
-    // Every tile position e of the input transform reads the same tile values: the register
-    // tile covers 4 positions (2 with 16 registers) instead of re-reading the input once per
-    // position. The output transform's table entry of an output position serves every
-    // channel block: its tile covers 2 blocks.
+    // The input transform's row stage computes alpha transformed rows a from the same image
+    // rows: its register tile covers several of them (each loaded input vector feeds them all)
+    // instead of re-reading the input once per row. The output transform's column stage
+    // computes m output columns s from the same products: its tile covers several.
     for (const int64_t lanes : {8, 16}) {
         SCOPED_TRACE(lanes);
         const sched::DefaultScheduleOptions o = options(lanes);
         const te::OpInstance in =
             te::make_op("winograd_input:n=1,c=64,h=13,w=11,block=16,tile=4,pad=1");
         const State si = sched::default_schedule(in.compute, o);
-        EXPECT_EQ(register_tile_extent(si, "e"), lanes == 16 ? 4 : 2) << sched::to_string(si);
+        EXPECT_GE(register_tile_extent(si, "a"), 2) << sched::to_string(si);
         expect_lowers_and_matches(in.compute, si, o, 17);
-        const te::OpInstance out =
-            te::make_op("winograd_output:n=1,k=64,h=13,w=11,block=" + std::to_string(lanes) +
-                        ",tile=4");
+        const te::OpInstance out = te::make_op(
+            "winograd_output:n=1,k=64,h=13,w=11,block=" + std::to_string(lanes) + ",tile=4");
         const State so = sched::default_schedule(out.compute, o);
-        EXPECT_EQ(register_tile_extent(so, "kb"), 2) << sched::to_string(so);
+        EXPECT_GE(register_tile_extent(so, "s"), 2) << sched::to_string(so);
         expect_lowers_and_matches(out.compute, so, o, 19);
     }
 }
@@ -639,7 +637,8 @@ TEST_P(DefaultScheduleModelTest, EveryTaskLowersReplaysAndMatchesTheNaiveNest) {
         std::vector<ParamData> inputs;
         for (const ir::Tensor& t : c.inputs)
             inputs.push_back(random_param(t, rng));
-        const auto got = run_jit(*jit, "s" + std::to_string(i), batch[2 * i], c, inputs, &states[i]);
+        const auto got =
+            run_jit(*jit, "s" + std::to_string(i), batch[2 * i], c, inputs, &states[i]);
         const auto want =
             run_jit(*jit, "n" + std::to_string(i), batch[2 * i + 1], c, inputs, nullptr);
         ASSERT_EQ(got.size(), c.outputs.size());

@@ -165,9 +165,13 @@ struct WinogradOptions {
     /// multiply-adds than the direct conv, F(4x4) 4x fewer, with larger transforms and about
     /// twice the rounding error (ResNet-18's logits: 3.1e-6 relative direct, 7.0e-6).
     int64_t max_tile = 4;
-    /// The fewest input and output channels (padding included) of a rewritten conv: the
-    /// transforms cost per channel what the matmul saves per channel pair.
-    int64_t min_channels = 64;
+    /// The fewest input and output channels (padding included) of a conv rewritten in F(2x2)
+    /// and in F(4x4): the transforms cost per channel what the matmul saves per channel pair,
+    /// and F(4x4)'s larger transforms need more channels to pay (conv_bn_relu's 16- and
+    /// 32-channel convs on a Zen 4 core: 0.303 ms direct, 0.248 in F(2x2)). F(4x4)'s rounding
+    /// is also about twice F(2x2)'s.
+    int64_t min_channels = 16;
+    int64_t min_channels_f4 = 64;
     /// The fewest output tiles (N * ceil(OH / m) * ceil(OW / m)): with few tiles the batched
     /// matmul streams the transformed weights (16/9 of the conv's) for little work, and a
     /// 7x7 image pads to 8x8 (ResNet's last stage ran 10% slower in F(2x2)).
@@ -176,7 +180,8 @@ struct WinogradOptions {
 
 /// "winograd" (-O3, after layout): a ConvBlocked with a 3x3 kernel, strides and dilations 1,
 /// not depthwise, input blocks of `block` channels, constant weights, at least
-/// opts.min_channels input and output channels and min_tiles output tiles becomes
+/// opts.min_channels input and output channels (min_channels_f4 for F(4x4)) and min_tiles
+/// output tiles becomes
 /// WinogradInput -> MatMul with the weights transformed at compile time (U [E, C, K]) ->
 /// WinogradOutput (which takes the bias), defining the conv's output value (ops.def). Throws
 /// UserError for a max_tile other than 0, 2 and 4.

@@ -19,9 +19,9 @@ struct WinogradMatrices {
 /// The transforms for output tiles of m in {2, 4}. Throws UserError for any other m.
 const WinogradMatrices& winograd_matrices(int64_t m);
 
-/// The input table [alpha^2, alpha^2]: t[a * alpha + b][i * alpha + j] = Bt[a][i] * Bt[b][j].
+/// The input table: Bt [alpha, alpha] (f32). WinogradInput applies it to rows, then columns.
 TensorData winograd_input_table(int64_t m);
-/// The output table [m^2, alpha^2]: t[r * m + s][a * alpha + b] = At[r][a] * At[s][b].
+/// The output table: At [m, alpha] (f32). WinogradOutput applies it to columns, then rows.
 TensorData winograd_output_table(int64_t m);
 /// Conv weights [K, C, 3, 3] (f32) -> U [alpha^2, C, K], U[a * alpha + b][c][k] =
 /// sum_ij G[a][i] * G[b][j] * w[k][c][i][j] (computed in double).

@@ -178,8 +178,8 @@ Tensor bf16_conv2d_nchwc(const Tensor& x, const Tensor& w, const Conv2dParams& p
 
 /// The output tiling of one Winograd convolution.
 struct WinogradTile {
-    int64_t m = 2;                    ///< outputs per tile and axis
-    int64_t out_h = 0, out_w = 0;     ///< the convolution's output size
+    int64_t m = 2;                     ///< outputs per tile and axis
+    int64_t out_h = 0, out_w = 0;      ///< the convolution's output size
     int64_t pad_top = 0, pad_left = 0; ///< the convolution's leading pads
 
     /// Tiles along the height and the width: ceil(out / m). Pre: m >= 1.
@@ -187,17 +187,18 @@ struct WinogradTile {
     int64_t tiles_w() const { return (out_w + m - 1) / m; }
 };
 
-/// Input transform: x [N, CB, H, W, b] (NCHW[b]c), table [E, E] (table[e][q] = Bt[e / alpha]
-/// [q / alpha] * Bt[e % alpha][q % alpha]) -> V [E, N * TH * TW, CB * b] with
-/// V[e, p, c] = sum_q table[e, q] * xpad[n, c / b, ty * m + q / alpha, tx * m + q % alpha, c % b]
-/// (0 outside the image). Stages "winograd_input_pad", "winograd_input". Throws UserError on
-/// shapes that do not fit.
+/// Input transform: x [N, CB, H, W, b] (NCHW[b]c), table Bt [alpha, alpha] -> V [alpha^2,
+/// N * TH * TW, CB * b] with V[a * alpha + b', p, c] = sum_ij Bt[a, i] * Bt[b', j] *
+/// xpad[n, c / b, ty * m + i, tx * m + j, c % b] (0 outside the image), computed as rows then
+/// columns. Stages "winograd_input_pad", "winograd_input_rows", "winograd_input". Throws
+/// UserError on shapes that do not fit.
 Tensor winograd_input_nchwc(const Tensor& x, const Tensor& table, const WinogradTile& t);
-/// Output transform: m [E, P, KB * b] (the batched product of V with the transformed weights),
-/// table [m * m, E] (table[r * m + s][e] = At[r][e / alpha] * At[s][e % alpha]), optional
-/// bias [KB, b] -> y [N, KB, OH, OW, b] with y[n, kb, h, w, k] = sum_e table[(h % m) * m +
-/// w % m, e] * m[e, tile of (n, h, w), kb * b + k] (+ bias[kb, k]). Stages "winograd_output",
-/// "winograd_output_bias". Throws UserError on shapes that do not fit.
+/// Output transform: m [alpha^2, P, KB * b] (the batched product of V with the transformed
+/// weights), table At [m, alpha], optional bias [KB, b] -> y [N, KB, OH, OW, b] with
+/// y[n, kb, h, w, k] = sum_ab At[h % m, a] * At[w % m, b] * m[a * alpha + b, tile of (n, h,
+/// w), kb * b + k] (+ bias[kb, k]), computed as columns then rows. Stages
+/// "winograd_output_cols", "winograd_output", "winograd_output_bias". Throws UserError on shapes
+/// that do not fit.
 Tensor winograd_output_nchwc(const Tensor& m, const Tensor& table, const Tensor& bias,
                              const WinogradTile& t, int64_t block);
 
@@ -321,8 +322,7 @@ Tensor pad(const Tensor& x, std::vector<int64_t> before, std::vector<int64_t> af
            double value = 0, PadMode mode = PadMode::Constant);
 /// Constant padding with a value known only when the kernel runs: `value` is an expression of
 /// x's dtype, such as the element of a scalar input tensor.
-Tensor pad(const Tensor& x, std::vector<int64_t> before, std::vector<int64_t> after,
-           Expr value);
+Tensor pad(const Tensor& x, std::vector<int64_t> before, std::vector<int64_t> after, Expr value);
 
 /// ONNX Slice: for each listed axis (default all, in order), the elements start, start + step,
 /// ... before end. Negative starts/ends count from the end; they are clamped to the dim (as in

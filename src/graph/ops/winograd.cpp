@@ -10,7 +10,7 @@ namespace tessera::graph::detail {
 
 namespace {
 
-// The operand geometry of a WinogradInput node: X [N, CB, H, W, b], T [E, E].
+// The operand geometry of a WinogradInput node: X [N, CB, H, W, b], T [alpha, alpha].
 struct InputGeometry {
     te::WinogradTile tile;
     int64_t alpha = 0;
@@ -21,10 +21,8 @@ InputGeometry input_geometry(const Node& n, const Shape& x, const Shape& t,
     if (x.size() != 5)
         throw UserError() << where << ": X must have rank 5, got " << shape_str(x);
     const int64_t m = n.attr_int("tile", 0);
-    int64_t alpha = 1;
-    while (t.size() == 2 && alpha * alpha < t[0])
-        ++alpha;
-    if (m < 1 || t.size() != 2 || t[0] != alpha * alpha || t[1] != t[0] || alpha <= m)
+    const int64_t alpha = t.size() == 2 ? t[0] : 0;
+    if (m < 1 || t.size() != 2 || t[1] != alpha || alpha <= m)
         throw UserError() << where << ": table " << shape_str(t) << " does not fit tiles of " << m;
     const std::vector<int64_t> pads = n.attr_ints("pads");
     if (pads.size() != 4 || pads[0] < 0 || pads[1] < 0 || pads[2] < 0 || pads[3] < 0)
@@ -43,7 +41,8 @@ InputGeometry input_geometry(const Node& n, const Shape& x, const Shape& t,
     return gm;
 }
 
-// The operand geometry of a WinogradOutput node: M [E, P, K], T [m*m, E], B [KB, b].
+// The operand geometry of a WinogradOutput node: M [E, P, K], T [m, alpha] (E = alpha^2),
+// B [KB, b].
 struct OutputGeometry {
     te::WinogradTile tile;
     int64_t block = 0, n = 0, kb = 0;
@@ -58,8 +57,8 @@ OutputGeometry output_geometry(const Node& n, const Shape& mm, const Shape& t, c
     if (tl.m < 1 || gm.block < 1 || tl.out_h < 1 || tl.out_w < 1)
         throw UserError() << where << ": tile, block, out_h and out_w must be positive";
     const int64_t tiles = tl.tiles_h() * tl.tiles_w();
-    if (mm.size() != 3 || mm[1] % tiles != 0 || mm[2] % gm.block != 0 ||
-        t != Shape{tl.m * tl.m, mm[0]})
+    if (mm.size() != 3 || mm[1] % tiles != 0 || mm[2] % gm.block != 0 || t.size() != 2 ||
+        t[0] != tl.m || t[1] * t[1] != mm[0])
         throw UserError() << where << ": M " << shape_str(mm) << " and table " << shape_str(t)
                           << " do not make " << tl.out_h << "x" << tl.out_w
                           << " outputs in tiles of " << tl.m << ", blocks of " << gm.block;
@@ -113,7 +112,7 @@ EvalOutputs eval_winograd_input(const Node& n, const EvalInputs& in, const std::
             for (int64_t e = 0; e < E; ++e) {
                 double acc = 0;
                 for (int64_t q = 0; q < E; ++q)
-                    acc += ts[e * E + q] * d[q];
+                    acc += double(ts[e / a * a + q / a]) * ts[e % a * a + q % a] * d[q];
                 vs[(e * P + p) * CB * b + c] = static_cast<float>(acc);
             }
         }
@@ -140,10 +139,11 @@ EvalOutputs eval_winograd_output(const Node& n, const EvalInputs& in, const std:
             for (int64_t h = 0; h < tl.out_h; ++h)
                 for (int64_t w = 0; w < tl.out_w; ++w) {
                     const int64_t tile = (img * th + h / tl.m) * tw + w / tl.m;
-                    const int64_t pos = (h % tl.m) * tl.m + w % tl.m;
+                    const int64_t r = h % tl.m, s = w % tl.m, a = t.shape()[1];
                     double acc = bs ? bs[k] : 0.0;
                     for (int64_t e = 0; e < E; ++e)
-                        acc += ts[pos * E + e] * ms[(e * P + tile) * K + k];
+                        acc += double(ts[r * a + e / a]) * ts[s * a + e % a] *
+                               ms[(e * P + tile) * K + k];
                     ys[(((img * gm.kb + k / gm.block) * tl.out_h + h) * tl.out_w + w) * gm.block +
                        k % gm.block] = static_cast<float>(acc);
                 }
@@ -166,7 +166,8 @@ winograd_types(const Node& n, const std::vector<const Value*>& inputs, const std
         const Value& t = input(1, "T");
         const te::WinogradTile tl = input_geometry(n, x.shape, t.shape, where).tile;
         return {{DType::F32,
-                 {t.shape[0], x.shape[0] * tl.tiles_h() * tl.tiles_w(), x.shape[1] * x.shape[4]}}};
+                 {t.shape[0] * t.shape[0], x.shape[0] * tl.tiles_h() * tl.tiles_w(),
+                  x.shape[1] * x.shape[4]}}};
     }
     TESSERA_CHECK(n.op == Op::WinogradOutput) << where << " is not a Winograd op";
     const Value& mm = input(0, "M");
@@ -215,22 +216,12 @@ const WinogradMatrices& winograd_matrices(int64_t m) {
 
 TensorData winograd_input_table(int64_t m) {
     const WinogradMatrices& w = winograd_matrices(m);
-    const int64_t a = w.alpha, e = a * a;
-    std::vector<double> t(static_cast<size_t>(e * e));
-    for (int64_t r = 0; r < e; ++r)
-        for (int64_t q = 0; q < e; ++q)
-            t[r * e + q] = w.bt[(r / a) * a + q / a] * w.bt[(r % a) * a + q % a];
-    return f32_table({e, e}, t);
+    return f32_table({w.alpha, w.alpha}, w.bt);
 }
 
 TensorData winograd_output_table(int64_t m) {
     const WinogradMatrices& w = winograd_matrices(m);
-    const int64_t a = w.alpha, e = a * a;
-    std::vector<double> t(static_cast<size_t>(m * m * e));
-    for (int64_t pos = 0; pos < m * m; ++pos)
-        for (int64_t q = 0; q < e; ++q)
-            t[pos * e + q] = w.at[(pos / m) * a + q / a] * w.at[(pos % m) * a + q % a];
-    return f32_table({m * m, e}, t);
+    return f32_table({w.m, w.alpha}, w.at);
 }
 
 TensorData winograd_weight(const TensorData& w, int64_t m) {

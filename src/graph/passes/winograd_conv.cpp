@@ -8,11 +8,12 @@
 // cost more than they save; with few tiles the matmul streams the transformed weights for
 // little work. On a 2-core Zen 1, ResNet-18's 56x56 convs (64 channels) took 7.3 ms direct,
 // 7.5 in F(2x2) and 4.75 in F(4x4); its 7x7 ones (16 tiles of 2x2) 8.6 direct, 9.9 in F(2x2).
+#include <algorithm>
 #include <map>
 #include <sstream>
 
-#include "../ops/blocked_layout.h"
 #include "../op_util.h"
+#include "../ops/blocked_layout.h"
 #include "../ops/winograd.h"
 #include "pass_util.h"
 #include "tessera/graph/passes.h"
@@ -52,13 +53,18 @@ class WinogradRewriter {
         return y[0] * ceil_div(y[2], m) * ceil_div(y[3], m);
     }
 
-    // The largest tile m <= max_tile leaving min_tiles tiles, or 0 when the conv stays direct.
+    // The largest tile m <= max_tile leaving min_tiles tiles with the channels that tile
+    // needs, or 0 when the conv stays direct.
     int64_t tile_for(const Node& n) const {
         if (!eligible(n))
             return 0;
         const Shape& y = g_.value(n.outputs[0]).shape;
+        const int64_t block = n.attr_int("block", 0);
+        const int64_t channels = std::min(g_.value(n.inputs[0]).shape[1] * block,
+                                          g_.value(n.inputs[1]).shape[0] * block);
         for (int64_t m : {4, 2})
-            if (m <= opts_.max_tile && tiles_of(y, m) >= opts_.min_tiles)
+            if (m <= opts_.max_tile && tiles_of(y, m) >= opts_.min_tiles &&
+                channels >= (m == 4 ? opts_.min_channels_f4 : opts_.min_channels))
                 return m;
         return 0;
     }

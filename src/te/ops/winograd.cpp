@@ -1,31 +1,15 @@
 // Winograd F(m x m, r x r) convolution in the blocked layout NCHW[x]c, as two transforms around
 // a batched matrix product (Lavin and Gray, "Fast Algorithms for Convolutional Neural Networks").
-// Each transform is written as a small product with a constant table (the Kronecker product of
-// the 1-D transform with itself), not as per-element formulas: a table entry indexed by loop
-// variables needs no select over tile positions, and the tables are ordinary weight inputs, so
-// the transforms are Computes like any other that sketches tile and vectorize along channels.
+// Each 2-D transform is two products with the 1-D transform's table (Bt, At), rows then columns,
+// not per-element formulas: a table entry indexed by loop variables needs no select over tile
+// positions, and the tables are ordinary weight inputs, so the transforms are Computes like any
+// other that sketches tile and vectorize along channels. Separable, F(4x4)'s input transform
+// does 2 x 6 multiply-adds per output instead of the Kronecker table's 36.
 #include "op_util.h"
 
 namespace tessera::te {
 
 using namespace detail;
-
-namespace {
-
-/// alpha = sqrt(table columns) for an input table [alpha^2, alpha^2]; throws unless square.
-int64_t tile_span(const Tensor& table, const std::string& op) {
-    check_rank(table, 2, op, "table");
-    const int64_t e = table.shape()[0];
-    int64_t alpha = 1;
-    while (alpha * alpha < e)
-        ++alpha;
-    if (alpha * alpha != e)
-        throw UserError() << op << ": table " << shape_to_string(table.shape())
-                          << " does not have alpha^2 rows";
-    return alpha;
-}
-
-} // namespace
 
 Tensor winograd_input_nchwc(const Tensor& x, const Tensor& table, const WinogradTile& t) {
     const std::string op = "winograd_input";
@@ -33,8 +17,9 @@ Tensor winograd_input_nchwc(const Tensor& x, const Tensor& table, const Winograd
     check_defined(table, op, "table");
     check_same_dtype(x, table, op);
     check_rank(x, 5, op, "input");
-    const int64_t alpha = tile_span(table, op);
-    if (table.shape()[1] != alpha * alpha || t.m < 1 || alpha <= t.m)
+    check_rank(table, 2, op, "table");
+    const int64_t alpha = table.shape()[0];
+    if (table.shape()[1] != alpha || t.m < 1 || alpha <= t.m)
         throw UserError() << op << ": table " << shape_to_string(table.shape())
                           << " does not fit output tiles of " << t.m;
     const auto& xs = x.shape();
@@ -49,16 +34,28 @@ Tensor winograd_input_nchwc(const Tensor& x, const Tensor& table, const Winograd
                           << " do not fit input " << shape_to_string(xs);
     Tensor in = pad_named(x, {0, 0, t.pad_top, t.pad_left, 0}, {0, 0, below, right, 0},
                           constant(x.dtype(), 0.0), PadMode::Constant, op + "_pad");
-    IterVar q = reduce_axis(alpha * alpha, "q");
+    // Bt d: each tile row's alpha image rows, transformed over whole image rows, so that
+    // horizontally adjacent tiles share the columns they overlap in.
+    IterVar i = reduce_axis(alpha, "i");
+    Tensor by_rows =
+        compute({alpha, n * th, cols, cb * block},
+                [&](const std::vector<Var>& v) {
+                    Expr r = v[1], c = v[3];
+                    Expr img = r / Expr(th), ty = r % Expr(th);
+                    return sum(table(v[0], i.var) * in(img, c / Expr(block), ty * Expr(t.m) + i.var,
+                                                       v[2], c % Expr(block)),
+                               {i});
+                },
+                op + "_rows", {"a", "r", "w", "c"});
+    // (Bt d) B: each tile's alpha columns. Tile p = (img * th + ty) * tw + tx.
+    IterVar j = reduce_axis(alpha, "j");
     return compute({alpha * alpha, n * th * tw, cb * block},
-                   [&](const std::vector<Var>& i) {
-                       Expr p = i[1];
-                       Expr img = p / Expr(th * tw), ty = p / Expr(tw) % Expr(th),
-                            tx = p % Expr(tw);
-                       Expr c = i[2];
-                       Expr v = in(img, c / Expr(block), ty * Expr(t.m) + q.var / Expr(alpha),
-                                   tx * Expr(t.m) + q.var % Expr(alpha), c % Expr(block));
-                       return sum(table(i[0], q.var) * v, {q});
+                   [&](const std::vector<Var>& v) {
+                       Expr a = v[0] / Expr(alpha), b = v[0] % Expr(alpha);
+                       Expr p = v[1];
+                       return sum(table(b, j.var) * by_rows(a, p / Expr(tw),
+                                                            p % Expr(tw) * Expr(t.m) + j.var, v[2]),
+                                  {j});
                    },
                    op, {"e", "p", "c"});
 }
@@ -75,9 +72,9 @@ Tensor winograd_output_nchwc(const Tensor& m, const Tensor& table, const Tensor&
     if (t.m < 1 || t.out_h < 1 || t.out_w < 1)
         throw UserError() << op << ": tile " << t.m << " and output " << t.out_h << "x" << t.out_w
                           << " must be positive";
-    const int64_t th = t.tiles_h(), tw = t.tiles_w();
-    if (block < 1 || k % block != 0 || p % (th * tw) != 0 ||
-        table.shape() != std::vector<int64_t>{t.m * t.m, e})
+    const int64_t th = t.tiles_h(), tw = t.tiles_w(), alpha = table.shape()[1];
+    if (block < 1 || k % block != 0 || p % (th * tw) != 0 || table.shape()[0] != t.m ||
+        alpha * alpha != e)
         throw UserError() << op << ": input " << shape_to_string(m.shape()) << " and table "
                           << shape_to_string(table.shape()) << " do not make " << t.out_h << "x"
                           << t.out_w << " outputs in tiles of " << t.m << ", blocks of " << block;
@@ -88,14 +85,24 @@ Tensor winograd_output_nchwc(const Tensor& m, const Tensor& table, const Tensor&
             throw UserError() << op << ": bias must have shape [" << kb << ", " << block
                               << "], got " << shape_to_string(bias.shape());
     }
-    IterVar r = reduce_axis(e, "e");
+    // M A: each tile's m output columns from its alpha x alpha products.
+    IterVar b = reduce_axis(alpha, "b");
+    Tensor by_cols = compute(
+        {alpha, p, t.m, k},
+        [&](const std::vector<Var>& v) {
+            return sum(table(v[2], b.var) * m(Expr(v[0]) * Expr(alpha) + b.var, v[1], v[3]), {b});
+        },
+        op + "_cols", {"a", "p", "s", "k"});
+    // At (M A): its m output rows.
+    IterVar a = reduce_axis(alpha, "a");
     Tensor y = compute(
         {n, kb, t.out_h, t.out_w, block},
         [&](const std::vector<Var>& i) {
             Expr h = i[2], w = i[3];
             Expr tile = (Expr(i[0]) * Expr(th) + h / Expr(t.m)) * Expr(tw) + w / Expr(t.m);
-            Expr pos = h % Expr(t.m) * Expr(t.m) + w % Expr(t.m);
-            return sum(table(pos, r.var) * m(r.var, tile, Expr(i[1]) * Expr(block) + i[4]), {r});
+            return sum(table(h % Expr(t.m), a.var) *
+                           by_cols(a.var, tile, w % Expr(t.m), Expr(i[1]) * Expr(block) + i[4]),
+                       {a});
         },
         op, {"n", "kb", "oh", "ow", "k"});
     if (!bias.defined())
