@@ -38,6 +38,10 @@ inline void cpu_relax() {
 #endif
 }
 
+/// Whether the pool runs more threads than the process has CPUs: then a spinning thread may
+/// hold the core that the thread it waits for needs, and spins give the core away.
+std::atomic<bool> g_oversubscribed{false};
+
 /// Spins until pred() holds or kSpinTime passes; returns whether pred() held.
 template <typename Pred> bool spin_until(Pred pred) {
     auto deadline = std::chrono::steady_clock::now() + kSpinTime;
@@ -49,9 +53,23 @@ template <typename Pred> bool spin_until(Pred pred) {
         }
         if (std::chrono::steady_clock::now() >= deadline)
             return pred();
-        // Lets another runnable thread have the core when threads outnumber cores.
-        std::this_thread::yield();
+        // Only when threads outnumber CPUs: otherwise a yield hands the core to whatever else
+        // is runnable for a whole time slice, and the launch waits for it (conv_bn_relu at 2
+        // threads beside one busy process: 0.36 ms with a yield here, 0.136 without).
+        if (g_oversubscribed.load(std::memory_order_relaxed))
+            std::this_thread::yield();
     }
+}
+
+/// The CPUs this process may run on (its affinity mask), at least 1.
+int available_cpus() {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof(set), &set) != 0) {
+        const unsigned hc = std::thread::hardware_concurrency();
+        return hc > 0 ? static_cast<int>(hc) : 1;
+    }
+    return std::max(1, CPU_COUNT(&set));
 }
 
 /// True on a thread that is running a chunk; a launch from there runs serially.
@@ -88,6 +106,7 @@ class Pool {
             n = default_num_threads();
         std::lock_guard<std::mutex> lock(launch_mu_);
         nthreads_.store(n, std::memory_order_relaxed);
+        g_oversubscribed.store(n > available_cpus(), std::memory_order_relaxed);
         refused_ = false; // a new count asks the system again
     }
 
