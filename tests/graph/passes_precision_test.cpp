@@ -48,6 +48,15 @@ std::vector<OpCase> bf16_matmul_op_cases() {
                           {c.input(testing::random_tensor({2, 5, 38}, 82).cast(DType::BF16)),
                            c.constant(detail::pack_bf16_weight_words(w))})};
          }},
+        // One weight matrix per batch (Winograd's products by tile position).
+        {"MatMulBF16BatchedWeights",
+         {Op::MatMulBF16},
+         [](Case& c) -> std::vector<ValueId> {
+             const TensorData w = testing::random_tensor({3, 38, 29}, 83);
+             return {c.op(Op::MatMulBF16,
+                          {c.input(testing::random_tensor({3, 11, 38}, 84).cast(DType::BF16)),
+                           c.constant(detail::pack_bf16_weight_words(w))})};
+         }},
     };
 }
 TESSERA_REGISTER_OP_CASES(bf16_matmul_op_cases);
@@ -95,6 +104,37 @@ TEST(PrecisionPass, MatMulsOnConstantWeightsComputeOnBf16Operands) {
     const std::vector<double> want = rounded_product(in, w2);
     for (size_t i = 0; i < want.size(); ++i)
         EXPECT_NEAR(got[1].data<float>()[i], want[i], 1e-5) << i;
+}
+
+TEST(PrecisionPass, BatchedConstantWeightsGiveOneWordMatrixPerBatch) {
+    // x [4, 7, 10] by W [4, 10, 6] (Winograd's form) converts; by W [1, 10, 6], broadcast over
+    // the batch, it stays f32.
+    GraphBuilder b;
+    const ValueId x = b.input("x", {4, 7, 10});
+    const TensorData w = testing::random_tensor({4, 10, 6}, 12);
+    const ValueId y = b.op(Op::MatMul, {x, b.constant(w)});
+    const ValueId broadcast = b.op(Op::MatMul, {x, b.constant_f32({1, 10, 6}, 13)});
+    Graph g = b.finish({y, broadcast});
+    const PassResult r = check_pass(g, convert_precision_bf16, 7, kBf16ScaleTol);
+    EXPECT_EQ(r.changes, 1);
+    EXPECT_EQ(count_op(g, Op::MatMulBF16), 1);
+    EXPECT_EQ(count_op(g, Op::MatMul), 1);
+    EXPECT_EQ(g.value(first_node(g, Op::MatMulBF16).inputs[1]).shape, (Shape{4, 5, 6}));
+
+    // Against a reference on rounded operands, batch by batch.
+    const TensorData in = testing::random_tensor({4, 7, 10}, 14);
+    const std::vector<TensorData> got = evaluate(g, {in});
+    for (int64_t batch = 0; batch < 4; ++batch) {
+        const TensorData xb = TensorData::from_vector<float>(
+            {7, 10},
+            std::vector<float>(in.data<float>() + batch * 70, in.data<float>() + (batch + 1) * 70));
+        const TensorData wb = TensorData::from_vector<float>(
+            {10, 6},
+            std::vector<float>(w.data<float>() + batch * 60, w.data<float>() + (batch + 1) * 60));
+        const std::vector<double> want = rounded_product(xb, wb);
+        for (size_t i = 0; i < want.size(); ++i)
+            EXPECT_NEAR(got[0].data<float>()[batch * 42 + i], want[i], 1e-5) << batch << ", " << i;
+    }
 }
 
 TEST(PrecisionPass, GemmTransposedWithBiasBecomesAProductAndAnAdd) {
@@ -238,6 +278,30 @@ TEST(PrecisionPass, Bf16LibraryMatchesTheEvaluatorOfItsGraph) {
                                                              {}, Precision::BF16);
         EXPECT_EQ(count_op(built, Op::MatMulBF16), 2) << "-O" << level;
     }
+}
+
+// A 3x3 conv of 128 channels: at -O3 in bf16, Winograd F(2x2) with its batched product in
+// bf16 (the transforms in f32).
+std::string wide_conv_model() {
+    ModelBuilder m(13);
+    m.input("x", DType::F32, {1, 128, 13, 11});
+    m.initializer("W", testing::random_tensor({128, 128, 3, 3}, 41, -0.05f, 0.05f));
+    m.initializer("B", testing::random_tensor({128}, 42));
+    m.node("Conv", {"x", "W", "B"}, {"c"}).ints("kernel_shape", {3, 3}).ints("pads", {1, 1, 1, 1});
+    m.node("Relu", {"c"}, {"y"});
+    m.output("y", DType::F32);
+    return m.bytes();
+}
+
+TEST(PrecisionPass, Bf16WinogradLibraryMatchesTheEvaluatorOfItsGraph) {
+    const Graph built = expect_library_matches_evaluator(
+        wide_conv_model(), {testing::random_tensor({1, 128, 13, 11}, 9)}, 3, 1e-4, 1e-4, {},
+        Precision::BF16);
+    EXPECT_EQ(count_op(built, Op::WinogradInput), 1);
+    ASSERT_EQ(count_op(built, Op::MatMulBF16), 1);
+    EXPECT_EQ(built.value(first_node(built, Op::WinogradInput).inputs[1]).shape, (Shape{4, 4}))
+        << "F(2x2) only in bf16";
+    EXPECT_EQ(count_op(built, Op::ConvBF16Blocked), 0);
 }
 
 } // namespace

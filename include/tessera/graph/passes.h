@@ -92,7 +92,8 @@ const char* precision_name(Precision p);
 /// The precision named by precision_name(); throws UserError naming `text` otherwise.
 Precision parse_precision(const std::string& text);
 
-/// "precision" (bf16): a MatMul of an f32 value by f32 constant weights W [K, N] (K even), or
+/// "precision" (bf16): a MatMul of an f32 value by f32 constant weights W [K, N] (K even, or
+/// batched: X [B, M, K] by W [B, K, N], the Winograd pass's products), or
 /// a Gemm (alpha and beta 1, transA 0, X of rank 2; transB's W transposed; its C becomes an
 /// Add after), becomes MatMulBF16 on Cast(X to bf16) (one Cast per value, fused into its
 /// producer by fusion) and W rounded to bf16 and packed into words of two rows at compile
@@ -106,7 +107,8 @@ Precision parse_precision(const std::string& text);
 /// rounded to bf16, padded and re-blocked once per value, pads and block; blocks of 32 input
 /// channels, a matrix tile's row, when they divide the channels) with the weights packed into
 /// words of two input channels. Runs after the layout pass (which makes the ConvBlocked) and
-/// before the Winograd pass (whose f32 transforms it keeps from the converted convs). Other ops
+/// the Winograd pass (whose convs' batched products it converts, their transforms staying f32;
+/// in bf16 builds that pass takes F(2x2) from 128 channels only, pipeline.cpp). Other ops
 /// stay f32.
 PassResult convert_precision_bf16(Graph& g);
 

@@ -135,7 +135,8 @@ Tensor qmatmul(const Tensor& x, const Tensor& w, const Tensor& offset, const Ten
 
 /// bf16 matrix product: x bf16 [..., K] (K even) times weights w i32 [K / 2, N] (word [j, n]
 /// holds the bf16 weights of column n for rows 2j (low half) and 2j + 1 (high half)): y[..., n]
-/// = sum_k x[..., k] * w[k, n] in f32, f32. Stages "bf16_matmul_words" (x's rows as words) and
+/// = sum_k x[..., k] * w[k, n] in f32, f32; with batched words w [B, K / 2, N], x is [B, M, K]
+/// and batch b uses w[b]. Stages "bf16_matmul_words" (x's rows as words) and
 /// "bf16_matmul" (the f32 sums with dot2_bf16). Throws UserError on other dtypes or shapes.
 Tensor bf16_matmul(const Tensor& x, const Tensor& w);
 

@@ -13,17 +13,22 @@
 namespace tessera::graph::detail {
 
 TensorData pack_bf16_weight_words(const TensorData& w) {
-    TESSERA_CHECK(w.rank() == 2 && w.dtype() == DType::F32 && w.shape()[0] % 2 == 0)
+    const size_t r = w.rank();
+    TESSERA_CHECK((r == 2 || r == 3) && w.dtype() == DType::F32 && w.shape()[r - 2] % 2 == 0)
         << "bf16 matmul weight " << shape_str(w.shape());
-    const int64_t K = w.shape()[0], N = w.shape()[1];
-    TensorData out(DType::I32, {K / 2, N});
-    const float* src = w.data<float>();
-    int32_t* dst = out.data<int32_t>();
-    for (int64_t j = 0; j < K / 2; ++j)
-        for (int64_t n = 0; n < N; ++n)
-            dst[j * N + n] =
-                static_cast<int32_t>(uint32_t(f32_to_bf16_bits(src[2 * j * N + n])) |
-                                     uint32_t(f32_to_bf16_bits(src[(2 * j + 1) * N + n])) << 16);
+    const int64_t B = r == 3 ? w.shape()[0] : 1, K = w.shape()[r - 2], N = w.shape()[r - 1];
+    Shape words = w.shape();
+    words[r - 2] = K / 2;
+    TensorData out(DType::I32, words);
+    for (int64_t b = 0; b < B; ++b) {
+        const float* src = w.data<float>() + b * K * N;
+        int32_t* dst = out.data<int32_t>() + b * K / 2 * N;
+        for (int64_t j = 0; j < K / 2; ++j)
+            for (int64_t n = 0; n < N; ++n)
+                dst[j * N + n] = static_cast<int32_t>(
+                    uint32_t(f32_to_bf16_bits(src[2 * j * N + n])) |
+                    uint32_t(f32_to_bf16_bits(src[(2 * j + 1) * N + n])) << 16);
+    }
     return out;
 }
 
@@ -35,19 +40,29 @@ TypeList bf16_matmul_types(const NodeTypes& t) {
     t.dtype(x, {DType::BF16}, "X");
     t.dtype(w, {DType::I32}, "W");
     t.min_rank(x, 1, "X");
-    t.rank(w, 2, "W");
-    const int64_t K = x.shape.back();
-    if (K % 2 != 0 || w.shape[0] != K / 2)
+    // Batched weights [B, K / 2, N] go with X [B, M, K], one matrix per batch.
+    if (w.shape.size() == 3) {
+        t.rank(x, 3, "X");
+        if (x.shape[0] != w.shape[0])
+            t.fail("X " + shape_str(x.shape) + " and W " + shape_str(w.shape) +
+                   " need the same batch dimension");
+    } else {
+        t.rank(w, 2, "W");
+    }
+    const int64_t K = x.shape.back(), words = w.shape[w.shape.size() - 2];
+    if (K % 2 != 0 || words != K / 2)
         t.fail("W " + shape_str(w.shape) + " does not hold " + std::to_string(K) +
                " rows in words of two (an even number)");
     Shape out = x.shape;
-    out.back() = w.shape[1];
+    out.back() = w.shape.back();
     return {{DType::F32, out}};
 }
 
 EvalOutputs eval_bf16_matmul(const Node&, const EvalInputs& in, const std::string& where) {
     const TensorData &x = require_input(in, 0, where), &w = require_input(in, 1, where);
-    const int64_t K = x.shape().back(), N = w.shape()[1], M = x.numel() / K;
+    const int64_t K = x.shape().back(), N = w.shape().back(), M = x.numel() / K;
+    // Rows per weight matrix: all of them, or one batch's with batched weights.
+    const int64_t rows_per_w = w.rank() == 3 ? x.shape()[1] : M;
     Shape out_shape = x.shape();
     out_shape.back() = N;
     TensorData y(DType::F32, out_shape);
@@ -57,11 +72,12 @@ EvalOutputs eval_bf16_matmul(const Node&, const EvalInputs& in, const std::strin
     // Word by word, each word's two products summed first, as dot2_bf16 defines it.
     for (int64_t m = 0; m < M; ++m)
         for (int64_t c = 0; c < N; ++c) {
+            const int32_t* wm = pw + m / rows_per_w * (K / 2) * N;
             float acc = 0;
             for (int64_t j = 0; j < K / 2; ++j) {
                 const uint32_t xw =
                     uint32_t(px[m * K + 2 * j].bits) | uint32_t(px[m * K + 2 * j + 1].bits) << 16;
-                acc += dot2_bf16(xw, static_cast<uint32_t>(pw[j * N + c]));
+                acc += dot2_bf16(xw, static_cast<uint32_t>(wm[j * N + c]));
             }
             py[m * N + c] = acc;
         }

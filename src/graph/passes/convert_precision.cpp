@@ -16,9 +16,12 @@ using namespace detail;
 
 const char* precision_name(Precision p) {
     switch (p) {
-    case Precision::FP32: return "fp32";
-    case Precision::BF16: return "bf16";
-    case Precision::TF32: return "tf32";
+    case Precision::FP32:
+        return "fp32";
+    case Precision::BF16:
+        return "bf16";
+    case Precision::TF32:
+        return "tf32";
     }
     return "?";
 }
@@ -44,12 +47,15 @@ class Bf16Products {
             return false;
         const Value& x = g_.value(n.input(0));
         const Value& w = g_.value(n.input(1));
+        // Batched weights [B, K, N] by X [B, M, K]: Winograd's products, one per tile position.
+        const bool batched =
+            !gemm && w.shape.size() == 3 && x.shape.size() == 3 && x.shape[0] == w.shape[0];
         if (x.dtype != DType::F32 || x.shape.empty() || (gemm && x.shape.size() != 2) ||
-            !w.is_constant() || w.dtype != DType::F32 || w.shape.size() != 2)
+            !w.is_constant() || w.dtype != DType::F32 || (w.shape.size() != 2 && !batched))
             return false;
         const bool trans_b = gemm && n.attr_int("transB", 0) != 0;
         const TensorData wkn = trans_b ? transposed_matrix(*w.constant) : *w.constant;
-        const int64_t K = wkn.shape()[0];
+        const int64_t K = wkn.shape()[wkn.rank() - 2];
         if (K != x.shape.back() || K % 2 != 0)
             return false;
         const ValueId words = g_.add_constant(w.name + "_bf16_words", pack_bf16_weight_words(wkn));
@@ -77,8 +83,8 @@ class Bf16Products {
         const Value& x = g_.value(n.input(0));
         const Value& b = g_.value(n.input(1));
         const size_t r = x.shape.size();
-        if (x.dtype != DType::F32 || b.dtype != DType::F32 || x.is_constant() ||
-            b.is_constant() || r < 2 || b.shape.size() != r || x.shape[r - 1] % 2 != 0 ||
+        if (x.dtype != DType::F32 || b.dtype != DType::F32 || x.is_constant() || b.is_constant() ||
+            r < 2 || b.shape.size() != r || x.shape[r - 1] % 2 != 0 ||
             b.shape[r - 2] != x.shape[r - 1] ||
             !std::equal(x.shape.begin(), x.shape.end() - 2, b.shape.begin()))
             return false;
@@ -118,8 +124,8 @@ class Bf16Products {
         // Blocks of 32 input channels make one 64-byte row of a matrix tile (16 words of two);
         // fewer channels (an image's) make one block, rounded up to whole words.
         const int64_t in_block = channels % kTileRowChannels == 0 ? kTileRowChannels
-                                 : channels < kTileRowChannels   ? (channels + 1) / 2 * 2
-                                                                 : (x.shape[4] + 1) / 2 * 2;
+                                 : channels < kTileRowChannels    ? (channels + 1) / 2 * 2
+                                                                  : (x.shape[4] + 1) / 2 * 2;
         const std::vector<int64_t> pads = n.attr_ints("pads", {0, 0, 0, 0});
         const TensorData oihw = unblock_conv_weight(*w.constant, false);
         const int64_t S = oihw.shape()[3];
@@ -133,8 +139,8 @@ class Bf16Products {
         const std::string words_name = w.name + "_bf16_words";
         const ValueId packed = packed_input(n.input(0), pads, in_block, fold);
         std::vector<ValueId> ins = {
-            packed, g_.add_constant(words_name,
-                                    pack_bf16_conv_weight_words(oihw, block, in_block, fold))};
+            packed,
+            g_.add_constant(words_name, pack_bf16_conv_weight_words(oihw, block, in_block, fold))};
         if (bias)
             ins.push_back(n.input(2));
         Attributes attrs;

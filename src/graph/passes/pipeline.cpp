@@ -24,7 +24,16 @@ struct PassEntry {
 // The passes with their options bound.
 std::vector<PassEntry> all_passes(const PipelineOptions& options = {}) {
     const int64_t block = options.layout_block;
-    const WinogradOptions winograd = options.winograd;
+    WinogradOptions winograd = options.winograd;
+    // Products in bf16 round the transformed operands, whose errors the output transform
+    // sums: F(4x4)'s are too coarse (resnet18's logits 0.07 from f32's, where bf16 asks 2e-2);
+    // F(2x2) on every 64-channel conv reached 0.025 on one of resnet18's inputs (direct bf16
+    // 0.018), from 128 channels 0.020 and 0.017 on its two (1 thread on a Zen 4: bf16 direct
+    // 19.5 ms, F(2x2) from 128 channels 17.1, from 64 16.4).
+    if (options.precision == Precision::BF16) {
+        winograd.max_tile = std::min<int64_t>(winograd.max_tile, 2);
+        winograd.min_channels = std::max<int64_t>(winograd.min_channels, 128);
+    }
     return {
         {"shape-inference", shape_inference_pass},
         {"empty-tensors", drop_empty_tensors},
@@ -128,15 +137,16 @@ std::vector<PassResult> optimize(Graph& g, const PipelineOptions& options) {
     // After simplification has folded each branch's batch norm into its conv, before layout.
     if (options.level >= 2 && options.horizontal_fusion && run("horizontal-conv-fusion") > 0)
         run("dce");
-    // Requested by the user, so at every level; after simplification has shaped the products
-    // and the layout pass has blocked the convs, before Winograd transforms f32 ones.
+    // Requested by the user, so at every level; after simplification has shaped the products,
+    // the layout pass has blocked the convs and Winograd has rewritten those it takes (their
+    // batched products then run in bf16, the transforms in f32).
     const bool bf16 = options.precision == Precision::BF16;
-    if (options.level >= 3)
+    if (options.level >= 3) {
         run("layout");
+        run("winograd");
+    }
     if (bf16)
         run("precision");
-    if (options.level >= 3)
-        run("winograd");
     g.verify();
     return log;
 }

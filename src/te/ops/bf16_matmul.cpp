@@ -20,8 +20,17 @@ Tensor bf16_matmul(const Tensor& x, const Tensor& w) {
                           << ir::to_string(x.dtype()) << " and " << ir::to_string(w.dtype());
     if (x.ndim() == 0)
         throw UserError() << op << ": input '" << x.name() << "' must have rank >= 1";
-    check_rank(w, 2, op, "weight");
-    const int64_t k = x.shape().back(), words = w.shape()[0], n = w.shape()[1];
+    // Batched weights [B, K / 2, N] go with x [B, M, K], one matrix per batch.
+    const bool batched = w.ndim() == 3;
+    if (batched) {
+        if (x.ndim() != 3 || x.shape()[0] != w.shape()[0])
+            throw UserError() << op << ": batched weight " << shape_to_string(w.shape())
+                              << " needs an input [" << w.shape()[0] << ", M, K], got "
+                              << shape_to_string(x.shape());
+    } else {
+        check_rank(w, 2, op, "weight");
+    }
+    const int64_t k = x.shape().back(), words = w.shape()[w.ndim() - 2], n = w.shape().back();
     if (k % 2 != 0 || words != k / 2)
         throw UserError() << op << ": weight " << shape_to_string(w.shape()) << " must have "
                           << k / 2 << " rows of words for " << k
@@ -37,7 +46,8 @@ Tensor bf16_matmul(const Tensor& x, const Tensor& w) {
         [&](const std::vector<Var>& i) {
             std::vector<Expr> xi = as_exprs(i);
             xi.back() = r.var;
-            return sum(ir::dot2_bf16(xw(xi), w(r.var, i[rank - 1])), {r});
+            Expr wv = batched ? w(i[0], r.var, i[rank - 1]) : w(r.var, i[rank - 1]);
+            return sum(ir::dot2_bf16(xw(xi), wv), {r});
         },
         op);
 }
