@@ -280,13 +280,13 @@ TEST(PrecisionPass, Bf16LibraryMatchesTheEvaluatorOfItsGraph) {
     }
 }
 
-// A 3x3 conv of 128 channels: at -O3 in bf16, Winograd F(2x2) with its batched product in
-// bf16 (the transforms in f32).
-std::string wide_conv_model() {
+// A 3x3 conv of `channels` channels: at -O3 in bf16, from 128 channels Winograd F(2x2) with
+// its batched product in bf16 (the transforms in f32), below F(4x4) all in f32.
+std::string wide_conv_model(int64_t channels = 128, int64_t h = 13, int64_t w = 11) {
     ModelBuilder m(13);
-    m.input("x", DType::F32, {1, 128, 13, 11});
-    m.initializer("W", testing::random_tensor({128, 128, 3, 3}, 41, -0.05f, 0.05f));
-    m.initializer("B", testing::random_tensor({128}, 42));
+    m.input("x", DType::F32, {1, channels, h, w});
+    m.initializer("W", testing::random_tensor({channels, channels, 3, 3}, 41, -0.05f, 0.05f));
+    m.initializer("B", testing::random_tensor({channels}, 42));
     m.node("Conv", {"x", "W", "B"}, {"c"}).ints("kernel_shape", {3, 3}).ints("pads", {1, 1, 1, 1});
     m.node("Relu", {"c"}, {"y"});
     m.output("y", DType::F32);
@@ -302,6 +302,15 @@ TEST(PrecisionPass, Bf16WinogradLibraryMatchesTheEvaluatorOfItsGraph) {
     EXPECT_EQ(built.value(first_node(built, Op::WinogradInput).inputs[1]).shape, (Shape{4, 4}))
         << "F(2x2) only in bf16";
     EXPECT_EQ(count_op(built, Op::ConvBF16Blocked), 0);
+
+    // 64 channels, 7x6 tiles of 4x4: F(4x4), whose product stays f32.
+    const Graph f4 = expect_library_matches_evaluator(wide_conv_model(64, 27, 23),
+                                                      {testing::random_tensor({1, 64, 27, 23}, 9)},
+                                                      3, 1e-4, 1e-4, {}, Precision::BF16);
+    ASSERT_EQ(count_op(f4, Op::WinogradInput), 1);
+    EXPECT_EQ(f4.value(first_node(f4, Op::WinogradInput).inputs[1]).shape, (Shape{6, 6}));
+    EXPECT_EQ(count_op(f4, Op::MatMul), 1);
+    EXPECT_EQ(count_op(f4, Op::MatMulBF16), 0);
 }
 
 } // namespace

@@ -133,6 +133,15 @@ TEST(WinogradPass, TakesTheLargestTileThatLeavesEnoughTilesAndSkipsSmallConvs) {
         std::vector<int64_t> tiles = tiles_of(g);
         std::sort(tiles.begin(), tiles.end());
         EXPECT_EQ(tiles, (std::vector<int64_t>{2, 4}));
+        // And at most max_channels_f4: the 24-channel conv falls back to F(2x2).
+        Graph h = conv_net();
+        convert_layout_nchwc(h, 8);
+        o.min_channels_f4 = 1;
+        o.max_channels_f4 = 16;
+        convert_conv_winograd(h, o);
+        tiles = tiles_of(h);
+        std::sort(tiles.begin(), tiles.end());
+        EXPECT_EQ(tiles, (std::vector<int64_t>{2, 4}));
     }
     Graph off = conv_net();
     convert_layout_nchwc(off, 8);

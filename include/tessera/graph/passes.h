@@ -11,6 +11,7 @@
 // order only.
 #pragma once
 
+#include <limits>
 #include <string>
 
 #include "tessera/graph/graph.h"
@@ -107,8 +108,9 @@ Precision parse_precision(const std::string& text);
 /// rounded to bf16, padded and re-blocked once per value, pads and block; blocks of 32 input
 /// channels, a matrix tile's row, when they divide the channels) with the weights packed into
 /// words of two input channels. Runs after the layout pass (which makes the ConvBlocked) and
-/// the Winograd pass (whose convs' batched products it converts, their transforms staying f32;
-/// in bf16 builds that pass takes F(2x2) from 128 channels only, pipeline.cpp). Other ops
+/// the Winograd pass (whose F(2x2) convs' batched products it converts, their transforms
+/// staying f32; F(4x4)'s stay f32 whole, and bf16 builds give convs of 128 channels or more
+/// F(2x2), pipeline.cpp). Other ops
 /// stay f32.
 PassResult convert_precision_bf16(Graph& g);
 
@@ -174,6 +176,9 @@ struct WinogradOptions {
     /// is also about twice F(2x2)'s.
     int64_t min_channels = 16;
     int64_t min_channels_f4 = 64;
+    /// The most channels of a conv in F(4x4); above, F(2x2). bf16 builds set 127: F(4x4)'s
+    /// products stay f32 (the precision pass), F(2x2)'s run in bf16.
+    int64_t max_channels_f4 = std::numeric_limits<int64_t>::max();
     /// The fewest output tiles (N * ceil(OH / m) * ceil(OW / m)): with few tiles the batched
     /// matmul streams the transformed weights (16/9 of the conv's) for little work, and a
     /// 7x7 image pads to 8x8 (ResNet's last stage ran 10% slower in F(2x2)).
@@ -182,7 +187,8 @@ struct WinogradOptions {
 
 /// "winograd" (-O3, after layout): a ConvBlocked with a 3x3 kernel, strides and dilations 1,
 /// not depthwise, input blocks of `block` channels, constant weights, at least
-/// opts.min_channels input and output channels (min_channels_f4 for F(4x4)) and min_tiles
+/// opts.min_channels input and output channels (min_channels_f4 to max_channels_f4 for
+/// F(4x4)) and min_tiles
 /// output tiles becomes
 /// WinogradInput -> MatMul with the weights transformed at compile time (U [E, C, K]) ->
 /// WinogradOutput (which takes the bias), defining the conv's output value (ops.def). Throws

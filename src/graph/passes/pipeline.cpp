@@ -25,15 +25,13 @@ struct PassEntry {
 std::vector<PassEntry> all_passes(const PipelineOptions& options = {}) {
     const int64_t block = options.layout_block;
     WinogradOptions winograd = options.winograd;
-    // Products in bf16 round the transformed operands, whose errors the output transform
-    // sums: F(4x4)'s are too coarse (resnet18's logits 0.07 from f32's, where bf16 asks 2e-2);
-    // F(2x2) on every 64-channel conv reached 0.025 on one of resnet18's inputs (direct bf16
-    // 0.018), from 128 channels 0.020 and 0.017 on its two (1 thread on a Zen 4: bf16 direct
-    // 19.5 ms, F(2x2) from 128 channels 17.1, from 64 16.4).
-    if (options.precision == Precision::BF16) {
-        winograd.max_tile = std::min<int64_t>(winograd.max_tile, 2);
-        winograd.min_channels = std::max<int64_t>(winograd.min_channels, 128);
-    }
+    // In bf16 builds a conv of 128 channels or more takes F(2x2), whose batched product the
+    // precision pass makes bf16; one of 64 to 127 stays F(4x4) in f32, which is faster than
+    // its direct bf16 conv (resnet18's 56x56 ones on a Zen 4 core: 0.84 against 1.07 ms) and
+    // rounds less. F(2x2) in bf16 on 64 channels put one of resnet18's logits 0.025 from f32's
+    // (direct bf16 0.018; bf16 asks 2e-2).
+    if (options.precision == Precision::BF16)
+        winograd.max_channels_f4 = std::min<int64_t>(winograd.max_channels_f4, 127);
     return {
         {"shape-inference", shape_inference_pass},
         {"empty-tensors", drop_empty_tensors},

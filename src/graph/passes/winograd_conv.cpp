@@ -64,7 +64,8 @@ class WinogradRewriter {
                                           g_.value(n.inputs[1]).shape[0] * block);
         for (int64_t m : {4, 2})
             if (m <= opts_.max_tile && tiles_of(y, m) >= opts_.min_tiles &&
-                channels >= (m == 4 ? opts_.min_channels_f4 : opts_.min_channels))
+                channels >= (m == 4 ? opts_.min_channels_f4 : opts_.min_channels) &&
+                (m != 4 || channels <= opts_.max_channels_f4))
                 return m;
         return 0;
     }
