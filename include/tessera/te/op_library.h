@@ -191,8 +191,8 @@ struct WinogradTile {
 /// Input transform: x [N, CB, H, W, b] (NCHW[b]c), table Bt [alpha, alpha] -> V [alpha^2,
 /// N * TH * TW, CB * b] with V[a * alpha + b', p, c] = sum_ij Bt[a, i] * Bt[b', j] *
 /// xpad[n, c / b, ty * m + i, tx * m + j, c % b] (0 outside the image), computed as rows then
-/// columns. Stages "winograd_input_pad", "winograd_input_rows", "winograd_input". Throws
-/// UserError on shapes that do not fit.
+/// columns, reading x in place (no padded copy). Stages "winograd_input_rows", "winograd_input".
+/// Throws UserError on shapes that do not fit.
 Tensor winograd_input_nchwc(const Tensor& x, const Tensor& table, const WinogradTile& t);
 /// Output transform: m [alpha^2, P, KB * b] (the batched product of V with the transformed
 /// weights), table At [m, alpha], optional bias [KB, b] -> y [N, KB, OH, OW, b] with

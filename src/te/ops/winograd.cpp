@@ -32,28 +32,38 @@ Tensor winograd_input_nchwc(const Tensor& x, const Tensor& table, const Winograd
     if (t.pad_top < 0 || t.pad_left < 0 || below < 0 || right < 0)
         throw UserError() << op << ": pads and output " << t.out_h << "x" << t.out_w
                           << " do not fit input " << shape_to_string(xs);
-    Tensor in = pad_named(x, {0, 0, t.pad_top, t.pad_left, 0}, {0, 0, below, right, 0},
-                          constant(x.dtype(), 0.0), PadMode::Constant, op + "_pad");
+    // The padded image is read in place (0 outside x), not copied into a padded buffer first:
+    // that copy's parallel split (by channel block) differs from the row stage's (by tile
+    // row), so half of what each thread read came from the other's cache.
+    auto in = [&](Expr img, Expr cblock, Expr row, Expr col, Expr lane) {
+        Expr h = row - Expr(t.pad_top), w = col - Expr(t.pad_left);
+        Expr inside = ir::logical_and(ir::logical_and(h >= Expr(0), h < Expr(xs[2])),
+                                      ir::logical_and(w >= Expr(0), w < Expr(xs[3])));
+        return ir::select(
+            inside,
+            x(img, cblock, clamp_index(h, 0, xs[2] - 1), clamp_index(w, 0, xs[3] - 1), lane),
+            constant(x.dtype(), 0.0));
+    };
     // Bt d: each tile row's alpha image rows, transformed over whole image rows, so that
     // horizontally adjacent tiles share the columns they overlap in.
     IterVar i = reduce_axis(alpha, "i");
     Tensor by_rows =
-        compute({alpha, n * th, cols, cb * block},
+        compute({n * th, alpha, cols, cb * block},
                 [&](const std::vector<Var>& v) {
-                    Expr r = v[1], c = v[3];
+                    Expr r = v[0], c = v[3];
                     Expr img = r / Expr(th), ty = r % Expr(th);
-                    return sum(table(v[0], i.var) * in(img, c / Expr(block), ty * Expr(t.m) + i.var,
+                    return sum(table(v[1], i.var) * in(img, c / Expr(block), ty * Expr(t.m) + i.var,
                                                        v[2], c % Expr(block)),
                                {i});
                 },
-                op + "_rows", {"a", "r", "w", "c"});
+                op + "_rows", {"r", "a", "w", "c"});
     // (Bt d) B: each tile's alpha columns. Tile p = (img * th + ty) * tw + tx.
     IterVar j = reduce_axis(alpha, "j");
     return compute({alpha * alpha, n * th * tw, cb * block},
                    [&](const std::vector<Var>& v) {
                        Expr a = v[0] / Expr(alpha), b = v[0] % Expr(alpha);
                        Expr p = v[1];
-                       return sum(table(b, j.var) * by_rows(a, p / Expr(tw),
+                       return sum(table(b, j.var) * by_rows(p / Expr(tw), a,
                                                             p % Expr(tw) * Expr(t.m) + j.var, v[2]),
                                   {j});
                    },
