@@ -176,8 +176,9 @@ struct WinogradOptions {
     /// is also about twice F(2x2)'s.
     int64_t min_channels = 16;
     int64_t min_channels_f4 = 64;
-    /// The most channels of a conv in F(4x4); above, F(2x2). bf16 builds set 127: F(4x4)'s
-    /// products stay f32 (the precision pass), F(2x2)'s run in bf16.
+    /// The most channels of a conv in F(4x4); above, F(2x2). bf16 builds set 127 (and
+    /// min_channels 128): F(4x4)'s products stay f32 (the precision pass), F(2x2)'s run in
+    /// bf16.
     int64_t max_channels_f4 = std::numeric_limits<int64_t>::max();
     /// The fewest output tiles (N * ceil(OH / m) * ceil(OW / m)): with few tiles the batched
     /// matmul streams the transformed weights (16/9 of the conv's) for little work, and a

@@ -28,10 +28,12 @@ std::vector<PassEntry> all_passes(const PipelineOptions& options = {}) {
     // In bf16 builds a conv of 128 channels or more takes F(2x2), whose batched product the
     // precision pass makes bf16; one of 64 to 127 stays F(4x4) in f32, which is faster than
     // its direct bf16 conv (resnet18's 56x56 ones on a Zen 4 core: 0.84 against 1.07 ms) and
-    // rounds less. F(2x2) in bf16 on 64 channels put one of resnet18's logits 0.025 from f32's
-    // (direct bf16 0.018; bf16 asks 2e-2).
-    if (options.precision == Precision::BF16)
+    // rounds less; narrower ones stay direct bf16 convs. F(2x2) in bf16 on 64 channels put one
+    // of resnet18's logits 0.025 from f32's (direct bf16 0.018; bf16 asks 2e-2).
+    if (options.precision == Precision::BF16) {
+        winograd.min_channels = std::max<int64_t>(winograd.min_channels, 128);
         winograd.max_channels_f4 = std::min<int64_t>(winograd.max_channels_f4, 127);
+    }
     return {
         {"shape-inference", shape_inference_pass},
         {"empty-tensors", drop_empty_tensors},
