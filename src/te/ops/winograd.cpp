@@ -45,7 +45,8 @@ Tensor winograd_input_nchwc(const Tensor& x, const Tensor& table, const Winograd
             constant(x.dtype(), 0.0));
     };
     // Bt d: each tile row's alpha image rows, transformed over whole image rows, so that
-    // horizontally adjacent tiles share the columns they overlap in.
+    // horizontally adjacent tiles share the columns they overlap in. Tile row first: the
+    // threads split it as they split the column stage's tiles, and mostly read their own rows.
     IterVar i = reduce_axis(alpha, "i");
     Tensor by_rows =
         compute({n * th, alpha, cols, cb * block},
