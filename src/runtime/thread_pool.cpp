@@ -61,15 +61,22 @@ template <typename Pred> bool spin_until(Pred pred) {
     }
 }
 
+/// Reads this process's affinity mask into `set`; false when the system does not say.
+bool process_affinity(cpu_set_t& set) {
+    CPU_ZERO(&set);
+    return sched_getaffinity(0, sizeof(set), &set) == 0;
+}
+
+/// The machine's hardware threads, at least 1: what a process may use when its mask is unknown.
+int hardware_threads() {
+    const unsigned hc = std::thread::hardware_concurrency();
+    return hc > 0 ? static_cast<int>(hc) : 1;
+}
+
 /// The CPUs this process may run on (its affinity mask), at least 1.
 int available_cpus() {
     cpu_set_t set;
-    CPU_ZERO(&set);
-    if (sched_getaffinity(0, sizeof(set), &set) != 0) {
-        const unsigned hc = std::thread::hardware_concurrency();
-        return hc > 0 ? static_cast<int>(hc) : 1;
-    }
-    return std::max(1, CPU_COUNT(&set));
+    return process_affinity(set) ? std::max(1, CPU_COUNT(&set)) : hardware_threads();
 }
 
 /// True on a thread that is running a chunk; a launch from there runs serially.
@@ -300,11 +307,8 @@ long read_long(const std::string& path) {
 int default_num_threads() {
     static const int cached = [] {
         cpu_set_t set;
-        CPU_ZERO(&set);
-        if (sched_getaffinity(0, sizeof(set), &set) != 0) {
-            unsigned hc = std::thread::hardware_concurrency();
-            return hc > 0 ? static_cast<int>(hc) : 1;
-        }
+        if (!process_affinity(set))
+            return hardware_threads();
         // Count distinct (package, core) pairs so SMT siblings share one thread.
         std::set<std::pair<long, long>> cores;
         int cpus = 0;

@@ -21,6 +21,12 @@ namespace fs = std::filesystem;
 
 std::string shared_models_dir() { return std::string(TESSERA_SOURCE_DIR) + "/../shared/models"; }
 
+std::string model_dir(const std::string& name) {
+    if (name == "mobilenet_tiny")
+        return std::string(TESSERA_SOURCE_DIR) + "/models/mobilenet_tiny";
+    return shared_models_dir() + "/" + name;
+}
+
 LoadedModel::LoadedModel(const std::string& so_path) {
     handle_ = dlopen(so_path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle_)

@@ -15,6 +15,9 @@ namespace tessera::testing {
 /// /work/shared/models (TESSERA_SOURCE_DIR/../shared/models).
 std::string shared_models_dir();
 
+/// The folder of a model: a shared one by name, or the bundled models/mobilenet_tiny.
+std::string model_dir(const std::string& name);
+
 /// A model library loaded with dlopen(RTLD_NOW | RTLD_LOCAL) and one instance of it. Throws
 /// std::runtime_error with dlerror() or tessera_model_last_error() on failure.
 class LoadedModel {

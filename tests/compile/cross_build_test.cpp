@@ -21,17 +21,12 @@ namespace tessera {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::model_dir;
 using testing::outputs_match;
 using testing::read_data_set;
 using testing::ScratchDir;
 
 constexpr const char* kArm = "llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-n1";
-
-std::string model_folder(const std::string& name) {
-    if (name == "mobilenet_tiny")
-        return std::string(TESSERA_SOURCE_DIR) + "/models/mobilenet_tiny";
-    return testing::shared_models_dir() + "/" + name;
-}
 
 /// qemu-aarch64 with the Debian cross libraries, or "" when either is missing.
 std::string qemu_command() {
@@ -48,7 +43,7 @@ std::string qemu_command() {
 std::vector<graph::TensorData> build_and_run(const std::string& name, const std::string& target,
                                              const std::string& runner, const ScratchDir& dir) {
     compile::BuildOptions opts;
-    opts.model_path = model_folder(name) + "/model.onnx";
+    opts.model_path = model_dir(name) + "/model.onnx";
     opts.target = parse_target(target);
     opts.jobs = 2;
     const compile::ModelBuild b = compile::prepare_model_build(opts);
@@ -56,7 +51,7 @@ std::vector<graph::TensorData> build_and_run(const std::string& name, const std:
     compile::write_model_library(b, so, opts);
 
     std::string cmd = runner + " " + so;
-    const std::vector<graph::TensorData> inputs = read_data_set(model_folder(name), 0, "input");
+    const std::vector<graph::TensorData> inputs = read_data_set(model_dir(name), 0, "input");
     for (size_t i = 0; i < inputs.size(); ++i) {
         const std::string path = dir.file(name + "_in" + std::to_string(i) + ".npy");
         graph::write_npy(path, inputs[i]);
@@ -79,8 +74,8 @@ class Aarch64Model : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(Aarch64Model, BuiltForAarch64MatchesTheReferenceUnderQemu) {
     const std::string name = GetParam();
-    if (!fs::exists(model_folder(name) + "/model.onnx"))
-        GTEST_SKIP() << "model " << name << " not found under " << model_folder(name);
+    if (!fs::exists(model_dir(name) + "/model.onnx"))
+        GTEST_SKIP() << "model " << name << " not found under " << model_dir(name);
     const std::string qemu = qemu_command();
     const std::string runner = TESSERA_RUN_MODEL_AARCH64;
     if (qemu.empty() || runner.empty())
@@ -88,7 +83,7 @@ TEST_P(Aarch64Model, BuiltForAarch64MatchesTheReferenceUnderQemu) {
                         "present when tessera was configured";
     ScratchDir dir("tessera_cross_" + name);
     const auto got = build_and_run(name, kArm, qemu + " " + runner, dir);
-    EXPECT_TRUE(outputs_match(got, read_data_set(model_folder(name), 0, "output"))) << name;
+    EXPECT_TRUE(outputs_match(got, read_data_set(model_dir(name), 0, "output"))) << name;
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, Aarch64Model,
@@ -99,7 +94,7 @@ INSTANTIATE_TEST_SUITE_P(Models, Aarch64Model,
 // target (its own fingerprint), and a build for that target serves every task from them; the
 // library still matches its reference.
 TEST(CrossBuild, TuneThroughAQemuWorkerThenBuildFromItsRecords) {
-    if (!fs::exists(model_folder("mlp") + "/model.onnx"))
+    if (!fs::exists(model_dir("mlp") + "/model.onnx"))
         GTEST_SKIP() << "shared model mlp not found";
     const std::string qemu = qemu_command();
     const std::string worker = TESSERA_MEASURE_WORKER_AARCH64;
@@ -107,7 +102,7 @@ TEST(CrossBuild, TuneThroughAQemuWorkerThenBuildFromItsRecords) {
         GTEST_SKIP() << "needs qemu-user and the aarch64 cross libraries (scripts/setup.sh), "
                         "present when tessera was configured";
     ScratchDir dir("tessera_cross_tune");
-    const std::string db = dir.file("arm.db"), model = model_folder("mlp") + "/model.onnx";
+    const std::string db = dir.file("arm.db"), model = model_dir("mlp") + "/model.onnx";
     const testing::ProcessOutput t =
         testing::run_tessera("tune " + model + " --trials 12 --json --db " + db + " --target '" +
                                  kArm + "' --runner '" + qemu + " " + worker + " --streamed-only'",
@@ -127,7 +122,7 @@ TEST(CrossBuild, TuneThroughAQemuWorkerThenBuildFromItsRecords) {
     EXPECT_EQ(b.tasks_served_by(tune::LookupTier::Exact), static_cast<int>(b.tasks.size()));
     const std::string so = dir.file("mlp.so");
     compile::write_model_library(b, so, opts);
-    graph::write_npy(dir.file("in.npy"), read_data_set(model_folder("mlp"), 0, "input")[0]);
+    graph::write_npy(dir.file("in.npy"), read_data_set(model_dir("mlp"), 0, "input")[0]);
     const testing::CommandResult r =
         testing::run_command(qemu + " " + TESSERA_RUN_MODEL_AARCH64 + " " + so + " " +
                                  dir.file("in.npy") + " --output " + dir.path(),
@@ -135,15 +130,15 @@ TEST(CrossBuild, TuneThroughAQemuWorkerThenBuildFromItsRecords) {
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_TRUE(outputs_match(
         {graph::read_npy(dir.file("output_0.npy")), graph::read_npy(dir.file("output_1.npy"))},
-        read_data_set(model_folder("mlp"), 0, "output")));
+        read_data_set(model_dir("mlp"), 0, "output")));
 }
 
 TEST(CrossBuild, TheRunnerRunsHostLibrariesToo) {
-    if (!fs::exists(model_folder("mlp") + "/model.onnx"))
+    if (!fs::exists(model_dir("mlp") + "/model.onnx"))
         GTEST_SKIP() << "shared model mlp not found";
     ScratchDir dir("tessera_cross_host");
     const auto got = build_and_run("mlp", "llvm", TESSERA_RUN_MODEL, dir);
-    EXPECT_TRUE(outputs_match(got, read_data_set(model_folder("mlp"), 0, "output")));
+    EXPECT_TRUE(outputs_match(got, read_data_set(model_dir("mlp"), 0, "output")));
     // A wrong input is one error line and exit 1.
     const testing::CommandResult r = testing::run_command(
         std::string(TESSERA_RUN_MODEL) + " " + dir.file("mlp.so") + " " + dir.file("mlp.so"),

@@ -32,16 +32,10 @@ namespace tessera {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::model_dir;
 using testing::outputs_match;
 using testing::read_data_set;
 using testing::ScratchDir;
-
-/// The folder of a model: the shared ones, or the bundled mobilenet_tiny.
-std::string model_dir(const std::string& name) {
-    if (name == "mobilenet_tiny")
-        return std::string(TESSERA_SOURCE_DIR) + "/models/mobilenet_tiny";
-    return testing::shared_models_dir() + "/" + name;
-}
 
 bool have_model(const std::string& name) { return fs::exists(model_dir(name) + "/model.onnx"); }
 
