@@ -180,9 +180,10 @@ Built build_winograd(const Values& v, bool input) {
         Tensor table = placeholder({alpha, alpha}, f32, "table");
         Tensor y = winograd_input_nchwc(x, table, t);
         // The table is not a weight: as in a model's task (task extraction), it is read by
-        // broadcasts and never packed. Rows (alpha per tile row and column) then columns.
-        const double rows = double(alpha) * alpha * n * t.tiles_h() *
-                            (t.tiles_w() * m + alpha - m) * x.shape()[1] * block;
+        // broadcasts and never packed. Rows (alpha values per tile row and image column, alpha
+        // multiply-adds each) then columns (alpha multiply-adds per output).
+        const double rows =
+            double(alpha) * n * t.tiles_h() * (t.tiles_w() * m + alpha - m) * x.shape()[1] * block;
         return single({x, table}, y, 2.0 * alpha * (rows + elems(y)));
     }
     t.out_h = v["h"];
