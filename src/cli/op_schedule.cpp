@@ -8,8 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include "json_output.h"
-#include "tune_command.h"
 #include "tessera/backends/host.h"
+#include "tessera/backends/llvm.h"
+#include "tune_command.h"
 #ifdef TESSERA_HAVE_CUDA
 #include "tessera/backends/cuda.h"
 #endif
@@ -177,8 +178,8 @@ void print_cuda(const OpScheduleOptions& opts, const te::OpInstance& inst, std::
     }
     for (const auto& k : src.kernels)
         out << fmt::format("// kernel {}: grid ({}, {}, {}), block ({}, {}, {}), {} shared bytes\n",
-                           k.name, k.dims.grid[0], k.dims.grid[1], k.dims.grid[2],
-                           k.dims.block[0], k.dims.block[1], k.dims.block[2], k.shared_bytes);
+                           k.name, k.dims.grid[0], k.dims.grid[1], k.dims.grid[2], k.dims.block[0],
+                           k.dims.block[1], k.dims.block[2], k.shared_bytes);
     out << src.code;
 #else
     (void)opts;
@@ -211,8 +212,11 @@ void print_default_schedule(const OpScheduleOptions& opts, std::ostream& out) {
 
 void print_lowered(const OpScheduleOptions& opts, std::ostream& out) {
     te::OpInstance inst = te::make_op(opts.spec);
-    if (checked_target(opts.target, opts.tf32, /*may_cross=*/true).is_cuda())
+    if (checked_target(opts.target, opts.tf32, /*may_cross=*/true).is_cuda()) {
+        if (opts.assembly)
+            throw UserError() << "--asm: only for --target llvm (CUDA prints its C source)";
         return print_cuda(opts, inst, out);
+    }
     ir::LoweredFunc f;
     if (opts.schedule_file.empty()) {
         f = lower::lower_default(inst.compute, "kernel");
@@ -224,16 +228,24 @@ void print_lowered(const OpScheduleOptions& opts, std::ostream& out) {
             throw UserError() << "schedule " << opts.schedule_file << ": " << e.what();
         }
     }
+    std::string assembly;
+    if (opts.assembly) {
+        backend::CompileOptions co;
+        co.keep_assembly = true;
+        assembly = backend::JitModule::compile({f}, co)->assembly();
+    }
     if (opts.json) {
         nlohmann::ordered_json j;
         j["op"] = inst.canonical_spec;
         j["schedule"] = opts.schedule_file.empty() ? nlohmann::ordered_json()
                                                    : nlohmann::ordered_json(opts.schedule_file);
         j["ir"] = ir::to_string(f);
+        if (opts.assembly)
+            j["asm"] = assembly;
         out << j.dump() << "\n";
         return;
     }
-    out << ir::to_string(f);
+    out << (opts.assembly ? assembly : ir::to_string(f));
 }
 
 } // namespace tessera::cli

@@ -23,6 +23,9 @@ struct OpScheduleOptions {
     /// prints the generated CUDA C).
     std::string target = "llvm";
     bool tf32 = false; ///< cuda: f32 matrix products may use TF32 tensor cores.
+    /// `lower`, llvm: print the x86/Arm assembly LLVM generates for this CPU instead of the
+    /// loop IR (what `op run` executes, for reading the inner loops).
+    bool assembly = false;
 };
 
 /// Reads a schedule file (the versioned step-list JSON of `op sample`) and replays it on c.

@@ -182,6 +182,12 @@ TEST(Cli, SampledSchedulesRunAndLower) {
     ASSERT_EQ(s.code, 0) << s.out;
     const std::string base = run_tessera("op lower " + spec).out;
     EXPECT_EQ(base.rfind("func kernel(", 0), 0u) << base;
+    // --asm: the machine code of the same nest (the kernel's symbol and a return in it).
+    const Output asm_out = run_tessera("op lower " + spec + " --asm");
+    ASSERT_EQ(asm_out.code, 0) << asm_out.out;
+    EXPECT_NE(asm_out.out.find("kernel:"), std::string::npos) << asm_out.out;
+    EXPECT_NE(asm_out.out.find("ret"), std::string::npos) << asm_out.out;
+    EXPECT_EQ(asm_out.out.find("func kernel("), std::string::npos) << asm_out.out;
     int k = 0;
     for (const auto& line : lines_of(s.out)) {
         const std::string file = write_temp("sample" + std::to_string(k++) + ".json", line + "\n");
