@@ -84,6 +84,15 @@ void GradientTaskScheduler::record_round(int task, double best_secs) {
         s.dead = true;
 }
 
+void GradientTaskScheduler::revise_last_round(int task, double best_secs) {
+    check_index(task);
+    TESSERA_CHECK(!(best_secs < 0)) << "negative best time " << best_secs << " for task " << task;
+    TaskState& s = states_[size_t(task)];
+    TESSERA_CHECK(!s.history.empty()) << "task " << task << " revised before its first round";
+    s.best = std::min(s.best, best_secs);
+    s.history.back() = std::min(s.history.back(), best_secs);
+}
+
 void GradientTaskScheduler::mark_exhausted(int task) {
     check_index(task);
     states_[size_t(task)].exhausted = true;
@@ -208,10 +217,18 @@ class TasksTuner {
         report(-1, false);
 
         const int per_round = round_size();
+        bool retimed = false;
         while (!finished()) {
             const int task = scheduler_.next_task();
             if (task < 0)
                 break; // every task exhausted or dead
+            if (!retimed && scheduler_.rounds(task) > 0) {
+                // Every task has had its seed round: each best measured once more, seconds
+                // later, before the scheduler ranks the tasks by them.
+                retimed = true;
+                retime_bests();
+                continue;
+            }
             const bool warm_up = scheduler_.rounds(task) == 0;
             int n = per_round;
             if (search_.num_trials > 0)
@@ -263,6 +280,24 @@ class TasksTuner {
     }
 
   private:
+    /// One more measurement of each live task's best (TaskTuningSession::run_retime_round),
+    /// task by task until the trials or the time run out.
+    void retime_bests() {
+        for (size_t i = 0; i < tasks_.size() && !finished(); ++i) {
+            if (!sessions_[i] || !scheduler_.is_live(int(i)))
+                continue;
+            TaskTuningSession& session = *sessions_[i];
+            const int measured = session.run_retime_round(deadline_);
+            if (measured == 0)
+                continue;
+            TuneResult r = session.result();
+            result_.trials += measured;
+            if (r.best)
+                scheduler_.revise_last_round(int(i), r.best->median_secs);
+            result_.tasks[i] = std::move(r);
+        }
+    }
+
     static std::vector<SchedulerTask> scheduler_tasks(const std::vector<TaskToTune>& tasks) {
         std::vector<SchedulerTask> out;
         for (size_t i = 0; i < tasks.size(); ++i) {
@@ -359,8 +394,8 @@ class TasksTuner {
     std::vector<std::optional<TaskTuningSession>> sessions_;
     std::vector<std::unique_ptr<cost::CostModel>> models_; ///< One per task, made with its session.
     std::function<double()> clock_;
-    double start_;    ///< clock_() when the call began.
-    double deadline_; ///< start_ + the time budget (+infinity: none).
+    double start_;                 ///< clock_() when the call began.
+    double deadline_;              ///< start_ + the time budget (+infinity: none).
     int round_task_ = -1;          ///< The task of the round in progress.
     int round_trials_before_ = 0;  ///< Its session's trials before that round.
     double search_round_secs_ = 0; ///< Time of the searched rounds (not seed rounds) so far,

@@ -8,6 +8,8 @@
 #include <optional>
 #include <unordered_map>
 
+#include <nlohmann/json.hpp>
+
 #include "tessera/schedule/default_schedule.h"
 #include "tessera/schedule/lower_state.h"
 #include "tessera/schedule/mutation.h"
@@ -138,6 +140,31 @@ class TaskTuner {
         const int measured = measure_and_commit(picks, pick_json, deadline);
         if (measured > 0)
             finish_round();
+        return measured;
+    }
+
+    /// See TaskTuningSession::run_retime_round.
+    int run_retime_round(double deadline) {
+        const std::optional<TuningRecord> best = best_record();
+        if (!best || (opts_.num_trials > 0 && result_.trials >= opts_.num_trials))
+            return 0;
+        int times = 0;
+        for (const TuningRecord& r : db_.records_of(result_.workload_key))
+            times += r.target == target_.target && r.fingerprint == target_.fingerprint &&
+                     r.schedule_json == best->schedule_json;
+        if (times >= 2)
+            return 0;
+        sched::State s;
+        try {
+            s = sched::replay(c_, sched::steps_from_json(best->schedule_json));
+        } catch (const ScheduleError&) { // recorded by this tessera: not expected
+            return 0;
+        } catch (const UserError&) {
+            return 0;
+        }
+        const int measured = measure_and_commit({&s}, {best->schedule_json}, deadline, true);
+        if (measured > 0)
+            report_progress();
         return measured;
     }
 
@@ -413,7 +440,8 @@ class TaskTuner {
     /// time per candidate seen so far, and none starts once not one fits. Returns how many were
     /// measured.
     int measure_and_commit(const std::vector<const sched::State*>& picks,
-                           const std::vector<std::string>& pick_json, double deadline) {
+                           const std::vector<std::string>& pick_json, double deadline,
+                           bool retime = false) {
         size_t done = 0;
         while (done < picks.size()) {
             size_t batch = size_t(opts_.commit_every);
@@ -429,9 +457,11 @@ class TaskTuner {
             }
             const size_t end = std::min(picks.size(), done + batch);
             const double t0 = clock_();
-            measure_and_commit_batch(
-                std::vector<const sched::State*>(picks.begin() + long(done), picks.begin() + long(end)),
-                std::vector<std::string>(pick_json.begin() + long(done), pick_json.begin() + long(end)));
+            measure_and_commit_batch(std::vector<const sched::State*>(picks.begin() + long(done),
+                                                                      picks.begin() + long(end)),
+                                     std::vector<std::string>(pick_json.begin() + long(done),
+                                                              pick_json.begin() + long(end)),
+                                     retime);
             measuring_secs_ += clock_() - t0;
             measured_count_ += int(end - done);
             done = end;
@@ -441,8 +471,10 @@ class TaskTuner {
         return int(done);
     }
 
+    /// retime: the picks were measured before; their records say so in their measurement
+    /// settings ("retime": true), so that a repeated measurement is told from a duplicate.
     void measure_and_commit_batch(const std::vector<const sched::State*>& picks,
-                                  const std::vector<std::string>& pick_json) {
+                                  const std::vector<std::string>& pick_json, bool retime) {
         std::vector<sched::State> states;
         states.reserve(picks.size());
         for (const sched::State* s : picks)
@@ -451,7 +483,12 @@ class TaskTuner {
         TESSERA_CHECK(results.size() == states.size())
             << "measurer returned " << results.size() << " results for " << states.size()
             << " candidates";
-        const std::string settings = measurer_.settings_json();
+        std::string settings = measurer_.settings_json();
+        if (retime) {
+            nlohmann::json j = nlohmann::json::parse(settings);
+            j["retime"] = true;
+            settings = j.dump();
+        }
         std::vector<TuningRecord> records;
         records.reserve(results.size());
         for (size_t i = 0; i < results.size(); ++i) {
@@ -617,6 +654,10 @@ bool TaskTuningSession::run_round(int max_candidates, double deadline) {
 
 int TaskTuningSession::run_seed_round(double deadline) {
     return impl_->tuner.run_seed_round(deadline);
+}
+
+int TaskTuningSession::run_retime_round(double deadline) {
+    return impl_->tuner.run_retime_round(deadline);
 }
 
 double TaskTuningSession::elapsed_secs() const { return impl_->tuner.elapsed(); }

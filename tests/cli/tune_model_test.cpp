@@ -22,8 +22,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tessera/tuner/database.h"
 #include "common/tessera_process.h"
+#include "tessera/tuner/database.h"
 
 namespace {
 
@@ -164,18 +164,20 @@ TEST_F(TuneModelCli, ProgressNamesTheTaskAndTheCurveHasOneRowPerRound) {
                     path("run"));
     ASSERT_EQ(o.code, 0) << o.out << o.err;
     // Not a terminal: one line at the start and one per committed round: four seed rounds (a
-    // default schedule each), then searched rounds of 8 (44 trials) and one of the 4 left.
+    // default schedule each), each best measured once more (4 trials, no round), then five
+    // searched rounds of 8.
     const std::vector<std::string> progress = lines_of(o.err);
-    ASSERT_EQ(progress.size(), 1u + 10) << o.err;
+    ASSERT_EQ(progress.size(), 1u + 9) << o.err;
     EXPECT_NE(progress[1].find("round 1 tuned task 1/4 gemm+relu"), std::string::npos) << o.err;
     EXPECT_NE(progress[4].find("round 4 tuned task 4/4 softmax"), std::string::npos) << o.err;
     EXPECT_NE(progress.back().find("48/48 trials"), std::string::npos) << o.err;
     EXPECT_NE(progress.back().find("e2e "), std::string::npos) << o.err;
     const std::vector<std::string> curve = lines_of(read_text(path("curve.csv")));
-    ASSERT_EQ(curve.size(), 1u + 10);
+    ASSERT_EQ(curve.size(), 1u + 9);
     EXPECT_EQ(curve[0], "round,trials,seconds,estimated_ms");
     EXPECT_EQ(curve[4].rfind("4,4,", 0), 0u) << curve[4];
-    EXPECT_EQ(curve[10].rfind("10,48,", 0), 0u) << curve[10];
+    EXPECT_EQ(curve[5].rfind("5,16,", 0), 0u) << curve[5]; // 4 seeds, 4 retimes, 8 searched
+    EXPECT_EQ(curve[9].rfind("9,48,", 0), 0u) << curve[9];
     // The text summary: the estimate and one row per task.
     EXPECT_NE(o.out.find("estimate  - before -> "), std::string::npos) << o.out;
     EXPECT_NE(o.out.find("softmax"), std::string::npos) << o.out;

@@ -198,7 +198,11 @@ std::string content_of(const TuningRecord& r) {
 
 /// What one measurement is of: the same schedule of a workload on the same target and machine.
 std::string measurement_of(const TuningRecord& r) {
-    return nlohmann::json({r.workload_key, r.target, r.fingerprint, r.schedule_json}).dump();
+    // A tune measures each task's best once more after the seed rounds (marked "retime"):
+    // that second measurement is no duplicate, a third one would be.
+    const bool retime = nlohmann::json::parse(r.measure_settings_json).value("retime", false);
+    return nlohmann::json({r.workload_key, r.target, r.fingerprint, r.schedule_json, retime})
+        .dump();
 }
 
 /// Every record of a database, by id, read through the TuningDatabase API.

@@ -8,6 +8,8 @@
 #include <limits>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "tessera/cost_model/cost_model.h"
 #include "tessera/support/error.h"
 #include "tessera/te/op_registry.h"
@@ -85,6 +87,28 @@ TEST(GradientTaskScheduler, NextRoundGoesToTheLargestGradientByHand) {
         s.record_round(1, b);
     EXPECT_NEAR(s.gradient(1), -0.72, 1e-12);
     EXPECT_EQ(s.next_task(), 2);
+}
+
+TEST(GradientTaskScheduler, ARevisedRoundIsNoProgress) {
+    // Task 0's seed measured 10 at a bad moment, 4 when measured again: with the revision its
+    // history reads 4, 4, 4, 4 after three searched rounds that found nothing better
+    // (backward 0, as task 1's); kept as 10, 4, 4, 4, the retime would count as progress of
+    // the search (backward (4 - 10) / 3).
+    GradientTaskScheduler s({{1, 1e6, "x"}, {1, 1e6, "y"}});
+    warm_up(s, {10, 4});
+    s.revise_last_round(0, 4);
+    EXPECT_EQ(s.rounds(0), 1);
+    EXPECT_EQ(s.estimated_latency(), 8);
+    for (int r = 0; r < 3; ++r) {
+        s.record_round(0, 4);
+        s.record_round(1, 4);
+    }
+    EXPECT_NEAR(s.gradient(0), s.gradient(1), 1e-12);
+    // A revision never raises the best.
+    s.revise_last_round(1, 7);
+    EXPECT_EQ(s.estimated_latency(), 8);
+    GradientTaskScheduler fresh({{1, 1e6, "x"}});
+    EXPECT_THROW(fresh.revise_last_round(0, 1), InternalError);
 }
 
 TEST(GradientTaskScheduler, SimilarTasksPullASlowTaskForward) {
@@ -223,7 +247,8 @@ TEST(TuneTasks, SeedRoundsThenGradientRoundsCommitEveryTask) {
         tune_tasks(tasks, kTarget, db, kRandomModel, *measurer, small_options(7, 80), {},
                    [&](const TasksProgress& p) { progress.push_back(p); });
     EXPECT_EQ(r.trials, 80);
-    // Three seed rounds (each task's default schedule), then ceil(77 / 8) searched rounds.
+    // Three seed rounds (each task's default schedule), each best measured once more (no
+    // round of its own), then ceil(74 / 8) searched rounds.
     ASSERT_EQ(r.round_tasks.size(), 13u);
     EXPECT_EQ(std::vector<int>(r.round_tasks.begin(), r.round_tasks.begin() + 3),
               (std::vector<int>{0, 1, 2}));
@@ -235,6 +260,17 @@ TEST(TuneTasks, SeedRoundsThenGradientRoundsCommitEveryTask) {
         EXPECT_GE(r.tasks[i].trials, 1) << "task " << i;
         ASSERT_TRUE(r.tasks[i].best.has_value());
         trials += r.tasks[i].trials;
+        // The seed measured twice: once in its round, once marked as a retime.
+        int retimes = 0;
+        std::string retimed;
+        for (const TuningRecord& rec : db.records_of(r.tasks[i].workload_key))
+            if (nlohmann::json::parse(rec.measure_settings_json).value("retime", false)) {
+                ++retimes;
+                retimed = rec.schedule_json;
+            }
+        EXPECT_EQ(retimes, 1) << "task " << i;
+        EXPECT_EQ(db.records_of(r.tasks[i].workload_key).front().schedule_json, retimed)
+            << "task " << i;
     }
     EXPECT_EQ(trials, 80);
     // The estimate is the count-weighted sum of the bests.
@@ -312,8 +348,9 @@ TEST(TuneTasks, CancelFlagStopsAfterTheRoundInProgress) {
         });
     EXPECT_TRUE(r.cancelled);
     EXPECT_EQ(r.round_tasks.size(), 4u);
-    EXPECT_EQ(r.trials, 3 + 8); // three seed rounds of one, then one searched round
-    EXPECT_EQ(db.num_records(), 11);
+    // Three seed rounds of one, the three bests retimed, then one searched round.
+    EXPECT_EQ(r.trials, 3 + 3 + 8);
+    EXPECT_EQ(db.num_records(), 14);
 
     // tune_task reads the flag between its rounds too.
     const te::OpInstance op = te::make_op("matmul:m=13,n=7,k=127");

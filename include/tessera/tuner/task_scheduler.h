@@ -4,7 +4,8 @@
 // The policy is Ansor's gradient task scheduler. The objective is the estimated end-to-end
 // latency f = sum over tasks of count_i x g_i, where g_i is task i's best measured time and
 // count_i how often the task runs per model run. After a warm-up that gives every task one
-// round (tune_tasks makes it the seed round), in task order, each round goes to the live task with the most negative gradient
+// round (tune_tasks makes it the seed round), in task order, each round goes to the live task with
+// the most negative gradient
 //   grad_i = count_i x (alpha x backward_i + (1 - alpha) x forward_i)
 // where, with t_i the rounds task i had and h_i(1..t_i) its best time after each of them,
 //   backward_i = (h_i(t_i) - h_i(t_i - w)) / w when t_i > w (w = backward_window), else 0:
@@ -83,6 +84,10 @@ class GradientTaskScheduler {
     /// One round of `task` finished; `best_secs` is its best time after the round (+infinity
     /// while it has no correct measurement). A first round without one makes the task dead.
     void record_round(int task, double best_secs);
+    /// The best time after `task`'s latest round was in fact `best_secs` (a re-measurement of
+    /// its best): lowers the best and that round's entry of the history, so the correction
+    /// does not count as progress of a later round. Pre: the task had a round.
+    void revise_last_round(int task, double best_secs);
     /// `task` has nothing left to measure: it is never picked again.
     void mark_exhausted(int task);
 
