@@ -280,6 +280,8 @@ TEST(DefaultSchedule, BlockedOneByOneConvKeepsItsTileOverTheWholeChannelLoop) {
 }
 
 /// The auto_unroll_max_step of the stage that reduces (the register tile).
+int64_t register_tile_extent(const State& s, const std::string& axis);
+
 int64_t tile_unroll_steps(const State& s) {
     for (const sched::Stage& st : s.stages)
         if (!st.is_input() && st.has_reduce() && st.location.kind != sched::ComputeLocKind::Inlined)
@@ -311,6 +313,14 @@ TEST(DefaultSchedule, WindowTilesUnrollTheirWholeWindowAtEveryVectorWidth) {
     // A GEMM-like stage (a long reduction, no window) keeps 512.
     const te::OpInstance mm = te::make_op("matmul:m=13,n=64,k=256");
     EXPECT_EQ(tile_unroll_steps(sched::default_schedule(mm.compute, o16)), 512);
+    // A window tile takes as many vectors per row as divide its vector axis, so it has no
+    // partial tile and its window unrolls: 48 columns (3 vectors of 16) in tiles of one
+    // vector, not two (by 8 of the 16 rows).
+    const te::OpInstance dw = te::make_op("depthwise_conv2d:n=1,c=3,h=16,w=48,r=3,pad=1");
+    const State sd = sched::default_schedule(dw.compute, o16);
+    EXPECT_EQ(register_tile_extent(sd, "ow"), 16) << sched::to_string(sd);
+    EXPECT_EQ(tile_unroll_steps(sd), 2304) << sched::to_string(sd);
+    expect_lowers_and_matches(dw.compute, sd, o16, 19);
 }
 
 TEST(DefaultSchedule, DepthwisePaddingIsReadInPlace) {
