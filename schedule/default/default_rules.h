@@ -28,6 +28,10 @@ State fill_fixed_tile_sizes(const State& sketch, const DefaultScheduleOptions& o
 /// The root axis (index into the stage's nodes: spatial axes, then reduce axes) that
 /// iterator node `node` was split from, or -1 when it comes from a fuse.
 int root_axis(const Stage& st, int node);
+/// The root axis of st's innermost spatial loop, the one the default schedule vectorizes (the
+/// sketch rules put the weight's axis or the contiguous axis there); -1 when it has none or it
+/// comes from a fuse.
+int vector_axis(const Stage& st);
 
 /// Whether st reduces like a GEMM: a reduction of at least 128 steps without a kernel window
 /// (matmul, dense, 1x1 convolution). Its default tile accumulates over the whole reduction in

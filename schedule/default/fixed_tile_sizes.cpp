@@ -207,11 +207,7 @@ void add_cache_tile(const Stage& st, const DefaultScheduleOptions& opts, Registe
 /// width axis the innermost other spatial axis of extent > 1.
 RegisterTile register_tile(const Stage& st, const DefaultScheduleOptions& opts) {
     RegisterTile t;
-    for (auto it = st.iters.rbegin(); it != st.iters.rend(); ++it)
-        if (it->kind == IterKind::Spatial) {
-            t.vector_axis = root_axis(st, it->node);
-            break;
-        }
+    t.vector_axis = vector_axis(st);
     const int n_axes = static_cast<int>(std::min(st.axes.size(), st.tensor.shape().size()));
     if (t.vector_axis < 0 || t.vector_axis >= n_axes)
         return RegisterTile{};
@@ -221,6 +217,7 @@ RegisterTile register_tile(const Stage& st, const DefaultScheduleOptions& opts) 
             break;
         }
     const int64_t lanes = std::max<int64_t>(1, opts.vector_lanes);
+    const ReduceShape reduce = reduce_shape(st);
     // Whole-tensor extents: an attached stage's loops cover only the region it is computed for.
     const std::vector<int64_t>& shape = st.tensor.shape();
     const int64_t ev = shape[static_cast<size_t>(t.vector_axis)];
@@ -232,14 +229,14 @@ RegisterTile register_tile(const Stage& st, const DefaultScheduleOptions& opts) 
     // registers takes four vectors by six rows: 24 accumulators, 4 vector loads and 6
     // broadcasts per reduction step (as the hand-written sgemm of bench/sgemm_ir.cpp).
     const int64_t want_vectors =
-        ew < 4 ? 4 : (registers == 32 && reduce_shape(st).gemm_like() ? 4 : 2);
+        ew < 4 ? 4 : (registers == 32 && reduce.gemm_like() ? 4 : 2);
     int64_t vectors = std::min(want_vectors, ev / lanes);
     // A window's tile that does not divide its vector axis leaves a partial last tile, which
     // keeps the window rolled (annotate_fixed: unrolled, SqueezeNet's partial tiles spilled):
     // fewer vectors per row that divide it instead. An NCHW depthwise conv along 112 columns
     // in tiles of 2 x 16 lanes ran 0.148 ms on a Zen 4 core, in tiles of one vector by 8 rows
     // with the window unrolled 0.099.
-    if (reduce_shape(st).window && ev % lanes == 0)
+    if (reduce.window && ev % lanes == 0)
         while (vectors > 1 && (ev / lanes) % vectors != 0)
             --vectors;
     t.vector_extent = vectors >= 1 ? vectors * lanes : ev;
@@ -274,7 +271,7 @@ RegisterTile register_tile(const Stage& st, const DefaultScheduleOptions& opts) 
     // per loaded vector.
     if (t.width_axis < 0)
         t.width_extent = 1;
-    else if (reduce_shape(st).gemm_like())
+    else if (reduce.gemm_like())
         t.width_extent = std::min(ew, max_rows);
     else
         t.width_extent = tile_rows(ew, max_rows);
@@ -301,6 +298,13 @@ int root_axis(const Stage& st, int node) {
             return -1;
     }
     return node;
+}
+
+int vector_axis(const Stage& st) {
+    for (auto it = st.iters.rbegin(); it != st.iters.rend(); ++it)
+        if (it->kind == IterKind::Spatial)
+            return root_axis(st, it->node);
+    return -1;
 }
 
 bool is_gemm_like(const Stage& st) { return reduce_shape(st).gemm_like(); }

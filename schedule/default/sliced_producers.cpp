@@ -62,18 +62,15 @@ std::vector<bool> guarded_axes(const Stage& st) {
     return guarded;
 }
 
-/// Whether `reader` indexes a guarded axis of `producer` with its vector axis (the root axis
-/// of its innermost spatial loop): inlined, the guard would split its vectors.
+/// Whether `reader` indexes a guarded axis of `producer` with its vector axis: inlined, the
+/// guard would split its vectors.
 bool guard_crosses_lanes(const Stage& producer, const Stage& reader) {
-    int vector_axis = -1;
-    for (auto it = reader.iters.rbegin(); it != reader.iters.rend() && vector_axis < 0; ++it)
-        if (it->kind == IterKind::Spatial)
-            vector_axis = root_axis(reader, it->node);
-    if (vector_axis < 0 || vector_axis >= static_cast<int>(reader.axes.size()) ||
+    const int lanes_axis = vector_axis(reader);
+    if (lanes_axis < 0 || lanes_axis >= static_cast<int>(reader.axes.size()) ||
         !reader.body.defined())
         return false;
     const std::vector<bool> guarded = guarded_axes(producer);
-    const ir::Variable* lane = reader.axes[static_cast<size_t>(vector_axis)].get();
+    const ir::Variable* lane = reader.axes[static_cast<size_t>(lanes_axis)].get();
     bool crosses = false;
     for_each_read(inline_lets(reader.body), [&](const ir::TensorRead* r) {
         if (r->tensor.get() != producer.tensor.get())
