@@ -228,8 +228,7 @@ RegisterTile register_tile(const Stage& st, const DefaultScheduleOptions& opts) 
     // of 1) more vectors per row hide the FMA latency instead. A GEMM-like tile with 32
     // registers takes four vectors by six rows: 24 accumulators, 4 vector loads and 6
     // broadcasts per reduction step (as the hand-written sgemm of bench/sgemm_ir.cpp).
-    const int64_t want_vectors =
-        ew < 4 ? 4 : (registers == 32 && reduce.gemm_like() ? 4 : 2);
+    const int64_t want_vectors = ew < 4 ? 4 : (registers == 32 && reduce.gemm_like() ? 4 : 2);
     int64_t vectors = std::min(want_vectors, ev / lanes);
     // A window's tile that does not divide its vector axis leaves a partial last tile, which
     // keeps the window rolled (annotate_fixed: unrolled, SqueezeNet's partial tiles spilled):
