@@ -244,4 +244,12 @@ std::string emit_llvm_ir(std::vector<ir::LoweredFunc> funcs, const CompileOption
     return detail::module_to_string(*m);
 }
 
+std::string emit_assembly(std::vector<ir::LoweredFunc> funcs, const CompileOptions& opts) {
+    detail::TargetSpec spec = detail::target_spec(opts);
+    std::unique_ptr<llvm::TargetMachine> tm = detail::create_target_machine(spec);
+    llvm::LLVMContext ctx;
+    std::unique_ptr<llvm::Module> m = detail::build_module(funcs, ctx, *tm, spec, opts);
+    return detail::emit_machine_code(*m, *tm, true);
+}
+
 } // namespace tessera::backend

@@ -140,8 +140,8 @@ int main(int argc, char** argv) {
                           "loop nest");
     cli::add_json_flag(lower_cmd, sched_opts.json);
     lower_cmd->add_flag("--asm", sched_opts.assembly,
-                        "Print the assembly LLVM generates for this CPU (what `op run` runs) "
-                        "instead of the loop IR");
+                        "Print the assembly LLVM generates for --target's CPU (by default this "
+                        "one: what `op run` runs) instead of the loop IR");
     add_target(lower_cmd, "llvm: print the loop IR; cuda: print the CUDA C of --schedule or of "
                           "the GPU default schedule (what `op run --target cuda` compiles), "
                           "each kernel's launch dimensions first");

@@ -212,7 +212,8 @@ void print_default_schedule(const OpScheduleOptions& opts, std::ostream& out) {
 
 void print_lowered(const OpScheduleOptions& opts, std::ostream& out) {
     te::OpInstance inst = te::make_op(opts.spec);
-    if (checked_target(opts.target, opts.tf32, /*may_cross=*/true).is_cuda()) {
+    const Target target = checked_target(opts.target, opts.tf32, /*may_cross=*/true);
+    if (target.is_cuda()) {
         if (opts.assembly)
             throw UserError() << "--asm: only for --target llvm (CUDA prints its C source)";
         return print_cuda(opts, inst, out);
@@ -230,9 +231,8 @@ void print_lowered(const OpScheduleOptions& opts, std::ostream& out) {
     }
     std::string assembly;
     if (opts.assembly) {
-        backend::CompileOptions co;
-        co.keep_assembly = true;
-        assembly = backend::JitModule::compile({f}, co)->assembly();
+        // For the target's CPU, as a build for it compiles (not necessarily this one).
+        assembly = backend::emit_assembly({f}, backend::compile_options_for(target));
     }
     if (opts.json) {
         nlohmann::ordered_json j;

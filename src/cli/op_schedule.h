@@ -23,8 +23,8 @@ struct OpScheduleOptions {
     /// prints the generated CUDA C).
     std::string target = "llvm";
     bool tf32 = false; ///< cuda: f32 matrix products may use TF32 tensor cores.
-    /// `lower`, llvm: print the x86/Arm assembly LLVM generates for this CPU instead of the
-    /// loop IR (what `op run` executes, for reading the inner loops).
+    /// `lower`, llvm: print the x86/Arm assembly LLVM generates for the target's CPU (this one
+    /// by default: what `op run` executes) instead of the loop IR.
     bool assembly = false;
 };
 

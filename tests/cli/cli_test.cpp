@@ -188,6 +188,13 @@ TEST(Cli, SampledSchedulesRunAndLower) {
     EXPECT_NE(asm_out.out.find("kernel:"), std::string::npos) << asm_out.out;
     EXPECT_NE(asm_out.out.find("ret"), std::string::npos) << asm_out.out;
     EXPECT_EQ(asm_out.out.find("func kernel("), std::string::npos) << asm_out.out;
+    // For another CPU's target, that CPU's code: Arm loads, no x86 registers, no warnings.
+    const Output arm = run_tessera("op lower " + spec + " --asm --target \"llvm " +
+                                   "-mtriple=aarch64-linux-gnu -mcpu=neoverse-n1\"");
+    ASSERT_EQ(arm.code, 0) << arm.out;
+    EXPECT_NE(arm.out.find("ldr"), std::string::npos) << arm.out;
+    EXPECT_EQ(arm.out.find("%r"), std::string::npos) << arm.out;
+    EXPECT_EQ(arm.out.find("not a recognized processor"), std::string::npos) << arm.out;
     int k = 0;
     for (const auto& line : lines_of(s.out)) {
         const std::string file = write_temp("sample" + std::to_string(k++) + ".json", line + "\n");

@@ -104,6 +104,10 @@ void emit_object_file(std::vector<ir::LoweredFunc> funcs, const std::string& pat
 /// The optimized LLVM IR text of funcs, without compiling to machine code.
 std::string emit_llvm_ir(std::vector<ir::LoweredFunc> funcs, const CompileOptions& opts = {});
 
+/// The assembly text of funcs for opts' CPU (any triple LLVM has a backend for), without
+/// loading the code into this process.
+std::string emit_assembly(std::vector<ir::LoweredFunc> funcs, const CompileOptions& opts = {});
+
 /// Registers LLVM's native target and detects the host CPU, once per process (thread-safe;
 /// later calls return at once). A process that forks children to compile in (the tuner's
 /// builder) calls it first, so that no child starts while another thread holds the locks
