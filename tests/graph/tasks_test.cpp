@@ -243,6 +243,14 @@ TEST(Tasks, CountFlopsOfMatmulAndConv) {
     const te::Tensor yb = te::placeholder({9, 14}, ir::DataType::bf16(), "yb");
     EXPECT_EQ(te::count_flops(te::make_compute({ab, yb}, {te::bf16_matmul_nt(ab, yb)})),
               2 * 7 * 14 * 9);
+    // 8-bit products too (a word's dot4_u8s8 is four multiply-adds), plus the dequantizing
+    // scale's one float multiply per output; the integer offset add is no float operation.
+    const te::Tensor xq = te::placeholder({7, 12}, ir::DataType::u8(), "xq");
+    const te::Tensor wq = te::placeholder({3, 5}, ir::DataType::i32(), "wq");
+    const te::Tensor off = te::placeholder({5}, ir::DataType::i32(), "off");
+    const te::Tensor sc = te::placeholder({5}, ir::DataType::f32(), "sc");
+    EXPECT_EQ(te::count_flops(te::make_compute({xq, wq, off, sc}, {te::qmatmul(xq, wq, off, sc)})),
+              2 * 7 * 12 * 5 + 7 * 5);
 }
 
 } // namespace

@@ -68,6 +68,30 @@ TEST(HostBuffer, CompareFindsTheWorstElementAndUnwrittenOnes) {
     EXPECT_THROW(compare_outputs(other, want), UserError);
 }
 
+TEST(HostBuffer, EightBitOutputsMayDifferByOneStep) {
+    // u8 and i8 outputs are quantized: one rounding step of difference is no error, two are.
+    for (const DataType t : {DataType::u8(), DataType(DataType::Code::Int, 8)}) {
+        HostBuffer want(t, 11), got(t, 11);
+        for (int i = 0; i < 11; ++i)
+            static_cast<uint8_t*>(want.data())[i] = static_cast<uint8_t>(40 + 7 * i);
+        std::memcpy(got.data(), want.data(), want.bytes());
+        static_cast<uint8_t*>(got.data())[3] += 1;
+        static_cast<uint8_t*>(got.data())[8] -= 1;
+        EXPECT_EQ(compare_outputs(got, want).max_error, 0) << to_string(t);
+        static_cast<uint8_t*>(got.data())[5] += 2;
+        const Comparison c = compare_outputs(got, want);
+        EXPECT_EQ(c.worst_index, 5) << to_string(t);
+        EXPECT_GT(c.max_error, 0) << to_string(t);
+    }
+    // Other integers are exact.
+    HostBuffer want(DataType::i32(), 5), got(DataType::i32(), 5);
+    Rng rng(3);
+    fill_random(want, rng);
+    std::memcpy(got.data(), want.data(), want.bytes());
+    static_cast<int32_t*>(got.data())[2] += 1;
+    EXPECT_GT(compare_outputs(got, want).max_error, 0);
+}
+
 TEST(HostBuffer, RawFilesRoundTrip) {
     const std::string path = ::testing::TempDir() + "/host_buffer_raw.bin";
     HostBuffer a(DataType::i32(), 127);

@@ -72,8 +72,9 @@ struct Comparison {
     double got = 0, want = 0; ///< The two values at worst_index.
 };
 
-/// Compares every element of got with want. Throws UserError when their dtypes or element
-/// counts differ (naming both).
+/// Compares every element of got with want (element_error; for u8 and i8, quantized values, a
+/// difference of one step counts 0). Throws UserError when their dtypes or element counts
+/// differ (naming both).
 Comparison compare_outputs(const HostBuffer& got, const HostBuffer& want);
 
 /// Writes b's bytes to `path` (created or truncated). Throws UserError naming the path.
