@@ -236,6 +236,44 @@ TEST(FuseOps, DiamondDoesNotCreateCycle) {
     check_partition(g, groups, 16);
 }
 
+TEST(FuseOps, EpilogueOperandsJoinTheAnchorGroup) {
+    // The residual of a conv's epilogue comes from an elementwise group of its own (an int8
+    // model's DequantizeLinear): it merges into the conv's group, whose epilogue computes it.
+    GraphBuilder b;
+    ValueId x = b.input("x", {1, 3, 7, 7});
+    ValueId y = b.input("y", {1, 5, 7, 7});
+    ValueId s = b.op(Op::Sigmoid, {y});
+    ValueId t = b.op(Op::Mul, {s, b.scalar(0.5f)});
+    ValueId c = b.op(Op::Conv, {x, b.constant_f32({5, 3, 3, 3}, 2)}, conv_attrs());
+    ValueId a = b.op(Op::Add, {c, t});
+    ValueId r = b.op(Op::Relu, {a});
+    Graph g = b.finish({r});
+    std::vector<FusedGroup> groups = fuse_ops(g);
+    ASSERT_EQ(groups.size(), 1u);
+    EXPECT_EQ(groups[0].anchor, g.value(c).producer);
+    EXPECT_EQ(groups[0].kind, OpPattern::OutFusable);
+    EXPECT_EQ(groups[0].outputs, std::vector<ValueId>{r});
+    check_partition(g, groups, 17);
+}
+
+TEST(FuseOps, EpilogueOperandsStayApartWhenOthersReadThemOrTheShapeDiffers) {
+    // The sigmoid's value is also a graph output, and the second operand's group computes over
+    // a bias shape (broadcast into the epilogue): neither merges.
+    GraphBuilder b;
+    ValueId x = b.input("x", {1, 3, 7, 7});
+    ValueId y = b.input("y", {1, 5, 7, 7});
+    ValueId z = b.input("z", {1, 5, 1, 1});
+    ValueId s = b.op(Op::Sigmoid, {y});
+    ValueId bias = b.op(Op::Tanh, {z});
+    ValueId c = b.op(Op::Conv, {x, b.constant_f32({5, 3, 3, 3}, 2)}, conv_attrs());
+    ValueId a = b.op(Op::Add, {c, s});
+    ValueId m = b.op(Op::Add, {a, bias});
+    Graph g = b.finish({m, s});
+    std::vector<FusedGroup> groups = fuse_ops(g);
+    EXPECT_EQ(patterns(groups), (std::vector<std::string>{"sigmoid", "tanh", "conv2d+add+add"}));
+    check_partition(g, groups, 18);
+}
+
 TEST(FuseOps, RandomChainsPartitionCorrectly) {
     // Random DAGs of unary/binary elementwise ops, transposes and reductions over one shape.
     for (uint64_t seed = 1; seed <= 25; ++seed) {

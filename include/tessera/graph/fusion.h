@@ -23,6 +23,9 @@
 //  - the value linking the producer to the node must have that node as its only user and
 //    come from a single-output node, so a value with several consumers ends its group;
 //  - a merge that would make the groups cyclic is refused.
+// Then a group of Elementwise/Broadcast nodes over an anchor's output shape whose values only
+// that anchor group's epilogue reads (not the anchor itself) merges into it: an int8 conv's
+// residual, dequantized on its own, is read as u8 by the conv's epilogue instead of as f32.
 #pragma once
 
 #include <string>

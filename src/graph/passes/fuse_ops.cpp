@@ -245,6 +245,72 @@ struct Builder {
         }
     }
 
+    /// Merges into an anchor group each open group of elementwise nodes over the anchor's
+    /// output shape whose values are read only by that group's epilogue (not by its anchor):
+    /// the residual of an int8 conv, dequantized by a group of its own, is then read by the
+    /// conv's epilogue as u8 and dequantized there, instead of being written as f32 by one
+    /// kernel and read back by the next. A merge that would make the groups cyclic is refused.
+    void absorb_epilogue_operands() {
+        for (int si = 0; si < static_cast<int>(groups.size()); ++si) {
+            const int into = epilogue_reader(si);
+            if (into < 0)
+                continue;
+            G& target = groups[static_cast<size_t>(into)];
+            for (NodeId n : groups[static_cast<size_t>(si)].nodes) {
+                target.nodes.push_back(n);
+                group_of[n] = into;
+            }
+            std::sort(target.nodes.begin(), target.nodes.end(),
+                      [&](NodeId a, NodeId b) { return topo_pos[a] < topo_pos[b]; });
+            groups[static_cast<size_t>(si)].nodes.clear();
+            groups[static_cast<size_t>(si)].alive = false;
+        }
+    }
+
+    /// The anchor group whose epilogue alone reads group si's results, when si may merge into
+    /// it (absorb_epilogue_operands), else -1.
+    int epilogue_reader(int si) const {
+        const G& src = groups[static_cast<size_t>(si)];
+        if (!src.alive || src.closed || src.anchor != kNoNode || src.nodes.empty())
+            return -1;
+        int into = -1;
+        for (NodeId n : src.nodes) {
+            if (!fusable_elementwise(pat[n]) || g.node(n).outputs.size() != 1)
+                return -1;
+            const ValueId v = g.node(n).outputs[0];
+            if (is_graph_output(v))
+                return -1;
+            for (NodeId u : users[v]) {
+                const int gu = group_of[u];
+                if (gu == si)
+                    continue;
+                if (gu < 0 || (into >= 0 && gu != into))
+                    return -1;
+                into = gu;
+                const G& t = groups[static_cast<size_t>(gu)];
+                if (t.anchor == kNoNode || u == t.anchor)
+                    return -1;
+            }
+        }
+        if (into < 0)
+            return -1;
+        // Every member computes over the anchor's output shape, element by element.
+        const Value& a = g.value(g.node(groups[static_cast<size_t>(into)].anchor).outputs[0]);
+        for (NodeId n : src.nodes) {
+            const Value& out = g.value(g.node(n).outputs[0]);
+            if (!out.typed || !a.typed || out.shape != a.shape)
+                return -1;
+        }
+        // si reading into's results, or a path si -> other group -> into, would become a
+        // cycle through the merged group.
+        if (depends_on(si, into))
+            return -1;
+        for (int p : group_preds(into))
+            if (p != si && depends_on(p, si))
+                return -1;
+        return into;
+    }
+
     /// Groups in a topological order, ties broken by the position of their first node.
     std::vector<int> group_order() const {
         const int ng = static_cast<int>(groups.size());
@@ -322,6 +388,7 @@ struct Builder {
 std::vector<FusedGroup> fuse_ops(const Graph& g) {
     Builder b(g);
     b.run();
+    b.absorb_epilogue_operands();
     std::vector<FusedGroup> out;
     for (int gi : b.group_order()) {
         FusedGroup group = b.finish(gi);
