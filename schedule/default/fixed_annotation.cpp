@@ -97,7 +97,8 @@ void hoist_window_reduce(State& s, int sid) {
 
 /// An untiled stage: a long innermost spatial loop is split by the vector width (its guarded
 /// remainder included) and the inner part vectorized; short innermost loops are fused up to
-/// the vector width and vectorized together.
+/// the vector width (with a vector's worth of the next loop when it divides) and vectorized
+/// together.
 void vectorize_untiled(State& s, int sid, int64_t lanes) {
     hoist_window_reduce(s, sid);
     // A trailing loop of one iteration (the channel block of a one-channel NCHW[1]c tensor)
@@ -126,10 +127,25 @@ void vectorize_untiled(State& s, int sid, int64_t lanes) {
     }
     if (count == 0 || prod < 2)
         return;
-    int iter = n - 1;
+    // Short loops that fill part of a vector take a vector's worth of the loop outside them
+    // (when it divides): the 3-channel image quantized into blocks of 4 u8 channels (u8[1, 1,
+    // 224, 224, 4], int8 resnet18's first kernel) ran one 4-lane vector per pixel, 0.13 ms hot
+    // on a Zen 4 core; 4 pixels x 4 channels per vector (stored as one, the simplifier
+    // recombining the fused index), 0.10.
+    const int outer = n - 1 - count;
+    if (outer >= 0 && prod < lanes && lanes % prod == 0 && is_free(s, sid, outer)) {
+        const int64_t take = lanes / prod;
+        const int64_t e_outer = s.stages[sid].iters[static_cast<size_t>(outer)].extent;
+        if (e_outer > take && e_outer % take == 0) {
+            split(s, sid, outer, {take});
+            ++count; // the split's inner part, at outer + 1, joins the short loops
+        }
+    }
+    int iter = static_cast<int>(s.stages[sid].iters.size()) - 1;
+    const int n_now = iter + 1;
     if (count > 1) {
         std::vector<int> ids;
-        for (int k = n - count; k < n; ++k)
+        for (int k = n_now - count; k < n_now; ++k)
             ids.push_back(k);
         iter = fuse(s, sid, ids);
     }

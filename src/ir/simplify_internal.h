@@ -103,6 +103,8 @@ public:
     LinearForm linearize(const Expr& e, bool simplified);
     /// Sorts and merges terms, drops zero coefficients.
     void normalize(LinearForm& f);
+    /// Replaces k*c*(x / c) + k*(x % c) in f by k*x (normalize calls it).
+    void recombine_div_mod(LinearForm& f);
     /// The canonical expression of f: positive terms, then subtracted ones, then the constant.
     Expr rebuild(LinearForm f);
     LinearForm add(LinearForm a, const LinearForm& b, bool negate_b = false);

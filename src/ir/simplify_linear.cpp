@@ -250,6 +250,33 @@ void Simplifier::normalize(LinearForm& f) {
     f.terms.clear();
     for (Term& t : merged)
         if (t.coef != 0) f.terms.push_back(std::move(t));
+    recombine_div_mod(f);
+}
+
+// k*c*(x / c) + k*(x % c) is k*x, for floor or truncating division alike (c != 0): a fused
+// loop's parts, (f / 4)*4 + f % 4 in an NCHW[4]c store vectorized across pixels and channels,
+// become the fused variable again, so the store is one dense vector.
+void Simplifier::recombine_div_mod(LinearForm& f) {
+    for (size_t m = 0; m < f.terms.size(); ++m) {
+        const Mod* mod = f.terms[m].atoms.size() == 1 ? f.terms[m].atoms[0].as<Mod>() : nullptr;
+        const IntImm* c = mod ? mod->b.as<IntImm>() : nullptr;
+        if (!c || c->value == 0)
+            continue;
+        const int64_t k = f.terms[m].coef;
+        for (size_t d = 0; d < f.terms.size(); ++d) {
+            const Div* div = f.terms[d].atoms.size() == 1 ? f.terms[d].atoms[0].as<Div>() : nullptr;
+            if (!div || !same(div->a, mod->a) || !same(div->b, mod->b) ||
+                f.terms[d].coef != wrap(f.type, (uint64_t)k * (uint64_t)c->value))
+                continue;
+            const Expr x = mod->a;
+            LinearForm rest{f.type, {}, f.constant};
+            for (size_t i = 0; i < f.terms.size(); ++i)
+                if (i != m && i != d)
+                    rest.terms.push_back(f.terms[i]);
+            f = add(rest, scale(linearize(x, true), k)); // normalizes again
+            return;
+        }
+    }
 }
 
 LinearForm Simplifier::add(LinearForm a, const LinearForm& b, bool negate_b) {

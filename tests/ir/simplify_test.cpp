@@ -126,6 +126,20 @@ TEST(Simplify, CanonicalLinearForm) {
     expect_simplifies((p + imm(i32, 2)) - p, "(i32)2");
 }
 
+TEST(Simplify, DivAndModByOneConstantRecombine) {
+    // (x / c) * c + x % c is x, for any integer x (floor division and modulo); scaled by k too,
+    // and with other terms around; the parts of a fused loop index become the fused variable.
+    Var x("x"), y("y"), f("f");
+    expect_simplifies((x / 4) * 4 + x % 4, "x");
+    expect_simplifies(x % 4 + (x / 4) * 4 + y, "x + y");
+    expect_simplifies((x / 4) * 12 + (x % 4) * 3, "x*3");
+    expect_simplifies(((f / 4) * 4 + f % 4) + y * 64 + 7, "(f + (y*64)) + 7");
+    // Other multiples, other divisors or other dividends stay.
+    expect_simplifies((x / 4) * 8 + x % 4, "((x/4)*8) + (x % 4)");
+    expect_simplifies((x / 4) * 4 + x % 8, "((x/4)*4) + (x % 8)");
+    expect_simplifies((x / 4) * 4 + y % 4, "((x/4)*4) + (y % 4)");
+}
+
 TEST(Simplify, Identities) {
     Var x("x"), y("y");
     Var c("c", DataType::boolean());

@@ -242,6 +242,23 @@ TEST(DefaultSchedule, BlockedMaxPoolVectorizesTheChannelBlockWithItsPaddingInlin
     EXPECT_EQ(check_numerics({s}, {f}, Reference(c, 5), nopts), 1);
 }
 
+TEST(DefaultSchedule, ShortInnerLoopsTakeAVectorsWorthOfTheLoopOutside) {
+    // An image of 3 channels into blocks of 4 (the quantized input of an int8 conv): 4 lanes
+    // per pixel would waste most of a vector; 4 pixels x 4 channels fill one, stored densely.
+    const te::Tensor x = te::placeholder({1, 3, 7, 12}, ir::DataType::f32(), "x");
+    const te::Compute c = te::make_compute({x}, {te::layout_to_nchwc(x, 4)});
+    const sched::DefaultScheduleOptions o = options(16);
+    const State s = sched::default_schedule(c, o);
+    ir::LoweredFunc f = check_structure(c, s, o);
+    ASSERT_TRUE(f.body.defined());
+    const sched::Stage& out = s.stages.back();
+    EXPECT_EQ(out.iters.back().annotation, sched::IterAnnotation::Vectorize) << sched::to_string(s);
+    EXPECT_EQ(out.iters.back().extent, 16) << sched::to_string(s);
+    NumericsOptions nopts;
+    nopts.jit_every = 1;
+    EXPECT_EQ(check_numerics({s}, {f}, Reference(c, 6), nopts), 1);
+}
+
 // The spatial loops of the conv's tile between its outermost reduce loop and its register
 // tile: a cache tile of rows shows up as a loop of extent > 1 there.
 int64_t rows_inside_reduction(const State& s) {
