@@ -354,7 +354,9 @@ TEST(QuantizedOpsPass, FoldsDequantizedConvsAndKeepsValues) {
 TEST(QuantizedOpsPass, MaxPoolsBetweenQuantizationsPoolTheBytes) {
     Graph g = import_onnx_bytes(QdqBlock().pooled(5, 32), "qpool.onnx");
     const PassResult r = check_pass(g, fold_quantized_ops);
-    EXPECT_EQ(r.changes, 3) << r.summary; // two convs and the pool
+    // Two convs, the pool, and the first conv's requantization (only its QuantizeLinear reads
+    // it; the second conv's output is the graph's).
+    EXPECT_EQ(r.changes, 4) << r.summary;
     int byte_pools = 0;
     for (NodeId id : g.node_ids())
         byte_pools += g.node(id).op == Op::MaxPool &&
@@ -382,11 +384,42 @@ TEST(QuantizedOpsPass, MaxPoolsBetweenQuantizationsPoolTheBytes) {
     for (NodeId id : h.node_ids())
         if (h.node(id).op == Op::QuantizeLinear && h.value(h.node(id).inputs[0]).name == "p")
             h.node(id).inputs[1] = other_scale;
-    EXPECT_EQ(check_pass(h, fold_quantized_ops).changes, 2);
+    EXPECT_EQ(check_pass(h, fold_quantized_ops).changes, 3); // the convs and a requantization
     // Built at every level, against the evaluator of the dequantized graph.
     for (int level : {0, 1, 3})
         expect_library_matches_evaluator(model, {floats({1, 5, 9, 11}, 10, -3, 3)}, level, 1e-4,
                                          0.07);
+}
+
+TEST(QuantizedOpsPass, RequantizationMovesIntoTheProductsScale) {
+    // conv c1 -> QuantizeLinear(scale 0.05) alone: the QConv's per-channel scale, 0.05 (its
+    // input's) x the weight scale, becomes that over 0.05, and the quantize's scale 1 (its
+    // kernel then does not divide). check_pass: values as before, within 1e-4 relative.
+    Graph g = import_onnx_bytes(QdqBlock().pooled(5, 32), "qpool.onnx");
+    std::vector<float> w_scale;
+    for (size_t v = 0; v < g.num_values(); ++v)
+        if (g.value(static_cast<ValueId>(v)).name == "c1_ws")
+            w_scale = g.value(static_cast<ValueId>(v)).constant->to_vector<float>();
+    ASSERT_EQ(w_scale.size(), 32u);
+    check_pass(g, fold_quantized_ops);
+    int unit_quantizes = 0;
+    for (NodeId id : g.node_ids()) {
+        const Node& n = g.node(id);
+        const Value& s = g.value(n.inputs.size() > 1 ? n.inputs[1] : n.inputs[0]);
+        if (n.op != Op::QuantizeLinear || !s.is_constant() || s.constant->data<float>()[0] != 1.0f)
+            continue;
+        ++unit_quantizes;
+        const Node& p = g.node(g.value(n.inputs[0]).producer);
+        ASSERT_EQ(p.op, Op::QConv);
+        const Value& rs = g.value(p.inputs[3]);
+        ASSERT_TRUE(rs.is_constant());
+        ASSERT_EQ(rs.constant->numel(), 32);
+        for (int64_t o = 0; o < 32; ++o)
+            EXPECT_EQ(rs.constant->data<float>()[o],
+                      static_cast<float>(static_cast<double>(0.05f * w_scale[o]) / 0.05f))
+                << o;
+    }
+    EXPECT_EQ(unit_quantizes, 1); // c2's output is the graph's: its scale stays
 }
 
 TEST(QuantizedOpsPass, LayoutPacksWordsInBlocksOf64WhenTheyTileTheChannels) {

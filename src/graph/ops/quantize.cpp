@@ -238,15 +238,29 @@ EvalOutputs eval_dequantize(const Node& n, const EvalInputs& in, const std::stri
 
 // ---- kernels ----
 
+// Whether value v is a compile-time f32 tensor of ones (a scale the quantized-ops pass moved
+// into the product before it).
+bool constant_ones(const Value& v) {
+    if (!v.is_constant() || v.dtype != DType::F32)
+        return false;
+    for (int64_t i = 0; i < v.constant->numel(); ++i)
+        if (v.constant->data<float>()[i] != 1.0f)
+            return false;
+    return true;
+}
+
 void quantize_kernel(NodeKernel& k) {
     const ir::DataType q = k.out_type();
     const ir::DataType f32 = ir::DataType::f32();
     const double lo = q.is_int() ? -std::ldexp(1.0, q.bits - 1) : 0.0;
     const double hi = q.is_int() ? std::ldexp(1.0, q.bits - 1) - 1 : std::ldexp(1.0, q.bits) - 1;
+    // x / 1 is x: no division per element (the scale is read from memory, so LLVM cannot
+    // drop it).
+    const bool unit_scale = constant_ones(k.input_value(1));
     k.set(te::broadcast_map(
         {k.in(0), k.in(1), k.in(2)},
         [&](const std::vector<te::Expr>& v) {
-            te::Expr r = round_half_even(v[0] / v[1]) + ir::cast(f32, v[2]);
+            te::Expr r = round_half_even(unit_scale ? v[0] : v[0] / v[1]) + ir::cast(f32, v[2]);
             r = ir::min(ir::max(r, ir::make_const(f32, lo)), ir::make_const(f32, hi));
             return ir::cast(q, r);
         },

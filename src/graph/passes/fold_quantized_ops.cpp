@@ -223,25 +223,70 @@ bool fold_max_pool(Graph& g, NodeId id) {
     return true;
 }
 
+// QuantizeLinear(QConv or QMatMul y, per-tensor scale s, zero point) where only the quantize
+// reads y: the product's dequantizing scale becomes scale[o] / s and the quantize's scale 1,
+// which its kernel does not divide by. The requantization is then one multiply per output
+// channel instead of a multiply and a division per element (MobileNetV2's 8-bit 1x1 convs,
+// whose 16-96 channel sums leave the epilogue most of their time, ran 5% faster without the
+// division). The rounding differs from dividing only where the scaled sum lies within an f32
+// ulp of a half step: one quantization step there.
+bool fold_requantize(Graph& g, NodeId id) {
+    const Node q = g.node(id);
+    if (q.inputs.size() != 3 || q.outputs.size() != 1)
+        return false;
+    const NodeId pid = g.value(q.inputs[0]).producer;
+    if (pid == kNoNode || use_count(g, q.inputs[0]) != 1)
+        return false;
+    const Node p = g.node(pid);
+    if ((p.op != Op::QConv && p.op != Op::QMatMul) || p.inputs.size() != 4)
+        return false;
+    double q_scale = 0;
+    const Value& ps = g.value(p.inputs[3]);
+    if (!constant_scalar(g, q.inputs[1], &q_scale) || q_scale == 1.0 || !(q_scale > 0) ||
+        !std::isfinite(q_scale) || !ps.is_constant() || ps.dtype != DType::F32)
+        return false;
+    TensorData scale = *ps.constant;
+    for (int64_t o = 0; o < scale.numel(); ++o) {
+        const float r = static_cast<float>(static_cast<double>(scale.data<float>()[o]) /
+                                           static_cast<float>(q_scale));
+        if (!(r > 0) || !std::isfinite(r))
+            return false;
+        scale.data<float>()[o] = r;
+    }
+    const Value qs = g.value(q.inputs[1]);
+    TensorData one(DType::F32, qs.shape);
+    one.data<float>()[0] = 1.0f;
+    const std::string base = g.value(p.outputs[0]).name;
+    const ValueId rs = g.add_constant(base + "_requant_scale", std::move(scale));
+    const ValueId unit = g.add_constant(base + "_requant_unit", std::move(one));
+    replace_node(g, pid, p.op, {p.inputs[0], p.inputs[1], p.inputs[2], rs}, p.attrs);
+    replace_node(g, id, Op::QuantizeLinear, {q.inputs[0], unit, q.inputs[2]}, q.attrs);
+    return true;
+}
+
 } // namespace
 
 PassResult fold_quantized_ops(Graph& g) {
     PassResult r = begin_pass("quantized-ops", g);
-    int convs = 0, matmuls = 0, pools = 0;
+    int convs = 0, matmuls = 0, pools = 0, requantized = 0;
     for (NodeId id : g.topological_order()) {
         if (!g.is_live(id))
             continue;
-        if (g.node(id).op == Op::Conv)
+        if (g.node(id).op == Op::Conv) {
             convs += fold_conv(g, id);
-        else if (g.node(id).op == Op::MatMul || g.node(id).op == Op::Gemm)
+        } else if (g.node(id).op == Op::MatMul || g.node(id).op == Op::Gemm) {
             matmuls += fold_matmul(g, id);
-        else if (g.node(id).op == Op::QuantizeLinear)
-            pools += fold_max_pool(g, id);
+        } else if (g.node(id).op == Op::QuantizeLinear) {
+            if (fold_max_pool(g, id))
+                ++pools;
+            else
+                requantized += fold_requantize(g, id);
+        }
     }
-    r.changes = convs + matmuls + pools;
+    r.changes = convs + matmuls + pools + requantized;
     std::ostringstream os;
     os << convs << " convs to 8-bit QConv, " << matmuls << " matmuls to QMatMul, " << pools
-       << " max pools on bytes";
+       << " max pools on bytes, " << requantized << " requantizations into their products";
     return end_pass(r, g, os.str());
 }
 
