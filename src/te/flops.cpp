@@ -10,7 +10,7 @@ namespace {
 
 // Counts float arithmetic nodes of one expression (not looking into other tensors), and the
 // multiply-adds of its 8-bit dot products.
-class FloatOpCounter : public ir::IRVisitor {
+class OpCounter : public ir::IRVisitor {
   public:
     using ir::IRVisitor::visit;
     int64_t count = 0;
@@ -57,12 +57,12 @@ int64_t count_flops(const Compute& c) {
             int64_t extent = 1;
             for (const ir::IterVar& a : r->axes)
                 extent *= a.extent;
-            FloatOpCounter source;
+            OpCounter source;
             source.visit(r->source);
             const bool combine_counts = r->type.is_float() || source.integer_dot;
             per_element = (source.count + (combine_counts ? 1 : 0)) * extent;
         } else {
-            FloatOpCounter ops;
+            OpCounter ops;
             ops.visit(body);
             per_element = ops.count;
         }

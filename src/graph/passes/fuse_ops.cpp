@@ -155,6 +155,16 @@ struct Builder {
         return false;
     }
 
+    /// Whether node n is elementwise over the output shape of anchor group grp's anchor: what
+    /// the anchor's epilogue can compute, element by element.
+    bool epilogue_node(NodeId n, const G& grp) const {
+        if (!fusable_elementwise(pat[n]))
+            return false;
+        const Value& out = g.value(g.node(n).outputs[0]);
+        const Value& a = g.value(g.node(grp.anchor).outputs[0]);
+        return out.typed && a.typed && out.shape == a.shape;
+    }
+
     /// Whether node n may join group gi, which produces n's input `link`.
     bool can_join(NodeId n, int gi, ValueId link) const {
         const G& grp = groups[gi];
@@ -166,11 +176,7 @@ struct Builder {
         const OpPattern p = pat[n];
         if (grp.anchor != kNoNode) {
             // Only an elementwise epilogue over the anchor's iteration space.
-            if (!fusable_elementwise(p))
-                return false;
-            const Value& out = g.value(g.node(n).outputs[0]);
-            const Value& a = g.value(g.node(grp.anchor).outputs[0]);
-            if (!out.typed || !a.typed || out.shape != a.shape)
+            if (!epilogue_node(n, grp))
                 return false;
         } else if (!(fusable_injective(p) || p == OpPattern::Reduction)) {
             return false;
@@ -275,7 +281,7 @@ struct Builder {
             return -1;
         int into = -1;
         for (NodeId n : src.nodes) {
-            if (!fusable_elementwise(pat[n]) || g.node(n).outputs.size() != 1)
+            if (g.node(n).outputs.size() != 1)
                 return -1;
             const ValueId v = g.node(n).outputs[0];
             if (is_graph_output(v))
@@ -294,13 +300,9 @@ struct Builder {
         }
         if (into < 0)
             return -1;
-        // Every member computes over the anchor's output shape, element by element.
-        const Value& a = g.value(g.node(groups[static_cast<size_t>(into)].anchor).outputs[0]);
-        for (NodeId n : src.nodes) {
-            const Value& out = g.value(g.node(n).outputs[0]);
-            if (!out.typed || !a.typed || out.shape != a.shape)
+        for (NodeId n : src.nodes)
+            if (!epilogue_node(n, groups[static_cast<size_t>(into)]))
                 return -1;
-        }
         // si reading into's results, or a path si -> other group -> into, would become a
         // cycle through the merged group.
         if (depends_on(si, into))
