@@ -29,6 +29,7 @@
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Support/MathExtras.h>
+#include <llvm/TargetParser/Triple.h>
 
 #include "tessera/ir/functor.h"
 #include "tessera/ir/op.h"
@@ -174,6 +175,7 @@ class CodeGen {
         const bool bf16 = target_has_features(spec, "+avx512bf16");
         vdpbf16ps_512_ = bf16 && target_has_features(spec, "+evex512");
         vdpbf16ps_256_ = bf16 && target_has_features(spec, "+avx512vl");
+        x86_ = llvm::Triple(spec.triple).isX86();
     }
 
     void add_function(const LoweredFunc& f);
@@ -276,6 +278,7 @@ class CodeGen {
     TargetSpec spec_;
     /// Whether the target has vpdpbusd on 512-bit, and on 256- and 128-bit, vectors.
     bool vpdpbusd_512_ = false, vpdpbusd_256_ = false;
+    bool x86_ = false; // an x86 triple: vector lrint becomes one instruction
     bool vdpbf16ps_512_ = false, vdpbf16ps_256_ = false;
     /// Whether the target has AMX tiles with tdpbusd.
     bool amx_int8_ = false, amx_bf16_ = false;
@@ -479,7 +482,47 @@ llvm::Value* CodeGen::cast_bf16(llvm::Value* v, DataType from, DataType to) {
     return b_.CreateTrunc(bits, llvm_type(to));
 }
 
+namespace {
+
+// Whether e is min(max(x, lo), hi) or max(min(x, hi), lo) with constant bounds inside
+// [-2^31, 2^31): its value is then never NaN and converts to i32 without saturating.
+bool clamped_into_i32(const Expr& e) {
+    const Expr *inner = nullptr, *outer_bound = nullptr;
+    bool outer_is_min = false;
+    if (const auto* m = e.as<Min>()) {
+        inner = &m->a, outer_bound = &m->b, outer_is_min = true;
+    } else if (const auto* m = e.as<Max>()) {
+        inner = &m->a, outer_bound = &m->b;
+    } else {
+        return false;
+    }
+    const Expr* inner_bound = nullptr;
+    if (const auto* m = inner->as<Max>(); outer_is_min && m)
+        inner_bound = &m->b;
+    else if (const auto* m = inner->as<Min>(); !outer_is_min && m)
+        inner_bound = &m->b;
+    if (!inner_bound)
+        return false;
+    const double* a = as_const_float(*outer_bound);
+    const double* b = as_const_float(*inner_bound);
+    auto inside = [](double v) { return v >= -2147483648.0 && v <= 2147483520.0; };
+    return a && b && inside(*a) && inside(*b);
+}
+
+} // namespace
+
 llvm::Value* CodeGen::visit(const Cast* op) {
+    // i32(round_even(x)) of an x clamped into the i32 range (a requantizing epilogue's tail)
+    // as one conversion in the default rounding mode, halves to even: x86's cvtps2dq instead
+    // of a rounding, a truncating conversion and the saturating clamps. LLVM lowers vector
+    // lrint that way on x86 only; other targets keep the general path.
+    const auto* round = op->value.as<Call>();
+    if (round && round->op == CallOp::RoundEven && op->type.is_int() && op->type.bits == 32 &&
+        round->args[0].type().is_float() && round->args[0].type().bits == 32 && x86_ &&
+        clamped_into_i32(round->args[0])) {
+        llvm::Value* x = codegen(round->args[0]);
+        return intrinsic(llvm::Intrinsic::lrint, {llvm_type(op->type), x->getType()}, {x});
+    }
     return cast_value(codegen(op->value), op->value.type(), op->type);
 }
 

@@ -257,10 +257,25 @@ void quantize_kernel(NodeKernel& k) {
     // x / 1 is x: no division per element (the scale is read from memory, so LLVM cannot
     // drop it).
     const bool unit_scale = constant_ones(k.input_value(1));
+    // A compile-time zero point (a QDQ model's) bounds the value before rounding: clamping to
+    // [lo - zp, hi - zp], integers, commutes with rounding, and the rounded i32 plus zp is in
+    // range. Code generation turns i32(round_even(clamped)) into one conversion (x86's
+    // cvtps2dq), and the zero point is added as an integer.
+    const Value& zp_value = k.input_value(2);
+    const bool constant_zp = zp_value.is_constant() && zp_value.constant->numel() == 1;
+    const double zp = constant_zp ? zp_value.constant->as_f64()[0] : 0.0;
     k.set(te::broadcast_map(
         {k.in(0), k.in(1), k.in(2)},
         [&](const std::vector<te::Expr>& v) {
-            te::Expr r = round_half_even(unit_scale ? v[0] : v[0] / v[1]) + ir::cast(f32, v[2]);
+            const te::Expr x = unit_scale ? v[0] : v[0] / v[1];
+            if (constant_zp) {
+                const te::Expr c =
+                    ir::min(ir::max(x, ir::make_const(f32, lo - zp)), ir::make_const(f32, hi - zp));
+                const ir::DataType i32 = ir::DataType::i32();
+                return ir::cast(q, ir::cast(i32, round_half_even(c)) +
+                                       ir::make_const(i32, static_cast<int64_t>(zp)));
+            }
+            te::Expr r = round_half_even(x) + ir::cast(f32, v[2]);
             r = ir::min(ir::max(r, ir::make_const(f32, lo)), ir::make_const(f32, hi));
             return ir::cast(q, r);
         },
