@@ -1,5 +1,6 @@
-// The 8-bit convolution: QConv's evaluator against a naive int32 reference, its kernels and
-// those of PackU8Words and QConvBlocked against the evaluator (odd shapes, pads, strides,
+// The 8-bit convolution: QConv's evaluator (dense and depthwise) against a naive int32
+// reference, its kernels and those of PackU8Words, QConvBlocked and QDepthwiseBlocked against
+// the evaluator (odd shapes, pads, strides,
 // weights and zero points over the whole byte range), the quantized-ops pass and the layout
 // pass on QDQ graphs checked by evaluation before and after, and a QDQ model built into a
 // library at every level.
@@ -74,6 +75,79 @@ TEST(QConvTest, EvaluatorMatchesInt32Reference) {
                         static_cast<float>(acc + off.data<int32_t>()[k]) * sc.data<float>()[k];
                     EXPECT_EQ(out.data<float>()[((n * K + k) * OH + oh) * OW + ow], want);
                 }
+}
+
+TEST(QConvTest, DepthwiseEvaluatorMatchesInt32Reference) {
+    // group == C: output channel k reads input channel k only.
+    const int64_t C = 5, H = 6, W = 7, R = 3, S = 3, zp = 9;
+    const TensorData x = u8_image({1, C, H, W}, 11);
+    const TensorData w = s8_weights({C, 1, R, S}, 12);
+    const TensorData off = ints({C}, 13, -5000, 5000).cast(DType::I32);
+    const TensorData sc = floats({C}, 14, 1e-4f, 1e-3f);
+    GraphBuilder b;
+    const ValueId y =
+        b.op(Op::QConv,
+             {b.input("x", x.shape(), DType::U8), b.constant(w), b.constant(off), b.constant(sc)},
+             {{"kernel_shape", Attribute::of_ints({R, S})},
+              {"strides", Attribute::of_ints({2, 1})},
+              {"pads", Attribute::of_ints({1, 1, 1, 0})},
+              {"group", Attribute::of_int(C)},
+              {"x_zero_point", Attribute::of_int(zp)}});
+    const TensorData out = evaluate(b.finish({y}), {x})[0];
+    const int64_t OH = (H + 2 - R) / 2 + 1, OW = W + 1 - S + 1;
+    ASSERT_EQ(out.shape(), (Shape{1, C, OH, OW}));
+    for (int64_t k = 0; k < C; ++k)
+        for (int64_t oh = 0; oh < OH; ++oh)
+            for (int64_t ow = 0; ow < OW; ++ow) {
+                int64_t acc = 0;
+                for (int64_t r = 0; r < R; ++r)
+                    for (int64_t s = 0; s < S; ++s) {
+                        const int64_t h = oh * 2 - 1 + r, v = ow - 1 + s;
+                        const int64_t xv = h < 0 || h >= H || v < 0 || v >= W
+                                               ? zp
+                                               : x.data<uint8_t>()[(k * H + h) * W + v];
+                        acc += xv * w.data<int8_t>()[(k * R + r) * S + s];
+                    }
+                EXPECT_EQ(out.data<float>()[(k * OH + oh) * OW + ow],
+                          static_cast<float>(acc + off.data<int32_t>()[k]) * sc.data<float>()[k]);
+            }
+}
+
+TEST(QConvTest, BlockedDepthwiseComputesTheSameValues) {
+    // 21 channels in blocks of 8 (the last padded), f32 weights and offsets holding the s8
+    // and i32 values: the f32 sums are the integer ones, to the bit.
+    const int64_t C = 21, block = 8, zp = 250;
+    const TensorData x = u8_image({1, C, 7, 9}, 15);
+    const TensorData w = s8_weights({C, 1, 3, 3}, 16);
+    const TensorData off = ints({C}, 17, -100000, 100000).cast(DType::I32);
+    const TensorData sc = floats({C}, 18, 1e-4f, 1e-3f);
+    const Attributes window = {{"kernel_shape", Attribute::of_ints({3, 3})},
+                               {"strides", Attribute::of_ints({2, 1})},
+                               {"pads", Attribute::of_ints({1, 0, 1, 2})},
+                               {"x_zero_point", Attribute::of_int(zp)}};
+    GraphBuilder plain;
+    Attributes qa = window;
+    qa["group"] = Attribute::of_int(C);
+    const ValueId y = plain.op(Op::QConv,
+                               {plain.input("x", x.shape(), DType::U8), plain.constant(w),
+                                plain.constant(off), plain.constant(sc)},
+                               qa);
+    const TensorData want = evaluate(plain.finish({y}), {x})[0];
+    GraphBuilder blocked;
+    const ValueId xb = blocked.op(Op::LayoutToBlocked, {blocked.input("x", x.shape(), DType::U8)},
+                                  {{"block", Attribute::of_int(block)}});
+    Attributes ba = window;
+    ba["block"] = Attribute::of_int(block);
+    const ValueId yb = blocked.op(
+        Op::QDepthwiseBlocked,
+        {xb, blocked.constant(detail::block_conv_weight(w.cast(DType::F32), block, true)),
+         blocked.constant(detail::block_channel_vector(off.cast(DType::F32), block)),
+         blocked.constant(detail::block_channel_vector(sc, block))},
+        ba);
+    const ValueId back =
+        blocked.op(Op::LayoutFromBlocked, {yb},
+                   {{"block", Attribute::of_int(block)}, {"channels", Attribute::of_int(C)}});
+    EXPECT_EQ(evaluate(blocked.finish({back}), {x})[0].to_vector<float>(), want.to_vector<float>());
 }
 
 TEST(QConvTest, BlockedFormsComputeTheSameValues) {
@@ -163,6 +237,35 @@ std::vector<OpCase> quantized_conv_op_cases() {
                            {"strides", Is({2, 1})},
                            {"pads", Is({1, 1, 1, 0})},
                            {"x_zero_point", I(200)}})};
+         }},
+        {"QConvNchwDepthwise",
+         {Op::QConv},
+         [](Case& c) -> std::vector<ValueId> {
+             return {c.op(Op::QConv,
+                          {c.input(u8_image({1, 6, 7, 9}, 45)),
+                           c.constant(s8_weights({6, 1, 3, 3}, 46)),
+                           c.constant(ints({6}, 47, -3000, 3000).cast(DType::I32)),
+                           c.constant(floats({6}, 48, 1e-4f, 1e-3f))},
+                          {{"kernel_shape", Is({3, 3})},
+                           {"pads", Is({1, 1, 1, 1})},
+                           {"group", I(6)},
+                           {"x_zero_point", I(33)}})};
+         }},
+        {"QDepthwiseBlocked",
+         {Op::QDepthwiseBlocked},
+         [](Case& c) -> std::vector<ValueId> {
+             // 3 blocks of 16 channels, odd extents, stride 2, uneven pads.
+             const TensorData w = s8_weights({48, 1, 3, 3}, 49).cast(DType::F32);
+             return {c.op(Op::QDepthwiseBlocked,
+                          {c.input(u8_image({1, 3, 9, 11, 16}, 50)),
+                           c.constant(detail::block_conv_weight(w, 16, true)),
+                           c.constant(ints({3, 16}, 60, -90000, 90000).cast(DType::F32)),
+                           c.constant(floats({3, 16}, 69, 1e-4f, 1e-3f))},
+                          {{"kernel_shape", Is({3, 3})},
+                           {"strides", Is({2, 2})},
+                           {"pads", Is({1, 0, 2, 1})},
+                           {"x_zero_point", I(140)},
+                           {"block", I(16)}})};
          }},
         {"QConvBlockedOnPackedWords",
          {Op::PackU8Words, Op::QConvBlocked},
@@ -267,8 +370,8 @@ TEST(QMatMulTest, EvaluatorMatchesInt32Reference) {
 // weights per output channel, i32 biases dequantized by x_scale * w_scale.
 struct QdqBlock {
     ModelBuilder m{13};
-    void conv(const std::string& x, const std::string& y, int64_t C, int64_t K, uint64_t seed,
-              int64_t kernel, int64_t stride) {
+    testing::NodeRef conv(const std::string& x, const std::string& y, int64_t C, int64_t K,
+                          uint64_t seed, int64_t kernel, int64_t stride) {
         const TensorData ws = floats({K}, seed + 1, 0.002f, 0.01f);
         m.initializer(y + "_w", s8_weights({K, C, kernel, kernel}, seed));
         m.initializer(y + "_ws", ws).initializer(y + "_wz", TensorData(DType::I8, {K}));
@@ -279,7 +382,7 @@ struct QdqBlock {
         m.initializer(y + "_bs", bs).initializer(y + "_bz", TensorData(DType::I32, {K}));
         m.node("DequantizeLinear", {y + "_w", y + "_ws", y + "_wz"}, {y + "_wd"}).i("axis", 0);
         m.node("DequantizeLinear", {y + "_b", y + "_bs", y + "_bz"}, {y + "_bd"}).i("axis", 0);
-        m.node("Conv", {x, y + "_wd", y + "_bd"}, {y})
+        return m.node("Conv", {x, y + "_wd", y + "_bd"}, {y})
             .ints("pads", std::vector<int64_t>(4, kernel / 2))
             .ints("strides", {stride, stride});
     }
@@ -300,6 +403,23 @@ struct QdqBlock {
         m.node("Relu", {"s"}, {"r2"});
         qdq("r2", "r2d");
         conv("r2d", "c3", K, K, 300, 1, 1);
+        m.output("c3", DType::F32);
+        return m.bytes();
+    }
+    /// A MobileNetV2 block: a 1x1 conv to K channels, ReLU, a depthwise 3x3 conv (stride
+    /// `stride`), ReLU, each requantized, and a 1x1 conv back to C.
+    std::string inverted_residual(int64_t C, int64_t K, int64_t stride, int64_t kernel = 3) {
+        m.input("x", DType::F32, {1, C, 9, 11});
+        m.initializer("as", TensorData::scalar(0.05f));
+        m.initializer("az", TensorData::from_vector<uint8_t>({}, {120}, DType::U8));
+        qdq("x", "xd");
+        conv("xd", "c1", C, K, 100, 1, 1);
+        m.node("Relu", {"c1"}, {"r1"});
+        qdq("r1", "r1d");
+        conv("r1d", "c2", 1, K, 200, kernel, stride).i("group", K);
+        m.node("Relu", {"c2"}, {"r2"});
+        qdq("r2", "r2d");
+        conv("r2d", "c3", K, C, 300, 1, 1);
         m.output("c3", DType::F32);
         return m.bytes();
     }
@@ -349,6 +469,45 @@ TEST(QuantizedOpsPass, FoldsDequantizedConvsAndKeepsValues) {
                       evaluate(before, in)[0].to_vector<float>());
         }
     }
+}
+
+TEST(QuantizedOpsPass, DepthwiseConvsFoldAndSumBytesInTheBlockedLayout) {
+    for (int64_t stride : {1, 2}) {
+        const std::string model = QdqBlock().inverted_residual(5, 36, stride);
+        Graph g = import_onnx_bytes(model, "qdw.onnx");
+        check_pass(g, fold_quantized_ops);
+        int depthwise = 0;
+        for (NodeId id : g.node_ids())
+            depthwise += g.node(id).op == Op::QConv && g.node(id).attr_int("group", 1) == 36;
+        EXPECT_EQ(depthwise, 1);
+        // Blocked: the depthwise conv reads the bytes the 1x1 conv's requantization writes
+        // (no DequantizeLinear left between them), values unchanged to the bit.
+        for (int64_t block : {8, 16}) {
+            Graph b = g;
+            const Graph before = b;
+            check_pass(b, [block](Graph& gr) { return convert_layout_nchwc(gr, block); });
+            int blocked = 0;
+            for (NodeId id : b.node_ids()) {
+                const Node& n = b.node(id);
+                if (n.op != Op::QDepthwiseBlocked)
+                    continue;
+                ++blocked;
+                EXPECT_EQ(b.value(n.inputs[0]).dtype, DType::U8);
+            }
+            EXPECT_EQ(blocked, 1) << "stride " << stride << " block " << block;
+            const std::vector<TensorData> in = {floats({1, 5, 9, 11}, 7, -3, 3)};
+            EXPECT_EQ(evaluate(b, in)[0].to_vector<float>(),
+                      evaluate(before, in)[0].to_vector<float>());
+        }
+        for (int level : {0, 1, 3})
+            expect_library_matches_evaluator(model, {floats({1, 5, 9, 11}, 8, -3, 3)}, level, 1e-4,
+                                             0.07);
+    }
+    // 23x23 taps: a sum could pass 2^24, where f32 stops being exact; it stays a f32 conv.
+    Graph big = import_onnx_bytes(QdqBlock().inverted_residual(5, 16, 1, 23), "qdw23.onnx");
+    check_pass(big, fold_quantized_ops);
+    for (NodeId id : big.node_ids())
+        EXPECT_FALSE(big.node(id).op == Op::QConv && big.node(id).attr_int("group", 1) != 1);
 }
 
 TEST(QuantizedOpsPass, MaxPoolsBetweenQuantizationsPoolTheBytes) {

@@ -70,16 +70,17 @@ PassResult eliminate_common_subexpressions(Graph& g);
 ///    Softmax.
 PassResult simplify_algebra(Graph& g);
 
-/// "quantized-ops" (-O1 and up, before constant folding): in a QDQ model, a Conv (group 1,
-/// 2-D) reading DequantizeLinear(X u8, per-tensor constant scale and zero point) and
-/// DequantizeLinear(W i8 constant, zero point 0, per tensor or per output channel) becomes
-/// QConv(X, W, Offset, Scale) (ops.def), the 8-bit convolution: Scale[k] = x_scale *
+/// "quantized-ops" (-O1 and up, before constant folding): in a QDQ model, a Conv (2-D, group 1
+/// or depthwise: group == C == K) reading DequantizeLinear(X u8, per-tensor constant scale and zero
+/// point) and DequantizeLinear(W i8 constant, zero point 0, per tensor or per output channel)
+/// becomes QConv(X, W, Offset, Scale) (ops.def), the 8-bit convolution: Scale[k] = x_scale *
 /// w_scale[k] in f32, Offset[k] = bias[k] in units of Scale[k] - x_zero_point * sum(W[k]).
 /// An i32 bias dequantized by exactly Scale[k] (what quantizers write) adds exactly; another
-/// bias is rounded to the nearest unit. A MatMul of such operands (W [K, N], per tensor or
-/// per column), or a Gemm (alpha and beta 1, transA 0, its C folded like a bias), becomes
-/// QMatMul with W packed into words at compile time. The results are the
-/// dequantized ops' up to f32 rounding; QuantizeLinear and the ops around stay as they are.
+/// bias is rounded to the nearest unit. A depthwise conv folds only when its blocked form's
+/// f32 sums are exact (R * S * 255 * 128 and every |Offset[k]| at most 2^24). A MatMul of such
+/// operands (W [K, N], per tensor or per column), or a Gemm (alpha and beta 1, transA 0, its C
+/// folded like a bias), becomes QMatMul with W packed into words at compile time. The results are
+/// the dequantized ops' up to f32 rounding; QuantizeLinear and the ops around stay as they are.
 /// QuantizeLinear(MaxPool(DequantizeLinear(X u8, per tensor)), the same scale and zero point)
 /// becomes MaxPool(X) on the bytes, exactly.
 PassResult fold_quantized_ops(Graph& g);

@@ -97,7 +97,7 @@ Tensor conv2d_nchwc(const Tensor& x, const Tensor& w, const Conv2dParams& p,
 // ---- quantized_conv.cpp ---------------------------------------------------------------------
 
 /// 8-bit convolution, NCHW: x u8 [N, C, H, W] (zero point x_zero_point, which also fills the
-/// padding), w i8 [K, C, R, S], offset i32 [K], scale f32 [K] (groups must be 1):
+/// padding), w i8 [K, C / p.groups, R, S], offset i32 [K], scale f32 [K]:
 /// y[n,k,..] = f32(sum(i32(x) * i32(w)) + offset[k]) * scale[k], f32. With offset =
 /// bias_q - x_zero_point * sum(w[k]) and scale = x_scale * w_scale[k] it is the dequantized
 /// convolution of a QDQ model. Stages "qconv2d_pad" (when padded), "qconv2d" (the i32 sum),
@@ -112,6 +112,16 @@ Tensor qconv2d(const Tensor& x, const Tensor& w, const Tensor& offset, const Ten
 /// lane channel % xb). wb must be a multiple of xb that divides CB * xb. Stage "pack_u8_words".
 Tensor pack_u8_words(const Tensor& x, const Conv2dParams& p, int64_t pad_byte,
                      int64_t words_block = 0);
+
+/// 8-bit depthwise convolution in the blocked layout, summed in f32: x u8 [N, CB, H, W, x]
+/// (zero point x_zero_point, which fills the padding), w f32 [CB, 1, R, S, 1, x] holding s8
+/// values, offset and scale f32 [CB, x]: y [N, CB, OH, OW, x] f32 = (sum(f32(x) * w) +
+/// offset) * scale. Every product and partial sum is an integer below 2^24 when R * S * 255 *
+/// 128 is (up to 513 taps), so the sum is the exact i32 one; with |offset| <= 2^24 it is
+/// rounded once, as f32(i32 sum + offset). Stages "qdepthwise_conv2d_nchwc_pad" (when padded),
+/// "qdepthwise_conv2d_nchwc" and "qdepthwise_conv2d_nchwc_dequantize".
+Tensor qdepthwise_conv2d_nchwc(const Tensor& x, const Tensor& w, const Tensor& offset,
+                               const Tensor& scale, const Conv2dParams& p, int64_t x_zero_point);
 
 /// 8-bit convolution in the blocked layout on words from pack_u8_words: x i32 [N, CB, Hp, Wp,
 /// xw], w i32 [KB, CB, R, S, xw, x] (word j of [kb, cb, r, s, j, k] holds the s8 weights of

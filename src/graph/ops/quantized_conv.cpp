@@ -1,8 +1,8 @@
 // 8-bit convolution (ops.def documents the operands): QConv in NCHW, made by the quantized-ops
-// pass from a QDQ model's DequantizeLinear -> Conv, and its blocked forms PackU8Words and
-// QConvBlocked, made by the layout pass. The evaluators are naive loops over the integer
-// definition, independent of the kernels' word packing tricks except where the operands are
-// words themselves.
+// pass from a QDQ model's DequantizeLinear -> Conv, and its blocked forms made by the layout
+// pass: PackU8Words and QConvBlocked, or QDepthwiseBlocked for a depthwise one. The evaluators are
+// naive loops over the integer definition, independent of the kernels' word packing tricks except
+// where the operands are words themselves.
 #include "quantized_conv.h"
 
 #include <cstring>
@@ -102,8 +102,11 @@ TypeList qconv_types(const NodeTypes& t) {
     t.rank(x, 4, "X");
     t.rank(w, 4, "W");
     zero_point_attr(t.node(), "x_zero_point", t.where());
-    if (w.shape[1] != x.shape[1])
-        t.fail("W " + shape_str(w.shape) + " does not match X " + shape_str(x.shape));
+    const int64_t group = t.node().attr_int("group", 1);
+    if (group < 1 || x.shape[1] % group != 0 || w.shape[0] % group != 0 ||
+        w.shape[1] != x.shape[1] / group)
+        t.fail("W " + shape_str(w.shape) + " does not match X " + shape_str(x.shape) + " in " +
+               std::to_string(group) + " groups");
     require_channel_vector(t, 2, "Offset", DType::I32, {w.shape[0]});
     require_channel_vector(t, 3, "Scale", DType::F32, {w.shape[0]});
     return {{DType::F32, window_output(t, x.shape, w.shape[2], w.shape[3], w.shape[0], 0)}};
@@ -142,7 +145,42 @@ TypeList qconv_blocked_types(const NodeTypes& t) {
     return {{DType::F32, window_output(t, x.shape, w.shape[2], w.shape[3], w.shape[0], block)}};
 }
 
+TypeList qdepthwise_blocked_types(const NodeTypes& t) {
+    const Value& x = t.in(0, "X");
+    const Value& w = t.in(1, "W");
+    t.dtype(x, {DType::U8}, "X");
+    t.dtype(w, {DType::F32}, "W");
+    t.rank(x, 5, "X");
+    t.rank(w, 6, "W");
+    zero_point_attr(t.node(), "x_zero_point", t.where());
+    const int64_t block = t.node().attr_int("block", 0);
+    if (w.shape[0] != x.shape[1] || w.shape[1] != 1 || w.shape[4] != 1 || w.shape[5] != block ||
+        x.shape[4] != block)
+        t.fail("W " + shape_str(w.shape) + " does not match X " + shape_str(x.shape) +
+               " depthwise in blocks of " + std::to_string(block));
+    require_channel_vector(t, 2, "Offset", DType::F32, {w.shape[0], block});
+    require_channel_vector(t, 3, "Scale", DType::F32, {w.shape[0], block});
+    return {{DType::F32, window_output(t, x.shape, w.shape[2], w.shape[3], x.shape[1], block)}};
+}
+
 // ---- evaluation ----
+
+// The integer sum over the R x S window of output (oh, ow) of read_x(h, v) * read_w(r, s),
+// pad_value where the window leaves the H x W image.
+template <typename ReadX, typename ReadW>
+int64_t window_sum(const Window2d& win, int64_t oh, int64_t ow, int64_t H, int64_t W, int64_t R,
+                   int64_t S, int64_t pad_value, ReadX read_x, ReadW read_w) {
+    int64_t acc = 0;
+    for (int64_t r = 0; r < R; ++r)
+        for (int64_t s = 0; s < S; ++s) {
+            const int64_t h = oh * win.stride[0] - win.pads[0] + r * win.dilation[0];
+            const int64_t v = ow * win.stride[1] - win.pads[1] + s * win.dilation[1];
+            const int64_t xv =
+                h >= 0 && h < H && v >= 0 && v < W ? static_cast<int64_t>(read_x(h, v)) : pad_value;
+            acc += xv * static_cast<int64_t>(read_w(r, s));
+        }
+    return acc;
+}
 
 EvalOutputs eval_qconv(const Node& n, const EvalInputs& in, const std::string& where) {
     const TensorData &x = require_input(in, 0, where), &w = require_input(in, 1, where),
@@ -151,6 +189,7 @@ EvalOutputs eval_qconv(const Node& n, const EvalInputs& in, const std::string& w
     const int64_t zp = zero_point_attr(n, "x_zero_point", where);
     const int64_t N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
     const int64_t Kc = w.shape()[0], R = w.shape()[2], S = w.shape()[3];
+    const int64_t group = n.attr_int("group", 1), Cg = C / group, Kg = Kc / group;
     Shape out_shape = {N, Kc, 0, 0};
     for (int d = 0; d < 2; ++d)
         out_shape[2 + d] =
@@ -168,18 +207,15 @@ EvalOutputs eval_qconv(const Node& n, const EvalInputs& in, const std::string& w
             for (int64_t oh = 0; oh < OH; ++oh)
                 for (int64_t ow = 0; ow < OW; ++ow) {
                     int64_t acc = 0;
-                    for (int64_t c = 0; c < C; ++c)
-                        for (int64_t r = 0; r < R; ++r)
-                            for (int64_t s = 0; s < S; ++s) {
-                                const int64_t h =
-                                    oh * win.stride[0] - win.pads[0] + r * win.dilation[0];
-                                const int64_t v =
-                                    ow * win.stride[1] - win.pads[1] + s * win.dilation[1];
-                                const int64_t xv = h >= 0 && h < H && v >= 0 && v < W
-                                                       ? px[((b * C + c) * H + h) * W + v]
-                                                       : zp;
-                                acc += xv * pw[((k * C + c) * R + r) * S + s];
-                            }
+                    for (int64_t cg = 0; cg < Cg; ++cg) {
+                        const int64_t c = k / Kg * Cg + cg;
+                        acc += window_sum(
+                            win, oh, ow, H, W, R, S, zp,
+                            [&](int64_t h, int64_t v) { return px[((b * C + c) * H + h) * W + v]; },
+                            [&](int64_t r, int64_t s) {
+                                return pw[((k * Cg + cg) * R + r) * S + s];
+                            });
+                    }
                     // i32 arithmetic, as the kernel computes it.
                     const auto sum = static_cast<int32_t>(static_cast<uint32_t>(acc) +
                                                           static_cast<uint32_t>(po[k]));
@@ -247,6 +283,47 @@ EvalOutputs eval_qconv_blocked(const Node& n, const EvalInputs& in, const std::s
     return {y};
 }
 
+// The sum in i64 from the f32 weights' integer values, then rounded once to f32 with the
+// offset: what the kernel's exact f32 sum gives (the layout pass makes this op only then).
+EvalOutputs eval_qdepthwise_blocked(const Node& n, const EvalInputs& in, const std::string& where) {
+    const TensorData &x = require_input(in, 0, where), &w = require_input(in, 1, where),
+                     &off = require_input(in, 2, where), &sc = require_input(in, 3, where);
+    const Window2d win = window_of(n, {w.shape()[2], w.shape()[3]}, where);
+    const int64_t zp = zero_point_attr(n, "x_zero_point", where);
+    const int64_t N = x.shape()[0], CB = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
+    const int64_t B = x.shape()[4], R = w.shape()[2], S = w.shape()[3];
+    Shape out_shape = {N, CB, 0, 0, B};
+    for (int d = 0; d < 2; ++d)
+        out_shape[2 + d] =
+            window_output_dim(x.shape()[2 + d], win.kernel[d], win.stride[d], win.dilation[d],
+                              win.pads[d], win.pads[2 + d], false, where);
+    const int64_t OH = out_shape[2], OW = out_shape[3];
+    TensorData y(DType::F32, out_shape);
+    const uint8_t* px = x.data<uint8_t>();
+    const float* pw = w.data<float>();
+    const float* po = off.data<float>();
+    const float* ps = sc.data<float>();
+    float* py = y.data<float>();
+    for (int64_t b = 0; b < N; ++b)
+        for (int64_t cb = 0; cb < CB; ++cb)
+            for (int64_t oh = 0; oh < OH; ++oh)
+                for (int64_t ow = 0; ow < OW; ++ow)
+                    for (int64_t k = 0; k < B; ++k) {
+                        const int64_t acc = window_sum(
+                            win, oh, ow, H, W, R, S, zp,
+                            [&](int64_t h, int64_t v) {
+                                return px[(((b * CB + cb) * H + h) * W + v) * B + k];
+                            },
+                            [&](int64_t r, int64_t s) {
+                                return static_cast<int64_t>(pw[((cb * R + r) * S + s) * B + k]);
+                            });
+                        const float sum =
+                            static_cast<float>(acc + static_cast<int64_t>(po[cb * B + k]));
+                        py[(((b * CB + cb) * OH + oh) * OW + ow) * B + k] = sum * ps[cb * B + k];
+                    }
+    return {y};
+}
+
 // ---- kernels ----
 
 void qconv_kernel(NodeKernel& k) {
@@ -269,6 +346,13 @@ void qconv_blocked_kernel(NodeKernel& k) {
     k.set(te::qconv2d_nchwc(k.in(0), w, k.in(2), k.in(3), p));
 }
 
+void qdepthwise_blocked_kernel(NodeKernel& k) {
+    const te::Tensor w = k.in(1);
+    te::Conv2dParams p = conv2d_params(k.node(), {w.shape()[2], w.shape()[3]}, k.where());
+    k.set(te::qdepthwise_conv2d_nchwc(k.in(0), w, k.in(2), k.in(3), p,
+                                      zero_point_attr(k.node(), "x_zero_point", k.where())));
+}
+
 } // namespace
 
 } // namespace tessera::graph::detail
@@ -286,5 +370,9 @@ const OpDef PackU8Words = pass_made_op(Op::PackU8Words, 1, 1, pack_words_types, 
 const OpDef QConvBlocked =
     pass_made_op(Op::QConvBlocked, 4, 4, qconv_blocked_types, eval_qconv_blocked,
                  FusionKind::OutFusable, "qconv2d_nchwc", qconv_blocked_kernel);
+
+const OpDef QDepthwiseBlocked =
+    pass_made_op(Op::QDepthwiseBlocked, 4, 4, qdepthwise_blocked_types, eval_qdepthwise_blocked,
+                 FusionKind::OutFusable, "qdepthwise_conv2d_nchwc", qdepthwise_blocked_kernel);
 
 } // namespace tessera::graph::ops

@@ -3,6 +3,7 @@
 // the patterns). The DequantizeLinear nodes
 // stay for their other readers; dead ones go with dead-code elimination.
 #include <cmath>
+#include <cstdlib>
 #include <sstream>
 
 #include "../ops/quantized_conv.h"
@@ -166,17 +167,28 @@ bool fold_matmul(Graph& g, NodeId id) {
     return true;
 }
 
+// The largest magnitude below which every integer is exact in f32.
+constexpr int64_t kExactInF32 = int64_t{1} << 24;
+
 // Conv(DQ(x u8, per tensor), DQ(w i8 constant, zero point 0, per tensor or per output channel),
-// B?) -> QConv. Copies, not references: adding values below may move the graph's storage.
+// B?) -> QConv, of group 1 or depthwise (group == C == K). A depthwise conv's blocked form sums
+// in f32 (ops.def, QDepthwiseBlocked), so it folds only where that sum is exact: at most 513
+// taps (each product below 2^15) and offsets below 2^24. Copies, not references: adding values
+// below may move the graph's storage.
 bool fold_conv(Graph& g, NodeId id) {
     const Node n = g.node(id);
-    if (n.outputs.size() != 1 || n.inputs.size() < 2 || n.attr_int("group", 1) != 1)
+    if (n.outputs.size() != 1 || n.inputs.size() < 2)
         return false;
     Dequantized x, w;
     if (!quantized_operands(g, n, 4, &x, &w) || g.value(x.data).shape.size() != 4)
         return false;
     const Value wv = g.value(w.data);
     const int64_t K = wv.shape[0];
+    const int64_t group = n.attr_int("group", 1);
+    const bool depthwise = group != 1;
+    if (depthwise && !(group == g.value(x.data).shape[1] && group == K && wv.shape[1] == 1 &&
+                       wv.shape[2] * wv.shape[3] * 255 * 128 < kExactInF32))
+        return false;
     const int64_t per_k = static_cast<int64_t>(w.scale.size());
     if (per_k != 1 && w.scale_shape != Shape{K, 1, 1, 1})
         return false; // per-axis along another axis than the output channels
@@ -188,11 +200,17 @@ bool fold_conv(Graph& g, NodeId id) {
         return false;
     if (n.input(2) != kNoValue && !add_bias(g, n.inputs[2], scale, &offset))
         return false;
+    if (depthwise)
+        for (int64_t o = 0; o < K; ++o)
+            if (std::llabs(offset.data<int32_t>()[o]) > kExactInF32)
+                return false;
     Attributes attrs;
     for (const char* key : {"kernel_shape", "strides", "dilations", "pads"})
         if (n.has_attr(key))
             attrs[key] = n.attrs.at(key);
     attrs["x_zero_point"] = Attribute::of_int(xzp);
+    if (depthwise)
+        attrs["group"] = Attribute::of_int(group);
     const std::string base = g.value(n.outputs[0]).name;
     const ValueId off = g.add_constant(base + "_qoffset", std::move(offset));
     const ValueId sc = g.add_constant(base + "_qscale", std::move(scale));

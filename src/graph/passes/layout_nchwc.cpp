@@ -223,6 +223,8 @@ class LayoutRewriter {
         if (K < block_ || block_ % 4 != 0 || !w.is_constant() ||
             !g_.value(n.inputs[2]).is_constant() || !g_.value(n.inputs[3]).is_constant())
             return 0;
+        if (n.attr_int("group", 1) != 1)
+            return rewrite_qdepthwise(id);
         const bool single = C < block_;
         const int64_t x_block = single ? (C + 3) / 4 * 4 : block_;
         const bool wide = !single && C % kQConvWordsBlock == 0 && kQConvWordsBlock % block_ == 0;
@@ -253,6 +255,39 @@ class LayoutRewriter {
                 g_.add_constant(v.name + "_nchwc", block_channel_vector(*v.constant, block_)));
         }
         replace_blocked(id, Op::QConvBlocked, std::move(ins), std::move(attrs));
+        return 1;
+    }
+
+    // A depthwise QConv (the quantized-ops pass makes only those whose sums are exact in f32)
+    // -> QDepthwiseBlocked on the blocked twin of its u8 input, its s8 weights and i32
+    // offsets as f32: the 1x1 conv before it stores bytes, and the depthwise conv reads them
+    // with its zero point as padding. Padding channels have weights, offsets and scales 0.
+    int rewrite_qdepthwise(NodeId id) {
+        const Node n = g_.node(id);
+        const Value w = g_.value(n.inputs[1]);
+        const Value off = g_.value(n.inputs[2]);
+        const Value sc = g_.value(n.inputs[3]);
+        Attributes attrs;
+        for (const char* key : {"kernel_shape", "strides", "dilations", "pads"})
+            if (n.has_attr(key))
+                attrs[key] = n.attrs.at(key);
+        attrs["block"] = Attribute::of_int(block_);
+        attrs["x_zero_point"] = Attribute::of_int(n.attr_int("x_zero_point", 0));
+        auto as_f32 = [](const TensorData& t) {
+            TensorData f(DType::F32, t.shape());
+            const std::vector<double> v = t.as_f64();
+            for (size_t i = 0; i < v.size(); ++i)
+                f.data<float>()[i] = static_cast<float>(v[i]);
+            return f;
+        };
+        std::vector<ValueId> ins = {blocked(n.inputs[0])};
+        ins.push_back(g_.add_constant(w.name + "_nchwc",
+                                      block_conv_weight(as_f32(*w.constant), block_, true)));
+        ins.push_back(g_.add_constant(off.name + "_nchwc",
+                                      block_channel_vector(as_f32(*off.constant), block_)));
+        ins.push_back(
+            g_.add_constant(sc.name + "_nchwc", block_channel_vector(*sc.constant, block_)));
+        replace_blocked(id, Op::QDepthwiseBlocked, std::move(ins), std::move(attrs));
         return 1;
     }
 

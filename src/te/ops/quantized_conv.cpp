@@ -34,9 +34,11 @@ Tensor qconv2d(const Tensor& x, const Tensor& w, const Tensor& offset, const Ten
     const auto& xs = x.shape();
     const auto& ws = w.shape();
     const int64_t n = xs[0], c = xs[1], k = ws[0], r = ws[2], s = ws[3];
-    if (ws[1] != c)
-        throw UserError() << op << ": weight " << shape_to_string(ws) << " must have " << c
-                          << " input channels";
+    const int64_t groups = p.groups;
+    if (groups < 1 || c % groups != 0 || k % groups != 0 || ws[1] != c / groups)
+        throw UserError() << op << ": weight " << shape_to_string(ws) << " does not match " << c
+                          << " input channels in " << groups << " groups";
+    const int64_t cg = c / groups, kg = k / groups;
     check_channel_vector(offset, {k}, DataType::i32(), op, "offset");
     check_channel_vector(scale, {k}, DataType::f32(), op, "scale");
     const int64_t oh =
@@ -51,12 +53,14 @@ Tensor qconv2d(const Tensor& x, const Tensor& w, const Tensor& offset, const Ten
                         constant(x.dtype(), double(x_zero_point)), PadMode::Constant, op + "_pad")
             : x;
     const DataType i32 = DataType::i32();
-    IterVar rc = reduce_axis(c, "rc"), ry = reduce_axis(r, "ry"), rx = reduce_axis(s, "rx");
+    IterVar rc = reduce_axis(cg, "rc"), ry = reduce_axis(r, "ry"), rx = reduce_axis(s, "rx");
     Tensor acc = compute({n, k, oh, ow},
                          [&](const std::vector<Var>& i) {
                              Expr yy = i[2] * Expr(p.stride_h) + ry.var * Expr(p.dilation_h);
                              Expr xx = i[3] * Expr(p.stride_w) + rx.var * Expr(p.dilation_w);
-                             return sum(ir::cast(i32, in(i[0], rc.var, yy, xx)) *
+                             Expr cin =
+                                 groups == 1 ? Expr(rc.var) : (i[1] / Expr(kg)) * Expr(cg) + rc.var;
+                             return sum(ir::cast(i32, in(i[0], cin, yy, xx)) *
                                             ir::cast(i32, w(i[1], rc.var, ry.var, rx.var)),
                                         {rc, ry, rx});
                          },
@@ -150,6 +154,53 @@ Tensor qconv2d_nchwc(const Tensor& x, const Tensor& w, const Tensor& offset, con
                    [&](const std::vector<Var>& i) {
                        return ir::cast(DataType::f32(),
                                        acc(i[0], i[1], i[2], i[3], i[4]) + offset(i[1], i[4])) *
+                              scale(i[1], i[4]);
+                   },
+                   op + "_dequantize", {"n", "kb", "oh", "ow", "k"});
+}
+
+Tensor qdepthwise_conv2d_nchwc(const Tensor& x, const Tensor& w, const Tensor& offset,
+                               const Tensor& scale, const Conv2dParams& p, int64_t x_zero_point) {
+    const std::string op = "qdepthwise_conv2d_nchwc";
+    const DataType f32 = DataType::f32();
+    check_dtype(x, DataType::u8(), op, "input");
+    check_dtype(w, f32, op, "weight");
+    check_rank(x, 5, op, "input");
+    check_rank(w, 6, op, "weight");
+    check_conv_window(p, op);
+    if (x_zero_point < 0 || x_zero_point > 255)
+        throw UserError() << op << ": zero point " << x_zero_point << " is not a u8";
+    const auto& xs = x.shape();
+    const auto& ws = w.shape();
+    const int64_t n = xs[0], cb = xs[1], block = xs[4], r = ws[2], s = ws[3];
+    if (ws[0] != cb || ws[1] != 1 || ws[4] != 1 || ws[5] != block)
+        throw UserError() << op << ": weight " << shape_to_string(ws) << " does not match input "
+                          << shape_to_string(xs) << " (depthwise)";
+    check_channel_vector(offset, {cb, block}, f32, op, "offset");
+    check_channel_vector(scale, {cb, block}, f32, op, "scale");
+    const int64_t oh =
+        conv_window_out(xs[2] + p.pad_top + p.pad_bottom, r, p.stride_h, p.dilation_h, op);
+    const int64_t ow =
+        conv_window_out(xs[3] + p.pad_left + p.pad_right, s, p.stride_w, p.dilation_w, op);
+    const bool padded = p.pad_top || p.pad_left || p.pad_bottom || p.pad_right;
+    Tensor in =
+        padded
+            ? pad_named(x, {0, 0, p.pad_top, p.pad_left, 0}, {0, 0, p.pad_bottom, p.pad_right, 0},
+                        constant(x.dtype(), double(x_zero_point)), PadMode::Constant, op + "_pad")
+            : x;
+    IterVar ry = reduce_axis(r, "ry"), rx = reduce_axis(s, "rx");
+    Tensor acc = compute({n, cb, oh, ow, block},
+                         [&](const std::vector<Var>& i) {
+                             Expr yy = i[2] * Expr(p.stride_h) + ry.var * Expr(p.dilation_h);
+                             Expr xx = i[3] * Expr(p.stride_w) + rx.var * Expr(p.dilation_w);
+                             return sum(ir::cast(f32, in(i[0], i[1], yy, xx, i[4])) *
+                                            w(i[1], 0, ry.var, rx.var, 0, i[4]),
+                                        {ry, rx});
+                         },
+                         op, {"n", "kb", "oh", "ow", "k"});
+    return compute({n, cb, oh, ow, block},
+                   [&](const std::vector<Var>& i) {
+                       return (acc(i[0], i[1], i[2], i[3], i[4]) + offset(i[1], i[4])) *
                               scale(i[1], i[4]);
                    },
                    op + "_dequantize", {"n", "kb", "oh", "ow", "k"});
