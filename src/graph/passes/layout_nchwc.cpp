@@ -273,18 +273,11 @@ class LayoutRewriter {
                 attrs[key] = n.attrs.at(key);
         attrs["block"] = Attribute::of_int(block_);
         attrs["x_zero_point"] = Attribute::of_int(n.attr_int("x_zero_point", 0));
-        auto as_f32 = [](const TensorData& t) {
-            TensorData f(DType::F32, t.shape());
-            const std::vector<double> v = t.as_f64();
-            for (size_t i = 0; i < v.size(); ++i)
-                f.data<float>()[i] = static_cast<float>(v[i]);
-            return f;
-        };
         std::vector<ValueId> ins = {blocked(n.inputs[0])};
-        ins.push_back(g_.add_constant(w.name + "_nchwc",
-                                      block_conv_weight(as_f32(*w.constant), block_, true)));
-        ins.push_back(g_.add_constant(off.name + "_nchwc",
-                                      block_channel_vector(as_f32(*off.constant), block_)));
+        ins.push_back(g_.add_constant(
+            w.name + "_nchwc", block_conv_weight(w.constant->cast(DType::F32), block_, true)));
+        ins.push_back(g_.add_constant(
+            off.name + "_nchwc", block_channel_vector(off.constant->cast(DType::F32), block_)));
         ins.push_back(
             g_.add_constant(sc.name + "_nchwc", block_channel_vector(*sc.constant, block_)));
         replace_blocked(id, Op::QDepthwiseBlocked, std::move(ins), std::move(attrs));

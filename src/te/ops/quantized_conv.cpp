@@ -19,6 +19,11 @@ void check_channel_vector(const Tensor& t, const std::vector<int64_t>& shape, Da
                           << ", got " << shape_to_string(t.shape());
 }
 
+void check_u8_zero_point(int64_t x_zero_point, const std::string& op) {
+    if (x_zero_point < 0 || x_zero_point > 255)
+        throw UserError() << op << ": zero point " << x_zero_point << " is not a u8";
+}
+
 } // namespace
 
 Tensor qconv2d(const Tensor& x, const Tensor& w, const Tensor& offset, const Tensor& scale,
@@ -29,8 +34,7 @@ Tensor qconv2d(const Tensor& x, const Tensor& w, const Tensor& offset, const Ten
     check_rank(x, 4, op, "input");
     check_rank(w, 4, op, "weight");
     check_conv_window(p, op);
-    if (x_zero_point < 0 || x_zero_point > 255)
-        throw UserError() << op << ": zero point " << x_zero_point << " is not a u8";
+    check_u8_zero_point(x_zero_point, op);
     const auto& xs = x.shape();
     const auto& ws = w.shape();
     const int64_t n = xs[0], c = xs[1], k = ws[0], r = ws[2], s = ws[3];
@@ -168,8 +172,7 @@ Tensor qdepthwise_conv2d_nchwc(const Tensor& x, const Tensor& w, const Tensor& o
     check_rank(x, 5, op, "input");
     check_rank(w, 6, op, "weight");
     check_conv_window(p, op);
-    if (x_zero_point < 0 || x_zero_point > 255)
-        throw UserError() << op << ": zero point " << x_zero_point << " is not a u8";
+    check_u8_zero_point(x_zero_point, op);
     const auto& xs = x.shape();
     const auto& ws = w.shape();
     const int64_t n = xs[0], cb = xs[1], block = xs[4], r = ws[2], s = ws[3];
