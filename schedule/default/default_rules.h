@@ -33,10 +33,13 @@ int root_axis(const Stage& st, int node);
 /// comes from a fuse.
 int vector_axis(const Stage& st);
 
-/// Whether st reduces like a GEMM: a reduction of at least 128 steps without a kernel window
-/// (matmul, dense, 1x1 convolution). Its default tile accumulates over the whole reduction in
-/// registers, with rows of tiles outside (fixed_tile_sizes.cpp).
-bool is_gemm_like(const Stage& st);
+/// Whether st's default cache tile repeats its register tile over rows outside the tile's
+/// local buffer (a serial loop around it, each row accumulating its whole reduction in
+/// registers; fixed_tile_sizes.cpp): GEMM-like stages (a reduction of at least 128 steps
+/// without a kernel window: matmul, dense, 1x1 convolution), and windows with a reduction
+/// outside the window (a conv's input channels) in a tile of whole vectors. Their parallel
+/// loops then take fewer iterations, leaving the rows serial.
+bool tiles_rows_outside_local(const Stage& st, const DefaultScheduleOptions& opts);
 /// Whether st reduces over a kernel window: a reduce loop of 2 to 7 steps that slides over a
 /// spatial axis of some read (a 3x3 convolution's ry and rx, not a short channel loop).
 bool has_window(const Stage& st);

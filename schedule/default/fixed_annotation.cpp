@@ -190,16 +190,18 @@ void annotate_fixed(State& s, const DefaultScheduleOptions& opts) {
     const std::vector<int>& weights =
         opts.weight_inputs.empty() ? s.compute.weight_inputs : opts.weight_inputs;
     const int64_t max_degree = int64_t{16} * std::max(1, opts.num_cores);
-    const int64_t gemm_degree = int64_t{4} * std::max(1, opts.num_cores);
+    // Rows outside a tile's local buffer stay a serial loop inside each thread's chunk (the
+    // weights or B panel they share stay in cache): fewer parallel iterations suffice.
+    const int64_t rows_degree = int64_t{4} * std::max(1, opts.num_cores);
     for (int sid = 0; sid < static_cast<int>(s.stages.size()); ++sid) {
         if (s.stages[sid].is_input() || s.stages[sid].location.kind != ComputeLocKind::Root ||
             loop_work(s, sid) < kMinParallelWork)
             continue;
         order_outer_loops_for_threads(s, sid, weights, opts.num_cores);
-        bool gemm = is_gemm_like(s.stages[sid]);
+        bool rows_outside = tiles_rows_outside_local(s.stages[sid], opts);
         for (int a : s.attached_stages(sid))
-            gemm = gemm || is_gemm_like(s.stages[a]);
-        parallelize_outer_loops(s, sid, 0, gemm ? gemm_degree : max_degree);
+            rows_outside = rows_outside || tiles_rows_outside_local(s.stages[a], opts);
+        parallelize_outer_loops(s, sid, 0, rows_outside ? rows_degree : max_degree);
     }
 
     for (int sid = 0; sid < static_cast<int>(s.stages.size()); ++sid) {

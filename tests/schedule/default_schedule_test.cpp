@@ -276,11 +276,23 @@ int64_t rows_inside_reduction(const State& s) {
     return rows;
 }
 
+// The extent of the row loops outside the conv's tile: the loops named oh.1 (the cache
+// tile's rows around the register tile's local buffer).
+int64_t rows_outside_tile(const State& s) {
+    int64_t rows = 1;
+    for (const sched::Stage& st : s.stages)
+        for (const sched::Iterator& it : st.iters)
+            if (it.kind == sched::IterKind::Spatial && it.name == "oh.1")
+                rows *= it.extent;
+    return rows;
+}
+
 TEST(DefaultSchedule, BlockedOneByOneConvKeepsItsTileOverTheWholeChannelLoop) {
     // A 1x1 conv on 2 channel blocks reduces over rcb (2) and rc (8), neither a window: its
     // register tile accumulates over both, with no rows of a cache tile inside the channel
     // loop (which reload the accumulators at every channel step). A 3x3 conv of the same sizes
-    // slides a window and keeps its cache tile of rows.
+    // slides a window and keeps a cache tile of rows, outside its local buffer: the register
+    // tile accumulates over the channels and the window whole there too.
     const te::Tensor x = te::placeholder({1, 2, 29, 28, 8}, ir::DataType::f32(), "x");
     const te::Tensor w1 = te::placeholder({6, 2, 1, 1, 8, 8}, ir::DataType::f32(), "w");
     const te::Tensor w3 = te::placeholder({6, 2, 3, 3, 8, 8}, ir::DataType::f32(), "w");
@@ -293,7 +305,9 @@ TEST(DefaultSchedule, BlockedOneByOneConvKeepsItsTileOverTheWholeChannelLoop) {
     const te::Compute three =
         te::make_compute({x, w3}, {te::conv2d_nchwc(x, w3, te::Conv2dParams::make(1, 1, 1, 1))});
     const State s3 = sched::default_schedule(three, o);
-    EXPECT_GT(rows_inside_reduction(s3), 1) << sched::to_string(s3);
+    EXPECT_EQ(rows_inside_reduction(s3), 1) << sched::to_string(s3);
+    EXPECT_GT(rows_outside_tile(s3), 1) << sched::to_string(s3);
+    expect_lowers_and_matches(three, s3, o, 6);
 }
 
 /// The auto_unroll_max_step of the stage that reduces (the register tile).
