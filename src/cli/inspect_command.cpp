@@ -54,9 +54,9 @@ std::vector<PatternCount> count_groups(const graph::Graph& g,
                                        const std::vector<graph::FusedGroup>& groups) {
     std::map<std::string, PatternCount> by_sig;
     for (const graph::FusedGroup& grp : groups) {
-        // A concat whose operands are written in place runs nothing.
+        // A group whose operands are written in place runs nothing.
         const std::string sig =
-            graph::group_signature(g, grp) + (grp.in_place_concat ? " (in place)" : "");
+            graph::group_signature(g, grp) + (grp.operands_in_place ? " (in place)" : "");
         PatternCount& pc = by_sig[sig];
         pc.pattern = grp.pattern;
         pc.signature = sig;
@@ -259,8 +259,8 @@ void run_inspect(const InspectOptions& options, std::ostream& out) {
     for (const graph::BufferAssignment& a : plan.assignments)
         views += a.view_of >= 0;
     out << "\nmemory plan: " << plan.assignments.size() << " intermediates in "
-        << plan.buffer_bytes.size() << " buffers (" << plan.in_place_count << " in place, "
-        << views << " inside a concat's output)\n";
+        << plan.buffer_bytes.size() << " buffers (" << plan.in_place_count << " in place, " << views
+        << " inside an in-place group's output)\n";
     out << "  planned " << human_bytes(plan.planned_bytes) << " vs naive "
         << human_bytes(plan.naive_bytes);
     if (plan.naive_bytes > 0)

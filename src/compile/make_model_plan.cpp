@@ -155,7 +155,7 @@ class PlanBuilder {
         for (const graph::BufferAssignment& a : mp.assignments) {
             if (tensor_of_.count(a.value))
                 continue; // a graph output: the caller's buffer
-            // A view (an in-place concat's operand) lies inside its concat's output.
+            // A view (an in-place group's operand) lies inside that group's output.
             const int64_t offset = buffer_offset.at(static_cast<size_t>(a.buffer)) + a.offset;
             tensor_of_[a.value] = add_value_tensor(a.value, runtime::TensorStorage::Arena, offset);
         }
@@ -187,7 +187,7 @@ class PlanBuilder {
             for (int gi : b_.tasks[t].task.groups)
                 task_of.at(static_cast<size_t>(gi)) = static_cast<int>(t);
         for (size_t gi = 0; gi < b_.groups.size(); ++gi) {
-            if (b_.groups[gi].in_place_concat)
+            if (b_.groups[gi].operands_in_place)
                 continue; // its operands were written in place
             const int t = task_of[gi];
             TESSERA_CHECK(t >= 0) << "group " << gi << " belongs to no task";

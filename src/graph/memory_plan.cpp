@@ -38,17 +38,17 @@ MemoryPlan plan_memory(const Graph& g, const std::vector<FusedGroup>& groups) {
                 TESSERA_CHECK(a.def < s) << "group " << s << " reads a value of a later group";
                 a.last_use = std::max(a.last_use, s);
             }
-    // The operands of in-place concats become views of the concat's output, which lives from
+    // The operands of in-place groups become views of the group's output, which lives from
     // its first operand's definition to the last read of it or any operand.
     for (int s = 0; s < steps; ++s) {
-        if (!groups[s].in_place_concat)
+        if (!groups[s].operands_in_place)
             continue;
         const int whole = index_of[groups[s].outputs.at(0)];
-        TESSERA_CHECK(whole >= 0) << "an in-place concat's output is not planned";
-        const std::vector<int64_t> offsets = concat_view_offsets(g, groups[s]);
+        TESSERA_CHECK(whole >= 0) << "an in-place group's output is not planned";
+        const std::vector<int64_t> offsets = operand_view_offsets(g, groups[s]);
         for (size_t k = 0; k < groups[s].inputs.size(); ++k) {
             const int view = index_of[groups[s].inputs[k]];
-            TESSERA_CHECK(view >= 0) << "an in-place concat's operand is not planned";
+            TESSERA_CHECK(view >= 0) << "an in-place group's operand is not planned";
             BufferAssignment& a = plan.assignments[view];
             BufferAssignment& c = plan.assignments[whole];
             a.view_of = whole;
@@ -110,7 +110,7 @@ MemoryPlan plan_memory(const Graph& g, const std::vector<FusedGroup>& groups) {
             const int index = index_of[v];
             if (index < 0)
                 continue;
-            // A view lives in its concat's output, which takes its buffer with the first
+            // A view lives in its group's output, which takes its buffer with the first
             // operand defined (never in place: the operand is written at an offset).
             const int whole = plan.assignments[index].view_of;
             if (whole >= 0) {
@@ -120,7 +120,7 @@ MemoryPlan plan_memory(const Graph& g, const std::vector<FusedGroup>& groups) {
                 continue;
             }
             if (plan.assignments[index].buffer >= 0)
-                continue; // an in-place concat's output, placed with its first operand
+                continue; // an in-place group's output, placed with its first operand
             BufferAssignment& a = plan.assignments[index];
             // In place over a dying input's buffer.
             for (size_t k = 0; k < dying_here.size(); ++k) {

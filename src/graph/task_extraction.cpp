@@ -142,7 +142,7 @@ std::vector<Task> extract_tasks(const Graph& g, const std::vector<FusedGroup>& g
     std::vector<Task> tasks;
     std::map<std::string, size_t> by_key;
     for (size_t i = 0; i < groups.size(); ++i) {
-        if (groups[i].in_place_concat)
+        if (groups[i].operands_in_place)
             continue; // its operands are written in place: nothing runs
         GroupCompute gc = group_compute(g, groups[i]);
         const std::string key = te::workload_key(gc.compute);

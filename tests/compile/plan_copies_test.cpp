@@ -130,7 +130,7 @@ TEST(PlanCopies, ChannelConcatsAreWrittenInPlace) {
     const compile::ModelBuild b = compile::prepare_model_build(opts);
     int in_place = 0;
     for (const graph::FusedGroup& grp : b.groups)
-        in_place += grp.in_place_concat;
+        in_place += grp.operands_in_place;
     EXPECT_EQ(in_place, 1);
     for (const compile::TaskBuild& t : b.tasks)
         EXPECT_EQ(t.task.pattern.find("concat"), std::string::npos) << t.task.pattern;

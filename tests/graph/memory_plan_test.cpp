@@ -160,7 +160,7 @@ TEST(MemoryPlan, ConcatOperandsAreWrittenInsideItsOutput) {
         check_plan(g, groups, plan);
         int in_place = 0, views = 0;
         for (const FusedGroup& grp : groups)
-            in_place += grp.in_place_concat;
+            in_place += grp.operands_in_place;
         for (const BufferAssignment& a : plan.assignments)
             if (a.view_of >= 0) {
                 ++views;
@@ -210,7 +210,7 @@ TEST(MemoryPlan, RandomGraphsKeepInvariants) {
         std::vector<FusedGroup> groups = fuse_ops(g);
         check_plan(g, groups, plan_memory(g, groups));
         for (const FusedGroup& grp : groups)
-            in_place_concats += grp.in_place_concat;
+            in_place_concats += grp.operands_in_place;
     }
     EXPECT_GT(in_place_concats, 0); // the graphs exercise the views
 }

@@ -14,7 +14,9 @@
 #include "graph_test_util.h"
 #include "op_case.h"
 #include "tessera/graph/evaluate.h"
+#include "tessera/graph/fusion.h"
 #include "tessera/graph/import_onnx.h"
+#include "tessera/graph/memory_plan.h"
 
 namespace tessera::graph {
 namespace {
@@ -211,6 +213,49 @@ TEST(QConvTest, PackedWordsInWiderBlocksHoldConsecutiveChannels) {
             want |= uint32_t(4 * j + i) << (8 * i);
         EXPECT_EQ(static_cast<uint32_t>(y.data<int32_t>()[j]), want) << "word " << j;
     }
+}
+
+TEST(QConvTest, UnpaddedWordsInTheInputsBlocksAreItsBytesInPlace) {
+    // Blocked bytes (from a group of their own) packed twice: without padding, in words of
+    // the input's blocks (the same bytes: the pack runs nothing, its operand is a view at
+    // offset 0 of its output), and with padding (a copy).
+    GraphBuilder b;
+    const ValueId x = b.op(Op::LayoutToBlocked, {b.input("x", {1, 32, 5, 7}, DType::U8)},
+                           {{"block", Attribute::of_int(16)}});
+    const ValueId plain = b.op(Op::PackU8Words, {x}, {{"pad_byte", Attribute::of_int(3)}});
+    const ValueId padded =
+        b.op(Op::PackU8Words, {x},
+             {{"pads", Attribute::of_ints({1, 1, 1, 1})}, {"pad_byte", Attribute::of_int(3)}});
+    // A 1x1 conv on the plain words plus a 3x3 conv on the padded ones, 16 outputs each.
+    auto conv = [&](ValueId words, int64_t k) {
+        const TensorData w = s8_weights({16, 32, k, k}, 90 + k);
+        return b.op(
+            Op::QConvBlocked,
+            {words, b.constant(pack_conv_weight_words(w, 16, 16)),
+             b.constant(ints({1, 16}, 91, -100, 100).cast(DType::I32)),
+             b.constant(floats({1, 16}, 92, 1e-4f, 1e-3f))},
+            {{"kernel_shape", Attribute::of_ints({k, k})}, {"block", Attribute::of_int(16)}});
+    };
+    const Graph g = b.finish({b.op(Op::Add, {conv(plain, 1), conv(padded, 3)})});
+    const std::vector<FusedGroup> groups = fuse_ops(g);
+    int in_place = 0;
+    for (const FusedGroup& grp : groups) {
+        in_place += grp.operands_in_place;
+        if (grp.operands_in_place) {
+            EXPECT_EQ(grp.outputs.at(0), plain);
+        }
+    }
+    EXPECT_EQ(in_place, 1);
+    const MemoryPlan plan = plan_memory(g, groups);
+    int views = 0;
+    for (const BufferAssignment& a : plan.assignments)
+        if (a.view_of >= 0) {
+            ++views;
+            EXPECT_EQ(a.value, x);
+            EXPECT_EQ(a.offset, 0);
+            EXPECT_EQ(plan.assignments[static_cast<size_t>(a.view_of)].value, plain);
+        }
+    EXPECT_EQ(views, 1);
 }
 
 TEST(QConvTest, PackedWordsRefuseBlocksThatDoNotTileTheChannels) {

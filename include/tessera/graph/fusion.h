@@ -64,30 +64,32 @@ struct FusedGroup {
     OpPattern kind = OpPattern::Elementwise;
     /// fused_op_name of the members joined by '+', e.g. "conv2d+add+relu".
     std::string pattern;
-    /// A lone Concat whose operands are stored in place in its output (each at its byte
-    /// offset: contiguous slices, as nothing outside the concat axis is longer than 1): the
-    /// groups that define them write there, and this group runs nothing (no task, no call).
-    /// See concat_views (concat_views.cpp) for the conditions.
-    bool in_place_concat = false;
+    /// A lone node whose output is its operands' bytes laid end to end, so that they are
+    /// stored in place in it (each at its byte offset): a Concat on contiguous slices (nothing
+    /// outside the concat axis longer than 1), or a PackU8Words that only reinterprets its
+    /// bytes as words. The groups that define the operands write there, and this group runs
+    /// nothing (no task, no call). See concat_views.cpp for the conditions.
+    bool operands_in_place = false;
 };
 
 /// Partitions the live nodes of g (shape-inferred, verifying) into fused groups. Post: every
 /// live node is in exactly one group; groups are in a topological order (every group input is
-/// a graph input, a constant or an output of an earlier group); concats that can be stored in
-/// place are marked (mark_in_place_concats). Deterministic.
+/// a graph input, a constant or an output of an earlier group); groups whose operands can be
+/// stored in place are marked (mark_in_place_operands). Deterministic.
 std::vector<FusedGroup> fuse_ops(const Graph& g);
 
-/// Marks each group that is one Concat whose operands can live inside its output
-/// (FusedGroup::in_place_concat): every dimension before the concat axis is 1 (so each operand
-/// is one contiguous slice), each operand's slice starts at a multiple of 64 bytes, the output
-/// and the operands are neither graph inputs, outputs nor constants, each operand is defined
-/// by an earlier group that is not itself such a concat, and no operand appears twice or in
-/// two such concats. Deterministic.
-void mark_in_place_concats(const Graph& g, std::vector<FusedGroup>& groups);
+/// Marks each group whose operands can live inside its output (FusedGroup::operands_in_place):
+/// one Concat with every dimension before the concat axis 1 (so each operand is one
+/// contiguous slice) and each operand's slice at a multiple of 64 bytes, or one PackU8Words
+/// without padding whose words block is its input's channel block (its words are the input's
+/// bytes in the same order); the output and the operands are neither graph inputs, outputs
+/// nor constants, each operand is defined by an earlier group that is not itself such a
+/// group, and no operand appears twice or in two such groups. Deterministic.
+void mark_in_place_operands(const Graph& g, std::vector<FusedGroup>& groups);
 
-/// The byte offset of each input of an in-place concat group inside its output, in the
-/// order of group.inputs (the concat's operand order). Pre: group.in_place_concat.
-std::vector<int64_t> concat_view_offsets(const Graph& g, const FusedGroup& group);
+/// The byte offset of each input of an in-place group inside its output, in the order of
+/// group.inputs (the node's operand order). Pre: group.operands_in_place.
+std::vector<int64_t> operand_view_offsets(const Graph& g, const FusedGroup& group);
 
 /// "conv2d+add+relu f32[1,64,56,56]": the pattern and the group's first output type; identical
 /// signatures describe groups a code generator can share a kernel between.

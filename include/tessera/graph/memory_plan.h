@@ -11,8 +11,9 @@
 //  - the smallest free buffer at least as large (best fit); otherwise
 //  - the largest free buffer, grown to the value's size; otherwise
 //  - a new buffer.
-// The operands of an in-place concat (FusedGroup::in_place_concat) are views: each lives in
-// its concat's output buffer at its byte offset. That output is live from the first step
+// The operands of an in-place group (FusedGroup::operands_in_place: a concat, a reinterpreting
+// PackU8Words) are views: each lives in the group's output buffer at its byte offset. That
+// output is live from the first step
 // that defines an operand to the last step that reads it or an operand, and takes its buffer
 // at that first step; a view never serves an in-place output (the rest of the buffer is
 // still live).

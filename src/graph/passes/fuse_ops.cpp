@@ -399,7 +399,7 @@ std::vector<FusedGroup> fuse_ops(const Graph& g) {
         if (!group.outputs.empty())
             out.push_back(std::move(group));
     }
-    mark_in_place_concats(g, out);
+    mark_in_place_operands(g, out);
     return out;
 }
 
