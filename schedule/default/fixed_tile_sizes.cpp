@@ -150,10 +150,10 @@ int64_t tile_rows(int64_t e, int64_t max_rows) {
 ///     keep at least 4 x num_cores iterations. With no reduction outside the window (a
 ///     depthwise conv) they lie in the tile's second spatial level inside the local buffer;
 ///     with one (input channels, an 8-bit conv's words) and a tile of whole vectors, outside
-///     it, so that the register
-///     tile's accumulators stay in registers over the whole reduction instead of being
-///     reloaded for each row at every step of it. resnet18's 56x56 8-bit convs on a Zen 4
-///     core: 0.566 -> 0.505 ms (the `vpdpbusd` peak), its f32 direct ones 2.05 -> 2.02.
+///     it, so that the register tile's accumulators stay in registers over the whole
+///     reduction instead of being reloaded for each row at every step of it. resnet18's
+///     56x56 8-bit convs on a Zen 4 core: 0.566 -> 0.505 ms (the `vpdpbusd` peak), its f32
+///     direct ones 2.05 -> 2.02.
 ///   - A GEMM-like stage (a long reduction without a window: matmul, dense, 1x1 conv): rows of
 ///     the width axis outside the local buffer, which stays one register tile that accumulates
 ///     over the whole reduction (its innermost kReduceUnroll steps unrolled). As many rows as
