@@ -182,9 +182,13 @@ struct WinogradOptions {
     /// bf16.
     int64_t max_channels_f4 = std::numeric_limits<int64_t>::max();
     /// The fewest output tiles (N * ceil(OH / m) * ceil(OW / m)): with few tiles the batched
-    /// matmul streams the transformed weights (16/9 of the conv's) for little work, and a
-    /// 7x7 image pads to 8x8 (ResNet's last stage ran 10% slower in F(2x2)).
-    int64_t min_tiles = 32;
+    /// matmul streams the transformed weights (16/9 or 36/9 of the conv's) for little work.
+    /// At 16, a one-image 7x7 stage (16 tiles of 2x2, padded to 8x8) and 14x14 one (16 of
+    /// 4x4) qualify: on a Zen 4 core ResNet-18's 7x7x512 convs take 1.48 ms in F(2x2) against
+    /// 2.16 direct (bf16: 0.79 against 1.10), its 14x14x256 ones 0.91 in F(4x4) against 1.06
+    /// in F(2x2). (At 32, set on a Zen 1 when the direct 7x7 conv ran 8.6 ms and F(2x2) 9.9,
+    /// before the batched matmul's register tiles, the 7x7 stage stayed direct.)
+    int64_t min_tiles = 16;
 };
 
 /// "winograd" (-O3, after layout): a ConvBlocked with a 3x3 kernel, strides and dilations 1,
