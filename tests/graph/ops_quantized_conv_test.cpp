@@ -492,7 +492,8 @@ TEST(QuantizedOpsPass, FoldsDequantizedConvsAndKeepsValues) {
     for (int64_t C : {3, 20}) {
         Graph g = import_onnx_bytes(QdqBlock().bytes(C, 24), "qdq.onnx");
         const PassResult r = check_pass(g, fold_quantized_ops);
-        EXPECT_EQ(r.changes, 3) << r.summary;
+        // The three convs, and the three QuantizeLinears of their inputs by a reciprocal.
+        EXPECT_EQ(r.changes, 6) << r.summary;
         int qconvs = 0, convs = 0;
         for (NodeId id : g.node_ids()) {
             qconvs += g.node(id).op == Op::QConv;
@@ -558,9 +559,10 @@ TEST(QuantizedOpsPass, DepthwiseConvsFoldAndSumBytesInTheBlockedLayout) {
 TEST(QuantizedOpsPass, MaxPoolsBetweenQuantizationsPoolTheBytes) {
     Graph g = import_onnx_bytes(QdqBlock().pooled(5, 32), "qpool.onnx");
     const PassResult r = check_pass(g, fold_quantized_ops);
-    // Two convs, the pool, and the first conv's requantization (only its QuantizeLinear reads
-    // it; the second conv's output is the graph's).
-    EXPECT_EQ(r.changes, 4) << r.summary;
+    // Two convs, the pool, the first conv's requantization (only its QuantizeLinear reads
+    // it; the second conv's output is the graph's) and the input's quantization by a
+    // reciprocal.
+    EXPECT_EQ(r.changes, 5) << r.summary;
     int byte_pools = 0;
     for (NodeId id : g.node_ids())
         byte_pools += g.node(id).op == Op::MaxPool &&
@@ -588,7 +590,8 @@ TEST(QuantizedOpsPass, MaxPoolsBetweenQuantizationsPoolTheBytes) {
     for (NodeId id : h.node_ids())
         if (h.node(id).op == Op::QuantizeLinear && h.value(h.node(id).inputs[0]).name == "p")
             h.node(id).inputs[1] = other_scale;
-    EXPECT_EQ(check_pass(h, fold_quantized_ops).changes, 3); // the convs and a requantization
+    // The convs, a requantization, and the input's and the pool's quantizations by a reciprocal.
+    EXPECT_EQ(check_pass(h, fold_quantized_ops).changes, 5);
     // Built at every level, against the evaluator of the dequantized graph.
     for (int level : {0, 1, 3})
         expect_library_matches_evaluator(model, {floats({1, 5, 9, 11}, 10, -3, 3)}, level, 1e-4,
@@ -612,8 +615,10 @@ TEST(QuantizedOpsPass, RequantizationMovesIntoTheProductsScale) {
         const Value& s = g.value(n.inputs.size() > 1 ? n.inputs[1] : n.inputs[0]);
         if (n.op != Op::QuantizeLinear || !s.is_constant() || s.constant->data<float>()[0] != 1.0f)
             continue;
-        ++unit_quantizes;
         const Node& p = g.node(g.value(n.inputs[0]).producer);
+        if (p.op == Op::Mul) // the input's and the pool's quantizations by a reciprocal
+            continue;
+        ++unit_quantizes;
         ASSERT_EQ(p.op, Op::QConv);
         const Value& rs = g.value(p.inputs[3]);
         ASSERT_TRUE(rs.is_constant());
@@ -685,7 +690,7 @@ std::string qdq_matmul_model(int64_t K, int64_t N) {
 TEST(QuantizedOpsPass, FoldsDequantizedMatMulsAndKeepsValues) {
     Graph g = import_onnx_bytes(qdq_matmul_model(23, 33), "qmm.onnx");
     const PassResult r = check_pass(g, fold_quantized_ops);
-    EXPECT_EQ(r.changes, 1) << r.summary;
+    EXPECT_EQ(r.changes, 2) << r.summary; // and the input's quantization by a reciprocal
     int qmm = 0;
     for (NodeId id : g.node_ids())
         qmm += g.node(id).op == Op::QMatMul;
@@ -709,7 +714,66 @@ TEST(QuantizedOpsPass, LeavesWhatItCannotRepresent) {
     m.node("Conv", {"xd", "wd"}, {"y"});
     m.output("y", DType::F32);
     Graph g = import_onnx_bytes(m.bytes(), "q.onnx");
-    EXPECT_EQ(fold_quantized_ops(g).changes, 0);
+    EXPECT_EQ(fold_quantized_ops(g).changes, 1); // only the quantization by a reciprocal
+    EXPECT_EQ(count_op(g, Op::Conv), 1);
+    EXPECT_EQ(count_op(g, Op::QConv), 0);
+}
+
+// QuantizeLinear(x, s) becomes QuantizeLinear(x * RN(1/s), 1): the bytes are those of the
+// division except where x / s lies within an ulp or two of a half step, one step away there.
+TEST(QuantizedOpsPass, QuantizationsByAConstantScaleMultiplyByItsReciprocal) {
+    const float s = 0.0137f;
+    const int64_t n = 4099;
+    ModelBuilder m(13);
+    m.input("x", DType::F32, {n});
+    m.initializer("s", TensorData::scalar(s));
+    m.initializer("z", TensorData::from_vector<uint8_t>({}, {121}, DType::U8));
+    m.node("QuantizeLinear", {"x", "s", "z"}, {"q"});
+    m.output("q", DType::U8);
+    const Graph before = import_onnx_bytes(m.bytes(), "q.onnx");
+    Graph g = before;
+    EXPECT_EQ(check_pass(g, fold_quantized_ops).changes, 1);
+    int quantizes = 0;
+    for (NodeId id : g.node_ids()) {
+        const Node& q = g.node(id);
+        if (q.op != Op::QuantizeLinear)
+            continue;
+        ++quantizes;
+        EXPECT_EQ(g.value(q.inputs[1]).constant->data<float>()[0], 1.0f);
+        const Node& mul = g.node(g.value(q.inputs[0]).producer);
+        ASSERT_EQ(mul.op, Op::Mul);
+        EXPECT_EQ(g.value(mul.inputs[1]).constant->data<float>()[0], 1.0f / s);
+    }
+    EXPECT_EQ(quantizes, 1);
+    auto quantized = [&](const Graph& graph, const std::vector<float>& x) {
+        return evaluate(graph, {TensorData::from_vector<float>({n}, x)})[0].to_vector<uint8_t>();
+    };
+    // Random values (seeded): the same bytes.
+    const std::vector<float> random = floats({n}, 11, -1.9f, 1.9f).to_vector<float>();
+    EXPECT_EQ(quantized(g, random), quantized(before, random));
+    // The 16 floats around each half step (k + 1/2) * s of the range: some move, one step.
+    std::vector<float> x(static_cast<size_t>(n), 0.5f);
+    const int64_t half_steps = n / 16;
+    for (int64_t k = 0; k < half_steps; ++k) {
+        float h = (static_cast<float>(k) - 121.5f) * s;
+        for (int i = 0; i < 8; ++i)
+            h = std::nextafter(h, -1.0f);
+        for (int i = 0; i < 16; ++i, h = std::nextafter(h, 1.0f))
+            x[static_cast<size_t>(16 * k + i)] = h;
+    }
+    const std::vector<uint8_t> want = quantized(before, x), got = quantized(g, x);
+    int moved = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+        if (got[i] == want[i])
+            continue;
+        ++moved;
+        EXPECT_EQ(std::abs(int(got[i]) - int(want[i])), 1) << "x = " << x[i];
+        const float steps = x[i] / s - std::floor(x[i] / s);
+        EXPECT_NEAR(steps, 0.5f, 1e-4f) << "x = " << x[i] << " is not next to a half step";
+    }
+    // 56 of the 4096 with this scale; at most two per half step.
+    EXPECT_GT(moved, 0);
+    EXPECT_LE(moved, 2 * half_steps);
 }
 
 TEST(QuantizedOpsPass, LibraryMatchesEvaluatorAtEveryLevel) {

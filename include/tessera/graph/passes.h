@@ -82,7 +82,11 @@ PassResult simplify_algebra(Graph& g);
 /// folded like a bias), becomes QMatMul with W packed into words at compile time. The results are
 /// the dequantized ops' up to f32 rounding; QuantizeLinear and the ops around stay as they are.
 /// QuantizeLinear(MaxPool(DequantizeLinear(X u8, per tensor)), the same scale and zero point)
-/// becomes MaxPool(X) on the bytes, exactly.
+/// becomes MaxPool(X) on the bytes, exactly. A QuantizeLinear reading a product alone takes
+/// its scale into the product's (Scale[k] / s); any other of f32 data and a per-tensor
+/// constant scale s becomes QuantizeLinear(X * RN(1/s), 1): a multiply per element instead of
+/// a division. Both round differently from dividing only where the quotient lies within an
+/// f32 ulp or two of a half step: one quantization step there.
 PassResult fold_quantized_ops(Graph& g);
 
 /// The element type the products (matmuls and convs) compute in: `--precision`. TF32 leaves
