@@ -268,6 +268,18 @@ TEST(QConvTest, PackedWordsRefuseBlocksThatDoNotTileTheChannels) {
     }
 }
 
+// QMatMulActivations of u8 operands x and y (seeded) with zero points zx and zy.
+std::function<std::vector<ValueId>(Case&)> qmatmul_activations_case(Shape x, Shape y, int64_t zx,
+                                                                    int64_t zy, uint64_t seed) {
+    return [=](Case& c) -> std::vector<ValueId> {
+        return {c.op(
+            Op::QMatMulActivations,
+            {c.input(u8_image(x, seed)), c.input(u8_image(y, seed + 1)),
+             c.constant(TensorData::from_vector<float>({1}, {3.7e-5f}))},
+            {{"x_zero_point", Attribute::of_int(zx)}, {"y_zero_point", Attribute::of_int(zy)}})};
+    };
+}
+
 std::vector<OpCase> quantized_conv_op_cases() {
     return {
         {"QConvNchw",
@@ -386,6 +398,18 @@ std::vector<OpCase> quantized_conv_op_cases() {
                                         c.constant(ints({37}, 73, -3000, 3000).cast(DType::I32)),
                                         c.constant(floats({37}, 74, 1e-4f, 1e-3f))})};
          }},
+        // Two computed operands: attention heads with both zero points' corrections; odd rows
+        // and columns with the zero points that drop them (0 and 128, a softmax's and a
+        // centred value's); one word of the reduction at the zero points' extremes.
+        {"QMatMulActivationsAttentionHeads",
+         {Op::QMatMulActivations},
+         qmatmul_activations_case({1, 2, 33, 64}, {1, 2, 64, 40}, 131, 119, 75)},
+        {"QMatMulActivationsOddRowsAndColumns",
+         {Op::QMatMulActivations},
+         qmatmul_activations_case({3, 21, 8}, {3, 8, 19}, 0, 128, 76)},
+        {"QMatMulActivationsOneWord",
+         {Op::QMatMulActivations},
+         qmatmul_activations_case({5, 4}, {4, 7}, 255, 0, 77)},
     };
 }
 TESSERA_REGISTER_OP_CASES(quantized_conv_op_cases);
@@ -698,6 +722,65 @@ TEST(QuantizedOpsPass, FoldsDequantizedMatMulsAndKeepsValues) {
     for (int level : {0, 2, 3})
         expect_library_matches_evaluator(qdq_matmul_model(23, 33), {floats({1, 6, 23}, 5, -3, 3)},
                                          level, 1e-4, 1e-4);
+}
+
+// Attention's products in a QDQ model: x [1, 2, 9, 12] times y [1, 2, 12, 13], both computed
+// and quantized per tensor, then the product quantized again.
+std::string qdq_attention_model(int64_t x_zero_point, int64_t y_zero_point) {
+    ModelBuilder m(13);
+    m.input("x", DType::F32, {1, 2, 9, 12}).input("y", DType::F32, {1, 2, 12, 13});
+    m.initializer("xs", TensorData::scalar(0.031f)).initializer("ys", TensorData::scalar(0.027f));
+    m.initializer("xz", TensorData::from_vector<uint8_t>({}, {uint8_t(x_zero_point)}, DType::U8));
+    m.initializer("yz", TensorData::from_vector<uint8_t>({}, {uint8_t(y_zero_point)}, DType::U8));
+    m.initializer("zs", TensorData::scalar(0.05f));
+    m.initializer("zz", TensorData::from_vector<uint8_t>({}, {117}, DType::U8));
+    m.node("QuantizeLinear", {"x", "xs", "xz"}, {"xq"});
+    m.node("DequantizeLinear", {"xq", "xs", "xz"}, {"xd"});
+    m.node("QuantizeLinear", {"y", "ys", "yz"}, {"yq"});
+    m.node("DequantizeLinear", {"yq", "ys", "yz"}, {"yd"});
+    m.node("MatMul", {"xd", "yd"}, {"p"});
+    m.node("QuantizeLinear", {"p", "zs", "zz"}, {"pq"});
+    m.node("DequantizeLinear", {"pq", "zs", "zz"}, {"z"});
+    m.output("z", DType::F32);
+    return m.bytes();
+}
+
+TEST(QuantizedOpsPass, ProductsOfTwoComputedOperandsRunOnTheBytes) {
+    for (const auto& [zx, zy] : std::vector<std::pair<int64_t, int64_t>>{{131, 119}, {0, 128}}) {
+        SCOPED_TRACE("zero points " + std::to_string(zx) + " and " + std::to_string(zy));
+        Graph g = import_onnx_bytes(qdq_attention_model(zx, zy), "qattn.onnx");
+        const PassResult r = check_pass(g, fold_quantized_ops);
+        EXPECT_NE(r.summary.find("1 to QMatMulActivations"), std::string::npos) << r.summary;
+        ASSERT_EQ(count_op(g, Op::QMatMulActivations), 1);
+        EXPECT_EQ(count_op(g, Op::MatMul), 0);
+        const Node& p = first_node(g, Op::QMatMulActivations);
+        EXPECT_EQ(g.value(p.inputs[0]).dtype, DType::U8);
+        EXPECT_EQ(p.attr_int("x_zero_point", -1), zx);
+        EXPECT_EQ(p.attr_int("y_zero_point", -1), zy);
+        EXPECT_EQ(g.value(p.inputs[2]).constant->data<float>()[0], 0.031f * 0.027f);
+        // The library against the evaluator of the dequantized graph: equal up to f32
+        // rounding of the sums, which the last quantization may turn into one step (0.05).
+        for (int level : {0, 1, 3})
+            expect_library_matches_evaluator(
+                qdq_attention_model(zx, zy),
+                {floats({1, 2, 9, 12}, 21, -3, 4), floats({1, 2, 12, 13}, 22, -3.5f, 3)}, level,
+                1e-4, 0.051);
+    }
+    // An inner dimension that is not a multiple of 4 stays an f32 MatMul.
+    ModelBuilder m(13);
+    m.input("x", DType::F32, {2, 5, 6}).input("y", DType::F32, {2, 6, 3});
+    m.initializer("s", TensorData::scalar(0.03f));
+    m.initializer("z", TensorData::from_vector<uint8_t>({}, {128}, DType::U8));
+    for (const char* v : {"x", "y"}) {
+        m.node("QuantizeLinear", {v, "s", "z"}, {std::string(v) + "q"});
+        m.node("DequantizeLinear", {std::string(v) + "q", "s", "z"}, {std::string(v) + "d"});
+    }
+    m.node("MatMul", {"xd", "yd"}, {"p"});
+    m.output("p", DType::F32);
+    Graph odd = import_onnx_bytes(m.bytes(), "qodd.onnx");
+    check_pass(odd, fold_quantized_ops);
+    EXPECT_EQ(count_op(odd, Op::QMatMulActivations), 0);
+    EXPECT_EQ(count_op(odd, Op::MatMul), 1);
 }
 
 TEST(QuantizedOpsPass, LeavesWhatItCannotRepresent) {

@@ -79,8 +79,11 @@ PassResult simplify_algebra(Graph& g);
 /// bias is rounded to the nearest unit. A depthwise conv folds only when its blocked form's
 /// f32 sums are exact (R * S * 255 * 128 and every |Offset[k]| at most 2^24). A MatMul of such
 /// operands (W [K, N], per tensor or per column), or a Gemm (alpha and beta 1, transA 0, its C
-/// folded like a bias), becomes QMatMul with W packed into words at compile time. The results are
-/// the dequantized ops' up to f32 rounding; QuantizeLinear and the ops around stay as they are.
+/// folded like a bias), becomes QMatMul with W packed into words at compile time. A MatMul of
+/// two computed operands, each DequantizeLinear(u8, per-tensor constant scale and zero point),
+/// of one rank with the same batch dimensions and an inner dimension that is a multiple of 4
+/// (attention's), becomes QMatMulActivations on the bytes. The results are the dequantized
+/// ops' up to f32 rounding; QuantizeLinear and the ops around stay as they are.
 /// QuantizeLinear(MaxPool(DequantizeLinear(X u8, per tensor)), the same scale and zero point)
 /// becomes MaxPool(X) on the bytes, exactly. A QuantizeLinear reading a product alone takes
 /// its scale into the product's (Scale[k] / s); any other of f32 data and a per-tensor

@@ -141,6 +141,19 @@ Tensor qconv2d_nchwc(const Tensor& x, const Tensor& w, const Tensor& offset, con
 /// dot4_u8s8), "qmatmul_dequantize".
 Tensor qmatmul(const Tensor& x, const Tensor& w, const Tensor& offset, const Tensor& scale);
 
+/// 8-bit product of two computed operands (attention's): x u8 [..., M, K] with zero point
+/// x_zero_point times y u8 [..., K, N] with zero point y_zero_point (the same batch
+/// dimensions, K a multiple of 4), scale f32 [1]: z[..., m, n] = f32(sum_k (x[..., m, k] -
+/// x_zero_point) * (y[..., k, n] - y_zero_point)) * scale[0], f32. vpdpbusd multiplies u8 by
+/// s8, so y enters as y - 128 and the sums of x's rows and of y's columns correct for that and
+/// for the zero points. Stages "qmatmul_activations_words" (x's rows as words),
+/// "qmatmul_activations_columns" (words of four rows of y - 128 by column, [..., K / 4, N]),
+/// "qmatmul_activations_row_sums", "qmatmul_activations_column_sums", "qmatmul_activations"
+/// (the i32 sums) and "qmatmul_activations_dequantize". Throws UserError on other dtypes or
+/// shapes, or zero points outside [0, 255].
+Tensor qmatmul_activations(const Tensor& x, const Tensor& y, const Tensor& scale,
+                           int64_t x_zero_point, int64_t y_zero_point);
+
 // ---- bf16_matmul.cpp -------------------------------------------------------------------------
 
 /// bf16 matrix product: x bf16 [..., K] (K even) times weights w i32 [K / 2, N] (word [j, n]

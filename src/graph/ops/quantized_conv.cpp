@@ -45,16 +45,16 @@ TensorData pack_conv_weight_words(const TensorData& w, int64_t block, int64_t in
     return out;
 }
 
-namespace {
-
-using K = Attribute::Kind;
-
 int64_t zero_point_attr(const Node& n, const char* key, const std::string& where) {
     const int64_t zp = n.attr_int(key, 0);
     if (zp < 0 || zp > 255)
         throw UserError() << where << ": " << key << " " << zp << " is not a u8";
     return zp;
 }
+
+namespace {
+
+using K = Attribute::Kind;
 
 // PackU8Words's channels per block of output words: the `words_block` attribute, by default
 // the input's block xb. A multiple of xb that divides the input's CB * xb channels, so that

@@ -18,4 +18,8 @@ int32_t dot4_u8s8_reference(int32_t a, int32_t b);
 /// Pre: w is I8 of rank 4, in_block a positive multiple of 4, block positive.
 TensorData pack_conv_weight_words(const TensorData& w, int64_t block, int64_t in_block);
 
+/// The u8 zero point attribute `key` of an 8-bit op (0 when absent); a UserError naming
+/// `where` when it lies outside [0, 255].
+int64_t zero_point_attr(const Node& n, const char* key, const std::string& where);
+
 } // namespace tessera::graph::detail

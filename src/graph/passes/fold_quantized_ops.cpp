@@ -167,6 +167,35 @@ bool fold_matmul(Graph& g, NodeId id) {
     return true;
 }
 
+// MatMul(DQ(x u8, per tensor), DQ(y u8, per tensor)) of two computed operands of one rank >= 2,
+// the same batch dimensions and an inner dimension that is a multiple of 4 (attention's
+// products) -> QMatMulActivations on the bytes, scaled by x_scale * y_scale in f32.
+bool fold_activation_matmul(Graph& g, NodeId id) {
+    const Node n = g.node(id);
+    if (n.op != Op::MatMul || !is_plain_product(n))
+        return false;
+    Dequantized x, y;
+    if (!dequantized(g, n.inputs[0], false, &x) || !dequantized(g, n.inputs[1], false, &y) ||
+        x.values || y.values || x.scale.size() != 1 || y.scale.size() != 1)
+        return false;
+    const Value xv = g.value(x.data);
+    const Value yv = g.value(y.data);
+    const size_t r = xv.shape.size();
+    if (xv.dtype != DType::U8 || yv.dtype != DType::U8 || r < 2 || yv.shape.size() != r ||
+        yv.shape[r - 2] != xv.shape[r - 1] || xv.shape[r - 1] % 4 != 0 ||
+        !std::equal(xv.shape.begin(), xv.shape.end() - 2, yv.shape.begin()))
+        return false;
+    const float scale = static_cast<float>(x.scale[0]) * static_cast<float>(y.scale[0]);
+    if (!(scale > 0) || !std::isfinite(scale))
+        return false;
+    const ValueId sc = g.add_constant(g.value(n.outputs[0]).name + "_qscale",
+                                      TensorData::from_vector<float>({1}, {scale}));
+    replace_node(g, id, Op::QMatMulActivations, {x.data, y.data, sc},
+                 {{"x_zero_point", Attribute::of_int(static_cast<int64_t>(x.zero_point[0]))},
+                  {"y_zero_point", Attribute::of_int(static_cast<int64_t>(y.zero_point[0]))}});
+    return true;
+}
+
 // The largest magnitude below which every integer is exact in f32.
 constexpr int64_t kExactInF32 = int64_t{1} << 24;
 
@@ -314,14 +343,17 @@ bool fold_reciprocal_scale(Graph& g, NodeId id) {
 
 PassResult fold_quantized_ops(Graph& g) {
     PassResult r = begin_pass("quantized-ops", g);
-    int convs = 0, matmuls = 0, pools = 0, requantized = 0, reciprocals = 0;
+    int convs = 0, matmuls = 0, activation_matmuls = 0, pools = 0, requantized = 0, reciprocals = 0;
     for (NodeId id : g.topological_order()) {
         if (!g.is_live(id))
             continue;
         if (g.node(id).op == Op::Conv) {
             convs += fold_conv(g, id);
         } else if (g.node(id).op == Op::MatMul || g.node(id).op == Op::Gemm) {
-            matmuls += fold_matmul(g, id);
+            if (fold_matmul(g, id))
+                ++matmuls;
+            else
+                activation_matmuls += fold_activation_matmul(g, id);
         } else if (g.node(id).op == Op::QuantizeLinear) {
             if (fold_max_pool(g, id))
                 ++pools;
@@ -331,11 +363,12 @@ PassResult fold_quantized_ops(Graph& g) {
                 reciprocals += fold_reciprocal_scale(g, id);
         }
     }
-    r.changes = convs + matmuls + pools + requantized + reciprocals;
+    r.changes = convs + matmuls + activation_matmuls + pools + requantized + reciprocals;
     std::ostringstream os;
-    os << convs << " convs to 8-bit QConv, " << matmuls << " matmuls to QMatMul, " << pools
-       << " max pools on bytes, " << requantized << " requantizations into their products, "
-       << reciprocals << " quantizations by a reciprocal";
+    os << convs << " convs to 8-bit QConv, " << matmuls << " matmuls to QMatMul, "
+       << activation_matmuls << " to QMatMulActivations, " << pools << " max pools on bytes, "
+       << requantized << " requantizations into their products, " << reciprocals
+       << " quantizations by a reciprocal";
     return end_pass(r, g, os.str());
 }
 
