@@ -757,7 +757,19 @@ TEST(QuantizedOpsPass, ProductsOfTwoComputedOperandsRunOnTheBytes) {
         EXPECT_EQ(g.value(p.inputs[0]).dtype, DType::U8);
         EXPECT_EQ(p.attr_int("x_zero_point", -1), zx);
         EXPECT_EQ(p.attr_int("y_zero_point", -1), zy);
-        EXPECT_EQ(g.value(p.inputs[2]).constant->data<float>()[0], 0.031f * 0.027f);
+        // x_scale * y_scale, over the scale of the QuantizeLinear that alone reads the product
+        // (its own scale now 1).
+        EXPECT_EQ(g.value(p.inputs[2]).constant->data<float>()[0],
+                  static_cast<float>(static_cast<double>(0.031f * 0.027f) / 0.05f));
+        int requantized = 0;
+        for (NodeId id : g.node_ids()) {
+            const Node& q = g.node(id);
+            if (q.op == Op::QuantizeLinear && q.inputs[0] == p.outputs[0]) {
+                EXPECT_EQ(g.value(q.inputs[1]).constant->data<float>()[0], 1.0f);
+                ++requantized;
+            }
+        }
+        EXPECT_EQ(requantized, 1);
         // The library against the evaluator of the dequantized graph: equal up to f32
         // rounding of the sums, which the last quantization may turn into one step (0.05).
         for (int level : {0, 1, 3})

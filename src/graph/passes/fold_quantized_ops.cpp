@@ -270,8 +270,9 @@ bool fold_max_pool(Graph& g, NodeId id) {
     return true;
 }
 
-// QuantizeLinear(QConv or QMatMul y, per-tensor scale s, zero point) where only the quantize
-// reads y: the product's dequantizing scale becomes scale[o] / s and the quantize's scale 1,
+// QuantizeLinear(QConv, QMatMul or QMatMulActivations y, per-tensor scale s, zero point) where
+// only the quantize reads y: the product's dequantizing scale becomes scale[o] / s and the
+// quantize's scale 1,
 // which its kernel does not divide by. The requantization is then one multiply per output
 // channel instead of a multiply and a division per element (MobileNetV2's 8-bit 1x1 convs,
 // whose 16-96 channel sums leave the epilogue most of their time, ran 5% faster without the
@@ -285,10 +286,12 @@ bool fold_requantize(Graph& g, NodeId id) {
     if (pid == kNoNode || use_count(g, q.inputs[0]) != 1)
         return false;
     const Node p = g.node(pid);
-    if ((p.op != Op::QConv && p.op != Op::QMatMul) || p.inputs.size() != 4)
+    // The scale is the last operand of each.
+    const bool product = p.op == Op::QConv || p.op == Op::QMatMul || p.op == Op::QMatMulActivations;
+    if (!product || p.inputs.size() != (p.op == Op::QMatMulActivations ? 3u : 4u))
         return false;
     double q_scale = 0;
-    const Value& ps = g.value(p.inputs[3]);
+    const Value& ps = g.value(p.inputs.back());
     if (!constant_scalar(g, q.inputs[1], &q_scale) || q_scale == 1.0 || !(q_scale > 0) ||
         !std::isfinite(q_scale) || !ps.is_constant() || ps.dtype != DType::F32)
         return false;
@@ -306,7 +309,9 @@ bool fold_requantize(Graph& g, NodeId id) {
     const std::string base = g.value(p.outputs[0]).name;
     const ValueId rs = g.add_constant(base + "_requant_scale", std::move(scale));
     const ValueId unit = g.add_constant(base + "_requant_unit", std::move(one));
-    replace_node(g, pid, p.op, {p.inputs[0], p.inputs[1], p.inputs[2], rs}, p.attrs);
+    std::vector<ValueId> inputs = p.inputs;
+    inputs.back() = rs;
+    replace_node(g, pid, p.op, inputs, p.attrs);
     replace_node(g, id, Op::QuantizeLinear, {q.inputs[0], unit, q.inputs[2]}, q.attrs);
     return true;
 }
