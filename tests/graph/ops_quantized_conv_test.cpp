@@ -345,6 +345,19 @@ std::vector<OpCase> quantized_conv_op_cases() {
                  c.op(Op::PackU8Words, {c.input(u8_image({2, 4, 5, 7, 16}, 55))},
                       {{"pads", Is({1, 2, 0, 1})}, {"pad_byte", I(77)}, {"words_block", I(32)}})};
          }},
+        // An NCHW image's planes as one word per pixel: 3 channels (byte 3 zero) with pads, and
+        // 4 (byte 3 entering signed) without.
+        {"PackU8WordsFromThreePlanes",
+         {Op::PackU8Words},
+         [](Case& c) -> std::vector<ValueId> {
+             return {c.op(Op::PackU8Words, {c.input(u8_image({2, 3, 5, 19}, 56))},
+                          {{"pads", Is({3, 2, 1, 3})}, {"pad_byte", I(119)}})};
+         }},
+        {"PackU8WordsFromFourPlanes",
+         {Op::PackU8Words},
+         [](Case& c) -> std::vector<ValueId> {
+             return {c.op(Op::PackU8Words, {c.input(u8_image({1, 4, 7, 17}, 57))})};
+         }},
         {"QConvBlockedOnWordBlocksOf64",
          {Op::PackU8Words, Op::QConvBlocked},
          [](Case& c) -> std::vector<ValueId> {
@@ -656,8 +669,9 @@ TEST(QuantizedOpsPass, RequantizationMovesIntoTheProductsScale) {
 }
 
 TEST(QuantizedOpsPass, LayoutPacksWordsInBlocksOf64WhenTheyTileTheChannels) {
-    // 64 input channels everywhere but the first conv's 3 (an image, read as one block of 4):
-    // the others' words come in one block of 64 channels, whatever the layout's block.
+    // 64 input channels everywhere but the first conv's 3 (an image, packed from its NCHW
+    // planes, one word per pixel): the others' words come in one block of 64 channels,
+    // whatever the layout's block.
     for (int64_t C : {64, 3}) {
         Graph g = import_onnx_bytes(QdqBlock().bytes(C, 64), "qdq.onnx");
         check_pass(g, fold_quantized_ops);
@@ -678,6 +692,8 @@ TEST(QuantizedOpsPass, LayoutPacksWordsInBlocksOf64WhenTheyTileTheChannels) {
                 } else {
                     ++narrow;
                     EXPECT_FALSE(n.has_attr("words_block"));
+                    EXPECT_EQ(b.value(n.inputs[0]).shape, (Shape{1, 3, 9, 11})); // the planes
+                    EXPECT_EQ(words.shape[4], 1);
                 }
             }
             EXPECT_EQ(wide, C == 64 ? 3 : 2) << "C=" << C << " block " << block;

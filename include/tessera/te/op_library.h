@@ -110,6 +110,11 @@ Tensor qconv2d(const Tensor& x, const Tensor& w, const Tensor& offset, const Ten
 /// [N, CB * xb / wb, H + pads, W + pads, wb / 4]. Word j of block cbw holds channels
 /// cbw * wb + 4j .. + 3, byte i channel cbw * wb + 4j + i (read from input block channel / xb,
 /// lane channel % xb). wb must be a multiple of xb that divides CB * xb. Stage "pack_u8_words".
+/// The same words from an NCHW u8 image of at most 4 channels [N, C, H, W]: [N, 1, H + pads, W +
+/// pads, 1], byte i of each word channel i (0 for i >= C), read from C planes (contiguous
+/// along W, where a blocked copy of the image would be read across its planes). Stage
+/// "pack_u8_planes".
+Tensor pack_u8_planes(const Tensor& x, const Conv2dParams& p, int64_t pad_byte);
 Tensor pack_u8_words(const Tensor& x, const Conv2dParams& p, int64_t pad_byte,
                      int64_t words_block = 0);
 

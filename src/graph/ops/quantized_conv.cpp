@@ -115,8 +115,16 @@ TypeList qconv_types(const NodeTypes& t) {
 TypeList pack_words_types(const NodeTypes& t) {
     const Value& x = t.in(0, "X");
     t.dtype(x, {DType::U8}, "X");
-    t.rank(x, 5, "X");
     zero_point_attr(t.node(), "pad_byte", t.where());
+    if (x.shape.size() == 4) { // an NCHW image of at most 4 channels: one word per pixel
+        if (x.shape[1] > 4)
+            t.fail("X " + shape_str(x.shape) + ": an NCHW input has at most 4 channels");
+        const Window2d win = window_of(t.node(), {1, 1}, t.where());
+        return {{DType::I32,
+                 {x.shape[0], 1, x.shape[2] + win.pads[0] + win.pads[2],
+                  x.shape[3] + win.pads[1] + win.pads[3], 1}}};
+    }
+    t.rank(x, 5, "X");
     if (x.shape[4] % 4 != 0)
         t.fail("X " + shape_str(x.shape) + ": the channel block is not a multiple of 4");
     const int64_t wb = words_block_attr(t.node(), x.shape[1], x.shape[4], t.where());
@@ -226,9 +234,27 @@ EvalOutputs eval_qconv(const Node& n, const EvalInputs& in, const std::string& w
 
 EvalOutputs eval_pack_words(const Node& n, const EvalInputs& in, const std::string& where) {
     const TensorData& x = require_input(in, 0, where);
-    require_rank(x, 5, "X", where);
     const Window2d win = window_of(n, {1, 1}, where);
     const auto pad = static_cast<uint8_t>(zero_point_attr(n, "pad_byte", where));
+    if (x.rank() == 4) { // NCHW, at most 4 channels: byte c of each word channel c, 0 past C
+        const int64_t N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
+        const int64_t PH = H + win.pads[0] + win.pads[2], PW = W + win.pads[1] + win.pads[3];
+        TensorData y(DType::I32, {N, 1, PH, PW, 1});
+        auto* py = reinterpret_cast<uint8_t*>(y.data<int32_t>());
+        for (int64_t b = 0; b < N; ++b)
+            for (int64_t h = 0; h < PH; ++h)
+                for (int64_t v = 0; v < PW; ++v) {
+                    const int64_t ih = h - win.pads[0], iw = v - win.pads[1];
+                    const bool inside = ih >= 0 && ih < H && iw >= 0 && iw < W;
+                    for (int64_t c = 0; c < 4; ++c)
+                        py[((b * PH + h) * PW + v) * 4 + c] =
+                            !inside ? pad
+                            : c < C ? x.data<uint8_t>()[((b * C + c) * H + ih) * W + iw]
+                                    : uint8_t(0);
+                }
+        return {y};
+    }
+    require_rank(x, 5, "X", where);
     const int64_t N = x.shape()[0], CB = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
     const int64_t xb = x.shape()[4];
     const int64_t wb = words_block_attr(n, CB, xb, where), CBW = CB * xb / wb;
@@ -336,6 +362,10 @@ void qconv_kernel(NodeKernel& k) {
 void pack_words_kernel(NodeKernel& k) {
     te::Conv2dParams p = conv2d_params(k.node(), {1, 1}, k.where());
     const te::Tensor x = k.in(0);
+    if (x.ndim() == 4) {
+        k.set(te::pack_u8_planes(x, p, zero_point_attr(k.node(), "pad_byte", k.where())));
+        return;
+    }
     const int64_t wb = words_block_attr(k.node(), x.shape()[1], x.shape()[4], k.where());
     k.set(te::pack_u8_words(x, p, zero_point_attr(k.node(), "pad_byte", k.where()), wb));
 }

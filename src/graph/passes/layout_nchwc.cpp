@@ -211,10 +211,11 @@ class LayoutRewriter {
     // QConv -> PackU8Words (the input as padded words of four channels) -> QConvBlocked, on
     // the blocked twin of its u8 input (a blocked QuantizeLinear's output, between convs) or,
     // for fewer input channels than a block (an image), on one block of them padded to a
-    // multiple of 4. The words come in blocks of kQConvWordsBlock channels when C is a
-    // multiple of it (and it of the layout's block), else in the activations' blocks. The
-    // padding channels' weights are 0 and their offsets and scales too, so that padding
-    // output channels are 0, as ConvBlocked's.
+    // multiple of 4; an image of at most 4 channels is packed from its NCHW planes directly
+    // (a blocked copy of 4-byte pixels would read its planes across, a gather per vector). The
+    // words come in blocks of kQConvWordsBlock channels when C is a multiple of it (and it of the
+    // layout's block), else in the activations' blocks. The padding channels' weights are 0 and
+    // their offsets and scales too, so that padding output channels are 0, as ConvBlocked's.
     int rewrite_qconv(NodeId id) {
         const Node n = g_.node(id);
         const Value x = g_.value(n.inputs[0]);
@@ -229,12 +230,15 @@ class LayoutRewriter {
         const int64_t x_block = single ? (C + 3) / 4 * 4 : block_;
         const bool wide = !single && C % kQConvWordsBlock == 0 && kQConvWordsBlock % block_ == 0;
         const int64_t in_block = wide ? kQConvWordsBlock : x_block;
-        const ValueId xb = single ? single_block(n.inputs[0], x_block) : blocked(n.inputs[0]);
+        const bool planes = single && x_block == 4;
+        const ValueId xb = planes   ? n.inputs[0]
+                           : single ? single_block(n.inputs[0], x_block)
+                                    : blocked(n.inputs[0]);
         const Value xbv = g_.value(xb);
+        const int64_t blocks = planes ? 1 : xbv.shape[1] * x_block / in_block;
         const std::vector<int64_t> pads = n.attr_ints("pads", {0, 0, 0, 0});
         const ValueId words = g_.add_value(x.name + "_words", DType::I32,
-                                           {xbv.shape[0], xbv.shape[1] * x_block / in_block,
-                                            xbv.shape[2] + pads[0] + pads[2],
+                                           {xbv.shape[0], blocks, xbv.shape[2] + pads[0] + pads[2],
                                             xbv.shape[3] + pads[1] + pads[3], in_block / 4});
         Attributes pack = {{"pads", Attribute::of_ints(pads)},
                            {"pad_byte", Attribute::of_int(n.attr_int("x_zero_point", 0))}};

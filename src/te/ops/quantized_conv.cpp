@@ -78,6 +78,19 @@ Tensor qconv2d(const Tensor& x, const Tensor& w, const Tensor& offset, const Ten
                    op + "_dequantize", {"n", "k", "oh", "ow"});
 }
 
+namespace {
+/// `word` where image row y and column x (unpadded coordinates) lie in the h x w image, else
+/// the padding word; `word` itself when p pads nothing.
+Expr padded_word(Expr word, Expr y, Expr x, int64_t h, int64_t w, const Conv2dParams& p,
+                 int64_t pad_word) {
+    if (!(p.pad_top || p.pad_left || p.pad_bottom || p.pad_right))
+        return word;
+    Expr inside = ir::logical_and(ir::logical_and(y >= Expr(int64_t(0)), y < Expr(h)),
+                                  ir::logical_and(x >= Expr(int64_t(0)), x < Expr(w)));
+    return ir::select(inside, word, constant(DataType::i32(), double(pad_word)));
+}
+} // namespace
+
 Tensor pack_u8_words(const Tensor& x, const Conv2dParams& p, int64_t pad_byte,
                      int64_t words_block) {
     const std::string op = "pack_u8_words";
@@ -96,29 +109,59 @@ Tensor pack_u8_words(const Tensor& x, const Conv2dParams& p, int64_t pad_byte,
                           << "block " << xb << " that divides the " << xs[1] * xb << " channels";
     const int64_t h = xs[2], wd = xs[3];
     const int64_t ph = h + p.pad_top + p.pad_bottom, pw = wd + p.pad_left + p.pad_right;
-    const DataType i32 = DataType::i32();
     // The word's bytes are the channels in memory order (little-endian): 4 consecutive bytes of
     // the input reinterpreted (one load each, a dense vector load along a block).
     const int64_t pad_word = static_cast<int32_t>(static_cast<uint32_t>(pad_byte) * 0x01010101u);
     // Word j of output block cbw is word cbw * wb / 4 + j of the image's channels: in input
     // block cbw * (wb / xb) + j / (xb / 4), at lanes 4 * (j % (xb / 4)) + 0 .. 3.
     const int64_t xw = xb / 4, ratio = wb / xb;
-    return compute(
-        {xs[0], xs[1] / ratio, ph, pw, wb / 4},
-        [&](const std::vector<Var>& i) {
-            Expr y = i[2] - Expr(p.pad_top), xx = i[3] - Expr(p.pad_left);
-            Expr yc = clamp_index(y, 0, h - 1), xc = clamp_index(xx, 0, wd - 1);
-            Expr cb = ratio == 1 ? Expr(i[1]) : i[1] * Expr(ratio) + i[4] / Expr(xw);
-            Expr lane_word = ratio == 1 ? Expr(i[4]) : i[4] % Expr(xw);
-            Expr word = ir::bytes_as_word(x(i[0], cb, yc, xc, lane_word * Expr(int64_t(4))));
-            const bool padded = p.pad_top || p.pad_left || p.pad_bottom || p.pad_right;
-            if (!padded)
-                return word;
-            Expr inside = ir::logical_and(ir::logical_and(y >= Expr(int64_t(0)), y < Expr(h)),
-                                          ir::logical_and(xx >= Expr(int64_t(0)), xx < Expr(wd)));
-            return ir::select(inside, word, constant(i32, double(pad_word)));
-        },
-        op, {"n", "cb", "h", "w", "j"});
+    return compute({xs[0], xs[1] / ratio, ph, pw, wb / 4},
+                   [&](const std::vector<Var>& i) {
+                       Expr y = i[2] - Expr(p.pad_top), xx = i[3] - Expr(p.pad_left);
+                       Expr yc = clamp_index(y, 0, h - 1), xc = clamp_index(xx, 0, wd - 1);
+                       Expr cb = ratio == 1 ? Expr(i[1]) : i[1] * Expr(ratio) + i[4] / Expr(xw);
+                       Expr lane_word = ratio == 1 ? Expr(i[4]) : i[4] % Expr(xw);
+                       Expr word =
+                           ir::bytes_as_word(x(i[0], cb, yc, xc, lane_word * Expr(int64_t(4))));
+                       return padded_word(word, y, xx, h, wd, p, pad_word);
+                   },
+                   op, {"n", "cb", "h", "w", "j"});
+}
+
+Tensor pack_u8_planes(const Tensor& x, const Conv2dParams& p, int64_t pad_byte) {
+    const std::string op = "pack_u8_planes";
+    check_dtype(x, DataType::u8(), op, "input");
+    check_rank(x, 4, op, "input");
+    check_conv_window(p, op);
+    if (pad_byte < 0 || pad_byte > 255)
+        throw UserError() << op << ": padding byte " << pad_byte << " is not a u8";
+    const auto& xs = x.shape();
+    const int64_t c = xs[1], h = xs[2], wd = xs[3];
+    if (c < 1 || c > 4)
+        throw UserError() << op << ": " << c << " channels; at most 4 make one word";
+    const int64_t ph = h + p.pad_top + p.pad_bottom, pw = wd + p.pad_left + p.pad_right;
+    const DataType i32 = DataType::i32();
+    const int64_t pad_word = static_cast<int32_t>(static_cast<uint32_t>(pad_byte) * 0x01010101u);
+    return compute({xs[0], 1, ph, pw, 1},
+                   [&](const std::vector<Var>& i) {
+                       Expr y = i[2] - Expr(p.pad_top), xx = i[3] - Expr(p.pad_left);
+                       Expr yc = clamp_index(y, 0, h - 1), xc = clamp_index(xx, 0, wd - 1);
+                       // Bytes 0-2 enter unsigned; byte 3 signed, so that the sum is the word's
+                       // bits.
+                       Expr word;
+                       for (int64_t b = 0; b < c; ++b) {
+                           const Expr byte = x(i[0], Expr(b), yc, xc);
+                           Expr v =
+                               b == 3
+                                   ? ir::cast(i32, ir::cast(DataType(DataType::Code::Int, 8), byte))
+                                   : ir::cast(i32, byte);
+                           if (b > 0)
+                               v = v * constant(i32, double(int64_t(1) << (8 * b)));
+                           word = b == 0 ? v : word + v;
+                       }
+                       return padded_word(word, y, xx, h, wd, p, pad_word);
+                   },
+                   op, {"n", "cb", "h", "w", "j"});
 }
 
 Tensor qconv2d_nchwc(const Tensor& x, const Tensor& w, const Tensor& offset, const Tensor& scale,
