@@ -116,22 +116,24 @@ TypeList pack_words_types(const NodeTypes& t) {
     const Value& x = t.in(0, "X");
     t.dtype(x, {DType::U8}, "X");
     zero_point_attr(t.node(), "pad_byte", t.where());
-    if (x.shape.size() == 4) { // an NCHW image of at most 4 channels: one word per pixel
+    // An NCHW image of at most 4 channels makes one word per pixel; blocked input, wb / 4
+    // words per pixel in CB * xb / wb blocks.
+    int64_t blocks = 1, words = 1;
+    if (x.shape.size() == 4) {
         if (x.shape[1] > 4)
             t.fail("X " + shape_str(x.shape) + ": an NCHW input has at most 4 channels");
-        const Window2d win = window_of(t.node(), {1, 1}, t.where());
-        return {{DType::I32,
-                 {x.shape[0], 1, x.shape[2] + win.pads[0] + win.pads[2],
-                  x.shape[3] + win.pads[1] + win.pads[3], 1}}};
+    } else {
+        t.rank(x, 5, "X");
+        if (x.shape[4] % 4 != 0)
+            t.fail("X " + shape_str(x.shape) + ": the channel block is not a multiple of 4");
+        const int64_t wb = words_block_attr(t.node(), x.shape[1], x.shape[4], t.where());
+        blocks = x.shape[1] * x.shape[4] / wb;
+        words = wb / 4;
     }
-    t.rank(x, 5, "X");
-    if (x.shape[4] % 4 != 0)
-        t.fail("X " + shape_str(x.shape) + ": the channel block is not a multiple of 4");
-    const int64_t wb = words_block_attr(t.node(), x.shape[1], x.shape[4], t.where());
     const Window2d win = window_of(t.node(), {1, 1}, t.where());
     return {{DType::I32,
-             {x.shape[0], x.shape[1] * x.shape[4] / wb, x.shape[2] + win.pads[0] + win.pads[2],
-              x.shape[3] + win.pads[1] + win.pads[3], wb / 4}}};
+             {x.shape[0], blocks, x.shape[2] + win.pads[0] + win.pads[2],
+              x.shape[3] + win.pads[1] + win.pads[3], words}}};
 }
 
 TypeList qconv_blocked_types(const NodeTypes& t) {
@@ -236,32 +238,24 @@ EvalOutputs eval_pack_words(const Node& n, const EvalInputs& in, const std::stri
     const TensorData& x = require_input(in, 0, where);
     const Window2d win = window_of(n, {1, 1}, where);
     const auto pad = static_cast<uint8_t>(zero_point_attr(n, "pad_byte", where));
-    if (x.rank() == 4) { // NCHW, at most 4 channels: byte c of each word channel c, 0 past C
-        const int64_t N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
-        const int64_t PH = H + win.pads[0] + win.pads[2], PW = W + win.pads[1] + win.pads[3];
-        TensorData y(DType::I32, {N, 1, PH, PW, 1});
-        auto* py = reinterpret_cast<uint8_t*>(y.data<int32_t>());
-        for (int64_t b = 0; b < N; ++b)
-            for (int64_t h = 0; h < PH; ++h)
-                for (int64_t v = 0; v < PW; ++v) {
-                    const int64_t ih = h - win.pads[0], iw = v - win.pads[1];
-                    const bool inside = ih >= 0 && ih < H && iw >= 0 && iw < W;
-                    for (int64_t c = 0; c < 4; ++c)
-                        py[((b * PH + h) * PW + v) * 4 + c] =
-                            !inside ? pad
-                            : c < C ? x.data<uint8_t>()[((b * C + c) * H + ih) * W + iw]
-                                    : uint8_t(0);
-                }
-        return {y};
-    }
-    require_rank(x, 5, "X", where);
+    const bool planes = x.rank() == 4; // NCHW, at most 4 channels: one word per pixel
+    if (!planes)
+        require_rank(x, 5, "X", where);
     const int64_t N = x.shape()[0], CB = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
-    const int64_t xb = x.shape()[4];
-    const int64_t wb = words_block_attr(n, CB, xb, where), CBW = CB * xb / wb;
+    const int64_t xb = planes ? 1 : x.shape()[4];
+    const int64_t wb = planes ? 4 : words_block_attr(n, CB, xb, where);
+    const int64_t CBW = planes ? 1 : CB * xb / wb;
     const int64_t PH = H + win.pads[0] + win.pads[2], PW = W + win.pads[1] + win.pads[3];
     TensorData y(DType::I32, {N, CBW, PH, PW, wb / 4});
     const uint8_t* px = x.data<uint8_t>();
     auto* py = reinterpret_cast<uint8_t*>(y.data<int32_t>());
+    // Channel c of pixel (ih, iw): in input block c / xb at lane c % xb (a plane per channel
+    // for NCHW, 0 past its channels).
+    auto channel = [&](int64_t b, int64_t c, int64_t ih, int64_t iw) -> uint8_t {
+        if (planes)
+            return c < CB ? px[((b * CB + c) * H + ih) * W + iw] : uint8_t(0);
+        return px[(((b * CB + c / xb) * H + ih) * W + iw) * xb + c % xb];
+    };
     // Byte i of word j of output block cbw is channel cbw * wb + 4j + i, in memory order.
     for (int64_t b = 0; b < N; ++b)
         for (int64_t cbw = 0; cbw < CBW; ++cbw)
@@ -269,11 +263,9 @@ EvalOutputs eval_pack_words(const Node& n, const EvalInputs& in, const std::stri
                 for (int64_t v = 0; v < PW; ++v) {
                     const int64_t ih = h - win.pads[0], iw = v - win.pads[1];
                     const bool inside = ih >= 0 && ih < H && iw >= 0 && iw < W;
-                    for (int64_t ci = 0; ci < wb; ++ci) {
-                        const int64_t c = cbw * wb + ci, cb = c / xb;
+                    for (int64_t ci = 0; ci < wb; ++ci)
                         py[(((b * CBW + cbw) * PH + h) * PW + v) * wb + ci] =
-                            inside ? px[(((b * CB + cb) * H + ih) * W + iw) * xb + c % xb] : pad;
-                    }
+                            inside ? channel(b, cbw * wb + ci, ih, iw) : pad;
                 }
     return {y};
 }

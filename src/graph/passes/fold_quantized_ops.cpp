@@ -270,14 +270,23 @@ bool fold_max_pool(Graph& g, NodeId id) {
     return true;
 }
 
+// QuantizeLinear q (node id) made to read x with a unit scale (shaped as its scale), which its
+// kernel does not divide by: what the two folds below leave once the scale has moved into x.
+void quantize_with_unit_scale(Graph& g, NodeId id, const Node& q, ValueId x,
+                              const std::string& base) {
+    TensorData one(DType::F32, g.value(q.inputs[1]).shape);
+    one.data<float>()[0] = 1.0f;
+    const ValueId unit = g.add_constant(base + "_unit_scale", std::move(one));
+    replace_node(g, id, Op::QuantizeLinear, {x, unit, q.inputs[2]}, q.attrs);
+}
+
 // QuantizeLinear(QConv, QMatMul or QMatMulActivations y, per-tensor scale s, zero point) where
 // only the quantize reads y: the product's dequantizing scale becomes scale[o] / s and the
-// quantize's scale 1,
-// which its kernel does not divide by. The requantization is then one multiply per output
-// channel instead of a multiply and a division per element (MobileNetV2's 8-bit 1x1 convs,
-// whose 16-96 channel sums leave the epilogue most of their time, ran 5% faster without the
-// division). The rounding differs from dividing only where the scaled sum lies within an f32
-// ulp of a half step: one quantization step there.
+// quantize's scale 1. The requantization is then one multiply per output channel instead of
+// a multiply and a division per element (MobileNetV2's 8-bit 1x1 convs, whose 16-96 channel
+// sums leave the epilogue most of their time, ran 5% faster without the division). The
+// rounding differs from dividing only where the scaled sum lies within an f32 ulp of a half
+// step: one quantization step there.
 bool fold_requantize(Graph& g, NodeId id) {
     const Node q = g.node(id);
     if (q.inputs.size() != 3 || q.outputs.size() != 1)
@@ -303,16 +312,11 @@ bool fold_requantize(Graph& g, NodeId id) {
             return false;
         scale.data<float>()[o] = r;
     }
-    const Value qs = g.value(q.inputs[1]);
-    TensorData one(DType::F32, qs.shape);
-    one.data<float>()[0] = 1.0f;
     const std::string base = g.value(p.outputs[0]).name;
-    const ValueId rs = g.add_constant(base + "_requant_scale", std::move(scale));
-    const ValueId unit = g.add_constant(base + "_requant_unit", std::move(one));
     std::vector<ValueId> inputs = p.inputs;
-    inputs.back() = rs;
+    inputs.back() = g.add_constant(base + "_requant_scale", std::move(scale));
     replace_node(g, pid, p.op, inputs, p.attrs);
-    replace_node(g, id, Op::QuantizeLinear, {q.inputs[0], unit, q.inputs[2]}, q.attrs);
+    quantize_with_unit_scale(g, id, q, q.inputs[0], base);
     return true;
 }
 
@@ -330,17 +334,13 @@ bool fold_reciprocal_scale(Graph& g, NodeId id) {
     const float r = 1.0f / static_cast<float>(s);
     if (!(s > 0) || !std::isnormal(r))
         return false;
-    const Value x = g.value(q.inputs[0]);
-    const Value qs = g.value(q.inputs[1]);
-    TensorData reciprocal(DType::F32, qs.shape), one(DType::F32, qs.shape);
+    TensorData reciprocal(DType::F32, g.value(q.inputs[1]).shape);
     reciprocal.data<float>()[0] = r;
-    one.data<float>()[0] = 1.0f;
     const std::string base = g.value(q.outputs[0]).name;
     const ValueId rc = g.add_constant(base + "_reciprocal_scale", std::move(reciprocal));
-    const ValueId unit = g.add_constant(base + "_unit_scale", std::move(one));
-    const ValueId scaled = g.add_value(base + "/scaled", DType::F32, x.shape);
+    const ValueId scaled = g.add_value(base + "/scaled", DType::F32, g.value(q.inputs[0]).shape);
     g.add_node(Op::Mul, {q.inputs[0], rc}, {scaled}, {}, q.name);
-    replace_node(g, id, Op::QuantizeLinear, {scaled, unit, q.inputs[2]}, q.attrs);
+    quantize_with_unit_scale(g, id, q, scaled, base);
     return true;
 }
 

@@ -92,6 +92,18 @@ int64_t conv_window_out(int64_t extent, int64_t kernel, int64_t stride, int64_t 
     return (extent - span) / stride + 1;
 }
 
+Expr signed_byte(Expr byte) {
+    return ir::cast(DataType::i32(), ir::cast(DataType(DataType::Code::Int, 8), std::move(byte)));
+}
+
+Expr word_of_bytes(const std::vector<Expr>& bytes) {
+    TESSERA_CHECK(!bytes.empty() && bytes.size() <= 4) << bytes.size() << " bytes in a word";
+    Expr word = bytes[0];
+    for (size_t b = 1; b < bytes.size(); ++b)
+        word = word + bytes[b] * constant(DataType::i32(), double(int64_t(1) << (8 * b)));
+    return word;
+}
+
 Tensor rows_as_words(const Tensor& x, const std::string& name) {
     const int64_t per_word = 4 / x.dtype().bytes();
     TESSERA_CHECK(x.ndim() >= 1 && x.shape().back() % per_word == 0)

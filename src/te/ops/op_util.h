@@ -46,6 +46,13 @@ Expr window_taps_inside(const Expr& start, int64_t kernel, int64_t dilation, int
 /// min(max(e, lo), hi) on i64 indices: keeps a read in bounds where Select guards it.
 Expr clamp_index(Expr e, int64_t lo, int64_t hi);
 
+/// The i32 value of u8 `byte` read as signed (byte - 256 from 128 on): a word's top byte.
+Expr signed_byte(Expr byte);
+/// The i32 word whose little-endian bytes are `bytes` (at most 4; missing high bytes 0), each
+/// an i32 value: bytes[0..2] unsigned codes in [0, 255], bytes[3] signed in [-128, 127]
+/// (signed_byte), so that the sum of byte << 8b is the word's bits without overflow.
+Expr word_of_bytes(const std::vector<Expr>& bytes);
+
 /// Stage `name`: x's rows (its last dimension) as i32 words of the consecutive elements they
 /// hold (4 u8 or 2 bf16, bytes_as_word). Pre: x is u8 or bf16 and its rows are whole words.
 Tensor rows_as_words(const Tensor& x, const std::string& name);

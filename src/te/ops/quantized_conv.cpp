@@ -79,12 +79,18 @@ Tensor qconv2d(const Tensor& x, const Tensor& w, const Tensor& offset, const Ten
 }
 
 namespace {
+void check_pad_byte(int64_t pad_byte, const std::string& op) {
+    if (pad_byte < 0 || pad_byte > 255)
+        throw UserError() << op << ": padding byte " << pad_byte << " is not a u8";
+}
+
 /// `word` where image row y and column x (unpadded coordinates) lie in the h x w image, else
-/// the padding word; `word` itself when p pads nothing.
+/// the word of four pad_byte bytes; `word` itself when p pads nothing.
 Expr padded_word(Expr word, Expr y, Expr x, int64_t h, int64_t w, const Conv2dParams& p,
-                 int64_t pad_word) {
+                 int64_t pad_byte) {
     if (!(p.pad_top || p.pad_left || p.pad_bottom || p.pad_right))
         return word;
+    const int64_t pad_word = static_cast<int32_t>(static_cast<uint32_t>(pad_byte) * 0x01010101u);
     Expr inside = ir::logical_and(ir::logical_and(y >= Expr(int64_t(0)), y < Expr(h)),
                                   ir::logical_and(x >= Expr(int64_t(0)), x < Expr(w)));
     return ir::select(inside, word, constant(DataType::i32(), double(pad_word)));
@@ -97,8 +103,7 @@ Tensor pack_u8_words(const Tensor& x, const Conv2dParams& p, int64_t pad_byte,
     check_dtype(x, DataType::u8(), op, "input");
     check_rank(x, 5, op, "input");
     check_conv_window(p, op);
-    if (pad_byte < 0 || pad_byte > 255)
-        throw UserError() << op << ": padding byte " << pad_byte << " is not a u8";
+    check_pad_byte(pad_byte, op);
     const auto& xs = x.shape();
     const int64_t xb = xs[4];
     if (xb <= 0 || xb % 4 != 0)
@@ -111,7 +116,6 @@ Tensor pack_u8_words(const Tensor& x, const Conv2dParams& p, int64_t pad_byte,
     const int64_t ph = h + p.pad_top + p.pad_bottom, pw = wd + p.pad_left + p.pad_right;
     // The word's bytes are the channels in memory order (little-endian): 4 consecutive bytes of
     // the input reinterpreted (one load each, a dense vector load along a block).
-    const int64_t pad_word = static_cast<int32_t>(static_cast<uint32_t>(pad_byte) * 0x01010101u);
     // Word j of output block cbw is word cbw * wb / 4 + j of the image's channels: in input
     // block cbw * (wb / xb) + j / (xb / 4), at lanes 4 * (j % (xb / 4)) + 0 .. 3.
     const int64_t xw = xb / 4, ratio = wb / xb;
@@ -123,7 +127,7 @@ Tensor pack_u8_words(const Tensor& x, const Conv2dParams& p, int64_t pad_byte,
                        Expr lane_word = ratio == 1 ? Expr(i[4]) : i[4] % Expr(xw);
                        Expr word =
                            ir::bytes_as_word(x(i[0], cb, yc, xc, lane_word * Expr(int64_t(4))));
-                       return padded_word(word, y, xx, h, wd, p, pad_word);
+                       return padded_word(word, y, xx, h, wd, p, pad_byte);
                    },
                    op, {"n", "cb", "h", "w", "j"});
 }
@@ -133,33 +137,23 @@ Tensor pack_u8_planes(const Tensor& x, const Conv2dParams& p, int64_t pad_byte) 
     check_dtype(x, DataType::u8(), op, "input");
     check_rank(x, 4, op, "input");
     check_conv_window(p, op);
-    if (pad_byte < 0 || pad_byte > 255)
-        throw UserError() << op << ": padding byte " << pad_byte << " is not a u8";
+    check_pad_byte(pad_byte, op);
     const auto& xs = x.shape();
     const int64_t c = xs[1], h = xs[2], wd = xs[3];
     if (c < 1 || c > 4)
         throw UserError() << op << ": " << c << " channels; at most 4 make one word";
     const int64_t ph = h + p.pad_top + p.pad_bottom, pw = wd + p.pad_left + p.pad_right;
-    const DataType i32 = DataType::i32();
-    const int64_t pad_word = static_cast<int32_t>(static_cast<uint32_t>(pad_byte) * 0x01010101u);
     return compute({xs[0], 1, ph, pw, 1},
                    [&](const std::vector<Var>& i) {
                        Expr y = i[2] - Expr(p.pad_top), xx = i[3] - Expr(p.pad_left);
                        Expr yc = clamp_index(y, 0, h - 1), xc = clamp_index(xx, 0, wd - 1);
-                       // Bytes 0-2 enter unsigned; byte 3 signed, so that the sum is the word's
-                       // bits.
-                       Expr word;
+                       std::vector<Expr> bytes;
                        for (int64_t b = 0; b < c; ++b) {
                            const Expr byte = x(i[0], Expr(b), yc, xc);
-                           Expr v =
-                               b == 3
-                                   ? ir::cast(i32, ir::cast(DataType(DataType::Code::Int, 8), byte))
-                                   : ir::cast(i32, byte);
-                           if (b > 0)
-                               v = v * constant(i32, double(int64_t(1) << (8 * b)));
-                           word = b == 0 ? v : word + v;
+                           bytes.push_back(b == 3 ? signed_byte(byte)
+                                                  : ir::cast(DataType::i32(), byte));
                        }
-                       return padded_word(word, y, xx, h, wd, p, pad_word);
+                       return padded_word(word_of_bytes(bytes), y, xx, h, wd, p, pad_byte);
                    },
                    op, {"n", "cb", "h", "w", "j"});
 }

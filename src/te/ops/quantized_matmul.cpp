@@ -41,21 +41,17 @@ Tensor qmatmul(const Tensor& x, const Tensor& w, const Tensor& offset, const Ten
     std::vector<int64_t> word_shape = x.shape();
     word_shape.back() = words;
     auto partial_words = [&](const std::vector<Var>& i) {
-        Expr word;
+        std::vector<Expr> bytes;
         for (int b = 0; b < 4; ++b) {
             std::vector<Expr> xi = as_exprs(i);
             Expr col = i[rank - 1] * Expr(int64_t(4)) + Expr(int64_t(b));
             xi.back() = clamp_index(col, 0, k - 1);
-            Expr byte = x(xi);
-            Expr v = b == 3 ? ir::cast(i32, ir::cast(DataType(DataType::Code::Int, 8), byte))
-                            : ir::cast(i32, byte);
-            if (b > 0)
-                v = v * constant(i32, double(int64_t(1) << (8 * b)));
+            Expr v = b == 3 ? signed_byte(x(xi)) : ir::cast(i32, x(xi));
             if ((words - 1) * 4 + b >= k) // only the last word reaches past the row
                 v = ir::select(col < Expr(k), v, constant(i32, 0));
-            word = b == 0 ? v : word + v;
+            bytes.push_back(v);
         }
-        return word;
+        return word_of_bytes(bytes);
     };
     const Tensor xw = k % 4 == 0 ? rows_as_words(x, op + "_words")
                                  : compute(word_shape, partial_words, op + "_words");
@@ -112,19 +108,16 @@ Tensor qmatmul_activations(const Tensor& x, const Tensor& y, const Tensor& scale
     const Tensor yw = compute(
         columns_shape,
         [&](const std::vector<Var>& i) {
-            Expr word;
+            std::vector<Expr> codes;
             for (int b = 0; b < 4; ++b) {
                 std::vector<Expr> yi = as_exprs(i);
                 yi[rank - 2] = i[rank - 2] * Expr(int64_t(4)) + Expr(int64_t(b));
                 const Expr v = ir::cast(i32, y(yi));
-                Expr code = b == 3 ? v - constant(i32, 128)
-                                   : ir::select(v >= constant(i32, 128), v - constant(i32, 128),
-                                                v + constant(i32, 128));
-                if (b > 0)
-                    code = code * constant(i32, double(int64_t(1) << (8 * b)));
-                word = b == 0 ? code : word + code;
+                codes.push_back(b == 3 ? v - constant(i32, 128)
+                                       : ir::select(v >= constant(i32, 128), v - constant(i32, 128),
+                                                    v + constant(i32, 128)));
             }
-            return word;
+            return word_of_bytes(codes);
         },
         op + "_columns");
     const Expr ones = constant(i32, double(0x01010101)); // four unsigned (or signed) 1 bytes
