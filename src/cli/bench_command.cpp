@@ -14,9 +14,11 @@
 #include <unistd.h>
 
 #include "model_library.h"
-#include "threads_option.h"
+#include "tessera/backends/host.h"
+#include "tessera/backends/peak_rates.h"
 #include "tessera/support/error.h"
 #include "tessera/support/rng.h"
+#include "threads_option.h"
 
 namespace tessera::cli {
 
@@ -132,6 +134,8 @@ std::vector<CallTiming> profile_calls(ModelInstance& model, const void* const* i
                 samples[c].push_back(profiles[c].seconds * 1e3);
                 calls[c].kernel = profiles[c].kernel;
                 calls[c].label = profiles[c].label;
+                calls[c].flops = profiles[c].flops;
+                calls[c].precision = profiles[c].precision;
             }
         }
         for (size_t c = 0; c < samples.size(); ++c) {
@@ -143,7 +147,25 @@ std::vector<CallTiming> profile_calls(ModelInstance& model, const void* const* i
     return calls;
 }
 
-void print_profile(const std::vector<CallTiming>& calls, std::ostream& out) {
+/// Sets each call's peak_fraction from the CPU's peak rates at `threads` threads (measured
+/// here) and returns the milliseconds of all calls' operations at those rates.
+double compare_with_peak(std::vector<CallTiming>& calls, int threads) {
+    const std::vector<backend::PeakRate> rates = backend::measure_peak_rates(threads);
+    double peak_ms = 0;
+    for (CallTiming& c : calls) {
+        const backend::PeakRate* r = backend::find_peak_rate(
+            rates, c.precision == "int8" || c.precision == "bf16" ? c.precision : "f32");
+        const double rate = r ? (threads == 1 ? r->one_core : r->all_cores) : 0;
+        if (c.flops <= 0 || !(rate > 0))
+            continue;
+        const double at_peak_ms = static_cast<double>(c.flops) / rate * 1e3;
+        peak_ms += at_peak_ms;
+        c.peak_fraction = c.ms > 0 ? at_peak_ms / c.ms : 0;
+    }
+    return peak_ms;
+}
+
+void print_profile(const std::vector<CallTiming>& calls, double peak_ms, std::ostream& out) {
     double total = 0, total_hot = 0;
     for (const CallTiming& c : calls) {
         total += c.ms;
@@ -152,19 +174,36 @@ void print_profile(const std::vector<CallTiming>& calls, std::ostream& out) {
     char line[256];
     out << "\nper call (median ms over the profiled runs; hot: the call repeated at once, with "
            "warm caches)\n";
-    std::snprintf(line, sizeof line, "%5s  %-22s %10s %7s %10s %9s  %s\n", "call", "kernel", "ms",
-                  "share", "hot ms", "ms/hot", "computes");
+    std::snprintf(line, sizeof line, "%5s  %-22s %10s %7s %10s %9s %9s %6s  %s\n", "call", "kernel",
+                  "ms", "share", "hot ms", "ms/hot", "GOP/s", "peak", "computes");
     out << line;
     for (size_t c = 0; c < calls.size(); ++c) {
         const CallTiming& t = calls[c];
-        std::snprintf(line, sizeof line, "%5zu  %-22s %10.4f %6.1f%% %10.4f %9.2f  ", c,
+        std::snprintf(line, sizeof line, "%5zu  %-22s %10.4f %6.1f%% %10.4f %9.2f ", c,
                       t.kernel.c_str(), t.ms, total > 0 ? 100.0 * t.ms / total : 0.0, t.hot_ms,
                       t.hot_ms > 0 ? t.ms / t.hot_ms : 0.0);
+        out << line;
+        if (t.flops > 0 && t.ms > 0)
+            std::snprintf(line, sizeof line, "%9.1f ", static_cast<double>(t.flops) / t.ms / 1e6);
+        else
+            std::snprintf(line, sizeof line, "%9s ", "-");
+        out << line;
+        if (t.peak_fraction > 0)
+            std::snprintf(line, sizeof line, "%5.0f%%  ", 100.0 * t.peak_fraction);
+        else
+            std::snprintf(line, sizeof line, "%6s  ", "-");
         out << line << t.label << "\n";
     }
     std::snprintf(line, sizeof line, "%5s  %-22s %10.4f %6.1f%% %10.4f %9.2f\n", "sum", "", total,
                   100.0, total_hot, total_hot > 0 ? total / total_hot : 0.0);
     out << line;
+    if (peak_ms > 0) {
+        std::snprintf(line, sizeof line,
+                      "at peak  %.4f ms: the calls' operations at this CPU's measured peak rates "
+                      "of their precisions (`tessera hw --peak`), %.0f%% of the sum\n",
+                      peak_ms, total > 0 ? 100.0 * peak_ms / total : 0.0);
+        out << line;
+    }
 }
 
 } // namespace
@@ -236,6 +275,10 @@ BenchResult bench_model(const BenchOptions& opts, std::ostream& out) {
         // After the timed runs, so that the latency above reads no clock per call.
         const int runs = std::max(kMinRunsByTime, r.runs / 2);
         r.calls = profile_calls(model, in_ptrs.data(), out_ptrs.data(), runs);
+        const char* target = lib.api().target ? lib.api().target() : nullptr;
+        if (!target || std::strcmp(target, "cuda") != 0)
+            r.peak_ms = compare_with_peak(r.calls, opts.threads > 0 ? opts.threads
+                                                                    : backend::host_info().cores);
     }
 
     if (opts.json) {
@@ -258,15 +301,21 @@ BenchResult bench_model(const BenchOptions& opts, std::ostream& out) {
         if (opts.profile) {
             nlohmann::ordered_json calls = nlohmann::ordered_json::array();
             for (const CallTiming& c : r.calls)
-                calls.push_back(
-                    {{"kernel", c.kernel}, {"label", c.label}, {"ms", c.ms}, {"hot_ms", c.hot_ms}});
+                calls.push_back({{"kernel", c.kernel},
+                                 {"label", c.label},
+                                 {"ms", c.ms},
+                                 {"hot_ms", c.hot_ms},
+                                 {"flops", c.flops},
+                                 {"precision", c.precision},
+                                 {"peak_fraction", c.peak_fraction}});
             j["calls"] = calls;
+            j["peak_ms"] = r.peak_ms;
         }
         out << j.dump() << "\n";
     } else {
         print_text(r, out);
         if (opts.profile)
-            print_profile(r.calls, out);
+            print_profile(r.calls, r.peak_ms, out);
     }
     return r;
 }
@@ -289,7 +338,9 @@ CLI::App* add_bench_command(CLI::App& app, BenchOptions& opts) {
     cmd->add_flag("--profile", opts.profile,
                   "After timing, time every call of the model's sequence: as it runs in the "
                   "model and hot (repeated at once, as a kernel benchmark with warm caches "
-                  "would time it); their ratio is the price of cold data");
+                  "would time it); their ratio is the price of cold data. Each call's "
+                  "operations per second are set against this CPU's measured peak rate of its "
+                  "precision (`tessera hw --peak`), and their sum at those rates bounds the run");
     return cmd;
 }
 

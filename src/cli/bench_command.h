@@ -21,7 +21,8 @@ struct BenchOptions {
     uint64_t seed = 1;     ///< Seed of the random inputs.
     bool json = false;     ///< One JSON object instead of text.
     /// After timing, also time every call of the model's sequence, in sequence and hot
-    /// (tessera_model_set_profiling), and print them.
+    /// (tessera_model_set_profiling), measure the CPU's peak product rates, and print them
+    /// with each call's share of its precision's peak.
     bool profile = false;
 };
 
@@ -31,6 +32,13 @@ struct CallTiming {
     std::string label;  ///< What it computes: its group, pattern and output type.
     double ms = 0;      ///< Median milliseconds as it runs in the model's sequence.
     double hot_ms = 0;  ///< Median milliseconds when repeated at once (warm caches).
+    int64_t flops = 0;  ///< Operations of one run (2 per multiply-add); 0 for copies.
+    std::string precision; ///< What its products compute on ("int8", "bf16", "f32", ...).
+    /// Its operations per second in the sequence over the CPU's measured peak rate of its
+    /// precision at the run's threads (backend::measure_peak_rates; f32's for precisions
+    /// other than int8 and bf16); 0 when not known (no operations, a CUDA library, a library
+    /// that does not say its calls' work).
+    double peak_fraction = 0;
 };
 
 /// The result of a benchmark; times in milliseconds.
@@ -46,6 +54,9 @@ struct BenchResult {
     int64_t model_rss_bytes = 0;
     int64_t arena_bytes = -1;   ///< The instance's intermediate memory (-1: not reported).
     std::vector<CallTiming> calls; ///< With BenchOptions::profile: per call of the sequence.
+    /// With BenchOptions::profile on a CPU library: the milliseconds the calls' operations take
+    /// at the measured peak rates, a lower bound of the run (0 when not known).
+    double peak_ms = 0;
 };
 
 /// Loads the model, fills its inputs with seeded random values (floats uniform in [-1, 1),

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tessera/backends/host.h"
+#include "tessera/backends/peak_rates.h"
 #include "tessera/tuner/fingerprint.h"
 
 namespace tessera::cli {
@@ -13,10 +14,13 @@ static std::string kib(int64_t bytes) {
     return bytes > 0 ? fmt::format("{} KiB", bytes / 1024) : std::string("unknown");
 }
 
-void print_hw(bool json, std::ostream& out) {
+void print_hw(const HwOptions& opts, std::ostream& out) {
     const backend::CpuInfo& h = backend::host_info();
     const tune::HardwareFingerprint& fp = tune::host_fingerprint();
-    if (json) {
+    const int threads = opts.threads > 0 ? opts.threads : h.cores;
+    const std::vector<backend::PeakRate> peaks =
+        opts.peak ? backend::measure_peak_rates(threads) : std::vector<backend::PeakRate>();
+    if (opts.json) {
         nlohmann::ordered_json j;
         j["triple"] = h.triple;
         j["cpu"] = h.cpu_name;
@@ -39,6 +43,16 @@ void print_hw(bool json, std::ostream& out) {
         j["fingerprint"] = fp.hash();
         j["fingerprint_text"] = fp.canonical_text();
         j["isa_class"] = fp.isa_class();
+        if (opts.peak) {
+            nlohmann::ordered_json rates = nlohmann::ordered_json::array();
+            for (const backend::PeakRate& r : peaks)
+                rates.push_back({{"precision", r.precision},
+                                 {"instruction", r.instruction},
+                                 {"one_core", r.one_core},
+                                 {"all_cores", r.all_cores},
+                                 {"threads", r.threads}});
+            j["peak_rates"] = std::move(rates);
+        }
         out << j.dump() << "\n";
         return;
     }
@@ -60,6 +74,15 @@ void print_hw(bool json, std::ostream& out) {
     out << fmt::format("gpu          {}\n", fp.gpu_name.empty()
                                                 ? "none (GPU detection comes with the CUDA backend)"
                                                 : fp.gpu_name + " " + fp.gpu_arch);
+    if (opts.peak) {
+        out << "peak rates   (measured: operands in registers, 2 operations per multiply-add)\n";
+        for (const backend::PeakRate& r : peaks)
+            out << fmt::format("  {:<5} {:<30} {:8.1f} G{}/s on one core, {:8.1f} on {}\n",
+                               r.precision, r.instruction, r.one_core / 1e9,
+                               r.precision == "int8" ? "OP" : "FLOP", r.all_cores / 1e9,
+                               r.threads == 1 ? std::string("1 thread")
+                                              : fmt::format("{} threads", r.threads));
+    }
     out << "fingerprint text (hashed):\n";
     std::string text = fp.canonical_text();
     for (size_t pos = 0; pos < text.size();) {

@@ -5,8 +5,17 @@
 
 namespace tessera::cli {
 
-/// Prints the target triple, CPU, ISA features, cores and cache sizes (as one JSON object
-/// when json is set).
-void print_hw(bool json, std::ostream& out);
+struct HwOptions {
+    bool json = false; ///< One JSON object instead of text.
+    /// Also measure the peak product rates (backend::measure_peak_rates), on one core and on
+    /// `threads` cores at once (<= 0: every core).
+    bool peak = false;
+    int threads = 0;
+};
+
+/// Prints the target triple, CPU, ISA features, cores and cache sizes, and with opts.peak the
+/// measured peak rates ("peak_rates" in JSON: precision, instruction, one_core and all_cores in
+/// operations per second, threads).
+void print_hw(const HwOptions& opts, std::ostream& out);
 
 } // namespace tessera::cli

@@ -42,11 +42,18 @@ int main(int argc, char** argv) {
     app.set_version_flag("--version", std::string("tessera ") + tune::tessera_version(),
                          "Print the version and exit");
 
-    bool hw_json = false;
+    cli::HwOptions hw_opts;
     CLI::App* hw = app.add_subcommand("hw", "Show this machine as the compiler sees it: target "
                                             "triple, CPU, ISA features, cores, cache sizes, and the hardware "
                                             "fingerprint that tuning records are keyed by");
-    hw->add_flag("--json", hw_json, "Print one JSON object instead of text");
+    hw->add_flag("--json", hw_opts.json, "Print one JSON object instead of text");
+    hw->add_flag("--peak", hw_opts.peak,
+                 "Also measure the peak rates of the f32, bf16 and int8 products (operands in "
+                 "registers, no memory traffic; about a second): what a kernel of each "
+                 "precision can reach at best on one core and on --threads cores");
+    hw->add_option("--threads", hw_opts.threads,
+                   "Cores of the --peak rate measured at once (0 = every core)")
+        ->check(CLI::Range(0, 1024));
 
     CLI::App* op = app.add_subcommand("op", "Work with one built-in operator");
     op->require_subcommand(1);
@@ -419,7 +426,7 @@ int main(int argc, char** argv) {
 
     try {
         if (*hw) {
-            cli::print_hw(hw_json, std::cout);
+            cli::print_hw(hw_opts, std::cout);
         } else if (*run) {
             cli::OpRunResult r = cli::run_op(run_opts, std::cout);
             return r.passed ? 0 : 3;

@@ -159,6 +159,7 @@ ModelLibrary::ModelLibrary(const std::string& path) : path_(path) {
         lookup(handle_, path_, "tessera_model_call_profile", api_.call_profile, false);
         lookup(handle_, path_, "tessera_model_call_label", api_.call_label, false);
         lookup(handle_, path_, "tessera_model_target", api_.target, false);
+        lookup(handle_, path_, "tessera_model_call_work", api_.call_work, false);
     } catch (...) {
         dlclose(handle_);
         throw;
@@ -234,7 +235,13 @@ std::vector<ModelInstance::CallProfile> ModelInstance::call_profiles() const {
             throw UserError() << "model '" << lib_.path() << "': cannot read the profile of call "
                               << i << ": " << lib_.api().last_error();
         const char* label = lib_.api().call_label ? lib_.api().call_label(model_, i) : nullptr;
-        calls.push_back({p.kernel ? p.kernel : "", label ? label : "", p.seconds, p.runs});
+        int64_t flops = 0;
+        const char* precision = nullptr;
+        if (lib_.api().call_work && lib_.api().call_work(model_, i, &flops, &precision) != 0)
+            throw UserError() << "model '" << lib_.path() << "': cannot read the work of call " << i
+                              << ": " << lib_.api().last_error();
+        calls.push_back({p.kernel ? p.kernel : "", label ? label : "", p.seconds, p.runs, flops,
+                         precision ? precision : ""});
     }
     return calls;
 }

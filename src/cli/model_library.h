@@ -64,6 +64,8 @@ class ModelLibrary {
         const char* (*call_label)(const TesseraModel*, int);
         /// Optional: "cpu" or "cuda" (libraries built before it lack it).
         const char* (*target)(void);
+        /// Optional: libraries built before it do not say their calls' arithmetic.
+        int (*call_work)(const TesseraModel*, int, int64_t*, const char**);
     };
     const Api& api() const { return api_; }
 
@@ -105,6 +107,10 @@ class ModelInstance {
         std::string label; ///< What the call computes ("" from a library without labels).
         double seconds = 0;
         int64_t runs = 0;
+        /// Operations of one run and product precision (0 and "" for copies, and from a
+        /// library that does not say: tessera_model_call_work).
+        int64_t flops = 0;
+        std::string precision;
     };
     std::vector<CallProfile> call_profiles() const;
 

@@ -10,6 +10,7 @@
 #include "tessera/graph/memory_plan.h"
 #include "tessera/schedule/layout.h"
 #include "tessera/support/error.h"
+#include "tessera/te/compute.h"
 
 namespace tessera::compile {
 
@@ -231,6 +232,8 @@ class PlanBuilder {
             }
             call.label =
                 fmt::format("group {} {}", gi, graph::group_signature(b_.graph, b_.groups[gi]));
+            call.flops = task.flops;
+            call.precision = te::product_precision(task.compute.compute);
             plan_.calls.push_back(std::move(call));
         }
         plan_.arena_bytes = arena_bytes_;

@@ -256,9 +256,14 @@ int tessera_model_call_profile(const TesseraModel* model, int index, TesseraCall
     });
 }
 
-const char* tessera_model_call_label(const TesseraModel* model, int index) {
+} // extern "C"
+
+/// Call number `index` of model's plan; nullptr (with the error set, naming `function`) when
+/// model is null or index is out of range.
+static const tessera::runtime::PlanCall* plan_call(const TesseraModel* model, int index,
+                                                   const char* function) {
     if (!model) {
-        set_error("tessera_model_call_label: the model is null");
+        set_error(std::string(function) + ": the model is null");
         return nullptr;
     }
     const std::vector<tessera::runtime::PlanCall>& calls = model->plan->calls;
@@ -267,7 +272,26 @@ const char* tessera_model_call_label(const TesseraModel* model, int index) {
                   std::to_string(calls.size()) + ")");
         return nullptr;
     }
-    return calls[static_cast<size_t>(index)].label.c_str();
+    return &calls[static_cast<size_t>(index)];
+}
+
+extern "C" {
+
+const char* tessera_model_call_label(const TesseraModel* model, int index) {
+    const tessera::runtime::PlanCall* call = plan_call(model, index, "tessera_model_call_label");
+    return call ? call->label.c_str() : nullptr;
+}
+
+int tessera_model_call_work(const TesseraModel* model, int index, int64_t* flops,
+                            const char** precision) {
+    const tessera::runtime::PlanCall* call = plan_call(model, index, "tessera_model_call_work");
+    if (!call)
+        return -1;
+    if (flops)
+        *flops = call->flops;
+    if (precision)
+        *precision = call->precision.c_str();
+    return 0;
 }
 
 const char* tessera_model_last_error(void) { return last_error.c_str(); }

@@ -427,6 +427,8 @@ std::string serialize_plan(const ModelPlan& plan) {
         w.i32(c.kernel);
         write_ids(w, c.args);
         w.str(c.label);
+        w.i64(c.flops);
+        w.str(c.precision);
     }
     w.i64(plan.arena_bytes);
     w.i64(plan.weight_bytes);
@@ -495,7 +497,7 @@ ModelPlan parse_plan(const void* data, size_t size) {
     r.u32("version");
     ModelPlan plan;
     plan.model_name = r.str("model name");
-    // Minimum encoded sizes: a tensor is 4+4+4+4+8+8 bytes, a call 4+4+4.
+    // Minimum encoded sizes: a tensor is 4+4+4+4+8+8 bytes, a call 4+4+4+8+4.
     plan.tensors.resize(r.count("tensors", 32));
     for (PlanTensor& t : plan.tensors) {
         t.name = r.str("tensor name");
@@ -512,11 +514,13 @@ ModelPlan parse_plan(const void* data, size_t size) {
     plan.kernels.resize(r.count("kernels", 4));
     for (std::string& k : plan.kernels)
         k = r.str("kernel name");
-    plan.calls.resize(r.count("calls", 12));
+    plan.calls.resize(r.count("calls", 24));
     for (PlanCall& c : plan.calls) {
         c.kernel = r.i32("call kernel");
         c.args = read_ids(r, "call args");
         c.label = r.str("call label");
+        c.flops = r.i64("call flops");
+        c.precision = r.str("call precision");
     }
     plan.arena_bytes = r.i64("arena bytes");
     plan.weight_bytes = r.i64("weight bytes");

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -50,6 +51,26 @@ TEST(HwCli, ShowsIdentityFingerprintTextAndHash) {
     EXPECT_EQ(j["stepping"], fp.cpu_stepping);
     EXPECT_EQ(j["isa_class"], fp.isa_class());
     EXPECT_EQ(j["gpu_arch"], fp.gpu_arch);
+    EXPECT_FALSE(j.contains("peak_rates")); // measured only when asked
+}
+
+// --peak: the f32, bf16 and int8 product rates, each named by its instruction, positive, on one
+// core and on --threads cores, in the JSON and in the text.
+TEST(HwCli, PeakMeasuresTheThreeProductRates) {
+    const nlohmann::json j = nlohmann::json::parse(run_stdout("hw --peak --threads 1 --json"));
+    ASSERT_TRUE(j.contains("peak_rates"));
+    std::vector<std::string> precisions;
+    for (const nlohmann::json& r : j["peak_rates"]) {
+        precisions.push_back(r["precision"]);
+        EXPECT_FALSE(r["instruction"].get<std::string>().empty()) << r;
+        EXPECT_GT(r["one_core"].get<double>(), 0.0) << r;
+        EXPECT_GT(r["all_cores"].get<double>(), 0.0) << r;
+        EXPECT_EQ(r["threads"], 1) << r;
+    }
+    EXPECT_EQ(precisions, (std::vector<std::string>{"f32", "bf16", "int8"}));
+    const std::string text = run_stdout("hw --peak --threads 1");
+    for (const char* what : {"peak rates", "f32 ", "bf16 ", "int8 ", "GFLOP/s", "GOP/s"})
+        EXPECT_NE(text.find(what), std::string::npos) << what << " in\n" << text;
 }
 
 } // namespace

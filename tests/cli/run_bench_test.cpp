@@ -253,7 +253,9 @@ TEST_F(RunBench, BenchJsonHasTheDistribution) {
 
 // --profile: one entry per call of the model's sequence, named by its kernel and labelled with
 // what it computes (its fused group, pattern and output type), each with a positive time in
-// sequence and hot, in the JSON and in the text table.
+// sequence and hot, its operations (mlp's dense kernels: 2 x 784 x 512 and more) and product
+// precision, and its share of the CPU's peak for them, in the JSON and in the text table; the
+// sum of the calls' operations at peak bounds the run.
 TEST_F(RunBench, BenchProfileTimesEveryCall) {
     const Output o =
         run_tessera("bench " + so() + " --json --warmup 1 --repeat 10 --threads 1 --profile");
@@ -273,13 +275,26 @@ TEST_F(RunBench, BenchProfileTimesEveryCall) {
         }
         EXPECT_GT(c.at("ms").get<double>(), 0.0) << kernel;
         EXPECT_GT(c.at("hot_ms").get<double>(), 0.0) << kernel;
+        if (label.find("group 0 ") == 0) { // the first dense layer, 784 -> 512
+            EXPECT_GE(c.at("flops").get<int64_t>(), 2 * 784 * 512) << label;
+            EXPECT_EQ(c.at("precision"), "f32") << label;
+            const double fraction = c.at("peak_fraction").get<double>();
+            EXPECT_GT(fraction, 0.0) << label;
+            EXPECT_LT(fraction, 1.5) << label; // a measured peak is not exceeded by half
+        }
+        if (kernel == "copy") {
+            EXPECT_EQ(c.at("flops").get<int64_t>(), 0) << label;
+        }
     }
     EXPECT_GE(kernels, 2);
+    const double peak_ms = j.at("peak_ms").get<double>();
+    EXPECT_GT(peak_ms, 0.0);
+    EXPECT_LT(peak_ms, j.at("median_ms").get<double>());
 
     const Output text = run_tessera("bench " + so() + " --repeat 5 --profile");
     ASSERT_EQ(text.code, 0) << text.out;
-    for (const char* field :
-         {"per call", "tessera_kernel_0", "hot ms", "computes", "group 0 ", "sum"})
+    for (const char* field : {"per call", "tessera_kernel_0", "hot ms", "GOP/s", "peak", "computes",
+                              "group 0 ", "sum", "at peak "})
         EXPECT_NE(text.out.find(field), std::string::npos) << field << " in\n" << text.out;
 }
 

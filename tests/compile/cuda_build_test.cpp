@@ -51,7 +51,7 @@ runtime::ModelPlan small_cuda_plan() {
     p.inputs = {0};
     p.outputs = {2};
     p.kernels = {"tessera_kernel_0"};
-    p.calls = {{0, {0, 1, 2}, "group 0 mul"}};
+    p.calls = {{0, {0, 1, 2}, "group 0 mul", 0, ""}};
     p.weight_bytes = 64;
     p.target = runtime::PlanTarget::Cuda;
     p.cuda_arch = "sm_90";

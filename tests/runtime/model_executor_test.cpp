@@ -80,10 +80,10 @@ struct MatmulReluModel {
         plan.inputs = {0};
         plan.outputs = {3, 4, 5};
         plan.kernels = {"k_matmul", "k_relu"};
-        plan.calls = {{0, {0, 1, 2}, "matmul"},
-                      {1, {2, 3}, "relu"},
-                      {-1, {2, 4}, "copy h"},
-                      {-1, {0, 5}, "copy x"}};
+        plan.calls = {{0, {0, 1, 2}, "matmul", 0, ""},
+                      {1, {2, 3}, "relu", 0, ""},
+                      {-1, {2, 4}, "copy h", 0, ""},
+                      {-1, {0, 5}, "copy x", 0, ""}};
         plan.arena_bytes = 128 + round64(hb);
         plan.weight_bytes = 64 + round64(wb);
 

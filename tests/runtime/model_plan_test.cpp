@@ -32,9 +32,9 @@ ModelPlan sample_plan() {
     p.inputs = {0, 1};
     p.outputs = {4, 5};
     p.kernels = {"k0_matmul", "k1_relu"};
-    p.calls = {{0, {0, 2, 3}, "group 0 matmul"},
-               {1, {3, 4}, "group 1 relu"},
-               {-1, {4, 5}, "copy y -> y2"}};
+    p.calls = {{0, {0, 2, 3}, "group 0 matmul", 2 * 7 * 13 * 5, "f32"},
+               {1, {3, 4}, "group 1 relu", 7 * 5, "int8"},
+               {-1, {4, 5}, "copy y -> y2", 0, ""}};
     p.arena_bytes = 128 + 192;
     p.weight_bytes = 64 + 320;
     p.index_checks = {{1, 17, "node 'lookup' (Gather) (axis 0 of 'emb', 17 long)"}};
@@ -62,6 +62,8 @@ void expect_equal(const ModelPlan& a, const ModelPlan& b) {
         EXPECT_EQ(a.calls[i].kernel, b.calls[i].kernel) << i;
         EXPECT_EQ(a.calls[i].args, b.calls[i].args) << i;
         EXPECT_EQ(a.calls[i].label, b.calls[i].label) << i;
+        EXPECT_EQ(a.calls[i].flops, b.calls[i].flops) << i;
+        EXPECT_EQ(a.calls[i].precision, b.calls[i].precision) << i;
     }
     EXPECT_EQ(a.arena_bytes, b.arena_bytes);
     EXPECT_EQ(a.weight_bytes, b.weight_bytes);
@@ -225,7 +227,7 @@ TEST(ModelPlan, ValidateNamesEachProblem) {
                       {"x2", PlanDType::F32, {7, 13}, TensorStorage::Weight, 0, 7 * 13 * 4});
                   p.weight_bytes = 384;
                   p.tensors[2].offset = 0; // keep w inside too
-                  p.calls.push_back({-1, {0, 6}, "copy into a weight"});
+                  p.calls.push_back({-1, {0, 6}, "copy into a weight", 0, ""});
               }).find("copies into read-only weight 'x2'"),
               std::string::npos);
 }

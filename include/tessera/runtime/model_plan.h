@@ -39,8 +39,9 @@ namespace tessera::runtime {
 
 /// The plan format this runtime reads and the compiler writes; parse_plan refuses others.
 /// Version 2 added the target and the CUDA modules; version 3 the checksums of the weights
-/// and of the encoded plan itself; version 4 the index checks of the inputs.
-constexpr uint32_t kModelPlanVersion = 4;
+/// and of the encoded plan itself; version 4 the index checks of the inputs; version 5 each
+/// call's operations and product precision.
+constexpr uint32_t kModelPlanVersion = 5;
 
 /// What the kernels of a plan run on; the C API picks the executor by it.
 enum class PlanTarget : int32_t {
@@ -111,6 +112,11 @@ struct PlanCall {
     int32_t kernel = -1;
     std::vector<int32_t> args; ///< Tensor ids, in the kernel's parameter order.
     std::string label;         ///< For profiling and errors, e.g. "group 3 conv2d+add+relu".
+    /// The arithmetic of one run of the call (te::count_flops of its task: 2 per multiply-add)
+    /// and what its products compute on (te::product_precision: "int8", "bf16", "f32", ...);
+    /// 0 and "" for a copy.
+    int64_t flops = 0;
+    std::string precision;
 };
 
 /// One launch of a CUDA module: a `__global__` function of its cubin and its configuration.

@@ -136,6 +136,13 @@ int tessera_model_call_profile(const TesseraModel* model, int index, TesseraCall
  * NULL when model is NULL or index is out of range (the message says which). */
 const char* tessera_model_call_label(const TesseraModel* model, int index);
 
+/* The arithmetic of call number `index`: *flops gets the operations of one run of it (2 per
+ * multiply-add; 0 for a copy), *precision what its products compute on ("int8", "bf16", "f32",
+ * ...; "" for a copy; valid until the model is freed). -1 when model is NULL or index is out of
+ * range (the message says which). */
+int tessera_model_call_work(const TesseraModel* model, int index, int64_t* flops,
+                            const char** precision);
+
 /* The message of the calling thread's last failure ("" when none). */
 const char* tessera_model_last_error(void);
 

@@ -1,0 +1,199 @@
+// Peak product rates of the host (peak_rates.h): one JIT-compiled loop per precision whose
+// accumulators stay in registers, timed on one thread and on several at once.
+#include "tessera/backends/peak_rates.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "tessera/backends/host.h"
+#include "tessera/backends/llvm.h"
+#include "tessera/ir/op.h"
+#include "tessera/support/error.h"
+
+namespace tessera::backend {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// Vector steps per call of a kernel: long enough that the call costs nothing, short enough
+/// that a call is a few microseconds.
+constexpr int64_t kIterations = 1024;
+
+/// The register name of a vector of `bits`.
+std::string register_name(int bits) { return bits >= 512 ? "zmm" : bits >= 256 ? "ymm" : "xmm"; }
+
+/// What the code generator makes of precision p's product on the host (llvm.h's contract).
+std::string instruction_of(const std::string& p, const CpuInfo& h) {
+    const std::string reg = " " + register_name(h.vector_bits);
+    if (p == "f32")
+        return h.has_feature("fma") ? "vfmadd231ps" + reg : "multiply and add" + reg;
+    if (p == "bf16")
+        return h.has_feature("avx512bf16") ? "vdpbf16ps" + reg : "emulated (f32 multiply-adds)";
+    const bool vnni512 = h.vector_bits >= 512 && h.has_feature("avx512vnni");
+    if (vnni512 || h.has_feature("avxvnni"))
+        return "vpdpbusd" + (vnni512 ? reg : std::string(" ymm"));
+    return "emulated (widening multiplies)";
+}
+
+/// Operations (two per multiply-add) of one lane's product step.
+int64_t ops_per_lane(const std::string& p) { return p == "f32" ? 2 : p == "bf16" ? 4 : 8; }
+
+/// The lanes of the kernel of precision p: the widest vector the code generator takes
+/// (VNNI on 256-bit registers only, without AVX-512 VNNI on 512).
+int lanes_of(const std::string& p, const CpuInfo& h) {
+    int bits = h.vector_bits;
+    if (p == "int8" && bits >= 512 && !h.has_feature("avx512vnni"))
+        bits = 256;
+    return std::max(1, bits / 32);
+}
+
+/// The accumulators: twice what hides a 4-to-6-cycle latency at two instructions per cycle,
+/// within the register file (32 vector registers with AVX-512, 16 otherwise).
+int accumulators_of(const CpuInfo& h) { return h.vector_bits >= 512 ? 12 : 8; }
+
+/// One compiled kernel with its operands, run by one thread.
+struct KernelRun {
+    JitModule::KernelFn fn = nullptr;
+    std::vector<uint32_t> io, a, b; // accumulators and operand words (f32 bits or i32)
+
+    KernelRun(JitModule::KernelFn f, const std::string& p, int lanes, int accs) : fn(f) {
+        const float one = 1.0f, m = 0.9999999f, c = 1e-7f;
+        auto bits = [](float x) {
+            uint32_t u;
+            std::memcpy(&u, &x, 4);
+            return u;
+        };
+        io.assign(static_cast<size_t>(lanes * accs), p == "int8" ? 0u : bits(one));
+        if (p == "f32") {
+            a.assign(static_cast<size_t>(lanes), bits(m));
+            b.assign(static_cast<size_t>(lanes), bits(c));
+        } else if (p == "bf16") {
+            // Two bf16 values of 2^-10 each: the sums grow by 2^-19 per step, far from
+            // overflow or rounding away.
+            a.assign(static_cast<size_t>(lanes), 0x3a803a80u);
+            b.assign(static_cast<size_t>(lanes), 0x3a803a80u);
+        } else {
+            // Zero bytes on one side: the i32 sums stay 0, however long the run.
+            a.assign(static_cast<size_t>(lanes), 0x01020304u);
+            b.assign(static_cast<size_t>(lanes), 0u);
+        }
+    }
+    void call() {
+        void* args[] = {io.data(), a.data(), b.data()};
+        fn(args);
+    }
+};
+
+/// Seconds that `calls` calls take on each of `threads` threads started together (the
+/// slowest thread's). Each thread has its own operands.
+double time_calls(JitModule::KernelFn fn, const std::string& p, int lanes, int accs, int threads,
+                  int64_t calls) {
+    std::vector<std::unique_ptr<KernelRun>> runs;
+    for (int t = 0; t < threads; ++t)
+        runs.push_back(std::make_unique<KernelRun>(fn, p, lanes, accs));
+    std::atomic<int> ready{0};
+    std::vector<double> secs(static_cast<size_t>(threads), 0);
+    auto body = [&](int t) {
+        KernelRun& r = *runs[static_cast<size_t>(t)];
+        r.call(); // warm: code and operands in cache
+        ready.fetch_add(1);
+        while (ready.load() < threads) {
+        }
+        const auto start = Clock::now();
+        for (int64_t i = 0; i < calls; ++i)
+            r.call();
+        secs[static_cast<size_t>(t)] = std::chrono::duration<double>(Clock::now() - start).count();
+    };
+    std::vector<std::thread> pool;
+    for (int t = 1; t < threads; ++t)
+        pool.emplace_back(body, t);
+    body(0);
+    for (std::thread& th : pool)
+        th.join();
+    return *std::max_element(secs.begin(), secs.end());
+}
+
+} // namespace
+
+ir::LoweredFunc peak_rate_kernel(const std::string& precision, int lanes, int accumulators,
+                                 int64_t iterations) {
+    using namespace ir;
+    TESSERA_CHECK(precision == "f32" || precision == "bf16" || precision == "int8")
+        << "no peak kernel for precision '" << precision << "'";
+    TESSERA_CHECK(lanes >= 1 && accumulators >= 1 && iterations >= 1)
+        << lanes << " lanes, " << accumulators << " accumulators, " << iterations << " steps";
+    const int64_t n = int64_t{lanes} * accumulators;
+    const DataType acc_t = precision == "int8" ? DataType::i32() : DataType::f32();
+    const DataType word_t = precision == "f32" ? DataType::f32() : DataType::i32();
+    Buffer io = Buffer::make("io", acc_t, {n}), a = Buffer::make("a", word_t, {lanes}),
+           b = Buffer::make("b", word_t, {lanes}), acc = Buffer::make("acc", acc_t, {n});
+    auto ramp = [&](int64_t base) { return Ramp::make(Expr(base), Expr(int64_t{1}), lanes); };
+    const Expr va = Load::make(a, ramp(0)), vb = Load::make(b, ramp(0));
+    std::vector<Stmt> load, step, store;
+    for (int k = 0; k < accumulators; ++k) {
+        const Expr at = ramp(int64_t{k} * lanes);
+        const Expr old = Load::make(acc, at);
+        const Expr next = precision == "f32"    ? old * va + vb
+                          : precision == "bf16" ? old + dot2_bf16(va, vb)
+                                                : old + dot4_u8s8(va, vb);
+        load.push_back(Store::make(acc, Load::make(io, at), at));
+        step.push_back(Store::make(acc, next, at));
+        store.push_back(Store::make(io, Load::make(acc, at), at));
+    }
+    Var it("step");
+    Stmt body = Seq::make(
+        {Seq::make(load),
+         For::make(it, Expr(int64_t{0}), Expr(iterations), ForKind::Serial, Seq::make(step)),
+         Seq::make(store)});
+    return LoweredFunc{
+        "tessera_peak_" + precision, {io, a, b}, Allocate::make(acc, MemoryScope::Stack, body)};
+}
+
+std::vector<PeakRate> measure_peak_rates(int threads, double min_secs) {
+    TESSERA_CHECK(threads >= 1 && min_secs > 0) << threads << " threads, " << min_secs << " s";
+    const CpuInfo& h = host_info();
+    const int accs = accumulators_of(h);
+    std::vector<PeakRate> out;
+    for (const std::string p : {"f32", "bf16", "int8"}) {
+        const int lanes = lanes_of(p, h);
+        auto module = JitModule::compile({peak_rate_kernel(p, lanes, accs, kIterations)});
+        const JitModule::KernelFn fn = module->get("tessera_peak_" + p);
+        const double ops_per_call =
+            double(ops_per_lane(p)) * lanes * accs * static_cast<double>(kIterations);
+        // Calls that last min_secs, from a short calibration run.
+        int64_t calls = 16;
+        for (double s = 0; (s = time_calls(fn, p, lanes, accs, 1, calls)) < min_secs / 8;)
+            calls *= 4;
+        calls = std::max<int64_t>(
+            calls,
+            static_cast<int64_t>(calls * min_secs / time_calls(fn, p, lanes, accs, 1, calls)));
+        PeakRate r;
+        r.precision = p;
+        r.instruction = instruction_of(p, h);
+        r.threads = threads;
+        for (int trial = 0; trial < 3; ++trial) {
+            r.one_core = std::max(r.one_core,
+                                  ops_per_call * calls / time_calls(fn, p, lanes, accs, 1, calls));
+            r.all_cores = std::max(r.all_cores, ops_per_call * calls * threads /
+                                                    time_calls(fn, p, lanes, accs, threads, calls));
+        }
+        out.push_back(r);
+    }
+    return out;
+}
+
+const PeakRate* find_peak_rate(const std::vector<PeakRate>& rates, const std::string& precision) {
+    for (const PeakRate& r : rates)
+        if (r.precision == precision)
+            return &r;
+    return nullptr;
+}
+
+} // namespace tessera::backend
