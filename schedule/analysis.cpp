@@ -155,6 +155,22 @@ bool State::is_injective(int sid) const {
     return !st.is_input() && !st.has_reduce();
 }
 
+int State::read_view(int sid) const {
+    const std::vector<int> readers = consumers(sid);
+    if (!stage(sid).is_input() || readers.size() != 1)
+        return sid;
+    const Stage& w = stages[static_cast<size_t>(readers[0])];
+    const auto* cast = w.body.as<ir::Cast>();
+    const auto* read = cast ? cast->value.as<ir::TensorRead>() : nullptr;
+    if (w.is_input() || w.has_reduce() || !read || !read->tensor.same_as(stages[sid].tensor) ||
+        w.tensor.shape() != stages[sid].tensor.shape() || read->indices.size() != w.axes.size())
+        return sid;
+    for (size_t d = 0; d < w.axes.size(); ++d)
+        if (read->indices[d].as<ir::Variable>() != w.axes[d].get())
+            return sid;
+    return readers[0];
+}
+
 bool State::is_strict_inlinable(int sid) const {
     const Stage& st = stage(sid);
     if (st.is_input() || st.has_reduce())

@@ -235,7 +235,8 @@ def build(
         CPU), "llvm -mcpu=skylake-avx512" (another CPU; "-mtriple=aarch64-linux-gnu" cross-
         compiles), "cuda" (an NVIDIA GPU: GPU 0's architecture, else sm_90; building needs
         none) or "cuda -arch=sm_80".
-    precision: what matrix products compute on: "fp32", "bf16" or, with cuda, "tf32".
+    precision: what matrix products compute on: "fp32", "bf16", "fp16" (CPU: weights stored in
+        float16, arithmetic f32) or, with cuda, "tf32".
     opt_level: graph optimization level 0..3.
     input_shapes: static shapes for inputs with symbolic dimensions, name -> dims.
 

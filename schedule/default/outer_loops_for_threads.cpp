@@ -83,8 +83,13 @@ void order_outer_loops_for_threads(State& s, int holder, const std::vector<int>&
     int64_t weight_elements = 0, activation_elements = 0;
     for (int wi : weight_inputs)
         if (wi >= 0 && wi < static_cast<int>(s.compute.inputs.size())) {
-            weights.push_back(s.compute.inputs[static_cast<size_t>(wi)].get());
-            weight_elements += te::num_elements(s.compute.inputs[static_cast<size_t>(wi)].shape());
+            const ir::Tensor& w = s.compute.inputs[static_cast<size_t>(wi)];
+            weights.push_back(w.get());
+            weight_elements += te::num_elements(w.shape());
+            // Its widened f32 view, read in its place (a weight stored in f16).
+            const int wid = s.stage_id_of(w);
+            if (wid >= 0 && s.read_view(wid) != wid)
+                weights.push_back(s.stages[static_cast<size_t>(s.read_view(wid))].tensor.get());
         }
     for (const ir::Tensor& t : s.compute.inputs)
         if (std::find(weights.begin(), weights.end(), t.get()) == weights.end())

@@ -71,11 +71,13 @@ void order_weights_for_tiles(State& s, const std::vector<int>& weight_inputs) {
         if (wid < 0 || !s.stages[static_cast<size_t>(wid)].is_input() ||
             !s.stages[static_cast<size_t>(wid)].layout.is_identity())
             continue;
-        const std::vector<int> readers = s.consumers(wid);
+        // The tile reads the weight itself, or its widened f32 view (a weight stored in f16).
+        const int view = s.read_view(wid);
+        const std::vector<int> readers = s.consumers(view);
         if (readers.size() != 1)
             continue;
         const Stage& st = s.stages[static_cast<size_t>(readers[0])];
-        const ir::Tensor& w = s.stages[static_cast<size_t>(wid)].tensor;
+        const ir::Tensor& w = s.stages[static_cast<size_t>(view)].tensor;
         const std::vector<int> roots = read_roots(st, w);
         const int n_axes = static_cast<int>(st.axes.size());
         const int ndim = static_cast<int>(w.ndim());

@@ -20,11 +20,12 @@ bool may_hold_panels(const State& s, int sid) {
     return s.stages[sid].is_input() || !s.is_output(sid);
 }
 
-/// The axis of `s`'s single reader of `stage` that indexes dimension `dim` (a bare axis
-/// variable, in the first read), with the reader's id; {-1, -1} when there is none.
+/// The axis of `s`'s single reader of `stage` (through its widened view, State::read_view)
+/// that indexes dimension `dim` (a bare axis variable, in the first read), with the reader's
+/// id; {-1, -1} when there is none.
 std::pair<int, int> reader_axis(const State& s, int stage, int dim) {
-    const Stage& cs = s.stages[stage];
-    const std::vector<int> readers = s.consumers(stage);
+    const Stage& cs = s.stages[s.read_view(stage)];
+    const std::vector<int> readers = s.consumers(s.read_view(stage));
     if (readers.size() != 1 || dim < 0 || dim >= static_cast<int>(cs.tensor.ndim()))
         return {-1, -1};
     const Stage& r = s.stages[readers[0]];

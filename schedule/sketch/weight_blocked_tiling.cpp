@@ -55,14 +55,17 @@ WeightRead find_weight_read(const State& s, int sid, const std::vector<int>& wei
         if (wi < 0 || wi >= static_cast<int>(s.compute.inputs.size()))
             continue;
         const int wid = s.stage_id_of(s.compute.inputs[static_cast<size_t>(wi)]);
-        if (wid < 0 || !s.stages[wid].is_input() || !s.stages[wid].layout.is_identity() ||
-            s.consumers(wid) != std::vector<int>{sid})
+        if (wid < 0 || !s.stages[wid].is_input() || !s.stages[wid].layout.is_identity())
             continue;
-        const std::vector<bool> shared = axes_read_besides(st, s.stages[wid].tensor);
+        // The stage reads the weight itself, or its widened f32 view (a weight stored in f16).
+        const ir::Tensor& read = s.stages[s.read_view(wid)].tensor;
+        if (s.consumers(s.read_view(wid)) != std::vector<int>{sid})
+            continue;
+        const std::vector<bool> shared = axes_read_besides(st, read);
         WeightRead found{wid, -1, -1};
         bool ok = true;
         for_each_read(inline_lets(st.body), [&](const TensorRead* r) {
-            if (!r->tensor.same_as(s.stages[wid].tensor) || !ok)
+            if (!r->tensor.same_as(read) || !ok)
                 return;
             std::vector<std::pair<int, int>> indexed; // (dim, axis) of bare spatial indices
             for (size_t d = 0; d < r->indices.size() && ok; ++d) {
@@ -148,8 +151,10 @@ void block_activations(State& s, int sid, int axis) {
             unit_reduce[r.var.get()] = ir::make_zero(r.var.type());
     for (int p : s.producers(sid)) {
         const Stage& ps = s.stages[p];
+        const std::vector<int> sources = s.producers(p);
+        const bool weight_view = sources.size() == 1 && s.read_view(sources[0]) == p;
         if (ps.is_input() || s.is_output(p) || ps.location.kind != ComputeLocKind::Root ||
-            !ps.layout.is_identity() || s.consumers(p) != std::vector<int>{sid})
+            !ps.layout.is_identity() || s.consumers(p) != std::vector<int>{sid} || weight_view)
             continue;
         int dim = -1;
         bool ok = true;

@@ -23,8 +23,10 @@ void add_model_input_options(CLI::App* cmd, ModelInputOptions& opts) {
            "--precision", opts.precision,
            "What matrix products and convolutions compute on: fp32; tf32 (--target cuda: f32 "
            "matrix products on tensor cores, operands rounded to 10 mantissa bits, sums in f32; "
-           "the graph and its tasks stay those of fp32); or bf16 (operands rounded to "
-           "bfloat16, sums in f32; AVX512-BF16 where the CPU has it). The bf16 tasks "
+           "the graph and its tasks stay those of fp32); bf16 (operands rounded to "
+           "bfloat16, sums in f32; AVX512-BF16 where the CPU has it); or fp16 (CPU: the "
+           "weights of products stored in float16, half the bytes, widened to f32 as the "
+           "kernels read them; activations and arithmetic f32). The bf16 and fp16 tasks "
            "differ, so tune and build a model with the same choice")
         ->capture_default_str();
 }

@@ -32,7 +32,8 @@ compile::ModelPipelineOptions model_options(const std::string& path, bool winogr
 WorkloadComputes::WorkloadComputes(const std::vector<std::string>& models) {
     for (const std::string& path : models)
         for (bool winograd : {true, false})
-            for (graph::Precision p : {graph::Precision::FP32, graph::Precision::BF16})
+            for (graph::Precision p :
+                 {graph::Precision::FP32, graph::Precision::BF16, graph::Precision::FP16})
                 for (tune::TaskToTune& t :
                      compile::model_tuning_tasks(model_options(path, winograd, p)))
                     model_workloads_.try_emplace(te::workload_key(t.compute), std::move(t.compute));

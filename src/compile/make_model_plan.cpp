@@ -101,8 +101,10 @@ class PlanBuilder {
             return it->second;
         const graph::Value& val = b_.graph.value(v);
         TESSERA_CHECK(val.is_constant()) << "value '" << val.name << "' is not a constant";
-        const graph::TensorData& data = *val.constant;
-        const size_t elem = graph::dtype_size(val.dtype);
+        // Weights stored in f16: their (exactly representable) values as f16 bits.
+        const graph::TensorData data =
+            val.stored_f16 ? val.constant->cast(graph::DType::F16) : *val.constant;
+        const size_t elem = graph::dtype_size(data.dtype());
         const int64_t offset = align_up(static_cast<int64_t>(weights_.size()));
         int64_t bytes = static_cast<int64_t>(data.nbytes());
         if (!layout.is_identity()) {
@@ -119,6 +121,7 @@ class PlanBuilder {
             sched::pack_layout(layout, val.shape, elem, data.raw(), dst);
         }
         const int id = add_value_tensor(v, runtime::TensorStorage::Weight, offset);
+        plan_.tensors[static_cast<size_t>(id)].dtype = plan_dtype(data.dtype());
         plan_.tensors[static_cast<size_t>(id)].bytes = bytes;
         if (!layout.is_identity())
             plan_.tensors[static_cast<size_t>(id)].name += " (packed " + key.second + ")";

@@ -24,17 +24,22 @@ graph::PipelineOptions pipeline_options(const ModelPipelineOptions& options) {
     if (options.precision == graph::Precision::TF32 && !options.target.is_cuda())
         throw UserError() << "--precision tf32 needs --target cuda (TF32 is a format of NVIDIA "
                              "tensor cores)";
+    if (options.precision == graph::Precision::FP16 && options.target.is_cuda())
+        throw UserError() << "--precision fp16 is for CPU targets (llvm): CUDA builds run f32, "
+                             "or tf32 on tensor cores";
     graph::PipelineOptions po;
     po.level = options.opt_level;
     po.precision = options.precision;
     po.disabled_passes = options.disabled_passes;
     if (options.target.is_cuda())
         po.disabled_passes.insert("layout");
-    else
-        po.layout_block =
-            options.layout_block != 0
-                ? options.layout_block
-                : graph::layout_block_for(backend::describe_cpu(options.target).vector_bits);
+    else {
+        const backend::CpuInfo cpu = backend::describe_cpu(options.target);
+        po.layout_block = options.layout_block != 0 ? options.layout_block
+                                                    : graph::layout_block_for(cpu.vector_bits);
+        if (cpu.l2_bytes > 0)
+            po.fp16_min_weight_bytes = cpu.l2_bytes;
+    }
     if (!options.winograd)
         po.disabled_passes.insert("winograd");
     po.horizontal_fusion = options.horizontal_fusion;

@@ -70,6 +70,8 @@ void print(std::ostream& os, const Graph& g) {
             continue;
         os << "  const %" << i << " " << v.name << ": ";
         print_type(os, v);
+        if (v.stored_f16)
+            os << " (stored f16)";
         if (v.constant->numel() <= 8) {
             os << " = ";
             print_elements(os, *v.constant, 8);

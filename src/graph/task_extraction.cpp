@@ -8,6 +8,7 @@
 
 #include "ops/node_kernel.h"
 #include "tessera/graph/shape_inference.h"
+#include "tessera/ir/op.h"
 #include "tessera/te/flops.h"
 #include "tessera/te/op_library.h"
 #include "tessera/te/workload_key.h"
@@ -46,8 +47,15 @@ class GroupBuilder {
             if (!data_input[v])
                 continue;
             const Value& val = g_.value(v);
-            Tensor t = te::placeholder(val.shape, to_ir_type(val.dtype), val.name);
-            env_[v] = t;
+            // Weights stored in f16 are read as such and widened (exact) where the ops read them.
+            const DType stored = val.stored_f16 ? DType::F16 : val.dtype;
+            Tensor t = te::placeholder(val.shape, to_ir_type(stored), val.name);
+            env_[v] =
+                val.stored_f16
+                    ? te::unary(
+                          t, [](te::Expr e) { return ir::cast(ir::DataType::f32(), std::move(e)); },
+                          "widen")
+                    : t;
             inputs.push_back(t);
             gc.inputs.push_back(v);
         }

@@ -81,7 +81,14 @@ std::string product_precision(const Compute& c) {
         if (ir::contains_call(t->body, ir::CallOp::Dot2BF16))
             return "bf16";
     }
-    return c.outputs.empty() ? "" : ir::to_string(c.outputs[0].dtype());
+    if (c.outputs.empty())
+        return "";
+    const std::string out = ir::to_string(c.outputs[0].dtype());
+    for (int wi : c.weight_inputs)
+        if (wi >= 0 && static_cast<size_t>(wi) < c.inputs.size() &&
+            c.inputs[static_cast<size_t>(wi)].dtype() == ir::DataType::f16() && out == "f32")
+            return "f32+f16w";
+    return out;
 }
 
 } // namespace tessera::te

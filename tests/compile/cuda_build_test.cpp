@@ -387,6 +387,12 @@ TEST(CudaBuildPrecision, Tf32PutsTheModelsMatrixProductsOnTensorCores) {
     // The projections with their bias, residual and gelu epilogues and both attention
     // products (128 rows, columns and k multiples of 64): six of the eleven tasks.
     EXPECT_EQ(tensor_core_tasks(graph::Precision::TF32), 6);
+    try {
+        tensor_core_tasks(graph::Precision::FP16);
+        ADD_FAILURE() << "a CUDA build took --precision fp16";
+    } catch (const UserError& e) {
+        EXPECT_NE(std::string(e.what()).find("fp16 is for CPU targets"), std::string::npos);
+    }
     opts.target = parse_target("llvm");
     try {
         tensor_core_tasks(graph::Precision::TF32);

@@ -192,8 +192,8 @@ Graph expect_library_matches_evaluator(const std::string& model_bytes,
     compile::write_model_library(build, so, opts);
 
     const Graph g = import_onnx(model, import);
-    const std::vector<TensorData> want =
-        evaluate(precision == Precision::FP32 ? g : build.graph, feeds);
+    const std::vector<TensorData> want = evaluate(
+        precision == Precision::FP32 || precision == Precision::TF32 ? g : build.graph, feeds);
 
     ModelLibrary lib(so);
     EXPECT_TRUE(lib.ok()) << dlerror();

@@ -120,8 +120,9 @@ std::vector<OpCase> all_op_cases();
 /// Builds the ONNX model (bytes) at -O`opt_level` into a library as `tessera build` does, runs
 /// it through the C API on `feeds` and expects its outputs to match the graph evaluator on the
 /// imported graph within rtol / atol (integers and bools exactly). `import` carries input shapes
-/// and bound inputs (feeds are for the remaining inputs). With bf16 `precision` the evaluator
-/// runs the graph as built (its products on bf16 operands), which the library must match.
+/// and bound inputs (feeds are for the remaining inputs). With bf16 or fp16 `precision` the
+/// evaluator runs the graph as built (its products on bf16 operands, its weights rounded to
+/// f16), which the library must match.
 /// Returns the built graph.
 Graph expect_library_matches_evaluator(const std::string& model_bytes,
                                        const std::vector<TensorData>& feeds, int opt_level,

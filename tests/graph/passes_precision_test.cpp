@@ -2,7 +2,9 @@
 // weights with an even reduction, MatMuls of two activations with the same batch dimensions)
 // and which it leaves, checked by evaluation before and after
 // (within bf16 rounding of the operands) and against a reference on bf16-rounded operands
-// (within f32 summation); whole builds with --precision bf16 against the evaluator.
+// (within f32 summation); whole builds with --precision bf16 against the evaluator. The fp16
+// pass: which weights it stores in f16 (large product weights within f16's range), evaluated
+// before and after; fp16 libraries against the evaluator of their graph.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,6 +14,7 @@
 #include "passes_util.h"
 #include "tessera/graph/pipeline.h"
 #include "tessera/support/bfloat16.h"
+#include "tessera/support/half.h"
 
 namespace tessera::graph {
 namespace {
@@ -238,6 +241,8 @@ TEST(PrecisionPass, Bf16NTProductRefusesMismatchedOperandsNamingTheNode) {
 TEST(PrecisionPass, ParsesItsNamesAndRefusesOthers) {
     EXPECT_EQ(parse_precision("bf16"), Precision::BF16);
     EXPECT_EQ(parse_precision("fp32"), Precision::FP32);
+    EXPECT_EQ(parse_precision("fp16"), Precision::FP16);
+    EXPECT_STREQ(precision_name(Precision::FP16), "fp16");
     EXPECT_THROW(parse_precision("fp8"), UserError);
     EXPECT_STREQ(precision_name(Precision::BF16), "bf16");
 }
@@ -311,6 +316,78 @@ TEST(PrecisionPass, Bf16WinogradLibraryMatchesTheEvaluatorOfItsGraph) {
     EXPECT_EQ(f4.value(first_node(f4, Op::WinogradInput).inputs[1]).shape, (Shape{6, 6}));
     EXPECT_EQ(count_op(f4, Op::MatMul), 1);
     EXPECT_EQ(count_op(f4, Op::MatMulBF16), 0);
+}
+
+TEST(PrecisionPass, Fp16StoresLargeProductWeightsInHalfAndLeavesTheRest) {
+    GraphBuilder b;
+    const ValueId x = b.input("x", {3, 40});
+    TensorData w_big = testing::random_tensor({40, 30}, 5); // 4800 bytes: stored
+    TensorData w_wide = testing::random_tensor({30, 20}, 6, -1.0f, 1.0f);
+    w_wide.data<float>()[7] = 1.0e5f;                              // beyond f16: stays f32
+    const TensorData w_small = testing::random_tensor({20, 5}, 7); // 400 bytes: stays f32
+    const TensorData bias = testing::random_tensor({40, 30}, 8);   // read by an Add: stays
+    const ValueId big = b.constant(w_big), wide = b.constant(w_wide), small = b.constant(w_small),
+                  shift = b.constant(bias);
+    const ValueId h = b.op(Op::Relu, {b.op(Op::MatMul, {x, big})});
+    const ValueId y = b.op(Op::MatMul, {b.op(Op::MatMul, {h, wide}), small});
+    const ValueId z = b.op(Op::Add, {shift, shift});
+    Graph g = b.finish({y, z});
+    const Graph before = g;
+    // f16 rounding of the weights: relative 2^-11 each, sums of 40 products.
+    const PassResult r = check_pass(
+        g, [](Graph& gr) { return convert_precision_fp16(gr, 1000); }, 7, 2e-3);
+    EXPECT_EQ(r.changes, 1);
+    EXPECT_TRUE(g.value(big).stored_f16);
+    EXPECT_FALSE(g.value(wide).stored_f16);
+    EXPECT_FALSE(g.value(small).stored_f16);
+    EXPECT_FALSE(g.value(shift).stored_f16);
+    EXPECT_EQ(g.num_nodes(), before.num_nodes()) << "the graph keeps its ops";
+    // The stored values are the f16 nearest to the weights, so the graph computes exactly
+    // what the f32 graph computes on f16-rounded weights.
+    const float* stored = g.value(big).constant->data<float>();
+    for (int64_t i = 0; i < w_big.numel(); ++i) {
+        const float want = f16_bits_to_f32(f32_to_f16_bits(w_big.data<float>()[i]));
+        ASSERT_EQ(stored[i], want) << i;
+        w_big.data<float>()[i] = want;
+    }
+    Graph rounded = before;
+    rounded.value(big).constant = std::make_shared<const TensorData>(w_big);
+    const std::vector<TensorData> in = {testing::random_tensor({3, 40}, 12)};
+    EXPECT_EQ(evaluate(g, in)[0], evaluate(rounded, in)[0]);
+    // Run again, nothing is left to store.
+    EXPECT_EQ(convert_precision_fp16(g, 1000).changes, 0);
+}
+
+// A dense layer and a 256-channel 3x3 conv whose weights (2.1 and 2.4 MB in f32) exceed a
+// core's L2 cache, so that an fp16 build stores them in f16 on any host.
+std::string fp16_model() {
+    ModelBuilder m(13);
+    m.input("x", DType::F32, {1, 256, 9, 7});
+    m.input("v", DType::F32, {5, 1030});
+    m.initializer("W", testing::random_tensor({256, 256, 3, 3}, 51, -0.05f, 0.05f));
+    m.initializer("B", testing::random_tensor({256}, 52));
+    m.initializer("D", testing::random_tensor({1030, 520}, 53, -0.1f, 0.1f));
+    m.node("Conv", {"x", "W", "B"}, {"c"}).ints("kernel_shape", {3, 3}).ints("pads", {1, 1, 1, 1});
+    m.node("Relu", {"c"}, {"y"});
+    m.node("MatMul", {"v", "D"}, {"d"});
+    m.output("y", DType::F32);
+    m.output("d", DType::F32);
+    return m.bytes();
+}
+
+TEST(PrecisionPass, Fp16LibraryReadsItsHalfWeightsAsTheEvaluatorOfItsGraph) {
+    const std::vector<TensorData> feeds = {testing::random_tensor({1, 256, 9, 7}, 61),
+                                           testing::random_tensor({5, 1030}, 62)};
+    for (int level : {0, 3}) {
+        // The same products in another order: f32 rounding of sums of ~2300 terms.
+        const Graph built = expect_library_matches_evaluator(fp16_model(), feeds, level, 1e-4, 1e-4,
+                                                             {}, Precision::FP16);
+        int stored = 0;
+        for (size_t v = 0; v < built.num_values(); ++v)
+            stored += built.value(static_cast<ValueId>(v)).stored_f16;
+        // The conv's weights (at -O3 its Winograd transform) and the dense layer's.
+        EXPECT_EQ(stored, 2) << "-O" << level;
+    }
 }
 
 } // namespace

@@ -10,6 +10,7 @@
 #include "tessera/graph/import_onnx.h"
 #include "tessera/graph/pipeline.h"
 #include "tessera/graph/tasks.h"
+#include "tessera/ir/op.h"
 #include "tessera/schedule/default_schedule.h"
 #include "tessera/support/rng.h"
 #include "tessera/te/op_library.h"
@@ -482,6 +483,23 @@ TEST(DefaultSchedule, BlockedConvWeightsAreStoredInTheTilesReadOrder) {
     // Not a weight: the graph's layout stays.
     const State plain = sched::default_schedule(c, o);
     EXPECT_TRUE(plain.stages[plain.stage_id_of("w")].layout.is_identity());
+
+    // The same filters stored in f16 and widened as read (an fp16 build): the rules look
+    // through the widening stage (State::read_view), so the f16 weights get the same layout
+    // and the tile the same shape.
+    const te::Tensor h = te::placeholder({4, 3, 3, 3, 16, 16}, ir::DataType::f16(), "w");
+    const te::Tensor widened = te::unary(
+        h, [](te::Expr e) { return ir::cast(ir::DataType::f32(), std::move(e)); }, "widen");
+    const te::Compute c16 = te::make_compute(
+        {x, h}, {te::conv2d_nchwc(x, widened, te::Conv2dParams::make(1, 1, 1, 1))});
+    const State s16 = sched::default_schedule(c16, ow);
+    const int h_id = s16.stage_id_of(h);
+    EXPECT_EQ(s16.read_view(h_id), s16.stage_id_of("widen"));
+    EXPECT_EQ(s16.read_view(s16.stage_id_of(x)), s16.stage_id_of(x)) << "not widened";
+    EXPECT_EQ(s16.stages[h_id].layout.order, ws.layout.order) << sched::to_string(s16);
+    EXPECT_EQ(s16.stages[h_id].layout.factors, ws.layout.factors);
+    EXPECT_EQ(register_tile_extent(s16, "k"), register_tile_extent(s, "k"));
+    expect_lowers_and_matches(c16, s16, ow, 29);
 }
 
 /// The name of the parallel loop of the root stage that reduces or holds the stage that

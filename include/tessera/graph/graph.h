@@ -76,6 +76,10 @@ struct Value {
     bool typed = false;
     /// Initializer data: set for constants (then dtype and shape equal the data's).
     std::shared_ptr<const TensorData> constant;
+    /// An F32 constant that a built library stores in f16 (set by the fp16 precision pass).
+    /// Its data then holds f16 values exactly, so evaluating the graph computes what the
+    /// kernels do: they read the stored f16 values and widen them to f32 (exact).
+    bool stored_f16 = false;
     /// The node whose output this is; kNoNode for graph inputs and constants. Maintained by
     /// Graph::add_node / remove_node.
     NodeId producer = kNoNode;

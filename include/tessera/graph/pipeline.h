@@ -47,9 +47,12 @@ struct PipelineOptions {
     /// threads) ran within 1% of the unmerged model: each 1x1 conv was already as efficient
     /// alone, its input in cache for the next.
     bool horizontal_fusion = false;
-    /// BF16 runs the precision pass (convert_precision_bf16) after the simplification sweeps,
-    /// at every level.
+    /// BF16 and FP16 run the precision pass (convert_precision_bf16 / convert_precision_fp16)
+    /// last, at every level.
     Precision precision = Precision::FP32;
+    /// FP16: the fewest bytes (in f32) of a weight stored in f16 (convert_precision_fp16's
+    /// min_bytes); build and tune set the target's L2 cache size.
+    int64_t fp16_min_weight_bytes = int64_t{1} << 20;
 };
 
 /// The names of all pipeline passes, in pipeline order (each once).

@@ -168,6 +168,12 @@ struct State {
     std::vector<int> consumers_through_inlined(int sid) const;
     /// Producers, looking through inlined stages.
     std::vector<int> producers_through_inlined(int sid) const;
+    /// The stage whose tensor the loop nests read in place of input stage `sid`: its one
+    /// consumer when that consumer only widens it, element by element (same shape, each
+    /// element a Cast of the same element of sid: a weight stored in f16 and read as f32,
+    /// graph::Value::stored_f16); otherwise sid itself. Rules that find a weight by its reads
+    /// look through that stage (which is inlined into its readers).
+    int read_view(int sid) const;
 
     // ---- Stage analysis (Ansor's access analysis, in our terms) ----------------------------
     bool is_output(int sid) const;

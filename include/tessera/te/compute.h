@@ -35,8 +35,9 @@ Compute make_compute(std::vector<Tensor> inputs, std::vector<Tensor> outputs);
 bool is_output(const Compute& c, const Tensor& t);
 
 /// What the Compute's products run on: "int8" when a stage sums dot4_u8s8, "bf16" when one
-/// sums dot2_bf16, else the dtype of its first output ("f32", "f64", "i32", ...). The
-/// precision column of a build's coverage table.
+/// sums dot2_bf16, "f32+f16w" when an f32 output reads f16 weights (Compute::weight_inputs;
+/// stored in f16, widened as read), else the dtype of its first output ("f32", "f64", "i32",
+/// ...). The precision column of a build's coverage table.
 std::string product_precision(const Compute& c);
 
 } // namespace tessera::te

@@ -1,7 +1,10 @@
-// The precision pass (bf16): matrix products and blocked convolutions compute on bf16 operands
-// with f32 sums (MatMulBF16, MatMulBF16NT, ConvBF16Blocked); passes.h states the patterns.
+// The precision pass. bf16: matrix products and blocked convolutions compute on bf16 operands
+// with f32 sums (MatMulBF16, MatMulBF16NT, ConvBF16Blocked). fp16: their constant weights are
+// stored in f16 and widened as the kernels read them. passes.h states the patterns.
 #include <algorithm>
+#include <cmath>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <tuple>
 
@@ -9,6 +12,7 @@
 #include "../ops/bf16_matmul.h"
 #include "../ops/blocked_layout.h"
 #include "rewrite.h"
+#include "tessera/support/half.h"
 
 namespace tessera::graph {
 
@@ -22,15 +26,17 @@ const char* precision_name(Precision p) {
         return "bf16";
     case Precision::TF32:
         return "tf32";
+    case Precision::FP16:
+        return "fp16";
     }
     return "?";
 }
 
 Precision parse_precision(const std::string& text) {
-    for (Precision p : {Precision::FP32, Precision::BF16, Precision::TF32})
+    for (Precision p : {Precision::FP32, Precision::BF16, Precision::TF32, Precision::FP16})
         if (text == precision_name(p))
             return p;
-    throw UserError() << "unknown precision '" << text << "' (expected fp32, tf32 or bf16)";
+    throw UserError() << "unknown precision '" << text << "' (expected fp32, bf16, fp16 or tf32)";
 }
 
 namespace {
@@ -227,6 +233,69 @@ PassResult convert_precision_bf16(Graph& g) {
     r.changes = matmuls + convs;
     std::ostringstream os;
     os << matmuls << " matmuls and " << convs << " convs to bf16";
+    return end_pass(r, g, os.str());
+}
+
+namespace {
+
+/// Whether every reader of constant v (users: its readers) takes it as its weights (input 1
+/// of a product).
+bool read_as_weights_only(const Graph& g, ValueId v, const std::vector<NodeId>& users) {
+    if (users.empty())
+        return false;
+    for (NodeId id : users) {
+        const Node& n = g.node(id);
+        const bool product =
+            n.op == Op::MatMul || n.op == Op::Gemm || n.op == Op::Conv || n.op == Op::ConvBlocked;
+        if (!product || n.input(1) != v)
+            return false;
+        for (size_t i = 0; i < n.inputs.size(); ++i)
+            if (i != 1 && n.inputs[i] == v)
+                return false;
+    }
+    return true;
+}
+
+/// The f32 values of t rounded to f16 (to nearest, ties to even), or nothing when one lies
+/// beyond f16's range (65504).
+std::optional<TensorData> rounded_to_f16(const TensorData& t) {
+    TensorData out(DType::F32, t.shape());
+    const float* src = t.data<float>();
+    float* dst = out.data<float>();
+    for (int64_t i = 0; i < t.numel(); ++i) {
+        if (std::isfinite(src[i]) && std::fabs(src[i]) > 65504.0f)
+            return std::nullopt;
+        dst[i] = f16_bits_to_f32(f32_to_f16_bits(src[i]));
+    }
+    return out;
+}
+
+} // namespace
+
+PassResult convert_precision_fp16(Graph& g, int64_t min_bytes) {
+    PassResult r = begin_pass("precision", g);
+    int stored = 0, kept = 0;
+    const std::vector<std::vector<NodeId>> users = g.all_users();
+    for (ValueId v = 0; v < static_cast<ValueId>(g.num_values()); ++v) {
+        Value& val = g.value(v);
+        if (!val.is_constant() || val.dtype != DType::F32 || val.stored_f16 ||
+            val.constant->nbytes() < static_cast<size_t>(std::max<int64_t>(min_bytes, 0)) ||
+            !read_as_weights_only(g, v, users[static_cast<size_t>(v)]))
+            continue;
+        std::optional<TensorData> f16 = rounded_to_f16(*val.constant);
+        if (!f16) {
+            ++kept;
+            continue;
+        }
+        val.constant = std::make_shared<const TensorData>(std::move(*f16));
+        val.stored_f16 = true;
+        ++stored;
+    }
+    r.changes = stored;
+    std::ostringstream os;
+    os << stored << " weights stored in f16";
+    if (kept > 0)
+        os << ", " << kept << " kept f32 (values beyond f16's range)";
     return end_pass(r, g, os.str());
 }
 

@@ -48,7 +48,11 @@ std::vector<PassEntry> all_passes(const PipelineOptions& options = {}) {
          [block, level = options.level](Graph& g) {
              return fuse_convs_horizontally(g, level >= 3 ? block : 1);
          }},
-        {"precision", convert_precision_bf16},
+        {"precision", options.precision == Precision::FP16
+                          ? PassFn([min = options.fp16_min_weight_bytes](Graph& g) {
+                                return convert_precision_fp16(g, min);
+                            })
+                          : PassFn(convert_precision_bf16)},
         {"layout", [block](Graph& g) { return convert_layout_nchwc(g, block); }},
         {"winograd", [winograd](Graph& g) { return convert_conv_winograd(g, winograd); }},
     };
@@ -140,12 +144,11 @@ std::vector<PassResult> optimize(Graph& g, const PipelineOptions& options) {
     // Requested by the user, so at every level; after simplification has shaped the products,
     // the layout pass has blocked the convs and Winograd has rewritten those it takes (their
     // batched products then run in bf16, the transforms in f32).
-    const bool bf16 = options.precision == Precision::BF16;
     if (options.level >= 3) {
         run("layout");
         run("winograd");
     }
-    if (bf16)
+    if (options.precision == Precision::BF16 || options.precision == Precision::FP16)
         run("precision");
     g.verify();
     return log;
