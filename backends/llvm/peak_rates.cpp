@@ -167,13 +167,14 @@ std::vector<PeakRate> measure_peak_rates(int threads, double min_secs) {
         const JitModule::KernelFn fn = module->get("tessera_peak_" + p);
         const double ops_per_call =
             double(ops_per_lane(p)) * lanes * accs * static_cast<double>(kIterations);
-        // Calls that last min_secs, from a short calibration run.
+        // Calls that last min_secs: grow a calibration run to an eighth of it, then scale.
         int64_t calls = 16;
-        for (double s = 0; (s = time_calls(fn, p, lanes, accs, 1, calls)) < min_secs / 8;)
+        double secs = time_calls(fn, p, lanes, accs, 1, calls);
+        while (secs < min_secs / 8) {
             calls *= 4;
-        calls = std::max<int64_t>(
-            calls,
-            static_cast<int64_t>(calls * min_secs / time_calls(fn, p, lanes, accs, 1, calls)));
+            secs = time_calls(fn, p, lanes, accs, 1, calls);
+        }
+        calls = std::max<int64_t>(calls, static_cast<int64_t>(calls * min_secs / secs));
         PeakRate r;
         r.precision = p;
         r.instruction = instruction_of(p, h);
