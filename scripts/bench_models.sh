@@ -6,7 +6,9 @@
 # r starts with runtime r mod k, of k runtimes), so that drifts of the machine reach all alike;
 # each runtime's latency is the median of its per-round medians. Prints the latencies, tessera's
 # ratio to the better (faster) peer, the model's memory (peak RSS minus RSS before loading, median
-# over the rounds) and tessera's build time.
+# over the rounds), the cache-line round trip between the two CPUs after tessera's multi-thread
+# runs (the largest of the rounds: a spell in which the host put the CPUs on different dies shows
+# there) and tessera's build time.
 #
 # Usage: scripts/bench_models.sh [--db PATH] [--models "NAME ..."] [--threads "1 2"]
 #                                [--min-secs S] [--rounds N] [--out DIR] [--realtime]
@@ -125,18 +127,20 @@ med = lambda k, f: statistics.median(f(r) for r in runs[k]) if k in runs else No
 ms = {k: med(k, lambda r: r["median_ms"]) for k in ("ort", "ov", "untuned", "tuned")}
 mib = {k: med(k, lambda r: r["model_rss_mib"]) for k in ("ort", "ov")}
 mib["t"] = med("tuned" if "tuned" in runs else "untuned", lambda r: r["model_rss_bytes"] / 2**20)
+trips = [r["core_round_trip_ns"] for k in ("untuned", "tuned") for r in runs.get(k, [])
+         if r.get("core_round_trip_ns") is not None]
 peer = min(ms["ort"], ms["ov"])
 f = lambda v, p: "-" if v is None else f"{v:.{p}f}"
 print(f(ms["ort"], 3), f(ms["ov"], 3), f(ms["untuned"], 3), f(ms["untuned"] / peer, 2),
       f(ms["tuned"], 3), "-" if ms["tuned"] is None else f(ms["tuned"] / peer, 2),
-      f(mib["ort"], 1), f(mib["ov"], 1), f(mib["t"], 1))
+      f(mib["ort"], 1), f(mib["ov"], 1), f(mib["t"], 1), f(max(trips), 0) if trips else "-")
 '
 raw="$out/results.jsonl"
 : >"$raw"
-row="%-14s %3s  %9s %9s  %9s %6s  %9s %6s  %8s %8s %7s  %7s %7s\n"
+row="%-14s %3s  %9s %9s  %9s %6s  %9s %6s  %8s %8s %7s  %6s  %7s %7s\n"
 # shellcheck disable=SC2059  # one format for the header and the rows
 printf "$row" model thr "ORT ms" "OV ms" untuned "x peer" tuned "x peer" "ORT MiB" "OV MiB" "t MiB" \
-  "build s" "tuned s"
+  "rt ns" "build s" "tuned s"
 for entry in "${resolved[@]}"; do
   name=${entry%%=*} onnx=${entry#*=}
   t0=$(now)
@@ -171,4 +175,7 @@ echo
 echo "ms: median over $rounds round(s) of each runtime's median, every runtime in its own process,"
 echo "in rotating order. x peer: tessera latency / the better peer's (the lower of ONNX Runtime and"
 echo "OpenVINO; below 1: tessera is faster). MiB: peak RSS minus RSS before loading the model (ONNX"
-echo "Runtime: before creating its session; OpenVINO: before reading it, plugin loaded). Raw: $raw"
+echo "Runtime: before creating its session; OpenVINO: before reading it, plugin loaded). rt ns:"
+echo "the longest cache-line round trip between the two CPUs measured after tessera's runs (2+"
+echo "threads): a virtual machine whose host sometimes puts its CPUs on different dies shows"
+echo "spells of 4-7x the usual, in which every runtime's multi-thread times rise. Raw: $raw"

@@ -13,6 +13,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "core_round_trip.h"
 #include "model_library.h"
 #include "tessera/backends/host.h"
 #include "tessera/backends/peak_rates.h"
@@ -113,6 +114,13 @@ void print_text(const BenchResult& r, std::ostream& out) {
         out << line;
     } else {
         out << "arena   (not reported by this model library)\n";
+    }
+    if (r.core_round_trip_ns >= 0) {
+        std::snprintf(line, sizeof line,
+                      "cores   %.0f ns round trip of a cache line between two CPUs (after the "
+                      "runs)\n",
+                      r.core_round_trip_ns);
+        out << line;
     }
 }
 
@@ -271,6 +279,8 @@ BenchResult bench_model(const BenchOptions& opts, std::ostream& out) {
     r.peak_rss_bytes = peak_rss_bytes();
     r.model_rss_bytes = std::max<int64_t>(0, r.peak_rss_bytes - rss_before_load);
     r.arena_bytes = model.arena_bytes();
+    if (opts.threads != 1)
+        r.core_round_trip_ns = measure_core_round_trip_ns().value_or(-1.0);
     if (opts.profile) {
         // After the timed runs, so that the latency above reads no clock per call.
         const int runs = std::max(kMinRunsByTime, r.runs / 2);
@@ -298,6 +308,8 @@ BenchResult bench_model(const BenchOptions& opts, std::ostream& out) {
             j["arena_bytes"] = r.arena_bytes;
         else
             j["arena_bytes"] = nullptr;
+        if (r.core_round_trip_ns >= 0)
+            j["core_round_trip_ns"] = r.core_round_trip_ns;
         if (opts.profile) {
             nlohmann::ordered_json calls = nlohmann::ordered_json::array();
             for (const CallTiming& c : r.calls)

@@ -57,6 +57,11 @@ struct BenchResult {
     /// With BenchOptions::profile on a CPU library: the milliseconds the calls' operations take
     /// at the measured peak rates, a lower bound of the run (0 when not known).
     double peak_ms = 0;
+    /// With more than one thread: the cache-line round trip between two CPUs measured right
+    /// after the timed runs (measure_core_round_trip_ns), which tells a run on a host
+    /// whose CPUs were on one die from one in a spell with them apart; negative when not
+    /// measured.
+    double core_round_trip_ns = -1;
 };
 
 /// Loads the model, fills its inputs with seeded random values (floats uniform in [-1, 1),

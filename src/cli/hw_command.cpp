@@ -1,9 +1,12 @@
 // `tessera hw`.
 #include "hw_command.h"
 
+#include <optional>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core_round_trip.h"
 #include "tessera/backends/host.h"
 #include "tessera/backends/peak_rates.h"
 #include "tessera/tuner/fingerprint.h"
@@ -20,6 +23,8 @@ void print_hw(const HwOptions& opts, std::ostream& out) {
     const int threads = opts.threads > 0 ? opts.threads : h.cores;
     const std::vector<backend::PeakRate> peaks =
         opts.peak ? backend::measure_peak_rates(threads) : std::vector<backend::PeakRate>();
+    // Negative: not measured (one CPU).
+    const double round_trip_ns = opts.peak ? measure_core_round_trip_ns().value_or(-1.0) : -1.0;
     if (opts.json) {
         nlohmann::ordered_json j;
         j["triple"] = h.triple;
@@ -52,6 +57,10 @@ void print_hw(const HwOptions& opts, std::ostream& out) {
                                  {"all_cores", r.all_cores},
                                  {"threads", r.threads}});
             j["peak_rates"] = std::move(rates);
+            if (round_trip_ns >= 0)
+                j["core_round_trip_ns"] = round_trip_ns;
+            else
+                j["core_round_trip_ns"] = nullptr;
         }
         out << j.dump() << "\n";
         return;
@@ -82,6 +91,12 @@ void print_hw(const HwOptions& opts, std::ostream& out) {
                                r.precision == "int8" ? "OP" : "FLOP", r.all_cores / 1e9,
                                r.threads == 1 ? std::string("1 thread")
                                               : fmt::format("{} threads", r.threads));
+        if (round_trip_ns >= 0)
+            out << fmt::format("core round trip {:.0f} ns (a cache line from one CPU to another "
+                               "and back: what threads pay to read each other's writes)\n",
+                               round_trip_ns);
+        else
+            out << "core round trip (not measured: this process may use one CPU)\n";
     }
     out << "fingerprint text (hashed):\n";
     std::string text = fp.canonical_text();

@@ -15,7 +15,8 @@ struct HwOptions {
 
 /// Prints the target triple, CPU, ISA features, cores and cache sizes, and with opts.peak the
 /// measured peak rates ("peak_rates" in JSON: precision, instruction, one_core and all_cores in
-/// operations per second, threads).
+/// operations per second, threads) and the cache-line round trip between two CPUs
+/// ("core_round_trip_ns", null with one CPU; measure_core_round_trip_ns).
 void print_hw(const HwOptions& opts, std::ostream& out);
 
 } // namespace tessera::cli

@@ -50,7 +50,8 @@ int main(int argc, char** argv) {
     hw->add_flag("--peak", hw_opts.peak,
                  "Also measure the peak rates of the f32, bf16 and int8 products (operands in "
                  "registers, no memory traffic; about a second): what a kernel of each "
-                 "precision can reach at best on one core and on --threads cores");
+                 "precision can reach at best on one core and on --threads cores; and the "
+                 "round trip of a cache line between two CPUs");
     hw->add_option("--threads", hw_opts.threads,
                    "Cores of the --peak rate measured at once (0 = every core)")
         ->check(CLI::Range(0, 1024));

@@ -2,6 +2,8 @@
 // hash, and agrees with the JSON form and with the library's host_fingerprint().
 #include <gtest/gtest.h>
 
+#include <sched.h>
+
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -68,8 +70,19 @@ TEST(HwCli, PeakMeasuresTheThreeProductRates) {
         EXPECT_EQ(r["threads"], 1) << r;
     }
     EXPECT_EQ(precisions, (std::vector<std::string>{"f32", "bf16", "int8"}));
+    // The cache-line round trip between two CPUs, measured where the process has two.
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
+    ASSERT_TRUE(j.contains("core_round_trip_ns"));
+    if (CPU_COUNT(&set) >= 2) {
+        EXPECT_GT(j["core_round_trip_ns"].get<double>(), 0.0);
+    } else {
+        EXPECT_TRUE(j["core_round_trip_ns"].is_null());
+    }
     const std::string text = run_stdout("hw --peak --threads 1");
-    for (const char* what : {"peak rates", "f32 ", "bf16 ", "int8 ", "GFLOP/s", "GOP/s"})
+    for (const char* what :
+         {"peak rates", "f32 ", "bf16 ", "int8 ", "GFLOP/s", "GOP/s", "core round trip"})
         EXPECT_NE(text.find(what), std::string::npos) << what << " in\n" << text;
 }
 

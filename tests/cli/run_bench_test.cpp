@@ -17,6 +17,7 @@
 #include <vector>
 
 #include <dlfcn.h>
+#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -244,11 +245,24 @@ TEST_F(RunBench, BenchJsonHasTheDistribution) {
     // mlp's largest intermediate is 1x512 f32: its arena holds at least that.
     EXPECT_GE(j.at("arena_bytes").get<int64_t>(), 512 * 4);
     EXPECT_FALSE(j.at("model").get<std::string>().empty());
+    EXPECT_FALSE(j.contains("core_round_trip_ns")) << "one thread: not measured";
 
     const Output text = run_tessera("bench " + so() + " --warmup 1 --min-secs 0.05");
     ASSERT_EQ(text.code, 0) << text.out;
     for (const char* field : {"median", "p10", "p90", "spread", "peak RSS", "arena"})
         EXPECT_NE(text.out.find(field), std::string::npos) << field << " in\n" << text.out;
+
+    // With two threads, the cache-line round trip between the CPUs beside the latency, where
+    // the process has two CPUs.
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
+    const Output two = run_tessera("bench " + so() + " --json --repeat 5 --threads 2");
+    ASSERT_EQ(two.code, 0) << two.out;
+    const nlohmann::json j2 = nlohmann::json::parse(two.out);
+    if (CPU_COUNT(&set) >= 2) {
+        EXPECT_GT(j2.at("core_round_trip_ns").get<double>(), 0.0) << two.out;
+    }
 }
 
 // --profile: one entry per call of the model's sequence, named by its kernel and labelled with
