@@ -88,8 +88,9 @@ void order_outer_loops_for_threads(State& s, int holder, const std::vector<int>&
             weight_elements += te::num_elements(w.shape());
             // Its widened f32 view, read in its place (a weight stored in f16).
             const int wid = s.stage_id_of(w);
-            if (wid >= 0 && s.read_view(wid) != wid)
-                weights.push_back(s.stages[static_cast<size_t>(s.read_view(wid))].tensor.get());
+            const int view = wid >= 0 ? s.read_view(wid) : wid;
+            if (view != wid)
+                weights.push_back(s.stages[static_cast<size_t>(view)].tensor.get());
         }
     for (const ir::Tensor& t : s.compute.inputs)
         if (std::find(weights.begin(), weights.end(), t.get()) == weights.end())

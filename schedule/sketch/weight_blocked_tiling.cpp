@@ -58,8 +58,9 @@ WeightRead find_weight_read(const State& s, int sid, const std::vector<int>& wei
         if (wid < 0 || !s.stages[wid].is_input() || !s.stages[wid].layout.is_identity())
             continue;
         // The stage reads the weight itself, or its widened f32 view (a weight stored in f16).
-        const ir::Tensor& read = s.stages[s.read_view(wid)].tensor;
-        if (s.consumers(s.read_view(wid)) != std::vector<int>{sid})
+        const int view = s.read_view(wid);
+        const ir::Tensor& read = s.stages[view].tensor;
+        if (s.consumers(view) != std::vector<int>{sid})
             continue;
         const std::vector<bool> shared = axes_read_besides(st, read);
         WeightRead found{wid, -1, -1};

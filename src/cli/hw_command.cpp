@@ -1,8 +1,6 @@
 // `tessera hw`.
 #include "hw_command.h"
 
-#include <optional>
-
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 

@@ -1,6 +1,7 @@
 // The runtime plan of a prepared model build: tensors, weights in the layouts the kernels read,
 // the arena offsets of the memory plan and the call sequence (model_compiler.h).
 #include <map>
+#include <optional>
 #include <utility>
 
 #include <fmt/format.h>
@@ -101,9 +102,12 @@ class PlanBuilder {
             return it->second;
         const graph::Value& val = b_.graph.value(v);
         TESSERA_CHECK(val.is_constant()) << "value '" << val.name << "' is not a constant";
-        // Weights stored in f16: their (exactly representable) values as f16 bits.
-        const graph::TensorData data =
-            val.stored_f16 ? val.constant->cast(graph::DType::F16) : *val.constant;
+        // Weights stored in f16: their (exactly representable) values as f16 bits, converted
+        // once here; others are read in place.
+        std::optional<graph::TensorData> f16;
+        if (val.stored_f16)
+            f16 = val.constant->cast(graph::DType::F16);
+        const graph::TensorData& data = f16 ? *f16 : *val.constant;
         const size_t elem = graph::dtype_size(data.dtype());
         const int64_t offset = align_up(static_cast<int64_t>(weights_.size()));
         int64_t bytes = static_cast<int64_t>(data.nbytes());
