@@ -6,12 +6,14 @@
 # r starts with runtime r mod k, of k runtimes), so that drifts of the machine reach all alike;
 # each runtime's latency is the median of its per-round medians. Prints the latencies, tessera's
 # ratio to the better (faster) peer, the model's memory (peak RSS minus RSS before loading, median
-# over the rounds), the cache-line round trip between the two CPUs after tessera's multi-thread
-# runs (the largest of the rounds: a spell in which the host put the CPUs on different dies shows
-# there) and tessera's build time.
+# over the rounds), the cache-line round trip between the two CPUs around the multi-thread runs
+# (the largest: a spell in which the host put the CPUs on different dies shows there) and
+# tessera's build time. A multi-thread run during such a spell is run again, up to 3 times
+# (scripts/spell_guard.py), so that the runtimes compared ran in the same CPU placement.
 #
 # Usage: scripts/bench_models.sh [--db PATH] [--models "NAME ..."] [--threads "1 2"]
 #                                [--min-secs S] [--rounds N] [--out DIR] [--realtime]
+#                                [--no-spell-guard]
 #   --db PATH        tuning database of the tuned builds (default tune_logs/tessera.db; the tuned
 #                    column is left out when it does not exist)
 #   --models LIST    model folders under ../shared/models, exported torchvision models
@@ -25,6 +27,8 @@
 #   --out DIR        built libraries and the raw JSON lines (default tune_logs/bench_models)
 #   --realtime       time every runtime under SCHED_FIFO (chrt -f 50; root or CAP_SYS_NICE), so
 #                    that other work on a shared machine cannot preempt the timed runs
+#   --no-spell-guard keep every multi-thread run, in a spell or not (the round trips are still
+#                    recorded around each)
 # Environment: TESSERA_BUILD_DIR (default build/); TESSERA_NO_BUILD=1 uses the tessera found there
 # as it is, without running cmake. ONNX Runtime and OpenVINO come from scripts/setup_peers.sh, the
 # exported models from scripts/export_torchvision.py (Debian's python3-torch and -torchvision).
@@ -33,7 +37,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${TESSERA_BUILD_DIR:-$root/build}
 db="$root/tune_logs/tessera.db" models="" threads="1 2" min_secs=3 rounds=3
 out="$root/tune_logs/bench_models"
-rt=()
+rt=() guard=1
 exported_names=(mobilenet_v2 squeezenet1_1)
 exported="$root/models/exported"
 need() { [ "$2" -ge 2 ] || { echo "error: $1 needs a value (see --help)" >&2; exit 1; }; }
@@ -46,6 +50,7 @@ while [ $# -gt 0 ]; do
     --rounds) need "$1" $#; rounds=$2; shift 2 ;;
     --out) need "$1" $#; out=$2; shift 2 ;;
     --realtime) rt=(chrt -f 50); shift ;;
+    --no-spell-guard) guard=0; shift ;;
     -h|--help) sed -n '2,/^set -euo pipefail$/{/^#/p}' "$0"; exit 0 ;;
     *) echo "error: unknown option '$1' (see --help)" >&2; exit 1 ;;
   esac
@@ -106,13 +111,23 @@ tuned=1
 
 calc() { "$py" -c "print($1)"; }
 now() { date +%s.%N; }
-# One timed process of runtime $1 for model $2 (name) and thread count $3: its JSON line.
+# One timed process of runtime $1 for model $2 (name) and thread count $3: its JSON line. With
+# 2+ threads, the round trips before and after it are added, and a run in a spell is repeated.
 measure() {
+  local cmd
   case "$1" in
-    ort) OMP_NUM_THREADS=$3 "${rt[@]}" "$py" "$root/scripts/ort_bench.py" "$onnx" --threads "$3" --min-secs "$min_secs" ;;
-    ov) "${rt[@]}" "$py" "$root/scripts/ov_bench.py" "$onnx" --threads "$3" --min-secs "$min_secs" ;;
-    untuned|tuned) "${rt[@]}" "$tessera" bench "$out/$2.$1.so" --threads "$3" --min-secs "$min_secs" --json ;;
+    ort) cmd=(env "OMP_NUM_THREADS=$3" "${rt[@]}" "$py" "$root/scripts/ort_bench.py" "$onnx" --threads "$3" --min-secs "$min_secs") ;;
+    ov) cmd=("${rt[@]}" "$py" "$root/scripts/ov_bench.py" "$onnx" --threads "$3" --min-secs "$min_secs") ;;
+    untuned|tuned) cmd=("${rt[@]}" "$tessera" bench "$out/$2.$1.so" --threads "$3" --min-secs "$min_secs" --json) ;;
   esac
+  if [ "$3" -ge 2 ] && [ "$lowest" != null ]; then
+    local retries=3
+    [ $guard = 1 ] || retries=0
+    "$py" "$root/scripts/spell_guard.py" --tessera "$tessera" --threads "$3" --lowest "$lowest" \
+      --retries $retries -- "${cmd[@]}"
+  else
+    "${cmd[@]}"
+  fi
 }
 # The table's numbers from the raw lines of one model and thread count on stdin: the median over
 # the rounds of each runtime's median (ms) and model memory (MiB), "-" where a runtime is absent.
@@ -127,16 +142,22 @@ med = lambda k, f: statistics.median(f(r) for r in runs[k]) if k in runs else No
 ms = {k: med(k, lambda r: r["median_ms"]) for k in ("ort", "ov", "untuned", "tuned")}
 mib = {k: med(k, lambda r: r["model_rss_mib"]) for k in ("ort", "ov")}
 mib["t"] = med("tuned" if "tuned" in runs else "untuned", lambda r: r["model_rss_bytes"] / 2**20)
-trips = [r["core_round_trip_ns"] for k in ("untuned", "tuned") for r in runs.get(k, [])
-         if r.get("core_round_trip_ns") is not None]
+trips = [t for rs in runs.values() for r in rs for t in r.get("round_trip_ns", [])
+         if t is not None]
+spell = any(r.get("in_spell") for rs in runs.values() for r in rs)
 peer = min(ms["ort"], ms["ov"])
 f = lambda v, p: "-" if v is None else f"{v:.{p}f}"
 print(f(ms["ort"], 3), f(ms["ov"], 3), f(ms["untuned"], 3), f(ms["untuned"] / peer, 2),
       f(ms["tuned"], 3), "-" if ms["tuned"] is None else f(ms["tuned"] / peer, 2),
-      f(mib["ort"], 1), f(mib["ov"], 1), f(mib["t"], 1), f(max(trips), 0) if trips else "-")
+      f(mib["ort"], 1), f(mib["ov"], 1), f(mib["t"], 1), (f(max(trips), 0) + ("!" if spell else "")) if trips else "-")
 '
 raw="$out/results.jsonl"
 : >"$raw"
+# The lowest cache-line round trip between two CPUs, the spell guard's yardstick ("null": one CPU).
+lowest=null
+for t in $threads; do
+  if [ "$t" -ge 2 ]; then lowest=$("$py" "$root/scripts/spell_guard.py" --tessera "$tessera" --baseline); break; fi
+done
 row="%-14s %3s  %9s %9s  %9s %6s  %9s %6s  %8s %8s %7s  %6s  %7s %7s\n"
 # shellcheck disable=SC2059  # one format for the header and the rows
 printf "$row" model thr "ORT ms" "OV ms" untuned "x peer" tuned "x peer" "ORT MiB" "OV MiB" "t MiB" \
@@ -176,6 +197,8 @@ echo "ms: median over $rounds round(s) of each runtime's median, every runtime i
 echo "in rotating order. x peer: tessera latency / the better peer's (the lower of ONNX Runtime and"
 echo "OpenVINO; below 1: tessera is faster). MiB: peak RSS minus RSS before loading the model (ONNX"
 echo "Runtime: before creating its session; OpenVINO: before reading it, plugin loaded). rt ns:"
-echo "the longest cache-line round trip between the two CPUs measured after tessera's runs (2+"
-echo "threads): a virtual machine whose host sometimes puts its CPUs on different dies shows"
-echo "spells of 4-7x the usual, in which every runtime's multi-thread times rise. Raw: $raw"
+echo "the longest cache-line round trip between the two CPUs measured around the runs of 2+"
+echo "threads (lowest seen: $lowest ns). A virtual machine whose host sometimes puts its CPUs on"
+echo "different dies shows spells of 4-7x the usual, in which every runtime's multi-thread times"
+echo "rise; a run in one (round trip above 2.5x the lowest) was run again, up to 3 times, and '!'"
+echo "marks a row that kept one all the same. Raw: $raw"

@@ -90,15 +90,17 @@ def check(name, folder, input_name, cases, a, tessera):
 
 def time_model(name, path, libs, a, tessera):
     print(f"{'model':<16} {'thr':>3} " + " ".join(f"{label:>16}" for label, _, _ in RUNTIMES) +
-          f" {'bf16/fp32':>9} {'bf16/OV':>8}")
+          f" {'bf16/fp32':>9} {'bf16/OV':>8} {'rt ns':>7}")
+    guard = quant_check.SpellGuard(tessera)
     for t in a.threads:
         per_round = {label: [] for label, _, _ in RUNTIMES}
+        trips = []
         for r in range(a.rounds):
             for j in range(len(RUNTIMES)):
                 label, rt, lib = RUNTIMES[(r + j) % len(RUNTIMES)]  # rotating order
                 try:
-                    per_round[label].append(quant_check.measure(
-                        rt, path, libs.get(lib), tessera, t, a.min_secs))
+                    per_round[label].append(quant_check.guarded_measure(
+                        guard, rt, path, libs.get(lib), tessera, t, a.min_secs, trips))
                 except Failed as e:
                     print(f"  {label} timing failed: {e}")
         ms = {k: statistics.median(v) if v else None for k, v in per_round.items()}
@@ -106,7 +108,8 @@ def time_model(name, path, libs, a, tessera):
         ratio = lambda x, y: f"{ms[x] / ms[y]:.2f}" if ms[x] and ms[y] else "-"
         print(f"{name:<16} {t:>3} " + " ".join(f(ms[label]) for label, _, _ in RUNTIMES) +
               f" {ratio('tessera fp32', 'tessera bf16'):>9}"
-              f" {ratio('tessera bf16', 'OpenVINO default'):>8}", flush=True)
+              f" {ratio('tessera bf16', 'OpenVINO default'):>8}"
+              f" {quant_check.round_trip_column(trips):>7}", flush=True)
 
 
 def main():
@@ -135,6 +138,8 @@ def main():
         all_ok = all_ok and ok
         if a.time:
             time_model(name, os.path.join(folder, "model.onnx"), libs, a, tessera)
+    if a.time:
+        print("\n" + quant_check.SPELL_NOTE)
     sys.exit(0 if all_ok else 2)
 
 

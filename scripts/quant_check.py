@@ -52,6 +52,7 @@ import onnx
 from onnx import numpy_helper
 
 import peer_common
+from spell_guard import GuardError, SpellGuard
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPTS = os.path.join(ROOT, "scripts")
@@ -314,28 +315,58 @@ def measure(rt, path, lib, tessera, threads, min_secs):
     raise Failed("no JSON line in the output")
 
 
+SPELL_NOTE = ("rt ns: the largest cache-line round trip between the two CPUs around the runs of 2+ "
+              "threads; a run\nwhile the host had put them on different dies (above 2.5x the lowest "
+              "round trip seen) was run\nagain, up to 3 times (scripts/spell_guard.py); '!': one "
+              "stayed in such a spell.")
+
+
+def guarded_measure(guard, rt, path, lib, tessera, threads, min_secs, trips):
+    """measure() under the spell guard (a 2+ thread run repeated while the CPUs sit far apart):
+    its median in ms; appends (largest round trip, still in a spell) to trips. Raises Failed."""
+    try:
+        ms, seen = guard.timed(lambda: measure(rt, path, lib, tessera, threads, min_secs), threads)
+    except GuardError as e:
+        raise Failed(str(e))
+    known = [ns for ns in seen.get("round_trip_ns", []) if ns is not None]
+    if known:
+        trips.append((max(known), seen["in_spell"]))
+    return ms
+
+
+def round_trip_column(trips):
+    """The rt ns column: the largest round trip around the runs, '!' when one stayed in a spell."""
+    if not trips:
+        return "-"
+    return f"{max(ns for ns, _ in trips):.0f}" + ("!" if any(s for _, s in trips) else "")
+
+
 def time_model(name, res, a, tessera):
     runtimes = [rt for rt in RUNTIMES if "error" not in res["runtimes"][rt]]
     timing = {}
+    guard = SpellGuard(tessera)
     for t in a.threads:
         per_round = {rt: [] for rt in runtimes}
         errors = {}
+        trips = []
         for r in range(a.rounds):
             for j in range(len(runtimes)):
                 rt = runtimes[(r + j) % len(runtimes)]  # rotating order: machine drifts reach all alike
                 if rt in errors:
                     continue
                 try:
-                    per_round[rt].append(measure(rt, res["model"], res["tessera_lib"], tessera, t, a.min_secs))
+                    per_round[rt].append(guarded_measure(guard, rt, res["model"], res["tessera_lib"],
+                                                         tessera, t, a.min_secs, trips))
                 except Failed as e:
                     errors[rt] = str(e)
         ms = {rt: statistics.median(v) if v else None for rt, v in per_round.items()}
-        timing[str(t)] = {"median_ms": ms, "errors": errors}
+        timing[str(t)] = {"median_ms": ms, "errors": errors, "round_trip": round_trip_column(trips)}
         f = lambda v, p=3: f"{v:9.{p}g}" if v is not None else f"{'-':>9}"
         ratio = lambda peer: (ms.get("tessera") / ms[peer]
                               if ms.get("tessera") is not None and ms.get(peer) else None)
         print(f"{name:<16} {t:>3} {f(ms.get('onnxruntime'))} {f(ms.get('openvino'))} {f(ms.get('tessera'))}"
-              f" {f(ratio('onnxruntime'), 2)} {f(ratio('openvino'), 2)}", flush=True)
+              f" {f(ratio('onnxruntime'), 2)} {f(ratio('openvino'), 2)} {round_trip_column(trips):>7}",
+              flush=True)
         for rt, e in errors.items():
             print(f"  {SHORT[rt]} timing failed: {e}")
     return timing
@@ -404,12 +435,13 @@ def main():
           f"{' / '.join(precisions) or '?'} elsewhere); every runtime with one thread.")
 
     if a.time:
-        print(f"\n{'model':<16} {'thr':>3} {'ORT ms':>9} {'OV ms':>9} {'tessera':>9} {'t/ORT':>9} {'t/OV':>9}")
+        print(f"\n{'model':<16} {'thr':>3} {'ORT ms':>9} {'OV ms':>9} {'tessera':>9} {'t/ORT':>9} {'t/OV':>9}"
+              f" {'rt ns':>7}")
         for name, *_ in models:
             report["models"][name]["timing"] = time_model(name, report["models"][name], a, tessera)
         print(f"\nms: median over {a.rounds} round(s) of each runtime's median, every runtime in its own "
               "process, in\nrotating order. t/ORT, t/OV: tessera's latency / the peer's (below 1: "
-              "tessera is faster).")
+              "tessera is faster).\n" + SPELL_NOTE)
 
     if a.json:
         with open(a.json, "w") as f:

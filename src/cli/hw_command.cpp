@@ -21,8 +21,9 @@ void print_hw(const HwOptions& opts, std::ostream& out) {
     const int threads = opts.threads > 0 ? opts.threads : h.cores;
     const std::vector<backend::PeakRate> peaks =
         opts.peak ? backend::measure_peak_rates(threads) : std::vector<backend::PeakRate>();
+    const bool round_trip = opts.peak || opts.round_trip;
     // Negative: not measured (one CPU).
-    const double round_trip_ns = opts.peak ? measure_core_round_trip_ns().value_or(-1.0) : -1.0;
+    const double round_trip_ns = round_trip ? measure_core_round_trip_ns().value_or(-1.0) : -1.0;
     if (opts.json) {
         nlohmann::ordered_json j;
         j["triple"] = h.triple;
@@ -55,6 +56,8 @@ void print_hw(const HwOptions& opts, std::ostream& out) {
                                  {"all_cores", r.all_cores},
                                  {"threads", r.threads}});
             j["peak_rates"] = std::move(rates);
+        }
+        if (round_trip) {
             if (round_trip_ns >= 0)
                 j["core_round_trip_ns"] = round_trip_ns;
             else
@@ -89,6 +92,8 @@ void print_hw(const HwOptions& opts, std::ostream& out) {
                                r.precision == "int8" ? "OP" : "FLOP", r.all_cores / 1e9,
                                r.threads == 1 ? std::string("1 thread")
                                               : fmt::format("{} threads", r.threads));
+    }
+    if (round_trip) {
         if (round_trip_ns >= 0)
             out << fmt::format("core round trip {:.0f} ns (a cache line from one CPU to another "
                                "and back: what threads pay to read each other's writes)\n",

@@ -52,6 +52,10 @@ int main(int argc, char** argv) {
                  "registers, no memory traffic; about a second): what a kernel of each "
                  "precision can reach at best on one core and on --threads cores; and the "
                  "round trip of a cache line between two CPUs");
+    hw->add_flag("--round-trip", hw_opts.round_trip,
+                 "Also measure the round trip of a cache line between two CPUs alone (a few "
+                 "milliseconds; --peak measures it too): 50-100 ns on one die, several times "
+                 "that when a virtual machine's CPUs sit on different dies");
     hw->add_option("--threads", hw_opts.threads,
                    "Cores of the --peak rate measured at once (0 = every core)")
         ->check(CLI::Range(0, 1024));

@@ -54,6 +54,7 @@ TEST(HwCli, ShowsIdentityFingerprintTextAndHash) {
     EXPECT_EQ(j["isa_class"], fp.isa_class());
     EXPECT_EQ(j["gpu_arch"], fp.gpu_arch);
     EXPECT_FALSE(j.contains("peak_rates")); // measured only when asked
+    EXPECT_FALSE(j.contains("core_round_trip_ns"));
 }
 
 // --peak: the f32, bf16 and int8 product rates, each named by its instruction, positive, on one
@@ -84,6 +85,23 @@ TEST(HwCli, PeakMeasuresTheThreeProductRates) {
     for (const char* what :
          {"peak rates", "f32 ", "bf16 ", "int8 ", "GFLOP/s", "GOP/s", "core round trip"})
         EXPECT_NE(text.find(what), std::string::npos) << what << " in\n" << text;
+}
+
+// --round-trip alone: the round trip (positive with two CPUs, null with one), no peak rates.
+TEST(HwCli, RoundTripAloneMeasuresNoPeaks) {
+    const nlohmann::json j = nlohmann::json::parse(run_stdout("hw --round-trip --json"));
+    EXPECT_FALSE(j.contains("peak_rates"));
+    ASSERT_TRUE(j.contains("core_round_trip_ns"));
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
+    if (CPU_COUNT(&set) >= 2)
+        EXPECT_GT(j["core_round_trip_ns"].get<double>(), 0.0);
+    else
+        EXPECT_TRUE(j["core_round_trip_ns"].is_null());
+    const std::string text = run_stdout("hw --round-trip");
+    EXPECT_NE(text.find("core round trip"), std::string::npos) << text;
+    EXPECT_EQ(text.find("peak rates"), std::string::npos) << text;
 }
 
 } // namespace

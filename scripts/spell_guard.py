@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""Multi-thread timings compared in the same CPU placement.
+
+A virtual machine's host sometimes places its two CPUs on different dies for a while: the round
+trip of a cache line between them (`tessera hw --round-trip`) goes from 50-100 ns to several
+times that, and every runtime's 2-thread latency rises with it (on a 2-core AMD EPYC guest,
+MobileNetV2: tessera 3.5 -> 5.5-6.5 ms, ONNX Runtime 3.8-4.4 -> 6.5, OpenVINO 3.7 -> 6.0). Such
+a spell comes and goes within a second, so peers timed one after the other can land on both
+sides of it and their ratio measures the host, not the runtimes. The guard measures the round
+trip before and after a timed run of 2+ threads and runs it again (up to --retries times) when
+either exceeds --factor x the lowest round trip seen: every kept run then ran in the usual
+placement, or is marked as not.
+
+As a module: SpellGuard(tessera).timed(run, threads) -> (run's result, what the guard saw).
+As a command: spell_guard.py --tessera PATH --threads N [--lowest NS] [--factor F] [--retries R]
+                              -- COMMAND [ARGS...]
+runs COMMAND (its own timed process), and prints COMMAND's last JSON line with
+"round_trip_ns": [before, after], "in_spell" and "spell_retries" added. --lowest: the lowest
+round trip seen so far (`spell_guard.py --tessera PATH --baseline` prints one from 8 probes over
+about two seconds). Exit 1 on bad input, 2 when COMMAND or tessera fails.
+"""
+import argparse
+import json
+import subprocess
+import sys
+import time
+
+
+class GuardError(Exception):
+    """A probe or the timed command failed."""
+
+
+def last_json(text):
+    for line in reversed(text.strip().splitlines()):
+        if line.startswith("{"):
+            return json.loads(line)
+    raise GuardError("no JSON line in the output")
+
+
+class SpellGuard:
+    def __init__(self, tessera, factor=2.5, retries=3, lowest=None):
+        if not factor > 1 or retries < 0:
+            raise ValueError("the factor must exceed 1 and the retries be >= 0")
+        self.tessera, self.factor, self.retries, self.lowest = tessera, factor, retries, lowest
+
+    def round_trip(self):
+        """One probe, in ns (None where the process may use one CPU only)."""
+        p = subprocess.run([self.tessera, "hw", "--round-trip", "--json"], capture_output=True,
+                           text=True)
+        if p.returncode != 0:
+            raise GuardError(f"{self.tessera} hw --round-trip exited {p.returncode}: "
+                             f"{p.stderr.strip()[-300:]}")
+        ns = json.loads(p.stdout)["core_round_trip_ns"]
+        if ns is not None:
+            self.lowest = ns if self.lowest is None else min(self.lowest, ns)
+        return ns
+
+    def baseline(self, probes=8, gap_secs=0.25):
+        """The lowest of `probes` probes `gap_secs` apart (a spell rarely lasts through all)."""
+        for i in range(probes):
+            if i:
+                time.sleep(gap_secs)
+            self.round_trip()
+        return self.lowest
+
+    def in_spell(self, *trips):
+        return any(t is not None and self.lowest is not None and t > self.factor * self.lowest
+                   for t in trips)
+
+    def timed(self, run, threads):
+        """run() once, or again while a spell lasts (threads >= 2 only): (its result, a dict of
+        round_trip_ns [before, after], in_spell and spell_retries; empty for one thread)."""
+        if threads < 2:
+            return run(), {}
+        if self.lowest is None:
+            self.baseline()
+        for attempt in range(self.retries + 1):
+            before = self.round_trip()
+            result = run()
+            after = self.round_trip()
+            spell = self.in_spell(before, after)
+            if not spell or attempt == self.retries:
+                return result, {"round_trip_ns": [before, after], "in_spell": spell,
+                                "spell_retries": attempt}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tessera", required=True, help="the tessera executable (its hw --round-trip)")
+    ap.add_argument("--threads", type=int, default=2, help="the timed run's threads (1: no guard)")
+    ap.add_argument("--lowest", type=float, default=None, help="lowest round trip seen (ns)")
+    ap.add_argument("--factor", type=float, default=2.5, help="a spell: round trip > F x lowest")
+    ap.add_argument("--retries", type=int, default=3, help="runs repeated at most, per spell")
+    ap.add_argument("--baseline", action="store_true", help="print a lowest round trip and exit")
+    ap.add_argument("command", nargs=argparse.REMAINDER)
+    a = ap.parse_args()
+    cmd = a.command[1:] if a.command[:1] == ["--"] else a.command
+    if not a.baseline and not cmd:
+        sys.exit("error: no command to time (spell_guard.py ... -- COMMAND [ARGS...])")
+    if a.threads < 1 or not a.factor > 1 or a.retries < 0:
+        sys.exit("error: --threads must be >= 1, --factor > 1 and --retries >= 0")
+    guard = SpellGuard(a.tessera, a.factor, a.retries, a.lowest)
+
+    def run():
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        if p.returncode != 0:
+            raise GuardError(f"{' '.join(cmd)} exited {p.returncode}: {p.stderr.strip()[-300:]}")
+        return last_json(p.stdout)
+
+    try:
+        if a.baseline:
+            ns = guard.baseline()
+            print("null" if ns is None else f"{ns:.1f}")
+            return
+        result, seen = guard.timed(run, a.threads)
+    except GuardError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+    result.update(seen)
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
