@@ -344,6 +344,20 @@ TEST(TileMatmulSchedule, Bf16MatMulOnTilesMatchesTheNaiveNest) {
                        96, true, 1e-4f);
 }
 
+TEST(TileMatmulSchedule, Bf16FoldedOddPixelConvOnTilesMatchesTheNaiveNest) {
+    // An image's stem in bf16 with its 3 channels side by side: a 7x7 window of stride 2 over
+    // rows of 19 padded pixels (58 elements, whole words), each window row one run of 11 words
+    // (21 values and a zero-weighted half) from an even element; 2 output blocks of 16.
+    const int64_t row = te::bf16_merged_row_elements(19, 3);
+    const te::Tensor x = te::placeholder({1, 1, 13, row}, DataType::bf16(), "x");
+    const te::Tensor w = te::placeholder({2, 1, 7, 11, 16}, DataType::i32(), "w");
+    const te::Compute c = te::make_compute(
+        {x, w}, {te::bf16_conv2d_nchwc(x, w, te::Conv2dParams::make(2, 0), te::Tensor(), 3)});
+    // Outputs 4 x 7; sums of 154 products of values in [-1, 1).
+    expect_tiles_match(c, {random_bf16(13 * row, 71), random_bf16(2 * 7 * 11 * 16 * 2, 72)},
+                       2 * 4 * 7 * 16, 7 * 11 * 2, true, 2e-4f);
+}
+
 TEST(TileMatmulSchedule, Bf16MatMulWithBiasOnWeightsPackedWiderThanANest) {
     // bf16 [1, 48, 64] x words [32, 256] + bias: the register tile packs the weight in blocks
     // of 64 columns, a tile nest covers 32: the blocks shrink so that B stays linear in it.

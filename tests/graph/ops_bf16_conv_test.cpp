@@ -11,6 +11,7 @@
 #include "passes_util.h"
 #include "tessera/graph/evaluate.h"
 #include "tessera/support/bfloat16.h"
+#include "tessera/te/op_library.h"
 
 namespace tessera::graph {
 namespace {
@@ -95,6 +96,57 @@ TEST(Bf16ConvTest, FoldedFormMatchesAConvOfRoundedOperands) {
     // of 10 words; dilated rows.
     expect_matches_rounded_conv(3, 4, true, {1, 3, 11, 13}, {10, 3, 5, 5},
                                 window({5, 5}, {2, 2}, {2, 1}, {2, 2, 1, 2}), 7);
+    // The same 3 channels side by side (pixel block 3): runs of 8 words for 15 values, the last
+    // word's high half the next pixel's (weight 0). Its row ends with its last window (no
+    // spare column: the run's last half is the row's zero tail).
+    expect_matches_rounded_conv(3, 3, true, {1, 3, 11, 13}, {10, 3, 5, 5},
+                                window({5, 5}, {2, 2}, {2, 1}, {2, 2, 1, 2}), 8);
+    expect_matches_rounded_conv(3, 3, true, {1, 3, 9, 9}, {7, 3, 3, 3},
+                                window({3, 3}, {2, 2}, {1, 1}, {0, 0, 0, 0}), 9);
+}
+
+TEST(Bf16ConvTest, OddPixelBlockRowsEndInWholeWordsOfZeros) {
+    // 3 channels of 5 padded pixels: 15 values, then one zero to a whole word and one word more
+    // for a run's half past the row's last window.
+    EXPECT_EQ(te::bf16_merged_row_elements(5, 3), 16);
+    EXPECT_EQ(te::bf16_merged_row_elements(6, 3), 20);
+    EXPECT_EQ(te::bf16_merged_row_elements(5, 4), 20); // even blocks: whole words already
+    GraphBuilder b;
+    const ValueId x = b.input("x", {1, 1, 2, 3, 3});
+    const ValueId p = b.op(Op::PackBF16Blocked, {x},
+                           {{"pads", Attribute::of_ints({0, 1, 0, 1})},
+                            {"out_block", Attribute::of_int(3)},
+                            {"merge_width", Attribute::of_int(1)}});
+    TensorData in = testing::random_tensor({1, 1, 2, 3, 3}, 5);
+    const TensorData got = evaluate(b.finish({p}), {in})[0];
+    ASSERT_EQ(got.shape(), (Shape{1, 1, 2, 16}));
+    const BFloat16* g = got.data<BFloat16>();
+    for (int64_t h = 0; h < 2; ++h)
+        for (int64_t e = 0; e < 16; ++e) {
+            const int64_t pixel = e / 3 - 1, c = e % 3;
+            const float want =
+                e < 15 && pixel >= 0 && pixel < 3
+                    ? bf16_bits_to_f32(f32_to_bf16_bits(in.data<float>()[(h * 3 + pixel) * 3 + c]))
+                    : 0.0f;
+            EXPECT_EQ(float(g[h * 16 + e]), want) << "row " << h << " element " << e;
+        }
+}
+
+TEST(Bf16ConvTest, FoldedWeightRunsHoldOddPixelsSideBySide) {
+    // 2 output channels, 3 input channels, a 1x3 window: runs of 5 words for 9 values.
+    TensorData w(DType::F32, {2, 3, 1, 3});
+    for (int64_t i = 0; i < 18; ++i)
+        w.data<float>()[i] = float(i + 1);
+    const TensorData words = pack_bf16_conv_weight_words(w, 2, 3, true);
+    ASSERT_EQ(words.shape(), (Shape{1, 1, 1, 5, 2}));
+    const auto* p = reinterpret_cast<const uint16_t*>(words.data<int32_t>());
+    for (int64_t k = 0; k < 2; ++k)
+        for (int64_t e = 0; e < 10; ++e) {
+            // Element e of the run: tap e / 3, channel e % 3; OIHW index (k * 3 + c) * 3 + tap.
+            const float want = e < 9 ? float((k * 3 + e % 3) * 3 + e / 3 + 1) : 0.0f;
+            EXPECT_EQ(bf16_bits_to_f32(p[((e / 2) * 2 + k) * 2 + e % 2]), want)
+                << "output " << k << " element " << e;
+        }
 }
 
 TEST(Bf16ConvTest, WeightWordsHoldChannelPairsLowHalfFirst) {
@@ -181,6 +233,23 @@ std::vector<OpCase> bf16_conv_op_cases() {
                            {"block", I(16)},
                            {"pixel_block", I(4)}})};
          }},
+        {"ConvBF16BlockedFoldedOddPixels",
+         {Op::PackBF16Blocked, Op::ConvBF16Blocked},
+         [](Case& c) -> std::vector<ValueId> {
+             // The stem with its 3 channels side by side: runs of 11 words for 21 values.
+             c.atol = 1e-4;
+             const ValueId packed =
+                 c.op(Op::PackBF16Blocked, {c.input(floats({1, 1, 21, 19, 3}, 101))},
+                      {{"pads", Is({3, 3, 3, 3})}, {"out_block", I(3)}, {"merge_width", I(1)}});
+             const TensorData w = floats({32, 3, 7, 7}, 102);
+             return {c.op(Op::ConvBF16Blocked,
+                          {packed, c.constant(pack_bf16_conv_weight_words(w, 16, 3, true)),
+                           c.constant(floats({2, 16}, 103))},
+                          {{"kernel_shape", Is({7, 7})},
+                           {"strides", Is({2, 2})},
+                           {"block", I(16)},
+                           {"pixel_block", I(3)}})};
+         }},
     };
 }
 TESSERA_REGISTER_OP_CASES(bf16_conv_op_cases);
@@ -210,8 +279,24 @@ TEST(PrecisionPass, BlockedConvsComputeOnBf16Operands) {
     int folded = 0;
     for (NodeId id : g.node_ids())
         if (g.node(id).op == Op::ConvBF16Blocked)
-            folded += g.node(id).attr_int("pixel_block", 0) == 4;
-    EXPECT_EQ(folded, 1) << "the image's conv reads windows rows as runs of words";
+            folded += g.node(id).attr_int("pixel_block", 0) == 3;
+    EXPECT_EQ(folded, 1) << "the image's conv reads window rows of its 3 channels as runs of words";
+}
+
+TEST(PrecisionPass, AnImageConvOfColumnStrideOneFoldsWholeWordsPerPixel) {
+    // Stride 1 x 3 channels is odd: runs would start inside words, so the pixels get a zero
+    // fourth channel (2 words each).
+    GraphBuilder b;
+    const ValueId x = b.input("x", {1, 3, 9, 8});
+    Graph g = b.finish({b.op(Op::Conv, {x, b.constant_f32({16, 3, 3, 3}, 2)},
+                             window({3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}))});
+    convert_layout_nchwc(g, 16);
+    EXPECT_EQ(check_pass(g, convert_precision_bf16, 5, kBf16ScaleTol).changes, 1);
+    for (NodeId id : g.node_ids()) {
+        if (g.node(id).op == Op::ConvBF16Blocked) {
+            EXPECT_EQ(g.node(id).attr_int("pixel_block", 0), 4);
+        }
+    }
 }
 
 TEST(PrecisionPass, DepthwiseConvsStayF32) {

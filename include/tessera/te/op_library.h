@@ -177,12 +177,19 @@ Tensor bf16_matmul_nt(const Tensor& x, const Tensor& y);
 
 // ---- bf16_conv.cpp ---------------------------------------------------------------------------
 
+/// The elements of one row of a merged (folded) pack_bf16_nchwc output: the padded row's
+/// `padded_width` pixels of `out_block` channels side by side, then, when out_block is odd, one
+/// or two zeros: the row stays a whole number of words, and the last word of a window row's
+/// run (half of it past the window) stays inside the row.
+int64_t bf16_merged_row_elements(int64_t padded_width, int64_t out_block);
+
 /// The blocked f32 activations x [N, CB, H, W, xb] rounded to bf16 (nearest even), padded by
 /// p's pads with 0 and re-blocked into ceil(CB * xb / out_block) blocks of out_block channels
 /// (channels past CB * xb are 0): bf16 [N, CBW, H + pads, W + pads, out_block], what
-/// bf16_conv2d_nchwc reads; with `merge_width` the same data as [N, CBW, H + pads, (W + pads) *
-/// out_block] (a row's pixels as one dimension, for the folded conv). Stage "pack_bf16_nchwc".
-/// Throws UserError unless x is f32 of rank 5 and out_block positive and even.
+/// bf16_conv2d_nchwc reads; with `merge_width` the same data as [N, CBW, H + pads,
+/// bf16_merged_row_elements(W + pads, out_block)] (a row's pixels as one dimension, for the
+/// folded conv; its tail past the pixels 0). Stage "pack_bf16_nchwc".
+/// Throws UserError unless x is f32 of rank 5 and out_block positive and even (odd only merged).
 Tensor pack_bf16_nchwc(const Tensor& x, const Conv2dParams& p, int64_t out_block,
                        bool merge_width = false);
 
@@ -191,12 +198,14 @@ Tensor pack_bf16_nchwc(const Tensor& x, const Conv2dParams& p, int64_t out_block
 /// j of [kb, cb, r, s, j, k] holds the bf16 weights of output channel kb * b + k for input
 /// channels cb * xb + 2j (low half) and 2j + 1), optional f32 bias [KB, b]: f32 [N, KB, OH, OW,
 /// b], the sums in f32 with dot2_bf16. With pixel_block = xb > 0 the input is folded: x [N, CB,
-/// Hp, Wp * xb] (merge_width) and w [KB, CB, R, S * xb / 2, b], a window row's S pixels one run
-/// of words (word j: elements 2j and 2j + 1 of the run, pixel 2j / xb), which makes a
-/// few-channel conv (an image's) one long reduction per window row (p.dilation_w must be 1).
-/// Stages
-/// "bf16_conv2d_nchwc" and "bf16_conv2d_nchwc_bias" (with a bias). Throws UserError on other
-/// dtypes, shapes or parameters.
+/// Hp, bf16_merged_row_elements(Wp, xb)] (merge_width) and w [KB, CB, R, ceil(S * xb / 2), b],
+/// a window row's S pixels one run of words (word j: elements 2j and 2j + 1 of the run, pixel
+/// 2j / xb; with odd S * xb the last word's high half is the next pixel's, its weight 0), which
+/// makes a few-channel conv (an image's) one long reduction per window row. Folded, the column
+/// dilation must be 1 and p.stride_w * xb even (every run starts on a whole word); xb may be
+/// odd (3 channels: 11 words for a 7-wide window instead of 14 with a zero fourth channel).
+/// Stages "bf16_conv2d_nchwc" and "bf16_conv2d_nchwc_bias" (with a bias). Throws UserError on
+/// other dtypes, shapes or parameters.
 Tensor bf16_conv2d_nchwc(const Tensor& x, const Tensor& w, const Conv2dParams& p,
                          const Tensor& bias = Tensor(), int64_t pixel_block = 0);
 

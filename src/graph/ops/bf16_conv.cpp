@@ -16,16 +16,33 @@ namespace tessera::graph::detail {
 
 TensorData pack_bf16_conv_weight_words(const TensorData& w, int64_t block, int64_t in_block,
                                        bool fold_width) {
-    TESSERA_CHECK(w.rank() == 4 && w.dtype() == DType::F32 && in_block > 0 && in_block % 2 == 0 &&
-                  block > 0)
+    TESSERA_CHECK(w.rank() == 4 && w.dtype() == DType::F32 && in_block > 0 &&
+                  (in_block % 2 == 0 || fold_width) && block > 0)
         << "bf16 conv weight " << shape_str(w.shape()) << " in blocks of " << in_block;
     const int64_t K = w.shape()[0], C = w.shape()[1], R = w.shape()[2], S = w.shape()[3];
     const int64_t KB = channel_blocks(K, block), CB = channel_blocks(C, in_block);
-    const int64_t words = in_block / 2;
-    // Folded, [.., r, s, j, k] is [.., r, s * words + j, k] of the run: the same memory.
-    TensorData out(DType::I32, fold_width ? Shape{KB, CB, R, S * words, block}
-                                          : Shape{KB, CB, R, S, words, block}); // zeroed
     const float* src = w.data<float>();
+    if (fold_width) {
+        // A window row's S pixels of in_block channels as one run of words: element
+        // s * in_block + c of the run, half 0 (the low one, first in memory) the even element;
+        // past the run's S * in_block elements (odd in_block and S) the weight is 0.
+        const int64_t run = (S * in_block + 1) / 2;
+        TensorData out(DType::I32, Shape{KB, CB, R, run, block}); // zeroed
+        auto* dst = reinterpret_cast<uint16_t*>(out.data<int32_t>());
+        for (int64_t k = 0; k < K; ++k)
+            for (int64_t c = 0; c < C; ++c)
+                for (int64_t r = 0; r < R; ++r)
+                    for (int64_t sx = 0; sx < S; ++sx) {
+                        const int64_t e = sx * in_block + c % in_block;
+                        const int64_t word =
+                            (((k / block) * CB + c / in_block) * R + r) * run + e / 2;
+                        dst[(word * block + k % block) * 2 + e % 2] =
+                            f32_to_bf16_bits(src[((k * C + c) * R + r) * S + sx]);
+                    }
+        return out;
+    }
+    const int64_t words = in_block / 2;
+    TensorData out(DType::I32, Shape{KB, CB, R, S, words, block}); // zeroed
     auto* dst = reinterpret_cast<uint16_t*>(out.data<int32_t>());
     // Half 0 (the low one, first in memory) holds the even channel.
     for_each_conv_weight_in_words(K, C, R, S, block, in_block, 2, [&](int64_t from, int64_t to) {
@@ -36,21 +53,21 @@ TensorData pack_bf16_conv_weight_words(const TensorData& w, int64_t block, int64
 
 namespace {
 
+bool merge_width_attr(const Node& n) { return n.attr_int("merge_width", 0) != 0; }
+
 int64_t out_block_attr(const Node& n, const std::string& where) {
     const int64_t b = n.attr_int("out_block", 0);
-    if (b <= 0 || b % 2 != 0)
-        throw UserError() << where << ": out_block " << b << " is not a positive even number";
+    if (b <= 0 || (b % 2 != 0 && !merge_width_attr(n)))
+        throw UserError() << where << ": out_block " << b
+                          << " is not a positive even number (odd ones only with merge_width)";
     return b;
 }
-
-bool merge_width_attr(const Node& n) { return n.attr_int("merge_width", 0) != 0; }
 
 // A folded ConvBF16Blocked's channels per pixel (0: not folded).
 int64_t pixel_block_attr(const Node& n, const std::string& where) {
     const int64_t b = n.attr_int("pixel_block", 0);
-    if (b < 0 || b % 2 != 0)
-        throw UserError() << where << ": pixel_block " << b
-                          << " is not 0 or a positive even number";
+    if (b < 0)
+        throw UserError() << where << ": pixel_block " << b << " is negative";
     return b;
 }
 
@@ -66,7 +83,7 @@ TypeList pack_types(const NodeTypes& t) {
                  x.shape[2] + win.pads[0] + win.pads[2], x.shape[3] + win.pads[1] + win.pads[3],
                  ob};
     if (merge_width_attr(t.node())) {
-        out[3] *= ob;
+        out[3] = te::bf16_merged_row_elements(out[3], ob);
         out.pop_back();
     }
     return {{DType::BF16, out}};
@@ -96,8 +113,9 @@ TypeList conv_types(const NodeTypes& t) {
     t.rank(w, folded ? 5 : 6, "W");
     const int64_t block = t.node().attr_int("block", 0);
     const ConvForm f = conv_form(t.node(), x.shape, w.shape, t.where());
-    const bool whole =
-        folded ? x.shape[3] % f.xb == 0 && f.words * 2 == f.s * f.xb : f.words * 2 == f.xb;
+    // Folded: rows of whole words, a window row's S * xb elements in ceil(S * xb / 2) of them.
+    const bool whole = folded ? x.shape[3] % 2 == 0 && f.words == (f.s * f.xb + 1) / 2
+                              : f.xb % 2 == 0 && f.words * 2 == f.xb;
     if (w.shape[1] != x.shape[1] || !whole || w.shape.back() != block)
         t.fail("W " + shape_str(w.shape) + " does not match X " + shape_str(x.shape) +
                " in blocks of " + std::to_string(block));
@@ -113,13 +131,17 @@ TypeList conv_types(const NodeTypes& t) {
         t.fail("kernel_shape differs from W " + shape_str(w.shape));
     if (win.pads != std::array<int64_t, 4>{0, 0, 0, 0})
         t.fail("pads must be 0: PackBF16Blocked pads the input");
-    if (folded && win.dilation[1] != 1)
-        t.fail("a folded conv's column dilation must be 1");
+    if (folded && (win.dilation[1] != 1 || win.stride[1] * f.xb % 2 != 0))
+        t.fail("a folded conv's column dilation must be 1 and its column stride x pixel_block "
+               "even (each window row's run starts on a whole word)");
     const std::array<int64_t, 2> extent = {x.shape[2], f.pw};
     Shape out = {x.shape[0], w.shape[0], 0, 0, block};
     for (int d = 0; d < 2; ++d)
         out[2 + d] = window_output_dim(extent[d], win.kernel[d], win.stride[d], win.dilation[d], 0,
                                        0, false, t.where());
+    if (folded && (out[3] - 1) * win.stride[1] * f.xb + 2 * f.words > x.shape[3])
+        t.fail("the last window row's run of " + std::to_string(f.words) +
+               " words ends past X's rows of " + std::to_string(x.shape[3]) + " elements");
     return {{DType::F32, out}};
 }
 
@@ -133,9 +155,10 @@ EvalOutputs eval_pack(const Node& n, const EvalInputs& in, const std::string& wh
     const int64_t N = x.shape()[0], CB = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
     const int64_t xb = x.shape()[4], C = CB * xb, CBW = channel_blocks(C, ob);
     const int64_t PH = H + win.pads[0] + win.pads[2], PW = W + win.pads[1] + win.pads[3];
-    // Zeroed: borders and channels past C. Merged, the same memory as [N, CBW, PH, PW * ob].
-    TensorData y(DType::BF16,
-                 merge_width_attr(n) ? Shape{N, CBW, PH, PW * ob} : Shape{N, CBW, PH, PW, ob});
+    // Zeroed: borders, channels past C and a merged row's tail. Unmerged rows are PW * ob long.
+    const bool merged = merge_width_attr(n);
+    const int64_t row = merged ? te::bf16_merged_row_elements(PW, ob) : PW * ob;
+    TensorData y(DType::BF16, merged ? Shape{N, CBW, PH, row} : Shape{N, CBW, PH, PW, ob});
     const float* px = x.data<float>();
     BFloat16* py = y.data<BFloat16>();
     for (int64_t b = 0; b < N; ++b)
@@ -143,7 +166,7 @@ EvalOutputs eval_pack(const Node& n, const EvalInputs& in, const std::string& wh
             for (int64_t v = 0; v < W; ++v)
                 for (int64_t c = 0; c < C; ++c) {
                     const int64_t oh = h + win.pads[0], ow = v + win.pads[1];
-                    py[(((b * CBW + c / ob) * PH + oh) * PW + ow) * ob + c % ob] =
+                    py[((b * CBW + c / ob) * PH + oh) * row + ow * ob + c % ob] =
                         BFloat16::from_bits(f32_to_bf16_bits(
                             px[(((b * CB + c / xb) * H + h) * W + v) * xb + c % xb]));
                 }
@@ -169,10 +192,17 @@ EvalOutputs eval_conv(const Node& n, const EvalInputs& in, const std::string& wh
     const int32_t* pw = w.data<int32_t>();
     const float* pb = bias ? bias->data<float>() : nullptr;
     float* py = y.data<float>();
-    // Word by word, each word's two products summed first, as dot2_bf16 defines it. Both forms
-    // hold the weights of (cb, r, s, channel pair) at the same offset.
+    // Word by word, each word's two products summed first, as dot2_bf16 defines it. Folded, the
+    // rows are words side by side and a window row one run of f.words of them from word ow x
+    // stride x XB / 2: a 1-wide window of words over a row of words, each one "pixel".
+    BlockedConvWords d = {N, CB, H, W, XB / 2, KB, R, S, B, OH, OW};
+    Window2d words_win = win;
+    if (pixel_block_attr(n, where) > 0) {
+        d.W = x.shape()[3] / 2, d.words = 1, d.S = f.words;
+        words_win.stride[1] = win.stride[1] * XB / 2;
+    }
     for_each_blocked_conv_output(
-        {N, CB, H, W, XB / 2, KB, R, S, B, OH, OW}, win, 0.0f,
+        d, words_win, 0.0f,
         [&](float acc, int64_t xw, int64_t wi) {
             const BFloat16* pair = px + 2 * xw;
             return acc + dot2_bf16(uint32_t(pair[0].bits) | uint32_t(pair[1].bits) << 16,

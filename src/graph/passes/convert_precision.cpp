@@ -13,6 +13,7 @@
 #include "../ops/blocked_layout.h"
 #include "rewrite.h"
 #include "tessera/support/half.h"
+#include "tessera/te/op_library.h"
 
 namespace tessera::graph {
 
@@ -146,13 +147,21 @@ class Bf16Products {
         const std::vector<int64_t> dilations = n.attr_ints("dilations", {1, 1});
         const bool fold = channels < kTileRowChannels && S * in_block <= kTileRowChannels &&
                           dilations.size() == 2 && dilations[1] == 1;
+        // Folded, an odd number of channels (an RGB image's 3) lie side by side without a zero
+        // channel: a 7-wide window row of 21 values in 11 words instead of 28 in 14. That needs
+        // every output's run to start on a whole word: column stride x channels even.
+        const std::vector<int64_t> strides = n.attr_ints("strides", {1, 1});
+        const int64_t pixel_block =
+            fold && channels % 2 != 0 && strides.size() == 2 && strides[1] * channels % 2 == 0
+                ? channels
+                : in_block;
         // x and w are references into the graph's values: done with before packed_input and
         // add_constant add values (and may move them).
         const std::string words_name = w.name + "_bf16_words";
-        const ValueId packed = packed_input(n.input(0), pads, in_block, fold);
+        const ValueId packed = packed_input(n.input(0), pads, pixel_block, fold);
         std::vector<ValueId> ins = {
-            packed,
-            g_.add_constant(words_name, pack_bf16_conv_weight_words(oihw, block, in_block, fold))};
+            packed, g_.add_constant(words_name,
+                                    pack_bf16_conv_weight_words(oihw, block, pixel_block, fold))};
         if (bias)
             ins.push_back(n.input(2));
         Attributes attrs;
@@ -161,7 +170,7 @@ class Bf16Products {
                 attrs[key] = n.attrs.at(key);
         attrs["kernel_shape"] = Attribute::of_ints({oihw.shape()[2], S});
         if (fold)
-            attrs["pixel_block"] = Attribute::of_int(in_block);
+            attrs["pixel_block"] = Attribute::of_int(pixel_block);
         replace_node(g_, id, Op::ConvBF16Blocked, std::move(ins), std::move(attrs));
         return true;
     }
@@ -181,7 +190,7 @@ class Bf16Products {
                        val.shape[2] + pads[0] + pads[2], val.shape[3] + pads[1] + pads[3],
                        out_block};
         if (merge_width) {
-            shape[3] *= out_block;
+            shape[3] = te::bf16_merged_row_elements(shape[3], out_block);
             shape.pop_back();
         }
         const std::string name = val.name + "/bf16_" + std::to_string(packs_.size());
