@@ -103,8 +103,11 @@ public:
     LinearForm linearize(const Expr& e, bool simplified);
     /// Sorts and merges terms, drops zero coefficients.
     void normalize(LinearForm& f);
-    /// Replaces k*c*(x / c) + k*(x % c) in f by k*x (normalize calls it).
+    /// Replaces k*c*(x / c) + k*(y % c) in f by k*x when y is x or congruent to it modulo c
+    /// (normalize calls it).
     void recombine_div_mod(LinearForm& f);
+    /// Whether x - y is linear with every coefficient and the constant multiples of c.
+    bool congruent_mod(const Expr& x, const Expr& y, int64_t c);
     /// The canonical expression of f: positive terms, then subtracted ones, then the constant.
     Expr rebuild(LinearForm f);
     LinearForm add(LinearForm a, const LinearForm& b, bool negate_b = false);

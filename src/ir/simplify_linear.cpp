@@ -253,9 +253,22 @@ void Simplifier::normalize(LinearForm& f) {
     recombine_div_mod(f);
 }
 
+// x - y has every coefficient and its constant a multiple of c: y % c is x % c (floor).
+bool Simplifier::congruent_mod(const Expr& x, const Expr& y, int64_t c) {
+    const LinearForm d = add(linearize(x, true), linearize(y, true), /*negate_b=*/true);
+    if (d.constant % c != 0)
+        return false;
+    for (const Term& t : d.terms)
+        if (t.coef % c != 0)
+            return false;
+    return true;
+}
+
 // k*c*(x / c) + k*(x % c) is k*x, for floor or truncating division alike (c != 0): a fused
 // loop's parts, (f / 4)*4 + f % 4 in an NCHW[4]c store vectorized across pixels and channels,
-// become the fused variable again, so the store is one dense vector.
+// become the fused variable again, so the store is one dense vector. The modulo's operand
+// may be congruent to the quotient's instead of equal (floor semantics): simplifying x % c
+// reduces x's coefficients modulo c first, so (16a + b) % 3 is already (a + b) % 3 here.
 void Simplifier::recombine_div_mod(LinearForm& f) {
     for (size_t m = 0; m < f.terms.size(); ++m) {
         const Mod* mod = f.terms[m].atoms.size() == 1 ? f.terms[m].atoms[0].as<Mod>() : nullptr;
@@ -265,10 +278,13 @@ void Simplifier::recombine_div_mod(LinearForm& f) {
         const int64_t k = f.terms[m].coef;
         for (size_t d = 0; d < f.terms.size(); ++d) {
             const Div* div = f.terms[d].atoms.size() == 1 ? f.terms[d].atoms[0].as<Div>() : nullptr;
-            if (!div || !same(div->a, mod->a) || !same(div->b, mod->b) ||
-                f.terms[d].coef != wrap(f.type, (uint64_t)k * (uint64_t)c->value))
+            if (!div || !same(div->b, mod->b) ||
+                f.terms[d].coef != wrap(f.type, (uint64_t)k * (uint64_t)c->value) ||
+                !(same(div->a, mod->a) ||
+                  (div->a.type() == mod->a.type() && is_linear_type(div->a.type()) &&
+                   congruent_mod(div->a, mod->a, c->value))))
                 continue;
-            const Expr x = mod->a;
+            const Expr x = div->a;
             LinearForm rest{f.type, {}, f.constant};
             for (size_t i = 0; i < f.terms.size(); ++i)
                 if (i != m && i != d)

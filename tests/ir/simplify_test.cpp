@@ -138,6 +138,14 @@ TEST(Simplify, DivAndModByOneConstantRecombine) {
     expect_simplifies((x / 4) * 8 + x % 4, "((x/4)*8) + (x % 4)");
     expect_simplifies((x / 4) * 4 + x % 8, "((x/4)*4) + (x % 8)");
     expect_simplifies((x / 4) * 4 + y % 4, "((x/4)*4) + (y % 4)");
+    // The modulo's operand congruent to the quotient's: a vectorized row of 3-channel pixels,
+    // (16a + b) / 3 * 3 + (a + b) % 3 (16 = 1 modulo 3) is 16a + b again; not when they differ
+    // by other than multiples of 3.
+    Var a("a"), b("b");
+    expect_simplifies(((a * 16 + b) / 3) * 3 + (a + b) % 3, "(a*16) + b");
+    expect_simplifies(((a * 16 + b + 7) / 3) * 3 + (a + b + 1) % 3, "((a*16) + b) + 7");
+    expect_simplifies(((a * 16 + b) / 3) * 3 + (a * 2 + b) % 3,
+                      "((((a*16) + b)/3)*3) + (((a*2) + b) % 3)");
 }
 
 TEST(Simplify, Identities) {
