@@ -156,12 +156,19 @@ ir::LoweredFunc peak_rate_kernel(const std::string& precision, int lanes, int ac
         "tessera_peak_" + precision, {io, a, b}, Allocate::make(acc, MemoryScope::Stack, body)};
 }
 
-std::vector<PeakRate> measure_peak_rates(int threads, double min_secs) {
+std::vector<PeakRate> measure_peak_rates(int threads, double min_secs,
+                                         const std::vector<std::string>& precisions) {
     TESSERA_CHECK(threads >= 1 && min_secs > 0) << threads << " threads, " << min_secs << " s";
+    const std::vector<std::string>& known = peak_rate_precisions();
+    for (const std::string& p : precisions)
+        TESSERA_CHECK(std::find(known.begin(), known.end(), p) != known.end())
+            << "no peak-rate kernel for precision '" << p << "'";
     const CpuInfo& h = host_info();
     const int accs = accumulators_of(h);
     std::vector<PeakRate> out;
-    for (const std::string p : {"f32", "bf16", "int8"}) {
+    for (const std::string& p : known) {
+        if (std::find(precisions.begin(), precisions.end(), p) == precisions.end())
+            continue;
         const int lanes = lanes_of(p, h);
         auto module = JitModule::compile({peak_rate_kernel(p, lanes, accs, kIterations)});
         const JitModule::KernelFn fn = module->get("tessera_peak_" + p);

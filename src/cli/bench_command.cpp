@@ -155,14 +155,25 @@ std::vector<CallTiming> profile_calls(ModelInstance& model, const void* const* i
     return calls;
 }
 
+/// The peak-rate precision of a call's products: int8 and bf16 as they are, f32 otherwise.
+std::string peak_precision(const CallTiming& c) {
+    return c.precision == "int8" || c.precision == "bf16" ? c.precision : "f32";
+}
+
 /// Sets each call's peak_fraction from the CPU's peak rates at `threads` threads (measured
-/// here) and returns the milliseconds of all calls' operations at those rates.
+/// here, for the precisions the calls compute in) and returns the milliseconds of all calls'
+/// operations at those rates.
 double compare_with_peak(std::vector<CallTiming>& calls, int threads) {
-    const std::vector<backend::PeakRate> rates = backend::measure_peak_rates(threads);
+    std::vector<std::string> used;
+    for (const CallTiming& c : calls)
+        if (c.flops > 0 && std::find(used.begin(), used.end(), peak_precision(c)) == used.end())
+            used.push_back(peak_precision(c));
+    if (used.empty())
+        return 0;
+    const std::vector<backend::PeakRate> rates = backend::measure_peak_rates(threads, 0.05, used);
     double peak_ms = 0;
     for (CallTiming& c : calls) {
-        const backend::PeakRate* r = backend::find_peak_rate(
-            rates, c.precision == "int8" || c.precision == "bf16" ? c.precision : "f32");
+        const backend::PeakRate* r = backend::find_peak_rate(rates, peak_precision(c));
         const double rate = r ? (threads == 1 ? r->one_core : r->all_cores) : 0;
         if (c.flops <= 0 || !(rate > 0))
             continue;

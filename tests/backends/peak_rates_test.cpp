@@ -112,3 +112,13 @@ TEST(PeakRates, MeasuresEachPrecisionOnOneAndTwoThreads) {
     }
     EXPECT_EQ(backend::find_peak_rate(rates, "f16"), nullptr);
 }
+
+// Asked for some precisions, it measures those only, in its own order.
+TEST(PeakRates, MeasuresOnlyThePrecisionsAsked) {
+    const std::vector<backend::PeakRate> rates =
+        backend::measure_peak_rates(1, 0.005, {"int8", "f32"});
+    ASSERT_EQ(rates.size(), 2u);
+    EXPECT_EQ(rates[0].precision, "f32");
+    EXPECT_EQ(rates[1].precision, "int8");
+    EXPECT_EQ(backend::find_peak_rate(rates, "bf16"), nullptr);
+}

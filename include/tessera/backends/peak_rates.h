@@ -28,12 +28,22 @@ struct PeakRate {
     int threads = 1;
 };
 
-/// Measures f32, bf16 and int8 product rates of the host with kernels JIT-compiled for it:
-/// independent vector accumulators (enough to hide the instruction's latency), the operands
-/// in registers, no memory traffic, each timed for at least min_secs (best of three) on one
-/// thread and then on `threads` threads at once. Pre: threads >= 1, min_secs > 0. Takes about
-/// 6 x min_secs. Throws UserError when code generation fails.
-std::vector<PeakRate> measure_peak_rates(int threads, double min_secs = 0.05);
+/// The precisions measure_peak_rates knows, in the order it measures them.
+inline const std::vector<std::string>& peak_rate_precisions() {
+    static const std::vector<std::string> all = {"f32", "bf16", "int8"};
+    return all;
+}
+
+/// Measures the product rates of `precisions` (of peak_rate_precisions(); default all three)
+/// on the host with kernels JIT-compiled for it: independent vector accumulators (enough to
+/// hide the instruction's latency), the operands in registers, no memory traffic, each timed
+/// for at least min_secs (best of three) on one thread and then on `threads` threads at once.
+/// Returns them in peak_rate_precisions()' order. Pre: threads >= 1, min_secs > 0, every
+/// precision known. Takes about 2 x min_secs per precision. Throws UserError when code
+/// generation fails.
+std::vector<PeakRate>
+measure_peak_rates(int threads, double min_secs = 0.05,
+                   const std::vector<std::string>& precisions = peak_rate_precisions());
 
 /// The loop measure_peak_rates times for one precision: `void tessera_peak_<precision>(io,
 /// a, b)` runs `iterations` steps of, on each of `accumulators` vectors of `lanes` lanes held
