@@ -8,8 +8,9 @@
 # ratio to the better (faster) peer, the model's memory (peak RSS minus RSS before loading, median
 # over the rounds), the cache-line round trip between the two CPUs around the multi-thread runs
 # (the largest: a spell in which the host put the CPUs on different dies shows there) and
-# tessera's build time. A multi-thread run during such a spell is run again, up to 3 times
-# (scripts/spell_guard.py), so that the runtimes compared ran in the same CPU placement.
+# tessera's build time. Multi-thread runs are guarded against such spells (scripts/spell_guard.py:
+# a run waits for a spell to end, one that met a spell is run again, and each row compares the
+# runs made in one placement), so that the runtimes compared ran in the same CPU placement.
 #
 # Usage: scripts/bench_models.sh [--db PATH] [--models "NAME ..."] [--threads "1 2"]
 #                                [--min-secs S] [--rounds N] [--out DIR] [--realtime]
@@ -27,8 +28,8 @@
 #   --out DIR        built libraries and the raw JSON lines (default tune_logs/bench_models)
 #   --realtime       time every runtime under SCHED_FIFO (chrt -f 50; root or CAP_SYS_NICE), so
 #                    that other work on a shared machine cannot preempt the timed runs
-#   --no-spell-guard keep every multi-thread run, in a spell or not (the round trips are still
-#                    recorded around each)
+#   --no-spell-guard neither wait for a spell to end nor repeat a run that met one (the round
+#                    trips are still recorded around each, and rows still compare one placement)
 # Environment: TESSERA_BUILD_DIR (default build/); TESSERA_NO_BUILD=1 uses the tessera found there
 # as it is, without running cmake. ONNX Runtime and OpenVINO come from scripts/setup_peers.sh, the
 # exported models from scripts/export_torchvision.py (Debian's python3-torch and -torchvision).
@@ -121,10 +122,10 @@ measure() {
     untuned|tuned) cmd=("${rt[@]}" "$tessera" bench "$out/$2.$1.so" --threads "$3" --min-secs "$min_secs" --json) ;;
   esac
   if [ "$3" -ge 2 ] && [ "$lowest" != null ]; then
-    local retries=3
-    [ $guard = 1 ] || retries=0
-    "$py" "$root/scripts/spell_guard.py" --tessera "$tessera" --threads "$3" --lowest "$lowest" \
-      --retries $retries -- "${cmd[@]}"
+    local retries=3 wait=20
+    [ $guard = 1 ] || retries=0 wait=0
+    "$py" "$root/scripts/spell_guard.py" --tessera "$tessera" --threads "$3" \
+      --state "$out/spell_guard.json" --retries $retries --max-wait $wait -- "${cmd[@]}"
   else
     "${cmd[@]}"
   fi
@@ -133,30 +134,39 @@ measure() {
 # the rounds of each runtime's median (ms) and model memory (MiB), "-" where a runtime is absent.
 summary='
 import json, statistics, sys
+sys.path.insert(0, sys.argv[1])
+from spell_guard import same_state_medians
 runs = {}
 for line in sys.stdin:
     d = json.loads(line)
     k = next(k for k in ("ort", "ov", "untuned", "tuned") if k in d)
     runs.setdefault(k, []).append(d[k])
+# Latencies compared in one CPU placement (spell_guard.same_state_medians).
+timed, state = same_state_medians(
+    {k: [(r["median_ms"], r.get("in_spell")) for r in rs] for k, rs in runs.items()})
+ms = {k: timed.get(k) for k in ("ort", "ov", "untuned", "tuned")}
 med = lambda k, f: statistics.median(f(r) for r in runs[k]) if k in runs else None
-ms = {k: med(k, lambda r: r["median_ms"]) for k in ("ort", "ov", "untuned", "tuned")}
 mib = {k: med(k, lambda r: r["model_rss_mib"]) for k in ("ort", "ov")}
 mib["t"] = med("tuned" if "tuned" in runs else "untuned", lambda r: r["model_rss_bytes"] / 2**20)
-trips = [t for rs in runs.values() for r in rs for t in r.get("round_trip_ns", [])
+kept = lambda r: state == "mixed" or bool(r.get("in_spell")) == (state == "spell")
+trips = [t for rs in runs.values() for r in rs if kept(r) for t in r.get("round_trip_ns", [])
          if t is not None]
-spell = any(r.get("in_spell") for rs in runs.values() for r in rs)
+mark = {"usual": "", "spell": "s", "mixed": "!"}[state]
 peer = min(ms["ort"], ms["ov"])
 f = lambda v, p: "-" if v is None else f"{v:.{p}f}"
 print(f(ms["ort"], 3), f(ms["ov"], 3), f(ms["untuned"], 3), f(ms["untuned"] / peer, 2),
       f(ms["tuned"], 3), "-" if ms["tuned"] is None else f(ms["tuned"] / peer, 2),
-      f(mib["ort"], 1), f(mib["ov"], 1), f(mib["t"], 1), (f(max(trips), 0) + ("!" if spell else "")) if trips else "-")
+      f(mib["ort"], 1), f(mib["ov"], 1), f(mib["t"], 1), (f(max(trips), 0) + mark) if trips else "-")
 '
 raw="$out/results.jsonl"
 : >"$raw"
 # The lowest cache-line round trip between two CPUs, the spell guard's yardstick ("null": one CPU).
 lowest=null
 for t in $threads; do
-  if [ "$t" -ge 2 ]; then lowest=$("$py" "$root/scripts/spell_guard.py" --tessera "$tessera" --baseline); break; fi
+  if [ "$t" -ge 2 ]; then
+    lowest=$("$py" "$root/scripts/spell_guard.py" --tessera "$tessera" --state "$out/spell_guard.json" --baseline)
+    break
+  fi
 done
 row="%-14s %3s  %9s %9s  %9s %6s  %9s %6s  %8s %8s %7s  %6s  %7s %7s\n"
 # shellcheck disable=SC2059  # one format for the header and the rows
@@ -187,7 +197,7 @@ for entry in "${resolved[@]}"; do
         lines+="$line"$'\n'
       done
     done
-    cols=$(printf "%s" "$lines" | "$py" -c "$summary")
+    cols=$(printf "%s" "$lines" | "$py" -c "$summary" "$root/scripts")
     # shellcheck disable=SC2059,SC2086  # the summary's words are the row's columns
     printf "$row" "$name" "$t" $cols "$build_untuned" "$build_tuned"
   done
@@ -200,5 +210,7 @@ echo "Runtime: before creating its session; OpenVINO: before reading it, plugin 
 echo "the longest cache-line round trip between the two CPUs measured around the runs of 2+"
 echo "threads (lowest seen: $lowest ns). A virtual machine whose host sometimes puts its CPUs on"
 echo "different dies shows spells of 4-7x the usual, in which every runtime's multi-thread times"
-echo "rise; a run in one (round trip above 2.5x the lowest) was run again, up to 3 times, and '!'"
-echo "marks a row that kept one all the same. Raw: $raw"
+echo "rise. Before a run of 2+ threads the guard waits up to 20 s for a spell (round trip above"
+echo "2.5x the lowest) to end, and runs one that met a spell again, up to 3 times; each row then"
+echo "compares the runs made in the usual placement where every runtime has some, else those in"
+echo "a spell ('s' after rt ns), else all of them ('!'). Raw: $raw"

@@ -29,7 +29,6 @@ within the tolerance, 2 when one is not, 1 on bad input.
 import argparse
 import glob
 import os
-import statistics
 import sys
 
 import numpy as np
@@ -94,22 +93,22 @@ def time_model(name, path, libs, a, tessera):
     guard = quant_check.SpellGuard(tessera)
     for t in a.threads:
         per_round = {label: [] for label, _, _ in RUNTIMES}
-        trips = []
         for r in range(a.rounds):
             for j in range(len(RUNTIMES)):
                 label, rt, lib = RUNTIMES[(r + j) % len(RUNTIMES)]  # rotating order
                 try:
                     per_round[label].append(quant_check.guarded_measure(
-                        guard, rt, path, libs.get(lib), tessera, t, a.min_secs, trips))
+                        guard, rt, path, libs.get(lib), tessera, t, a.min_secs))
                 except Failed as e:
                     print(f"  {label} timing failed: {e}")
-        ms = {k: statistics.median(v) if v else None for k, v in per_round.items()}
+        timed, column = quant_check.same_state_row({k: v for k, v in per_round.items() if v})
+        ms = {k: timed.get(k) for k in per_round}
         f = lambda v, p=3: f"{v:16.{p}g}" if v is not None else f"{'-':>16}"
         ratio = lambda x, y: f"{ms[x] / ms[y]:.2f}" if ms[x] and ms[y] else "-"
         print(f"{name:<16} {t:>3} " + " ".join(f(ms[label]) for label, _, _ in RUNTIMES) +
               f" {ratio('tessera fp32', 'tessera bf16'):>9}"
               f" {ratio('tessera bf16', 'OpenVINO default'):>8}"
-              f" {quant_check.round_trip_column(trips):>7}", flush=True)
+              f" {column:>7}", flush=True)
 
 
 def main():

@@ -43,7 +43,6 @@ import argparse
 import glob
 import json
 import os
-import statistics
 import subprocess
 import sys
 
@@ -52,7 +51,7 @@ import onnx
 from onnx import numpy_helper
 
 import peer_common
-from spell_guard import GuardError, SpellGuard
+from spell_guard import GuardError, SpellGuard, same_state_medians
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPTS = os.path.join(ROOT, "scripts")
@@ -316,29 +315,32 @@ def measure(rt, path, lib, tessera, threads, min_secs):
 
 
 SPELL_NOTE = ("rt ns: the largest cache-line round trip between the two CPUs around the runs of 2+ "
-              "threads; a run\nwhile the host had put them on different dies (above 2.5x the lowest "
-              "round trip seen) was run\nagain, up to 3 times (scripts/spell_guard.py); '!': one "
-              "stayed in such a spell.")
+              "threads that the row\ncompares. Before each such run the guard waits up to 20 s for a "
+              "spell (the host's CPUs on different\ndies: a round trip above 2.5x the lowest seen) to "
+              "end, and runs one that met a spell again, up to 3\ntimes (scripts/spell_guard.py); the "
+              "row compares the runs made in the usual placement where every\nruntime has some, else "
+              "those in a spell ('s'), else all of them ('!').")
 
 
-def guarded_measure(guard, rt, path, lib, tessera, threads, min_secs, trips):
-    """measure() under the spell guard (a 2+ thread run repeated while the CPUs sit far apart):
-    its median in ms; appends (largest round trip, still in a spell) to trips. Raises Failed."""
+def guarded_measure(guard, rt, path, lib, tessera, threads, min_secs):
+    """measure() under the spell guard: (its median in ms, in a spell or None, its largest round
+    trip or None). Raises Failed."""
     try:
         ms, seen = guard.timed(lambda: measure(rt, path, lib, tessera, threads, min_secs), threads)
     except GuardError as e:
         raise Failed(str(e))
     known = [ns for ns in seen.get("round_trip_ns", []) if ns is not None]
-    if known:
-        trips.append((max(known), seen["in_spell"]))
-    return ms
+    return ms, seen.get("in_spell"), max(known) if known else None
 
 
-def round_trip_column(trips):
-    """The rt ns column: the largest round trip around the runs, '!' when one stayed in a spell."""
-    if not trips:
-        return "-"
-    return f"{max(ns for ns, _ in trips):.0f}" + ("!" if any(s for _, s in trips) else "")
+def same_state_row(per_round):
+    """per_round: {runtime: [guarded_measure results]}: the medians of one CPU placement
+    (spell_guard.same_state_medians) and the rt ns column of the runs compared."""
+    ms, state = same_state_medians({rt: [(m, sp) for m, sp, _ in v] for rt, v in per_round.items()})
+    kept = [ns for v in per_round.values() for _, sp, ns in v
+            if ns is not None and (state == "mixed" or bool(sp) == (state == "spell"))]
+    column = f"{max(kept):.0f}" + {"usual": "", "spell": "s", "mixed": "!"}[state] if kept else "-"
+    return ms, column
 
 
 def time_model(name, res, a, tessera):
@@ -348,7 +350,6 @@ def time_model(name, res, a, tessera):
     for t in a.threads:
         per_round = {rt: [] for rt in runtimes}
         errors = {}
-        trips = []
         for r in range(a.rounds):
             for j in range(len(runtimes)):
                 rt = runtimes[(r + j) % len(runtimes)]  # rotating order: machine drifts reach all alike
@@ -356,16 +357,16 @@ def time_model(name, res, a, tessera):
                     continue
                 try:
                     per_round[rt].append(guarded_measure(guard, rt, res["model"], res["tessera_lib"],
-                                                         tessera, t, a.min_secs, trips))
+                                                         tessera, t, a.min_secs))
                 except Failed as e:
                     errors[rt] = str(e)
-        ms = {rt: statistics.median(v) if v else None for rt, v in per_round.items()}
-        timing[str(t)] = {"median_ms": ms, "errors": errors, "round_trip": round_trip_column(trips)}
+        ms, column = same_state_row({rt: v for rt, v in per_round.items() if v})
+        timing[str(t)] = {"median_ms": ms, "errors": errors, "round_trip": column}
         f = lambda v, p=3: f"{v:9.{p}g}" if v is not None else f"{'-':>9}"
         ratio = lambda peer: (ms.get("tessera") / ms[peer]
                               if ms.get("tessera") is not None and ms.get(peer) else None)
         print(f"{name:<16} {t:>3} {f(ms.get('onnxruntime'))} {f(ms.get('openvino'))} {f(ms.get('tessera'))}"
-              f" {f(ratio('onnxruntime'), 2)} {f(ratio('openvino'), 2)} {round_trip_column(trips):>7}",
+              f" {f(ratio('onnxruntime'), 2)} {f(ratio('openvino'), 2)} {column:>7}",
               flush=True)
         for rt, e in errors.items():
             print(f"  {SHORT[rt]} timing failed: {e}")

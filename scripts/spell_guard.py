@@ -7,20 +7,27 @@ times that, and every runtime's 2-thread latency rises with it (on a 2-core AMD 
 MobileNetV2: tessera 3.5 -> 5.5-6.5 ms, ONNX Runtime 3.8-4.4 -> 6.5, OpenVINO 3.7 -> 6.0). Such
 a spell comes and goes within a second, so peers timed one after the other can land on both
 sides of it and their ratio measures the host, not the runtimes. The guard measures the round
-trip before and after a timed run of 2+ threads and runs it again (up to --retries times) when
-either exceeds --factor x the lowest round trip seen: every kept run then ran in the usual
-placement, or is marked as not.
+trip before and after a timed run of 2+ threads; it waits (up to --max-wait seconds, probing
+twice a second) for a spell to end before a run, and runs it again (up to --retries times)
+when either round trip exceeds --factor x the lowest seen: every kept run then ran in the
+usual placement, or is marked as not. A spell that outlasts one whole wait is taken as the
+placement of the moment: later runs do not wait for it again until a probe shows it ended.
+same_state_medians() then compares the runtimes in one placement: the usual one where each
+has runs in it, else the spell where each has, else all runs (marked mixed).
 
 As a module: SpellGuard(tessera).timed(run, threads) -> (run's result, what the guard saw).
 As a command: spell_guard.py --tessera PATH --threads N [--lowest NS] [--factor F] [--retries R]
-                              -- COMMAND [ARGS...]
+                              [--max-wait S] -- COMMAND [ARGS...]
 runs COMMAND (its own timed process), and prints COMMAND's last JSON line with
 "round_trip_ns": [before, after], "in_spell" and "spell_retries" added. --lowest: the lowest
 round trip seen so far (`spell_guard.py --tessera PATH --baseline` prints one from 8 probes over
-about two seconds). Exit 1 on bad input, 2 when COMMAND or tessera fails.
+about two seconds). --state FILE: what one command leaves for the next (the lowest round trip,
+whether a spell outlasted a wait), read first and written last; --baseline starts it afresh.
+Exit 1 on bad input, 2 when COMMAND or tessera fails.
 """
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 import time
@@ -38,10 +45,13 @@ def last_json(text):
 
 
 class SpellGuard:
-    def __init__(self, tessera, factor=2.5, retries=3, lowest=None):
-        if not factor > 1 or retries < 0:
-            raise ValueError("the factor must exceed 1 and the retries be >= 0")
+    def __init__(self, tessera, factor=2.5, retries=3, lowest=None, max_wait=20.0,
+                 sleep=time.sleep):
+        if not factor > 1 or retries < 0 or max_wait < 0:
+            raise ValueError("the factor must exceed 1, the retries and the wait be >= 0")
         self.tessera, self.factor, self.retries, self.lowest = tessera, factor, retries, lowest
+        self.max_wait, self.sleep = max_wait, sleep
+        self.waited_out = False  # a spell outlasted a whole wait, and no probe has ended it
 
     def round_trip(self):
         """One probe, in ns (None where the process may use one CPU only)."""
@@ -63,6 +73,20 @@ class SpellGuard:
             self.round_trip()
         return self.lowest
 
+    def wait_for_usual_placement(self):
+        """Probes until a round trip is not a spell's, for up to max_wait seconds (not at all
+        while a spell that outlasted a whole wait goes on): the last probe."""
+        ns, waited = self.round_trip(), 0.0
+        while self.in_spell(ns) and not self.waited_out and waited < self.max_wait:
+            self.sleep(0.5)
+            waited += 0.5
+            ns = self.round_trip()
+        if self.in_spell(ns):
+            self.waited_out = self.waited_out or waited >= self.max_wait
+        else:
+            self.waited_out = False
+        return ns
+
     def in_spell(self, *trips):
         return any(t is not None and self.lowest is not None and t > self.factor * self.lowest
                    for t in trips)
@@ -75,13 +99,25 @@ class SpellGuard:
         if self.lowest is None:
             self.baseline()
         for attempt in range(self.retries + 1):
-            before = self.round_trip()
+            before = self.wait_for_usual_placement()
             result = run()
             after = self.round_trip()
             spell = self.in_spell(before, after)
             if not spell or attempt == self.retries:
                 return result, {"round_trip_ns": [before, after], "in_spell": spell,
                                 "spell_retries": attempt}
+
+
+def same_state_medians(runs):
+    """runs: {runtime: [(ms, in_spell or None), ...]} (None: not guarded, one thread). The
+    median per runtime over the runs of one placement: the usual one where every runtime has
+    runs in it, else the spell where every one has, else all of them. Returns (medians,
+    'usual' | 'spell' | 'mixed')."""
+    for state, keep in (("usual", lambda s: not s), ("spell", lambda s: bool(s))):
+        chosen = {k: [ms for ms, s in v if keep(s)] for k, v in runs.items()}
+        if chosen and all(chosen.values()):
+            return {k: statistics.median(v) for k, v in chosen.items()}, state
+    return {k: statistics.median(ms for ms, _ in v) for k, v in runs.items() if v}, "mixed"
 
 
 def main():
@@ -92,15 +128,34 @@ def main():
     ap.add_argument("--lowest", type=float, default=None, help="lowest round trip seen (ns)")
     ap.add_argument("--factor", type=float, default=2.5, help="a spell: round trip > F x lowest")
     ap.add_argument("--retries", type=int, default=3, help="runs repeated at most, per spell")
+    ap.add_argument("--max-wait", type=float, default=20.0,
+                    help="seconds to wait for a spell to end before a run")
     ap.add_argument("--baseline", action="store_true", help="print a lowest round trip and exit")
+    ap.add_argument("--state", default="", help="file carrying the guard's state between commands")
     ap.add_argument("command", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     cmd = a.command[1:] if a.command[:1] == ["--"] else a.command
     if not a.baseline and not cmd:
         sys.exit("error: no command to time (spell_guard.py ... -- COMMAND [ARGS...])")
-    if a.threads < 1 or not a.factor > 1 or a.retries < 0:
-        sys.exit("error: --threads must be >= 1, --factor > 1 and --retries >= 0")
-    guard = SpellGuard(a.tessera, a.factor, a.retries, a.lowest)
+    if a.threads < 1 or not a.factor > 1 or a.retries < 0 or a.max_wait < 0:
+        sys.exit("error: --threads must be >= 1, --factor > 1, --retries and --max-wait >= 0")
+    guard = SpellGuard(a.tessera, a.factor, a.retries, a.lowest, a.max_wait)
+    if a.state and not a.baseline:
+        try:
+            with open(a.state) as f:
+                saved = json.load(f)
+            if guard.lowest is None or (saved.get("lowest") or guard.lowest) < guard.lowest:
+                guard.lowest = saved.get("lowest")
+            guard.waited_out = bool(saved.get("waited_out"))
+        except FileNotFoundError:
+            pass
+        except (OSError, ValueError) as e:
+            sys.exit(f"error: cannot read the guard's state {a.state}: {e}")
+
+    def save_state():
+        if a.state:
+            with open(a.state, "w") as f:
+                json.dump({"lowest": guard.lowest, "waited_out": guard.waited_out}, f)
 
     def run():
         p = subprocess.run(cmd, capture_output=True, text=True)
@@ -111,12 +166,14 @@ def main():
     try:
         if a.baseline:
             ns = guard.baseline()
+            save_state()
             print("null" if ns is None else f"{ns:.1f}")
             return
         result, seen = guard.timed(run, a.threads)
     except GuardError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
+    save_state()
     result.update(seen)
     print(json.dumps(result))
 

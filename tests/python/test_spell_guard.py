@@ -16,10 +16,11 @@ import spell_guard  # noqa: E402
 
 
 class FakeRoundTrips(spell_guard.SpellGuard):
-    """Round trips from a list instead of `tessera hw --round-trip`."""
+    """Round trips from a list instead of `tessera hw --round-trip`; waits only counted."""
 
     def __init__(self, trips, **kw):
-        super().__init__("unused", **kw)
+        self.sleeps = []
+        super().__init__("unused", sleep=self.sleeps.append, **kw)
         self.trips = list(trips)
 
     def round_trip(self):
@@ -37,21 +38,42 @@ def test_a_run_outside_a_spell_is_kept():
     guard = FakeRoundTrips([61.0, 83.0], lowest=57.0)
     calls, run = counted_run()
     result, seen = guard.timed(run, threads=2)
-    assert (result, len(calls)) == ("run 1", 1)
+    assert (result, len(calls), guard.sleeps) == ("run 1", 1, [])
     assert seen == {"round_trip_ns": [61.0, 83.0], "in_spell": False, "spell_retries": 0}
 
 
-def test_a_run_in_a_spell_is_run_again_until_the_spell_ends():
-    # 2.5 x 57 = 142.5 ns: 341 before the first run, 153 after the second are spells.
-    guard = FakeRoundTrips([341.0, 88.0, 90.0, 153.0, 59.0, 64.0], lowest=57.0)
+def test_a_run_waits_for_a_spell_to_end():
+    # 2.5 x 57 = 142.5 ns: 341 and 345 are a spell, 59 is not.
+    guard = FakeRoundTrips([341.0, 345.0, 59.0, 64.0], lowest=57.0)
     calls, run = counted_run()
     result, seen = guard.timed(run, threads=2)
-    assert (result, len(calls)) == ("run 3", 3)
-    assert seen == {"round_trip_ns": [59.0, 64.0], "in_spell": False, "spell_retries": 2}
+    assert (result, guard.sleeps) == ("run 1", [0.5, 0.5])
+    assert seen == {"round_trip_ns": [59.0, 64.0], "in_spell": False, "spell_retries": 0}
+
+
+def test_a_run_that_met_a_spell_is_run_again():
+    guard = FakeRoundTrips([60.0, 153.0, 62.0, 64.0], lowest=57.0)
+    calls, run = counted_run()
+    result, seen = guard.timed(run, threads=2)
+    assert (result, len(calls)) == ("run 2", 2)
+    assert seen == {"round_trip_ns": [62.0, 64.0], "in_spell": False, "spell_retries": 1}
+
+
+def test_a_spell_that_outlasts_a_wait_is_the_placement_until_a_probe_ends_it():
+    guard = FakeRoundTrips([350.0, 340.0, 330.0, 345.0] + [352.0, 348.0] + [70.0, 72.0],
+                           lowest=60.0, retries=0, max_wait=1.0)
+    calls, run = counted_run()
+    seen = guard.timed(run, threads=2)[1]
+    assert guard.sleeps == [0.5, 0.5] and seen["in_spell"] is True and guard.waited_out
+    seen = guard.timed(run, threads=2)[1]
+    assert guard.sleeps == [0.5, 0.5], "no second wait for the same spell"
+    assert seen["round_trip_ns"] == [352.0, 348.0] and seen["in_spell"] is True
+    seen = guard.timed(run, threads=2)[1]
+    assert seen["in_spell"] is False and not guard.waited_out
 
 
 def test_a_spell_that_outlasts_the_retries_is_kept_and_marked():
-    guard = FakeRoundTrips([350.0, 340.0] * 3, lowest=60.0, retries=2)
+    guard = FakeRoundTrips([350.0, 340.0] * 3, lowest=60.0, retries=2, max_wait=0)
     calls, run = counted_run()
     result, seen = guard.timed(run, threads=2)
     assert len(calls) == 3
@@ -71,14 +93,28 @@ def test_the_lowest_round_trip_comes_from_probes_when_not_given():
     assert guard.timed(run, threads=2)[1]["in_spell"] is False
 
 
-@pytest.mark.parametrize("factor, retries", [(1.0, 3), (2.5, -1)])
-def test_bad_settings_are_refused(factor, retries):
+def test_runtimes_are_compared_in_one_placement():
+    usual, spell = False, True
+    ms, state = spell_guard.same_state_medians(
+        {"a": [(1.0, usual), (5.0, spell)], "b": [(2.0, usual), (6.0, spell), (2.2, usual)]})
+    assert (ms, state) == ({"a": 1.0, "b": 2.1}, "usual")
+    # One runtime never ran in the usual placement: the spell's runs are compared.
+    ms, state = spell_guard.same_state_medians({"a": [(5.0, spell)], "b": [(2.0, usual), (6.0, spell)]})
+    assert (ms, state) == ({"a": 5.0, "b": 6.0}, "spell")
+    ms, state = spell_guard.same_state_medians({"a": [(5.0, spell)], "b": [(2.0, usual)]})
+    assert (ms, state) == ({"a": 5.0, "b": 2.0}, "mixed")
+    # Unguarded (one-thread) runs are the usual placement.
+    assert spell_guard.same_state_medians({"a": [(1.0, None)]}) == ({"a": 1.0}, "usual")
+
+
+@pytest.mark.parametrize("factor, retries, wait", [(1.0, 3, 1), (2.5, -1, 1), (2.5, 3, -1)])
+def test_bad_settings_are_refused(factor, retries, wait):
     with pytest.raises(ValueError):
-        spell_guard.SpellGuard("unused", factor=factor, retries=retries)
+        spell_guard.SpellGuard("unused", factor=factor, retries=retries, max_wait=wait)
 
 
 @pytest.mark.skipif(not os.environ.get("TESSERA_BINARY"), reason="needs the tessera binary")
-def test_the_command_adds_the_round_trips_to_the_timed_line():
+def test_the_command_adds_the_round_trips_to_the_timed_line(tmp_path):
     tessera = os.environ["TESSERA_BINARY"]
     timed = [sys.executable, "-c", 'print("warming up"); print(\'{"median_ms": 1.5}\')']
     p = subprocess.run([sys.executable, str(SCRIPTS / "spell_guard.py"), "--tessera", tessera,
@@ -89,6 +125,19 @@ def test_the_command_adds_the_round_trips_to_the_timed_line():
     # Below a lowest of 1e9 ns, no round trip is a spell.
     assert len(line["round_trip_ns"]) == 2 and line["spell_retries"] == 0
     assert line["in_spell"] is False
+    # --state carries the lowest round trip from --baseline to the next command.
+    state = tmp_path / "guard.json"
+    subprocess.run([sys.executable, str(SCRIPTS / "spell_guard.py"), "--tessera", tessera,
+                    "--state", str(state), "--baseline"], capture_output=True, text=True,
+                   check=True)
+    saved = json.loads(state.read_text())
+    assert saved["waited_out"] is False
+    p = subprocess.run([sys.executable, str(SCRIPTS / "spell_guard.py"), "--tessera", tessera,
+                        "--state", str(state), "--"] + timed,
+                       capture_output=True, text=True, check=True)
+    assert json.loads(p.stdout)["median_ms"] == 1.5
+    if saved["lowest"] is not None:  # two CPUs: the lowest of all probes so far
+        assert json.loads(state.read_text())["lowest"] <= saved["lowest"]
     # A failing command is exit 2 with one error line.
     p = subprocess.run([sys.executable, str(SCRIPTS / "spell_guard.py"), "--tessera", tessera,
                         "--threads", "1", "--", sys.executable, "-c", "raise SystemExit(3)"],
