@@ -260,6 +260,26 @@ TEST(DefaultSchedule, ShortInnerLoopsTakeAVectorsWorthOfTheLoopOutside) {
     EXPECT_EQ(check_numerics({s}, {f}, Reference(c, 6), nopts), 1);
 }
 
+TEST(DefaultSchedule, AShortInnerLoopThatDoesNotDivideAVectorIsUnrolled) {
+    // An RGB image blocked into NCHW[3]c (the bf16 stem's pack reads it): 3 lanes of a vector
+    // would gather across the planes; the channel loop is unrolled and no loop vectorized by
+    // the schedule (the code generator's loop vectorizer interleaves the pixels' stores).
+    const te::Tensor x = te::placeholder({1, 3, 37, 45}, ir::DataType::f32(), "x");
+    const te::Compute c = te::make_compute({x}, {te::layout_to_nchwc(x, 3)});
+    const sched::DefaultScheduleOptions o = options(16);
+    const State s = sched::default_schedule(c, o);
+    ir::LoweredFunc f = check_structure(c, s, o);
+    ASSERT_TRUE(f.body.defined());
+    const sched::Stage& out = s.stages.back();
+    EXPECT_EQ(out.iters.back().annotation, sched::IterAnnotation::Unroll) << sched::to_string(s);
+    EXPECT_EQ(out.iters.back().extent, 3) << sched::to_string(s);
+    for (const sched::Iterator& it : out.iters)
+        EXPECT_NE(it.annotation, sched::IterAnnotation::Vectorize) << sched::to_string(s);
+    NumericsOptions nopts;
+    nopts.jit_every = 1;
+    EXPECT_EQ(check_numerics({s}, {f}, Reference(c, 7), nopts), 1);
+}
+
 // The spatial loops of the conv's tile between its outermost reduce loop and its register
 // tile: a cache tile of rows shows up as a loop of extent > 1 there.
 int64_t rows_inside_reduction(const State& s) {
