@@ -283,6 +283,22 @@ TEST(PrecisionPass, BlockedConvsComputeOnBf16Operands) {
     EXPECT_EQ(folded, 1) << "the image's conv reads window rows of its 3 channels as runs of words";
 }
 
+TEST(PrecisionPass, AOneChannelImageKeepsItsZeroChannelWhenFolded) {
+    // One channel at stride 2: side by side, a 3-wide window row would be a run of 2 words,
+    // as a 4-wide one's; the pixels get a zero second channel instead (pixel block 2).
+    GraphBuilder b;
+    const ValueId x = b.input("x", {1, 1, 11, 12});
+    Graph g = b.finish({b.op(Op::Conv, {x, b.constant_f32({16, 1, 3, 3}, 2)},
+                             window({3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}))});
+    convert_layout_nchwc(g, 16);
+    EXPECT_EQ(check_pass(g, convert_precision_bf16, 5, kBf16ScaleTol).changes, 1);
+    for (NodeId id : g.node_ids()) {
+        if (g.node(id).op == Op::ConvBF16Blocked) {
+            EXPECT_EQ(g.node(id).attr_int("pixel_block", 0), 2);
+        }
+    }
+}
+
 TEST(PrecisionPass, AnImageConvOfColumnStrideOneFoldsWholeWordsPerPixel) {
     // Stride 1 x 3 channels is odd: runs would start inside words, so the pixels get a zero
     // fourth channel (2 words each).

@@ -131,9 +131,9 @@ TypeList conv_types(const NodeTypes& t) {
         t.fail("kernel_shape differs from W " + shape_str(w.shape));
     if (win.pads != std::array<int64_t, 4>{0, 0, 0, 0})
         t.fail("pads must be 0: PackBF16Blocked pads the input");
-    if (folded && (win.dilation[1] != 1 || win.stride[1] * f.xb % 2 != 0))
-        t.fail("a folded conv's column dilation must be 1 and its column stride x pixel_block "
-               "even (each window row's run starts on a whole word)");
+    if (folded && (win.dilation[1] != 1 || win.stride[1] * f.xb % 2 != 0 || f.xb < 2))
+        t.fail("a folded conv's column dilation must be 1, its pixel_block at least 2 and its "
+               "column stride x pixel_block even (each window row's run starts on a whole word)");
     const std::array<int64_t, 2> extent = {x.shape[2], f.pw};
     Shape out = {x.shape[0], w.shape[0], 0, 0, block};
     for (int d = 0; d < 2; ++d)

@@ -149,12 +149,13 @@ class Bf16Products {
                           dilations.size() == 2 && dilations[1] == 1;
         // Folded, an odd number of channels (an RGB image's 3) lie side by side without a zero
         // channel: a 7-wide window row of 21 values in 11 words instead of 28 in 14. That needs
-        // every output's run to start on a whole word: column stride x channels even.
+        // every output's run to start on a whole word: column stride x channels even. (One
+        // channel keeps its zero: a run of ceil(S / 2) words would not tell S from S + 1.)
         const std::vector<int64_t> strides = n.attr_ints("strides", {1, 1});
-        const int64_t pixel_block =
-            fold && channels % 2 != 0 && strides.size() == 2 && strides[1] * channels % 2 == 0
-                ? channels
-                : in_block;
+        const int64_t pixel_block = fold && channels % 2 != 0 && channels >= 3 &&
+                                            strides.size() == 2 && strides[1] * channels % 2 == 0
+                                        ? channels
+                                        : in_block;
         // x and w are references into the graph's values: done with before packed_input and
         // add_constant add values (and may move them).
         const std::string words_name = w.name + "_bf16_words";

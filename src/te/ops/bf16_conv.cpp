@@ -83,10 +83,12 @@ Tensor bf16_conv2d_nchwc(const Tensor& x, const Tensor& w, const Conv2dParams& p
     check_conv_window(p, op);
     if (p.pad_top || p.pad_left || p.pad_bottom || p.pad_right)
         throw UserError() << op << ": the input is padded already (pads must be 0)";
-    if (folded && (x.shape()[3] % 2 != 0 || p.stride_w * pixel_block % 2 != 0 || p.dilation_w != 1))
+    // A pixel block of 1 is refused: its run of ceil(S / 2) words would not tell S from S + 1.
+    if (folded && (pixel_block < 2 || x.shape()[3] % 2 != 0 || p.stride_w * pixel_block % 2 != 0 ||
+                   p.dilation_w != 1))
         throw UserError() << op << ": a folded input's rows must be whole words, each window "
                           << "row's run starting on one (stride x " << pixel_block
-                          << " channels even), read without column dilation";
+                          << " channels even, at least 2 channels), read without column dilation";
     const auto& xs = x.shape();
     const auto& ws = w.shape();
     const int64_t n = xs[0], cb = xs[1], xb = folded ? pixel_block : xs[4];
