@@ -135,28 +135,25 @@ measure() {
 summary='
 import json, statistics, sys
 sys.path.insert(0, sys.argv[1])
-from spell_guard import same_state_medians
+from spell_guard import compare_in_one_placement
 runs = {}
 for line in sys.stdin:
     d = json.loads(line)
     k = next(k for k in ("ort", "ov", "untuned", "tuned") if k in d)
     runs.setdefault(k, []).append(d[k])
-# Latencies compared in one CPU placement (spell_guard.same_state_medians).
-timed, state = same_state_medians(
-    {k: [(r["median_ms"], r.get("in_spell")) for r in rs] for k, rs in runs.items()})
+# Latencies compared in one CPU placement, and the rt ns column of the runs compared.
+largest = lambda r: max([t for t in r.get("round_trip_ns", []) if t is not None], default=None)
+timed, trips = compare_in_one_placement(
+    {k: [(r["median_ms"], r.get("in_spell"), largest(r)) for r in rs] for k, rs in runs.items()})
 ms = {k: timed.get(k) for k in ("ort", "ov", "untuned", "tuned")}
 med = lambda k, f: statistics.median(f(r) for r in runs[k]) if k in runs else None
 mib = {k: med(k, lambda r: r["model_rss_mib"]) for k in ("ort", "ov")}
 mib["t"] = med("tuned" if "tuned" in runs else "untuned", lambda r: r["model_rss_bytes"] / 2**20)
-kept = lambda r: state == "mixed" or bool(r.get("in_spell")) == (state == "spell")
-trips = [t for rs in runs.values() for r in rs if kept(r) for t in r.get("round_trip_ns", [])
-         if t is not None]
-mark = {"usual": "", "spell": "s", "mixed": "!"}[state]
 peer = min(ms["ort"], ms["ov"])
 f = lambda v, p: "-" if v is None else f"{v:.{p}f}"
 print(f(ms["ort"], 3), f(ms["ov"], 3), f(ms["untuned"], 3), f(ms["untuned"] / peer, 2),
       f(ms["tuned"], 3), "-" if ms["tuned"] is None else f(ms["tuned"] / peer, 2),
-      f(mib["ort"], 1), f(mib["ov"], 1), f(mib["t"], 1), (f(max(trips), 0) + mark) if trips else "-")
+      f(mib["ort"], 1), f(mib["ov"], 1), f(mib["t"], 1), trips)
 '
 raw="$out/results.jsonl"
 : >"$raw"
@@ -206,11 +203,7 @@ echo
 echo "ms: median over $rounds round(s) of each runtime's median, every runtime in its own process,"
 echo "in rotating order. x peer: tessera latency / the better peer's (the lower of ONNX Runtime and"
 echo "OpenVINO; below 1: tessera is faster). MiB: peak RSS minus RSS before loading the model (ONNX"
-echo "Runtime: before creating its session; OpenVINO: before reading it, plugin loaded). rt ns:"
-echo "the longest cache-line round trip between the two CPUs measured around the runs of 2+"
-echo "threads (lowest seen: $lowest ns). A virtual machine whose host sometimes puts its CPUs on"
-echo "different dies shows spells of 4-7x the usual, in which every runtime's multi-thread times"
-echo "rise. Before a run of 2+ threads the guard waits up to 20 s for a spell (round trip above"
-echo "2.5x the lowest) to end, and runs one that met a spell again, up to 3 times; each row then"
-echo "compares the runs made in the usual placement where every runtime has some, else those in"
-echo "a spell ('s' after rt ns), else all of them ('!'). Raw: $raw"
+echo "Runtime: before creating its session; OpenVINO: before reading it, plugin loaded). Raw: $raw"
+"$py" -c "import sys; sys.path.insert(0, sys.argv[1]); import spell_guard; print(spell_guard.NOTE)" \
+  "$root/scripts"
+echo "Lowest round trip seen: $lowest ns."

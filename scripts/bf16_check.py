@@ -35,6 +35,7 @@ import numpy as np
 import onnx
 
 import quant_check
+import spell_guard
 from quant_check import Failed
 
 ROOT = quant_check.ROOT
@@ -90,7 +91,7 @@ def check(name, folder, input_name, cases, a, tessera):
 def time_model(name, path, libs, a, tessera):
     print(f"{'model':<16} {'thr':>3} " + " ".join(f"{label:>16}" for label, _, _ in RUNTIMES) +
           f" {'bf16/fp32':>9} {'bf16/OV':>8} {'rt ns':>7}")
-    guard = quant_check.SpellGuard(tessera)
+    guard = spell_guard.SpellGuard(tessera)
     for t in a.threads:
         per_round = {label: [] for label, _, _ in RUNTIMES}
         for r in range(a.rounds):
@@ -101,7 +102,8 @@ def time_model(name, path, libs, a, tessera):
                         guard, rt, path, libs.get(lib), tessera, t, a.min_secs))
                 except Failed as e:
                     print(f"  {label} timing failed: {e}")
-        timed, column = quant_check.same_state_row({k: v for k, v in per_round.items() if v})
+        timed, column = spell_guard.compare_in_one_placement(
+            {k: v for k, v in per_round.items() if v})
         ms = {k: timed.get(k) for k in per_round}
         f = lambda v, p=3: f"{v:16.{p}g}" if v is not None else f"{'-':>16}"
         ratio = lambda x, y: f"{ms[x] / ms[y]:.2f}" if ms[x] and ms[y] else "-"
@@ -138,7 +140,7 @@ def main():
         if a.time:
             time_model(name, os.path.join(folder, "model.onnx"), libs, a, tessera)
     if a.time:
-        print("\n" + quant_check.SPELL_NOTE)
+        print("\n" + spell_guard.NOTE)
     sys.exit(0 if all_ok else 2)
 
 

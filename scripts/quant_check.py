@@ -51,7 +51,8 @@ import onnx
 from onnx import numpy_helper
 
 import peer_common
-from spell_guard import GuardError, SpellGuard, same_state_medians
+import spell_guard
+from spell_guard import GuardError, SpellGuard
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPTS = os.path.join(ROOT, "scripts")
@@ -314,14 +315,6 @@ def measure(rt, path, lib, tessera, threads, min_secs):
     raise Failed("no JSON line in the output")
 
 
-SPELL_NOTE = ("rt ns: the largest cache-line round trip between the two CPUs around the runs of 2+ "
-              "threads that the row\ncompares. Before each such run the guard waits up to 20 s for a "
-              "spell (the host's CPUs on different\ndies: a round trip above 2.5x the lowest seen) to "
-              "end, and runs one that met a spell again, up to 3\ntimes (scripts/spell_guard.py); the "
-              "row compares the runs made in the usual placement where every\nruntime has some, else "
-              "those in a spell ('s'), else all of them ('!').")
-
-
 def guarded_measure(guard, rt, path, lib, tessera, threads, min_secs):
     """measure() under the spell guard: (its median in ms, in a spell or None, its largest round
     trip or None). Raises Failed."""
@@ -331,16 +324,6 @@ def guarded_measure(guard, rt, path, lib, tessera, threads, min_secs):
         raise Failed(str(e))
     known = [ns for ns in seen.get("round_trip_ns", []) if ns is not None]
     return ms, seen.get("in_spell"), max(known) if known else None
-
-
-def same_state_row(per_round):
-    """per_round: {runtime: [guarded_measure results]}: the medians of one CPU placement
-    (spell_guard.same_state_medians) and the rt ns column of the runs compared."""
-    ms, state = same_state_medians({rt: [(m, sp) for m, sp, _ in v] for rt, v in per_round.items()})
-    kept = [ns for v in per_round.values() for _, sp, ns in v
-            if ns is not None and (state == "mixed" or bool(sp) == (state == "spell"))]
-    column = f"{max(kept):.0f}" + {"usual": "", "spell": "s", "mixed": "!"}[state] if kept else "-"
-    return ms, column
 
 
 def time_model(name, res, a, tessera):
@@ -360,7 +343,7 @@ def time_model(name, res, a, tessera):
                                                          tessera, t, a.min_secs))
                 except Failed as e:
                     errors[rt] = str(e)
-        ms, column = same_state_row({rt: v for rt, v in per_round.items() if v})
+        ms, column = spell_guard.compare_in_one_placement({rt: v for rt, v in per_round.items() if v})
         timing[str(t)] = {"median_ms": ms, "errors": errors, "round_trip": column}
         f = lambda v, p=3: f"{v:9.{p}g}" if v is not None else f"{'-':>9}"
         ratio = lambda peer: (ms.get("tessera") / ms[peer]
@@ -442,7 +425,7 @@ def main():
             report["models"][name]["timing"] = time_model(name, report["models"][name], a, tessera)
         print(f"\nms: median over {a.rounds} round(s) of each runtime's median, every runtime in its own "
               "process, in\nrotating order. t/ORT, t/OV: tessera's latency / the peer's (below 1: "
-              "tessera is faster).\n" + SPELL_NOTE)
+              "tessera is faster).\n" + spell_guard.NOTE)
 
     if a.json:
         with open(a.json, "w") as f:

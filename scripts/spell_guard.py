@@ -69,7 +69,7 @@ class SpellGuard:
         """The lowest of `probes` probes `gap_secs` apart (a spell rarely lasts through all)."""
         for i in range(probes):
             if i:
-                time.sleep(gap_secs)
+                self.sleep(gap_secs)
             self.round_trip()
         return self.lowest
 
@@ -106,6 +106,25 @@ class SpellGuard:
             if not spell or attempt == self.retries:
                 return result, {"round_trip_ns": [before, after], "in_spell": spell,
                                 "spell_retries": attempt}
+
+
+NOTE = ("rt ns: the largest cache-line round trip between the two CPUs around the runs of 2+ "
+        "threads that the row\ncompares. Before each such run the guard waits up to 20 s for a "
+        "spell (the host's CPUs on different\ndies: a round trip above 2.5x the lowest seen) to "
+        "end, and runs one that met a spell again, up to 3\ntimes (scripts/spell_guard.py); the "
+        "row compares the runs made in the usual placement where every\nruntime has some, else "
+        "those in a spell ('s'), else all of them ('!').")
+
+
+def compare_in_one_placement(runs):
+    """runs: {runtime: [(ms, in_spell or None, largest round trip in ns or None), ...]}. The
+    medians of one placement (same_state_medians) and the rt ns column of the runs compared:
+    their largest round trip, suffixed 's' when they all ran in a spell and '!' when mixed."""
+    ms, state = same_state_medians({k: [(m, sp) for m, sp, _ in v] for k, v in runs.items()})
+    kept = [ns for v in runs.values() for _, sp, ns in v
+            if ns is not None and (state == "mixed" or bool(sp) == (state == "spell"))]
+    column = f"{max(kept):.0f}" + {"usual": "", "spell": "s", "mixed": "!"}[state] if kept else "-"
+    return ms, column
 
 
 def same_state_medians(runs):

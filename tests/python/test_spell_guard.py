@@ -143,3 +143,16 @@ def test_the_command_adds_the_round_trips_to_the_timed_line(tmp_path):
                         "--threads", "1", "--", sys.executable, "-c", "raise SystemExit(3)"],
                        capture_output=True, text=True)
     assert p.returncode == 2 and p.stderr.startswith("error: ") and "exited 3" in p.stderr
+
+
+def test_the_column_names_the_round_trips_of_the_runs_compared():
+    usual, spell = False, True
+    ms, column = spell_guard.compare_in_one_placement(
+        {"a": [(1.0, usual, 80.0), (5.0, spell, 350.0)], "b": [(2.0, usual, 90.0)]})
+    assert (ms, column) == ({"a": 1.0, "b": 2.0}, "90")
+    ms, column = spell_guard.compare_in_one_placement(
+        {"a": [(5.0, spell, 350.0)], "b": [(6.0, spell, 340.0)]})
+    assert column == "350s"
+    assert spell_guard.compare_in_one_placement({"a": [(5.0, spell, 350.0)],
+                                                 "b": [(2.0, usual, 80.0)]})[1] == "350!"
+    assert spell_guard.compare_in_one_placement({"a": [(1.0, None, None)]}) == ({"a": 1.0}, "-")
