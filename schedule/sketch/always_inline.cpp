@@ -18,11 +18,12 @@ class AlwaysInline : public SketchRule {
             st.location.kind != ComputeLocKind::Root || !s.attached_stages(stage).empty())
             return RuleCondition::Skip;
         // GPUs inline every injective stage (launches cost more than recomputation); CPUs
-        // those whose reads are plain axis accesses without expensive math, and the padding
-        // of a pooling window.
+        // those whose reads are plain axis accesses without expensive math, the padding of a
+        // pooling window, and a copy read only by stages that read each element once.
         const bool inline_it = target_ == TargetKind::Gpu
                                    ? s.is_injective(stage)
-                                   : s.is_strict_inlinable(stage) || feeds_only_windows(s, stage);
+                                   : s.is_strict_inlinable(stage) || feeds_only_windows(s, stage) ||
+                                         copy_into_maps(s, stage);
         return inline_it ? RuleCondition::ApplyAndSkipRest : RuleCondition::Skip;
     }
 
@@ -44,6 +45,36 @@ class AlwaysInline : public SketchRule {
                 !reads_along_last_axis(r.body, r.axes.back()))
                 return false;
         }
+        return true;
+    }
+
+    /// True for a stage that only moves elements (its body is one read, maybe converted: a
+    /// Reshape, Transpose or Slice, whose indices may divide and take remainders) read only by
+    /// stages without a reduction (the cast after an attention head's transpose). Inlined, the
+    /// reader computes the same index and loads the same element once per element it writes,
+    /// where a root stage would write a whole copy and read it back: one pass over memory
+    /// instead of two. Its reads that cross a vector's lanes become gathers either way.
+    static bool copy_into_maps(const State& s, int stage) {
+        if (!s.is_injective(stage))
+            return false;
+        ir::Expr body = inline_lets(s.stages[stage].body);
+        while (const auto* cast = body.as<ir::Cast>())
+            body = cast->value;
+        const auto* read = body.as<ir::TensorRead>();
+        if (!read)
+            return false;
+        for (const ir::Expr& index : read->indices) {
+            bool reads_tensor = false;
+            for_each_read(index, [&](const ir::TensorRead*) { reads_tensor = true; });
+            if (reads_tensor)
+                return false; // a gather by data (an index tensor) stays a stage
+        }
+        const std::vector<int> readers = s.consumers(stage);
+        if (readers.empty())
+            return false;
+        for (int c : readers)
+            if (s.stages[c].has_reduce() || s.stages[c].is_input())
+                return false;
         return true;
     }
 

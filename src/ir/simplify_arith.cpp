@@ -1,5 +1,7 @@
 // Simplifier rules for arithmetic: + - * through the linear form, floor div/mod by constants
 // under known bounds, min/max, and the vector nodes.
+#include <numeric>
+
 #include "simplify_internal.h"
 #include "tessera/ir/op.h"
 
@@ -143,6 +145,20 @@ Expr Simplifier::mod_by_const(const Expr& a, int64_t c) {
     return Mod::make(rest, IntImm::make(t, c));
 }
 
+int64_t Simplifier::mod_max(const Expr& base, int64_t c) {
+    int64_t best = c - 1;
+    const Interval rem = bounds(mutate(Mod::make(base, IntImm::make(base.type(), c))));
+    if (rem.has_max)
+        best = std::min(best, rem.max);
+    const LinearForm f = linearize(base, true);
+    int64_t g = c;
+    for (const Term& term : f.terms)
+        g = std::gcd(g, term.coef);
+    if (g > 1)
+        best = std::min(best, c - g + floor_mod(f.constant, g));
+    return best;
+}
+
 namespace {
 /// Common shape of the vector rules: ramp(b, s, n) op x(c) for i64 lanes and constant s, c.
 struct RampByConst {
@@ -183,9 +199,8 @@ Expr Simplifier::visit(const Div* op) {
             if (m.stride % m.c == 0)
                 return ramp(Div::make(m.ramp->base, divisor),
                                  IntImm::make(DataType::i64(), m.stride / m.c), n);
-            Interval rem = bounds(mutate(Mod::make(m.ramp->base, divisor)));
-            if (m.stride >= 0 && rem.has_max &&
-                (__int128)rem.max + (__int128)m.stride * (n - 1) < m.c)
+            if (m.stride >= 0 &&
+                (__int128)mod_max(m.ramp->base, m.c) + (__int128)m.stride * (n - 1) < m.c)
                 return Broadcast::make(mutate(Div::make(m.ramp->base, divisor)), n);
         }
     }
@@ -218,9 +233,8 @@ Expr Simplifier::visit(const Mod* op) {
             int n = m.ramp->lanes;
             Expr rem = mutate(Mod::make(m.ramp->base, divisor));
             if (m.stride % m.c == 0) return Broadcast::make(rem, n);
-            Interval ri = bounds(rem);
-            if (m.stride >= 0 && ri.has_max &&
-                (__int128)ri.max + (__int128)m.stride * (n - 1) < m.c)
+            if (m.stride >= 0 &&
+                (__int128)mod_max(m.ramp->base, m.c) + (__int128)m.stride * (n - 1) < m.c)
                 return ramp(rem, m.ramp->stride, n);
         }
     }

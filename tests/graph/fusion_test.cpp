@@ -207,6 +207,26 @@ TEST(FuseOps, InjectivePrologueIntoReductionClosesGroup) {
     check_partition(g, groups, 14);
 }
 
+TEST(FuseOps, NormalizationTakesAnElementwiseEpilogue) {
+    // A Softmax keeps its input's shape: the elementwise nodes over its output (a bf16
+    // build's cast) join its group instead of making a kernel of their own. A second reader
+    // of the result ends the group as anywhere else.
+    GraphBuilder b;
+    ValueId x = b.input("x", {2, 5, 13});
+    ValueId s = b.op(Op::Softmax, {x}, {{"axis", Attribute::of_int(-1)}});
+    ValueId m = b.op(Op::Mul, {s, b.constant_f32({1}, 3)});
+    ValueId r = b.op(Op::Relu, {m});
+    ValueId s2 = b.op(Op::Softmax, {r}, {{"axis", Attribute::of_int(1)}});
+    ValueId t = b.op(Op::Tanh, {s2});
+    ValueId a = b.op(Op::Add, {s2, t});
+    Graph g = b.finish({a});
+    std::vector<FusedGroup> groups = fuse_ops(g);
+    ASSERT_EQ(patterns(groups),
+              (std::vector<std::string>{"softmax+mul+relu", "softmax", "tanh+add"}));
+    EXPECT_EQ(groups[0].kind, OpPattern::Reduction);
+    check_partition(g, groups, 17);
+}
+
 TEST(FuseOps, AnchorDoesNotAbsorbInjectiveOrWiderBroadcast) {
     GraphBuilder b;
     ValueId x = b.input("x", {1, 13});

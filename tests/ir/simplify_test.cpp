@@ -341,6 +341,24 @@ TEST(Simplify, VectorNodes) {
     expect_simplifies(VectorReduce::make(ReduceOp::Max, Broadcast::make(x, 8), 1), "x");
 }
 
+// A vector of 16 lanes at a multiple of 16 stays inside one period of 64, whatever the bounds
+// of its base: (16j + l) / 64 is one value and (16j + l) % 64 a contiguous ramp (a row of an
+// attention head's reshape, vectorized). A base off the alignment, or lanes that cross a
+// period, keep the lane-wise division.
+TEST(Simplify, AlignedVectorDividesAsOneValue) {
+    Var j("j"), r("r");
+    const Expr by64 = Broadcast::make(Expr(64), 16);
+    expect_simplifies(Ramp::make(j * 16, Expr(1), 16) / by64, "x16((j*16)/64)");
+    expect_simplifies(Ramp::make(j * 16, Expr(1), 16) % by64, "ramp((j*16) % 64, 1, 16)");
+    expect_simplifies(Ramp::make(r * 256 + j * 32 + 16, Expr(1), 16) / by64,
+                      "x16((r*4) + (((j*32) + 16)/64))");
+    expect_simplifies(Ramp::make(j * 16 + 1, Expr(1), 16) / by64,
+                      "ramp((j*16) + 1, 1, 16)/x16(64)");
+    expect_simplifies(Ramp::make(j * 8, Expr(1), 16) % by64, "ramp(j*8, 1, 16) % x16(64)");
+    expect_simplifies(Ramp::make(j * 32, Expr(2), 16) / by64, "x16((j*32)/64)");
+    expect_simplifies(Ramp::make(j * 32, Expr(4), 16) / by64, "ramp(j*32, 4, 16)/x16(64)");
+}
+
 TEST(Simplify, TensorExpressionNodes) {
     auto* node = new TensorNode;
     node->name = "T";

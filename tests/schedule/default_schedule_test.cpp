@@ -11,6 +11,7 @@
 #include "tessera/graph/pipeline.h"
 #include "tessera/graph/tasks.h"
 #include "tessera/ir/op.h"
+#include "tessera/ir/printer.h"
 #include "tessera/schedule/default_schedule.h"
 #include "tessera/support/rng.h"
 #include "tessera/te/op_library.h"
@@ -278,6 +279,48 @@ TEST(DefaultSchedule, AShortInnerLoopThatDoesNotDivideAVectorIsUnrolled) {
     NumericsOptions nopts;
     nopts.jit_every = 1;
     EXPECT_EQ(check_numerics({s}, {f}, Reference(c, 7), nopts), 1);
+}
+
+TEST(DefaultSchedule, AHeadsReshapeInlinesIntoItsCastButNotIntoAReduction) {
+    // Attention's heads: a row of 4 x 64 columns reshaped to [s, 4, 64] and transposed to
+    // [4, s, 64], then converted (a bf16 build's cast). The reshape divides its index by 64;
+    // it still inlines into the cast (one pass over the data, not a copy and a second pass),
+    // and the vectorized row reads 16 consecutive elements (no lane-wise division). Read by
+    // a reduction (each element many times), such a copy stays a stage of its own.
+    const te::Tensor x = te::placeholder({37, 256}, ir::DataType::f32(), "x");
+    const te::Tensor heads = te::compute(
+        {37, 4, 64},
+        [&](const std::vector<te::Var>& i) { return x(i[0], i[1] * te::Expr(64) + i[2]); },
+        "reshape");
+    const te::Tensor moved = te::compute(
+        {4, 37, 64}, [&](const std::vector<te::Var>& i) { return heads(i[1], i[0], i[2]); },
+        "transpose");
+    const te::Tensor rows = te::compute(
+        {4, 37 * 64},
+        [&](const std::vector<te::Var>& i) {
+            return moved(i[0], i[1] / te::Expr(64), i[1] % te::Expr(64));
+        },
+        "flat");
+    const te::Compute c = te::make_compute({x}, {te::relu(rows)});
+    const sched::DefaultScheduleOptions o = options(16);
+    const State s = sched::default_schedule(c, o);
+    ir::LoweredFunc f = check_structure(c, s, o);
+    ASSERT_TRUE(f.body.defined());
+    for (const char* name : {"reshape", "transpose", "flat"})
+        EXPECT_EQ(s.stages[s.stage_id_of(name)].location.kind, sched::ComputeLocKind::Inlined)
+            << name << "\n"
+            << sched::to_string(s);
+    const std::string code = ir::to_string(lower::prepare_for_codegen(f).body);
+    EXPECT_EQ(code.find("/x16(64)"), std::string::npos) << code;
+    EXPECT_EQ(code.find("% x16(64)"), std::string::npos) << code;
+    NumericsOptions nopts;
+    nopts.jit_every = 1;
+    EXPECT_EQ(check_numerics({s}, {f}, Reference(c, 7), nopts), 1);
+
+    const te::Compute summed = te::make_compute({x}, {te::reduce_sum(rows, {1})});
+    const State r = sched::default_schedule(summed, o);
+    EXPECT_NE(r.stages[r.stage_id_of("flat")].location.kind, sched::ComputeLocKind::Inlined)
+        << sched::to_string(r);
 }
 
 // The spatial loops of the conv's tile between its outermost reduce loop and its register

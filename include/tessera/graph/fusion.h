@@ -19,7 +19,10 @@
 //    Reduction, which then closes the group;
 //  - an anchor joins no existing group except a lone LayoutToBlocked that only it reads (the
 //    image's conversion into a conv reading its few channels as one block, which inlines into
-//    the conv's padding stage), and nothing joins a closed (reduction) group or an opaque one;
+//    the conv's padding stage), and nothing joins a closed (reduction) group or an opaque one,
+//    except that a group closed by a normalization (a reduction whose output has its input's
+//    shape: Softmax, LayerNorm) absorbs Elementwise/Broadcast nodes over that shape (a bf16
+//    build's cast of the probabilities, computed as they are stored);
 //  - the value linking the producer to the node must have that node as its only user and
 //    come from a single-output node, so a value with several consumers ends its group;
 //  - a merge that would make the groups cyclic is refused.

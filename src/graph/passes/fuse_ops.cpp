@@ -102,6 +102,10 @@ struct Builder {
         std::vector<NodeId> nodes;
         NodeId anchor = kNoNode;
         bool closed = false; // ends in a reduction or is opaque
+        /// The reduction that closed the group, when its output has its first input's shape
+        /// (Softmax, LayerNorm: a normalization, whose last stage is elementwise), else
+        /// kNoNode. Such a group still takes an elementwise epilogue over that shape.
+        NodeId normalization = kNoNode;
         bool alive = true;
     };
     std::vector<G> groups;
@@ -165,16 +169,38 @@ struct Builder {
         return out.typed && a.typed && out.shape == a.shape;
     }
 
+    /// Whether node n is elementwise over the output shape of a normalization that closed
+    /// grp (a Softmax's or LayerNorm's bf16 cast), computed as that output is stored.
+    bool normalization_epilogue_node(NodeId n, const G& grp) const {
+        if (grp.normalization == kNoNode || !fusable_elementwise(pat[n]))
+            return false;
+        const Value& out = g.value(g.node(n).outputs[0]);
+        const Value& r = g.value(g.node(grp.normalization).outputs[0]);
+        return out.typed && r.typed && out.shape == r.shape;
+    }
+
+    /// Whether the reduction node n keeps its first input's shape (a normalization).
+    bool is_normalization(NodeId n) const {
+        const Node& node = g.node(n);
+        if (pat[n] != OpPattern::Reduction || node.inputs.empty() || node.inputs[0] == kNoValue)
+            return false;
+        const Value& in = g.value(node.inputs[0]);
+        const Value& out = g.value(node.outputs[0]);
+        return in.typed && out.typed && in.shape == out.shape;
+    }
+
     /// Whether node n may join group gi, which produces n's input `link`.
     bool can_join(NodeId n, int gi, ValueId link) const {
         const G& grp = groups[gi];
-        if (grp.closed)
+        if (grp.closed && !normalization_epilogue_node(n, grp))
             return false;
         const NodeId prod = g.value(link).producer;
         if (g.node(prod).outputs.size() != 1 || users[link].size() != 1 || is_graph_output(link))
             return false;
         const OpPattern p = pat[n];
-        if (grp.anchor != kNoNode) {
+        if (grp.closed) {
+            // The epilogue of a normalization: checked above.
+        } else if (grp.anchor != kNoNode) {
             // Only an elementwise epilogue over the anchor's iteration space.
             if (!epilogue_node(n, grp))
                 return false;
@@ -246,8 +272,10 @@ struct Builder {
             }
             groups[joined].nodes.push_back(n);
             group_of[n] = joined;
-            if (p == OpPattern::Reduction || p == OpPattern::Opaque)
+            if (p == OpPattern::Reduction || p == OpPattern::Opaque) {
                 groups[joined].closed = true;
+                groups[joined].normalization = is_normalization(n) ? n : kNoNode;
+            }
         }
     }
 
