@@ -523,6 +523,28 @@ struct QdqBlock {
         m.output("c2", DType::F32);
         return m.bytes();
     }
+    /// A ResNet basic block's end as static quantization writes it: the second conv's output
+    /// quantized and dequantized (zero point `zero_point`, a byte of `type`), added to the
+    /// block's dequantized input, ReLU, quantized again for the next conv.
+    std::string residual(int64_t C, DType type, int zero_point) {
+        m.input("x", DType::F32, {1, C, 9, 11});
+        m.initializer("as", TensorData::scalar(0.05f));
+        m.initializer("az", TensorData::from_vector<uint8_t>({}, {120}, DType::U8));
+        m.initializer("cs", TensorData::scalar(0.03f));
+        m.initializer("cz", type == DType::U8
+                                ? TensorData::from_vector<uint8_t>({}, {uint8_t(zero_point)}, type)
+                                : TensorData::scalar<int8_t>(int8_t(zero_point)));
+        qdq("x", "xd");
+        conv("xd", "c1", C, C, 100, 3, 1);
+        m.node("QuantizeLinear", {"c1", "cs", "cz"}, {"c1_q"});
+        m.node("DequantizeLinear", {"c1_q", "cs", "cz"}, {"c1d"});
+        m.node("Add", {"c1d", "xd"}, {"s"});
+        m.node("Relu", {"s"}, {"r"});
+        qdq("r", "rd");
+        conv("rd", "c2", C, C, 200, 1, 1);
+        m.output("c2", DType::F32);
+        return m.bytes();
+    }
 };
 
 TEST(QuantizedOpsPass, FoldsDequantizedConvsAndKeepsValues) {
@@ -627,12 +649,67 @@ TEST(QuantizedOpsPass, MaxPoolsBetweenQuantizationsPoolTheBytes) {
     for (NodeId id : h.node_ids())
         if (h.node(id).op == Op::QuantizeLinear && h.value(h.node(id).inputs[0]).name == "p")
             h.node(id).inputs[1] = other_scale;
-    // The convs, a requantization, and the input's and the pool's quantizations by a reciprocal.
-    EXPECT_EQ(check_pass(h, fold_quantized_ops).changes, 5);
+    // The convs, a requantization, the input's and the pool's quantizations by a reciprocal,
+    // and the first conv's requantized bytes, which only the pool's dequantization reads, kept
+    // in f32.
+    const PassResult other = check_pass(h, fold_quantized_ops);
+    EXPECT_EQ(other.changes, 6) << other.summary;
     // Built at every level, against the evaluator of the dequantized graph.
     for (int level : {0, 1, 3})
         expect_library_matches_evaluator(model, {floats({1, 5, 9, 11}, 10, -3, 3)}, level, 1e-4,
                                          0.07);
+}
+
+TEST(QuantizedOpsPass, AQuantizeDequantizePairReadByNoProductStaysInF32) {
+    // Bytes read only by their dequantization become Clip(Round(.), lo - z, hi - z) * s, exact
+    // to the bit: a unit-scale quantize (what the folds leave) on values past both ends of the
+    // range, for u8 and s8 bytes and zero points at both ends.
+    for (const auto& [type, zero_point] : std::vector<std::pair<DType, int>>{{DType::U8, 128},
+                                                                             {DType::U8, 0},
+                                                                             {DType::U8, 255},
+                                                                             {DType::I8, -128},
+                                                                             {DType::I8, 5}}) {
+        SCOPED_TRACE(std::string(dtype_name(type)) + " zero point " + std::to_string(zero_point));
+        ModelBuilder m(13);
+        m.input("x", DType::F32, {3, 37});
+        m.initializer("one", TensorData::scalar(1.0f)).initializer("s", TensorData::scalar(0.03f));
+        m.initializer("z", type == DType::U8
+                               ? TensorData::from_vector<uint8_t>({}, {uint8_t(zero_point)}, type)
+                               : TensorData::scalar<int8_t>(int8_t(zero_point)));
+        m.node("QuantizeLinear", {"x", "one", "z"}, {"q"});
+        m.node("DequantizeLinear", {"q", "s", "z"}, {"d"});
+        m.node("Relu", {"d"}, {"y"});
+        m.output("y", DType::F32);
+        Graph g = import_onnx_bytes(m.bytes(), "qdq_pair.onnx");
+        const Graph before = g;
+        EXPECT_EQ(fold_quantized_ops(g).changes, 1);
+        eliminate_dead_code(g);
+        EXPECT_EQ(count_op(g, Op::QuantizeLinear) + count_op(g, Op::DequantizeLinear), 0);
+        EXPECT_EQ(count_op(g, Op::Round), 1);
+        for (NodeId id : g.node_ids())
+            if (g.node(id).op == Op::Clip) {
+                const Value& lo = g.value(g.node(id).inputs[1]);
+                const Value& hi = g.value(g.node(id).inputs[2]);
+                ASSERT_TRUE(lo.is_constant() && hi.is_constant());
+                EXPECT_EQ(lo.constant->to_vector<float>(),
+                          std::vector<float>{float((type == DType::U8 ? 0 : -128) - zero_point)});
+                EXPECT_EQ(hi.constant->to_vector<float>(),
+                          std::vector<float>{float((type == DType::U8 ? 255 : 127) - zero_point)});
+            }
+        for (uint64_t seed : {3, 4}) {
+            const std::vector<TensorData> in = {floats({3, 37}, seed, -300, 300)};
+            EXPECT_EQ(evaluate(g, in)[0].to_vector<float>(),
+                      evaluate(before, in)[0].to_vector<float>());
+        }
+    }
+    // In a residual block the conv's requantized bytes, read only for the Add, stay in f32
+    // inside the conv's kernel; the bytes the next conv reads stay bytes.
+    const std::string model = QdqBlock().residual(6, DType::U8, 125);
+    Graph g = import_onnx_bytes(model, "qres.onnx");
+    const PassResult r = check_pass(g, fold_quantized_ops);
+    EXPECT_NE(r.summary.find("1 quantize-dequantize pairs in f32"), std::string::npos) << r.summary;
+    EXPECT_EQ(count_op(g, Op::QConv), 2);
+    expect_library_matches_evaluator(model, {floats({1, 6, 9, 11}, 9, -3, 3)}, 3, 1e-4, 0.07);
 }
 
 TEST(QuantizedOpsPass, RequantizationMovesIntoTheProductsScale) {
@@ -825,7 +902,8 @@ TEST(QuantizedOpsPass, LeavesWhatItCannotRepresent) {
     m.node("Conv", {"xd", "wd"}, {"y"});
     m.output("y", DType::F32);
     Graph g = import_onnx_bytes(m.bytes(), "q.onnx");
-    EXPECT_EQ(fold_quantized_ops(g).changes, 1); // only the quantization by a reciprocal
+    // Only the quantization by a reciprocal, and that quantize-dequantize pair in f32.
+    EXPECT_EQ(fold_quantized_ops(g).changes, 2);
     EXPECT_EQ(count_op(g, Op::Conv), 1);
     EXPECT_EQ(count_op(g, Op::QConv), 0);
 }

@@ -89,7 +89,10 @@ PassResult simplify_algebra(Graph& g);
 /// its scale into the product's (Scale[k] / s); any other of f32 data and a per-tensor
 /// constant scale s becomes QuantizeLinear(X * RN(1/s), 1): a multiply per element instead of
 /// a division. Both round differently from dividing only where the quotient lies within an
-/// f32 ulp or two of a half step: one quantization step there.
+/// f32 ulp or two of a half step: one quantization step there. Then a unit-scale
+/// QuantizeLinear read only by a per-tensor DequantizeLinear of the same zero point z (a
+/// conv's requantized output before a residual Add) becomes Clip(Round(X), lo - z, hi - z) *
+/// scale, with lo..hi the byte type's range: exactly the same values, computed in f32.
 PassResult fold_quantized_ops(Graph& g);
 
 /// The element type the products (matmuls and convs) compute in: `--precision`. TF32 leaves

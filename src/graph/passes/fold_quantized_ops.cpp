@@ -344,6 +344,44 @@ bool fold_reciprocal_scale(Graph& g, NodeId id) {
     return true;
 }
 
+// DequantizeLinear(QuantizeLinear(x f32, scale 1, zero point z), scale s, zero point z),
+// per tensor, where only the dequantize reads the bytes (an 8-bit conv's output requantized
+// before the residual Add that dequantizes it again): Clip(Round(x), lo - z, hi - z) * s, with
+// lo..hi the byte type's range. The quantize's byte is saturate(round(x) + z) and the
+// dequantize gives (byte - z) * s; round(x) clipped to lo - z..hi - z is that byte minus z, an
+// integer below 2^8 that f32 holds exactly, so the values are the same to the bit. The
+// kernel's epilogue then stays in f32 instead of converting to i32, to bytes and back.
+bool fold_quantize_dequantize(Graph& g, NodeId id) {
+    const Node dq = g.node(id);
+    if (dq.inputs.size() != 3 || dq.outputs.size() != 1)
+        return false;
+    const Node* q = producer_op(g, dq.inputs[0], Op::QuantizeLinear);
+    const ValueId bytes = dq.inputs[0];
+    const DType t = g.value(bytes).dtype;
+    if (!q || q->inputs.size() != 3 || q->outputs.size() != 1 || use_count(g, bytes) != 1 ||
+        is_graph_output(g, bytes) || (t != DType::U8 && t != DType::I8) ||
+        g.value(q->inputs[0]).dtype != DType::F32 || g.value(dq.outputs[0]).dtype != DType::F32)
+        return false;
+    double q_scale = 0, q_zero = 0, dq_scale = 0, dq_zero = 0;
+    if (!constant_scalar(g, q->inputs[1], &q_scale) || q_scale != 1.0 ||
+        !constant_scalar(g, q->inputs[2], &q_zero) ||
+        !constant_scalar(g, dq.inputs[1], &dq_scale) ||
+        !constant_scalar(g, dq.inputs[2], &dq_zero) || q_zero != dq_zero)
+        return false;
+    const double lo = t == DType::U8 ? 0 : -128, hi = t == DType::U8 ? 255 : 127;
+    const ValueId x = q->inputs[0];
+    const std::string base = g.value(bytes).name;
+    const Shape shape = g.value(x).shape;
+    const ValueId rounded = g.add_value(base + "/rounded", DType::F32, shape);
+    g.add_node(Op::Round, {x}, {rounded}, {}, base + "/round");
+    const ValueId low = g.add_constant(base + "_low", TensorData::scalar(float(lo - q_zero)));
+    const ValueId high = g.add_constant(base + "_high", TensorData::scalar(float(hi - q_zero)));
+    const ValueId clipped = g.add_value(base + "/clipped", DType::F32, shape);
+    g.add_node(Op::Clip, {rounded, low, high}, {clipped}, {}, base + "/clip");
+    replace_node(g, id, Op::Mul, {clipped, dq.inputs[1]}, {});
+    return true;
+}
+
 } // namespace
 
 PassResult fold_quantized_ops(Graph& g) {
@@ -368,12 +406,18 @@ PassResult fold_quantized_ops(Graph& g) {
                 reciprocals += fold_reciprocal_scale(g, id);
         }
     }
-    r.changes = convs + matmuls + activation_matmuls + pools + requantized + reciprocals;
+    // After the folds above, which give quantizations a unit scale and may still read the
+    // dequantized values they match.
+    int pairs = 0;
+    for (NodeId id : g.topological_order())
+        if (g.is_live(id) && g.node(id).op == Op::DequantizeLinear)
+            pairs += fold_quantize_dequantize(g, id);
+    r.changes = convs + matmuls + activation_matmuls + pools + requantized + reciprocals + pairs;
     std::ostringstream os;
     os << convs << " convs to 8-bit QConv, " << matmuls << " matmuls to QMatMul, "
        << activation_matmuls << " to QMatMulActivations, " << pools << " max pools on bytes, "
        << requantized << " requantizations into their products, " << reciprocals
-       << " quantizations by a reciprocal";
+       << " quantizations by a reciprocal, " << pairs << " quantize-dequantize pairs in f32";
     return end_pass(r, g, os.str());
 }
 

@@ -36,6 +36,7 @@ bool blockable_unary(Op op) {
     case Op::Tanh:
     case Op::Gelu:
     case Op::Neg:
+    case Op::Round: // a quantize-dequantize pair computed in f32 (fold_quantize_dequantize)
         return true;
     default:
         return false;
