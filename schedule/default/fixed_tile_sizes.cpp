@@ -23,6 +23,9 @@ namespace {
 /// Reduce loops up to this extent (kernel windows) lie whole inside the register tile's
 /// reduce level; longer ones (channels, the K of a GEMM) stay in the outer reduce level.
 constexpr int64_t kMaxInnerReduce = 7;
+/// A window of this many steps or more (5x5) keeps one register tile in its local buffer
+/// (add_cache_tile).
+constexpr int64_t kLongWindow = 25;
 /// The most rows of the width axis in one register tile.
 constexpr int64_t kMaxTileRows = 8;
 /// The most elements of a convolution's cache tile (register tile x rows of the row axis):
@@ -39,6 +42,7 @@ constexpr int64_t kReduceUnroll = 4;
 struct ReduceShape {
     bool window = false;
     int64_t longest = 1;
+    int64_t steps = 1; ///< The product of the reduce extents.
     bool gemm_like() const { return !window && longest >= kMinGemmReduce; }
 };
 
@@ -66,6 +70,7 @@ ReduceShape reduce_shape(const Stage& st) {
         r.window = r.window ||
                    (v.extent > 1 && v.extent <= kMaxInnerReduce && slides_window(st, v.var));
         r.longest = std::max(r.longest, v.extent);
+        r.steps *= v.extent;
     }
     return r;
 }
@@ -147,13 +152,15 @@ int64_t tile_rows(int64_t e, int64_t max_rows) {
 ///     inside the tile's reduce level, so each load and store of the accumulators serves a
 ///     window of FMAs): rows of the innermost remaining spatial axis that some read (the
 ///     weight) leaves out (at most kMaxCacheTileElements elements), while the parallel loops
-///     keep at least 4 x num_cores iterations. With no reduction outside the window (a
-///     depthwise conv) they lie in the tile's second spatial level inside the local buffer;
-///     with one (input channels, an 8-bit conv's words) and a tile of whole vectors, outside
-///     it, so that the register tile's accumulators stay in registers over the whole
-///     reduction instead of being reloaded for each row at every step of it. resnet18's
-///     56x56 8-bit convs on a Zen 4 core: 0.566 -> 0.505 ms (the `vpdpbusd` peak), its f32
-///     direct ones 2.05 -> 2.02.
+///     keep at least 4 x num_cores iterations. With a short reduction (a 3x3 depthwise conv's
+///     9 steps) they lie in the tile's second spatial level inside the local buffer; with a
+///     reduction outside the window (input channels, an 8-bit conv's words) or a long window
+///     (25 steps or more: a stem's 7x7 over 3 channels, a 5x5 depthwise) and a tile of whole
+///     vectors, outside it, so that the register tile's accumulators stay in registers over
+///     the whole reduction instead of being reloaded for each row at every step of it.
+///     resnet18's 56x56 8-bit convs on a Zen 4 core: 0.566 -> 0.505 ms (the `vpdpbusd` peak),
+///     its f32 direct ones 2.05 -> 2.02; its 8-bit stem 0.83 -> 0.77, its f32 one 2.49 ->
+///     2.38, a 5x5 depthwise conv over 96 channels of 56x56 0.99 -> 0.93.
 ///   - A GEMM-like stage (a long reduction without a window: matmul, dense, 1x1 conv): rows of
 ///     the width axis outside the local buffer, which stays one register tile that accumulates
 ///     over the whole reduction (its innermost kReduceUnroll steps unrolled). As many rows as
@@ -181,7 +188,7 @@ void add_cache_tile(const Stage& st, const DefaultScheduleOptions& opts, Registe
         }
         // Whole vectors only: unet's NCHW convs to 8 channels (8-lane register tiles on a
         // 16-lane CPU) ran 16-54% slower with their rows outside.
-        t.rows_outside_local = reduce.longest > kMaxInnerReduce &&
+        t.rows_outside_local = (reduce.longest > kMaxInnerReduce || reduce.steps >= kLongWindow) &&
                                t.vector_extent % std::max<int64_t>(1, opts.vector_lanes) == 0;
     } else if (reduce.gemm_like()) {
         t.row_axis = t.width_axis;
