@@ -5,6 +5,7 @@
 #include "../internal/body_util.h"
 #include "../internal/parallel_outer.h"
 #include "default_rules.h"
+#include "tessera/ir/functor.h"
 #include "tessera/schedule/schedule.h"
 #include "tessera/schedule/sketch.h"
 
@@ -110,6 +111,34 @@ bool reads_across_along_last_axis(const State& s, int sid) {
     return across;
 }
 
+/// The k of a read index `last / k` (k > 1 a constant) of stage sid in a dimension other than
+/// the read tensor's last, with `last` the stage's last axis: its lanes come in groups of k
+/// that each read one slice of that dimension (a word pack gathering 4 words from each of 4
+/// channel blocks). 0 when there is none.
+int64_t lane_group_across(const State& s, int sid) {
+    const Stage& st = s.stages[sid];
+    if (st.axes.empty())
+        return 0;
+    // The divisions `last / k` anywhere in an index (a block cb * 4 + j / 4).
+    struct Divisions : ir::IRVisitor {
+        using ir::IRVisitor::visit;
+        const ir::Variable* last = nullptr;
+        int64_t k = 0;
+        void visit(const ir::Div* op) override {
+            const auto* by = op->b.as<ir::IntImm>();
+            if (by && by->value > 1 && op->a.as<ir::Variable>() == last)
+                k = by->value;
+            ir::IRVisitor::visit(op);
+        }
+    } divisions;
+    divisions.last = st.axes.back().get();
+    for_each_read(inline_lets(st.body), [&](const ir::TensorRead* r) {
+        for (size_t d = 0; d + 1 < r->indices.size(); ++d)
+            divisions.visit(r->indices[d]);
+    });
+    return divisions.k;
+}
+
 /// An untiled stage: a long innermost spatial loop is split by the vector width (its guarded
 /// remainder included) and the inner part vectorized; short innermost loops are fused up to
 /// the vector width (with a vector's worth of the next loop when it divides) and vectorized
@@ -128,6 +157,17 @@ void vectorize_untiled(State& s, int sid, int64_t lanes) {
     if (n == 0 || !is_free(s, sid, n - 1))
         return;
     const int64_t e = s.stages[sid].iters[static_cast<size_t>(n - 1)].extent;
+    // Lanes in groups of k that read different slices of an input (int8 resnet18's word
+    // packs: 16 words of a pixel, 4 from each of its 4 channel blocks) gather one element per
+    // lane as vectors of the whole loop; as vectors of k lanes, unrolled, each group is one
+    // dense load (4 words, 16 bytes) and the stores stay contiguous.
+    const int64_t group = lane_group_across(s, sid);
+    if (group > 1 && group < e && e % group == 0 && e <= lanes) {
+        split(s, sid, n - 1, {group});
+        unroll(s, sid, n - 1);
+        vectorize(s, sid, n);
+        return;
+    }
     if (e > lanes) {
         split(s, sid, n - 1, {lanes});
         vectorize(s, sid, n);

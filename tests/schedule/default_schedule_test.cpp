@@ -5,11 +5,13 @@
 #include <cstring>
 #include <filesystem>
 
+#include "common/jit_executor.h"
 #include "sketch_fuzz_util.h"
 #include "tessera/graph/fusion.h"
 #include "tessera/graph/import_onnx.h"
 #include "tessera/graph/pipeline.h"
 #include "tessera/graph/tasks.h"
+#include "tessera/ir/interpreter.h"
 #include "tessera/ir/op.h"
 #include "tessera/ir/printer.h"
 #include "tessera/schedule/default_schedule.h"
@@ -372,6 +374,40 @@ TEST(DefaultSchedule, BlockedOneByOneConvKeepsItsTileOverTheWholeChannelLoop) {
     EXPECT_EQ(rows_inside_reduction(s3), 1) << sched::to_string(s3);
     EXPECT_GT(rows_outside_tile(s3), 1) << sched::to_string(s3);
     expect_lowers_and_matches(three, s3, o, 6);
+}
+
+TEST(DefaultSchedule, LanesThatReadDifferentBlocksAreVectorsOfOneBlock) {
+    // 8-bit words in blocks of 64 channels packed from 4 blocks of 16: a pixel's 16 words
+    // come 4 from each input block. As one 16-lane vector each lane would gather; as 4 vectors
+    // of 4 lanes (the loop around them unrolled) each is one dense 16-byte load (int8
+    // resnet18's packs on a Zen 4 core: 0.019 -> 0.0039 ms).
+    const te::Tensor x = te::placeholder({1, 4, 9, 11, 16}, ir::DataType::u8(), "x");
+    const te::Compute c =
+        te::make_compute({x}, {te::pack_u8_words(x, te::Conv2dParams::make(1, 1, 1, 1), 7, 64)});
+    const sched::DefaultScheduleOptions o = options(16);
+    const State s = sched::default_schedule(c, o);
+    ir::LoweredFunc f = check_structure(c, s, o);
+    ASSERT_TRUE(f.body.defined());
+    const sched::Stage& out = s.stages.back();
+    ASSERT_GE(out.iters.size(), 2u);
+    EXPECT_EQ(out.iters.back().annotation, sched::IterAnnotation::Vectorize) << sched::to_string(s);
+    EXPECT_EQ(out.iters.back().extent, 4) << sched::to_string(s);
+    EXPECT_EQ(out.iters[out.iters.size() - 2].annotation, sched::IterAnnotation::Unroll)
+        << sched::to_string(s);
+    const std::string code = ir::to_string(lower::prepare_for_codegen(f).body);
+    EXPECT_NE(code.find(", 4, 4)])"), std::string::npos) << code; // 4 bytes apart: dense words
+    EXPECT_EQ(code.find("/x4(4)"), std::string::npos) << code;
+    // The words through the JIT against the naive nest (interpreted), padding included.
+    std::vector<uint8_t> bytes(1 * 4 * 9 * 11 * 16);
+    for (size_t i = 0; i < bytes.size(); ++i)
+        bytes[i] = static_cast<uint8_t>((i * 37 + 11) % 251);
+    const size_t words = 1 * 1 * 11 * 13 * 16;
+    std::vector<int32_t> want(words, -1), got(words, -2);
+    std::vector<void*> naive_args = {bytes.data(), want.data()};
+    ir::interpret(lower::lower_default(c, "naive"), naive_args);
+    std::vector<void*> args = {bytes.data(), got.data()};
+    jit_executor()(f, args);
+    EXPECT_EQ(got, want);
 }
 
 // The rows of the output that the conv's local buffer (its register tile's accumulators)
