@@ -12,8 +12,8 @@
 #include "../ops/bf16_matmul.h"
 #include "../ops/blocked_layout.h"
 #include "rewrite.h"
+#include "tessera/graph/shape_inference.h"
 #include "tessera/support/half.h"
-#include "tessera/te/op_library.h"
 
 namespace tessera::graph {
 
@@ -186,21 +186,14 @@ class Bf16Products {
         auto it = packs_.find(key);
         if (it != packs_.end())
             return it->second;
-        const Value& val = g_.value(v);
-        Shape shape = {val.shape[0], channel_blocks(val.shape[1] * val.shape[4], out_block),
-                       val.shape[2] + pads[0] + pads[2], val.shape[3] + pads[1] + pads[3],
-                       out_block};
-        if (merge_width) {
-            shape[3] = te::bf16_merged_row_elements(shape[3], out_block);
-            shape.pop_back();
-        }
-        const std::string name = val.name + "/bf16_" + std::to_string(packs_.size());
-        const ValueId p = g_.add_value(name, DType::BF16, shape);
+        const std::string name = g_.value(v).name + "/bf16_" + std::to_string(packs_.size());
+        const ValueId p = g_.add_value(name);
         Attributes attrs = {{"pads", Attribute::of_ints(pads)},
                             {"out_block", Attribute::of_int(out_block)}};
         if (merge_width)
             attrs["merge_width"] = Attribute::of_int(1);
-        g_.add_node(Op::PackBF16Blocked, {v}, {p}, std::move(attrs), name);
+        // Its type from the op's own type function: one definition of the packed shape.
+        ShapeInferer(g_).infer(g_.add_node(Op::PackBF16Blocked, {v}, {p}, std::move(attrs), name));
         packs_.emplace(key, p);
         return p;
     }
