@@ -249,6 +249,38 @@ TEST(LayoutPass, LeavesUnblockableConvsAndOpsInNchw) {
     EXPECT_EQ(g.value(first_node(g, Op::Div).inputs[0]).shape.size(), 4u);
 }
 
+TEST(LayoutPass, UnaryOpsBetweenConvsStayBlockedWhenTheyKeepValuesFinite) {
+    // conv -> op -> conv: an op whose table entry keeps finite values finite stays blocked
+    // (its input and output NCHW[8]c); one that makes inf out of the padding's 0 runs in NCHW
+    // between two conversions. Values as before either way.
+    for (const auto& [op, blocked] : std::vector<std::pair<Op, bool>>{{Op::Relu, true},
+                                                                      {Op::Tanh, true},
+                                                                      {Op::Round, true},
+                                                                      {Op::Neg, true},
+                                                                      {Op::HardSwish, true},
+                                                                      {Op::Log, false},
+                                                                      {Op::Sqrt, false},
+                                                                      {Op::Reciprocal, false}}) {
+        SCOPED_TRACE(op_name(op));
+        GraphBuilder b;
+        const ValueId x = b.input("x", {1, 13, 7, 9});
+        const ValueId c1 =
+            b.op(Op::Conv, {x, b.constant_f32({11, 13, 3, 3}, 1)}, conv_attrs(3, 1, 1));
+        // Positive values, so that Log and Sqrt compute numbers in the check.
+        const ValueId pos = b.op(Op::Add, {b.op(Op::Relu, {c1}), b.constant_f32({1}, 2, 1.f, 2.f)});
+        const ValueId c2 = b.op(Op::Conv, {b.op(op, {pos}), b.constant_f32({16, 11, 1, 1}, 3)},
+                                conv_attrs(1, 1, 0));
+        Graph g = b.finish({c2});
+        check_pass(g, [](Graph& gr) { return convert_layout_nchwc(gr, 8); });
+        const Node* u_node = nullptr;
+        for (NodeId id : g.topological_order()) // the last one: the op after the Add
+            if (g.node(id).op == op)
+                u_node = &g.node(id);
+        ASSERT_NE(u_node, nullptr) << to_string(g);
+        EXPECT_EQ(g.value(u_node->inputs[0]).shape.size(), blocked ? 5u : 4u) << to_string(g);
+    }
+}
+
 TEST(LayoutPass, CancelsConversionPairs) {
     GraphBuilder b;
     const ValueId x = b.input("x", {1, 16, 5, 3});

@@ -1059,18 +1059,20 @@ using namespace detail;
 const OpDef Relu = unary_op(Op::Relu, 1, eval_fn<eval_unary, UnaryFn::Relu>,
                             [](NodeKernel& k) { k.set(te::relu(k.in(0))); })
                        .onnx(1, 1, 1, 1, {kConsumedInputs})
-                       .types(same_as_input<kNumeric>);
+                       .types(same_as_input<kNumeric>)
+                       .finite_on_finite();
 const OpDef LeakyRelu =
     unary_op(
         Op::LeakyRelu, 1, eval_fn<eval_unary, UnaryFn::LeakyRelu>,
         [](NodeKernel& k) { k.set(te::leaky_relu(k.in(0), k.node().attr_float("alpha", 0.01f))); })
         .onnx(1, 1, 1, 1, {{"alpha", K::Float}, kConsumedInputs})
         .import_with([](OpImport& im) { im.keep("alpha", Attribute::of_float(0.01f)); })
-        .named("leaky_relu");
-const OpDef Sigmoid =
-    unary_op(Op::Sigmoid, 1, eval_fn<eval_unary, UnaryFn::Sigmoid>, [](NodeKernel& k) {
-        k.set(te::sigmoid(k.in(0)));
-    }).onnx(1, 1, 1, 1, {kConsumedInputs});
+        .named("leaky_relu")
+        .finite_on_finite();
+const OpDef Sigmoid = unary_op(Op::Sigmoid, 1, eval_fn<eval_unary, UnaryFn::Sigmoid>,
+                               [](NodeKernel& k) { k.set(te::sigmoid(k.in(0))); })
+                          .onnx(1, 1, 1, 1, {kConsumedInputs})
+                          .finite_on_finite();
 const OpDef HardSigmoid =
     unary_op(Op::HardSigmoid, 1, eval_fn<eval_unary, UnaryFn::HardSigmoid>, hard_sigmoid_kernel)
         .onnx(1, 1, 1, 1, {{"alpha", K::Float}, {"beta", K::Float}, kConsumedInputs})
@@ -1078,20 +1080,24 @@ const OpDef HardSigmoid =
             im.keep("alpha", Attribute::of_float(0.2f));
             im.keep("beta", Attribute::of_float(0.5f));
         })
-        .named("hard_sigmoid");
+        .named("hard_sigmoid")
+        .finite_on_finite();
 const OpDef HardSwish =
     unary_op(Op::HardSwish, 14, eval_fn<eval_unary, UnaryFn::HardSwish>, hard_sigmoid_kernel)
-        .named("hard_swish");
-const OpDef Tanh = unary_op(Op::Tanh, 1, eval_fn<eval_unary, UnaryFn::Tanh>, [](NodeKernel& k) {
-                       k.set(te::tanh(k.in(0)));
-                   }).onnx(1, 1, 1, 1, {kConsumedInputs});
+        .named("hard_swish")
+        .finite_on_finite();
+const OpDef Tanh = unary_op(Op::Tanh, 1, eval_fn<eval_unary, UnaryFn::Tanh>,
+                            [](NodeKernel& k) { k.set(te::tanh(k.in(0))); })
+                       .onnx(1, 1, 1, 1, {kConsumedInputs})
+                       .finite_on_finite();
 const OpDef Erf = unary_op(Op::Erf, 9, eval_fn<eval_unary, UnaryFn::Erf>,
                            [](NodeKernel& k) { k.set(te::erf(k.in(0))); });
 // ONNX Gelu (opset 20), and the Gelu recognize_patterns makes without the attribute.
 const OpDef Gelu =
     unary_fn_op<UnaryFn::Gelu>(Op::Gelu, 20, {{"approximate", K::String}})
         .import_with([](OpImport& im) { im.keep("approximate", Attribute::of_string("none")); })
-        .types(gelu_types);
+        .types(gelu_types)
+        .finite_on_finite();
 const OpDef Sqrt = unary_op(Op::Sqrt, 1, eval_fn<eval_unary, UnaryFn::Sqrt>, [](NodeKernel& k) {
                        k.set(te::sqrt(k.in(0)));
                    }).onnx(1, 1, 1, 1, {kConsumedInputs});
@@ -1108,7 +1114,8 @@ const OpDef Neg = unary_op(Op::Neg, 1, eval_fn<eval_unary, UnaryFn::Neg>,
                                    k.in(0), [](te::Expr e) { return -e; }, "neg"));
                            })
                       .onnx(1, 1, 1, 1, {kConsumedInputs})
-                      .types(same_as_input<kNumeric>);
+                      .types(same_as_input<kNumeric>)
+                      .finite_on_finite();
 const OpDef Reciprocal =
     unary_op(Op::Reciprocal, 1, eval_fn<eval_unary, UnaryFn::Reciprocal>, [](NodeKernel& k) {
         const ir::DataType dt = k.out_type();
@@ -1125,7 +1132,7 @@ const OpDef Sign = unary_fn_op<UnaryFn::Sign, kNumeric>(Op::Sign, 9);
 const OpDef Floor = unary_fn_op<UnaryFn::Floor>(Op::Floor, 1, {kConsumedInputs});
 const OpDef Ceil = unary_fn_op<UnaryFn::Ceil>(Op::Ceil, 1, {kConsumedInputs});
 // Halves round to even.
-const OpDef Round = unary_fn_op<UnaryFn::Round>(Op::Round, 11);
+const OpDef Round = unary_fn_op<UnaryFn::Round>(Op::Round, 11).finite_on_finite();
 const OpDef Softplus = unary_fn_op<UnaryFn::Softplus>(Op::Softplus, 1);
 const OpDef Softsign = unary_fn_op<UnaryFn::Softsign>(Op::Softsign, 1);
 const OpDef Elu =
@@ -1156,7 +1163,8 @@ const OpDef Clip =
         .fuses_as(FK::Elementwise)
         .static_from(1)
         .runtime_scalars_from_operand(1)
-        .builds(clip_kernel);
+        .builds(clip_kernel)
+        .finite_on_finite();
 
 // ---- broadcasting binary ops ----
 

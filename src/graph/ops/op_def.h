@@ -76,6 +76,11 @@ struct OpDef {
     /// runs on f16 operands as they are. Every other op computes on f16 operands in f32: the
     /// importer puts Casts around it (ImportContext::emit), as one rounding per op.
     bool any_element_type = false;
+    /// A unary elementwise op that maps finite values to finite values (Relu, Tanh, Round;
+    /// not Log or Reciprocal, which make inf out of 0): the layout pass keeps it in NCHW[x]c,
+    /// where the padding channels' finite values then stay finite and the zero weights of the
+    /// next conv cancel them.
+    bool keeps_finite = false;
     // ---- fusion and kernels ----
     FusionKind fusion = FusionKind::Opaque;
     /// The op's name in task names ("conv2d"); empty: the op name in lower case.
@@ -128,6 +133,10 @@ struct OpDef {
     }
     OpDef& moves_elements() {
         any_element_type = true;
+        return *this;
+    }
+    OpDef& finite_on_finite() {
+        keeps_finite = true;
         return *this;
     }
     OpDef& fuses_as(FusionKind k) {

@@ -22,26 +22,11 @@ using namespace detail;
 
 namespace {
 
-// Unary elementwise ops kept blocked. Padding channels hold finite values (0 after a conv);
-// these ops keep them finite, so the zero weights of padded input channels cancel them.
-// Ops that can make inf/NaN out of 0 (Log, Reciprocal, Div, Pow, Sqrt) are left in NCHW.
-bool blockable_unary(Op op) {
-    switch (op) {
-    case Op::Relu:
-    case Op::LeakyRelu:
-    case Op::Clip:
-    case Op::Sigmoid:
-    case Op::HardSigmoid:
-    case Op::HardSwish:
-    case Op::Tanh:
-    case Op::Gelu:
-    case Op::Neg:
-    case Op::Round: // a quantize-dequantize pair computed in f32 (fold_quantize_dequantize)
-        return true;
-    default:
-        return false;
-    }
-}
+// Unary elementwise ops kept blocked: those their op table entry marks as keeping finite
+// values finite (OpDef::keeps_finite). Padding channels hold finite values (0 after a conv);
+// such ops keep them finite, so the zero weights of padded input channels cancel them. Ops
+// that can make inf/NaN out of 0 (Log, Reciprocal, Div, Pow, Sqrt) are left in NCHW.
+bool blockable_unary(Op op) { return op_def(op).keeps_finite; }
 // Per-tensor QuantizeLinear and DequantizeLinear (one scale, one zero point) map each element
 // alone, as the unary ops do: a quantized model's Q -> DQ pairs between convs stay blocked.
 // Padding channels stay finite: 0 quantizes to the zero point, which dequantizes to 0.
