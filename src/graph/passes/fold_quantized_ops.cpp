@@ -349,8 +349,9 @@ bool fold_reciprocal_scale(Graph& g, NodeId id) {
 // before the residual Add that dequantizes it again): Clip(Round(x), lo - z, hi - z) * s, with
 // lo..hi the byte type's range. The quantize's byte is saturate(round(x) + z) and the
 // dequantize gives (byte - z) * s; round(x) clipped to lo - z..hi - z is that byte minus z, an
-// integer below 2^8 that f32 holds exactly, so the values are the same to the bit. The
-// kernel's epilogue then stays in f32 instead of converting to i32, to bytes and back.
+// integer below 2^8 that f32 holds exactly, so the values are the same to the bit (a NaN,
+// which has no byte, stays NaN). The kernel's epilogue then stays in f32 instead of
+// converting to i32, to bytes and back.
 bool fold_quantize_dequantize(Graph& g, NodeId id) {
     const Node dq = g.node(id);
     if (dq.inputs.size() != 3 || dq.outputs.size() != 1)
