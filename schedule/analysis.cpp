@@ -150,6 +150,26 @@ class VarCollector : public IRVisitor {
 };
 } // namespace
 
+bool State::is_read_as_words(int sid) const {
+    struct Finder : IRVisitor {
+        using IRVisitor::visit;
+        const ir::TensorNode* tensor = nullptr;
+        bool found = false;
+        void visit(const Call* op) override {
+            if (op->op == CallOp::BytesAsWord)
+                for_each_read(op->args[0], [&](const TensorRead* r) {
+                    found = found || r->tensor.get() == tensor;
+                });
+            IRVisitor::visit(op);
+        }
+    } finder;
+    finder.tensor = stage(sid).tensor.get();
+    for (int c : consumers(sid))
+        if (stages[static_cast<size_t>(c)].body.defined())
+            finder.visit(inline_lets(stages[static_cast<size_t>(c)].body));
+    return finder.found;
+}
+
 bool State::is_injective(int sid) const {
     const Stage& st = stage(sid);
     return !st.is_input() && !st.has_reduce();

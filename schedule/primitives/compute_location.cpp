@@ -44,6 +44,9 @@ void do_compute_inline(State& s, int stage) {
     if (!s.attached_stages(stage).empty())
         throw ScheduleError(Msg() << "compute_inline of '" << st.tensor.name()
                                   << "', which other stages are computed at");
+    if (s.is_read_as_words(stage))
+        throw ScheduleError(Msg() << "compute_inline of '" << st.tensor.name()
+                                  << "', which a reader takes as words of its elements in memory");
     st.location = {ComputeLocKind::Inlined, -1, -1};
 }
 

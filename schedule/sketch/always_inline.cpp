@@ -17,6 +17,9 @@ class AlwaysInline : public SketchRule {
         if (st.is_input() || s.is_output(stage) || st.has_reduce() ||
             st.location.kind != ComputeLocKind::Root || !s.attached_stages(stage).empty())
             return RuleCondition::Skip;
+        // A stage read as words must stay in memory (do_compute_inline refuses it).
+        if (s.is_read_as_words(stage))
+            return RuleCondition::Skip;
         // GPUs inline every injective stage (launches cost more than recomputation); CPUs
         // those whose reads are plain axis accesses without expensive math, the padding of a
         // pooling window, and a copy read only by stages that read each element once.

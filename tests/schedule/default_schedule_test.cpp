@@ -325,6 +325,39 @@ TEST(DefaultSchedule, AHeadsReshapeInlinesIntoItsCastButNotIntoAReduction) {
         << sched::to_string(r);
 }
 
+TEST(DefaultSchedule, ACopyReadAsWordsStaysAStage) {
+    // A transpose of bytes read 4 at a time as words (bytes_as_word reads the 3 elements after
+    // the one indexed, in memory): inlined, the word would take the transpose's input's
+    // neighbours instead, so the copy stays a stage of its own. The words through the JIT
+    // equal the naive nest's.
+    const te::Tensor x = te::placeholder({8, 12}, ir::DataType::u8(), "x");
+    const te::Tensor moved = te::compute(
+        {12, 8}, [&](const std::vector<te::Var>& i) { return x(i[1], i[0]); }, "moved");
+    const te::Tensor words = te::compute(
+        {12, 2},
+        [&](const std::vector<te::Var>& i) {
+            return ir::bytes_as_word(moved(i[0], i[1] * te::Expr(4)));
+        },
+        "words");
+    const te::Compute c = te::make_compute({x}, {words});
+    const sched::DefaultScheduleOptions o = options(16);
+    const State s = sched::default_schedule(c, o);
+    EXPECT_NE(s.stages[s.stage_id_of("moved")].location.kind, sched::ComputeLocKind::Inlined)
+        << sched::to_string(s);
+    State inlined = sched::make_initial_state(c);
+    EXPECT_THROW(sched::compute_inline(inlined, inlined.stage_id_of("moved")), ScheduleError);
+    const ir::LoweredFunc f = sched::lower_state(s, "kernel");
+    std::vector<uint8_t> bytes(8 * 12);
+    for (size_t i = 0; i < bytes.size(); ++i)
+        bytes[i] = static_cast<uint8_t>(i * 7 + 3);
+    std::vector<int32_t> want(12 * 2, -1), got(12 * 2, -2);
+    std::vector<void*> naive_args = {bytes.data(), want.data()};
+    ir::interpret(lower::lower_default(c, "naive"), naive_args);
+    std::vector<void*> args = {bytes.data(), got.data()};
+    jit_executor()(f, args);
+    EXPECT_EQ(got, want);
+}
+
 // The spatial loops of the conv's tile between its outermost reduce loop and its register
 // tile: a cache tile of rows shows up as a loop of extent > 1 there.
 int64_t rows_inside_reduction(const State& s) {

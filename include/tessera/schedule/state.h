@@ -184,6 +184,10 @@ struct State {
     bool is_strict_inlinable(int sid) const;
     /// A compute stage without reduction (elementwise or any injective map).
     bool is_injective(int sid) const;
+    /// True when some consumer reinterprets stage sid's elements as words (bytes_as_word of a
+    /// read of it reads the elements after the one indexed, in memory): the stage must stay
+    /// in memory, never inlined.
+    bool is_read_as_words(int sid) const;
     /// A stage with data reuse that wants multi-level tiling: some read leaves out two or more
     /// spatial axes of extent > 1, or leaves out one while the stage reduces (matmul, conv;
     /// not elementwise ops).
