@@ -189,7 +189,10 @@ void vectorize_untiled(State& s, int sid, int64_t lanes) {
     // LLVM's loop vectorizer, whose interleaved stores write 16 pixels' channels from 3 dense
     // loads: 0.013 ms. (Longer odd loops, a transpose's 13 columns, stay gathers: interleave
     // groups that long are not vectorized.)
-    if (count == 1 && prod == 3 && lanes % prod != 0 && reads_across_along_last_axis(s, sid)) {
+    // A loop of 2 read across (a bf16 product's pairs of rows, interleaved) likewise: LLVM
+    // interleaves two dense rows where 2-lane groups of one vector would gather.
+    if (count == 1 && (prod == 2 || (prod == 3 && lanes % prod != 0)) &&
+        reads_across_along_last_axis(s, sid)) {
         unroll(s, sid, n - 1);
         return;
     }

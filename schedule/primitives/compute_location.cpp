@@ -17,6 +17,11 @@ void do_compute_at(State& s, int stage, int target_stage, int target_iter) {
         throw ScheduleError(Msg() << "compute_at of '" << st.tensor.name() << "' at '"
                                   << target.tensor.name() << "', which has no loops");
     check_iter(target, target_iter, "compute_at");
+    // Bound inference sees the element a word read indexes, not the ones after it: a stage
+    // read as words is computed whole, at the root.
+    if (s.is_read_as_words(stage))
+        throw ScheduleError(Msg() << "compute_at of '" << st.tensor.name()
+                                  << "', which a reader takes as words of its elements in memory");
     // A target computed (transitively) inside this stage would be a cycle.
     int cur = target_stage;
     for (size_t n = 0; n <= s.stages.size(); ++n) {

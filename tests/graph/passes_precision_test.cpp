@@ -66,12 +66,18 @@ TESSERA_REGISTER_OP_CASES(bf16_matmul_op_cases);
 
 // MatMulBF16NT's kernel against its evaluator: one batch axis and two, odd rows and columns
 // (tiles and vectors with remainders), reductions of one word and of several tile steps.
+// With kn = 1 (the right-hand side as it is, [..., K, N]) the same shapes, its rows
+// interleaved in pairs by the kernel.
 std::vector<OpCase> bf16_matmul_nt_op_cases() {
-    auto product = [](Shape x, Shape y, uint64_t seed) {
-        return [x, y, seed](Case& c) -> std::vector<ValueId> {
+    auto product = [](Shape x, Shape y, uint64_t seed, bool kn = false) {
+        return [x, y, seed, kn](Case& c) -> std::vector<ValueId> {
+            Attributes a;
+            if (kn)
+                a["kn"] = Attribute::of_int(1);
             return {c.op(Op::MatMulBF16NT,
                          {c.input(testing::random_tensor(x, seed).cast(DType::BF16)),
-                          c.input(testing::random_tensor(y, seed + 1).cast(DType::BF16))})};
+                          c.input(testing::random_tensor(y, seed + 1).cast(DType::BF16))},
+                         a)};
         };
     };
     return {
@@ -82,6 +88,13 @@ std::vector<OpCase> bf16_matmul_nt_op_cases() {
          {Op::MatMulBF16NT},
          product({1, 2, 33, 64}, {1, 2, 40, 64}, 93)},
         {"MatMulBF16NTOneWord", {Op::MatMulBF16NT}, product({5, 2}, {7, 2}, 95)},
+        {"MatMulBF16KNOddRowsAndColumns",
+         {Op::MatMulBF16NT},
+         product({3, 19, 38}, {3, 38, 21}, 97, true)},
+        {"MatMulBF16KNAttentionHeads",
+         {Op::MatMulBF16NT},
+         product({1, 2, 33, 128}, {1, 2, 128, 40}, 99, true)},
+        {"MatMulBF16KNOneWord", {Op::MatMulBF16NT}, product({5, 2}, {2, 7}, 101, true)},
     };
 }
 TESSERA_REGISTER_OP_CASES(bf16_matmul_nt_op_cases);
@@ -170,11 +183,13 @@ TEST(PrecisionPass, LeavesOddReductionsAndMismatchedBatchesInF32) {
     EXPECT_EQ(count_op(g, Op::Cast), 0);
 }
 
-/// z = x y^T per batch with x and y rounded to bf16 first, summed in double: what MatMulBF16NT
-/// computes up to f32 summation. x [B, M, K], y [B, N, K] row-major.
-std::vector<double> rounded_product_nt(const TensorData& x, const TensorData& y) {
+/// z = x y^T (kn: x y) per batch with x and y rounded to bf16 first, summed in double: what
+/// MatMulBF16NT computes up to f32 summation. x [B, M, K], y [B, N, K] (kn: [B, K, N])
+/// row-major.
+std::vector<double> rounded_activation_product(const TensorData& x, const TensorData& y,
+                                               bool kn = false) {
     const size_t r = x.rank();
-    const int64_t M = x.shape()[r - 2], K = x.shape()[r - 1], N = y.shape()[r - 2];
+    const int64_t M = x.shape()[r - 2], K = x.shape()[r - 1], N = y.shape()[kn ? r - 1 : r - 2];
     const int64_t batches = x.numel() / (M * K);
     std::vector<double> z(batches * M * N, 0.0);
     for (int64_t b = 0; b < batches; ++b)
@@ -183,13 +198,13 @@ std::vector<double> rounded_product_nt(const TensorData& x, const TensorData& y)
                 for (int64_t k = 0; k < K; ++k)
                     z[(b * M + m) * N + n] +=
                         double(bf16_round(x.data<float>()[(b * M + m) * K + k])) *
-                        bf16_round(y.data<float>()[(b * N + n) * K + k]);
+                        bf16_round(y.data<float>()[kn ? (b * K + k) * N + n : (b * N + n) * K + k]);
     return z;
 }
 
 TEST(PrecisionPass, AttentionProductsComputeOnBf16OperandsWithoutATranspose) {
     // Scores Q K^T with K^T a Transpose of K (the pass reads K itself), then probabilities P
-    // times V (the pass adds V's transpose), per head: 7 queries of 6 features, 8 keys.
+    // times V (the pass reads V as it is, kn = 1), per head: 7 queries of 6 features, 8 keys.
     GraphBuilder b;
     const ValueId q = b.input("q", {1, 2, 7, 6}), k = b.input("k", {1, 2, 8, 6});
     const ValueId v = b.input("v", {1, 2, 8, 10});
@@ -210,17 +225,76 @@ TEST(PrecisionPass, AttentionProductsComputeOnBf16OperandsWithoutATranspose) {
     for (NodeId id : g.node_ids())
         casts_of_k += g.node(id).op == Op::Cast && g.node(id).inputs[0] == k;
     EXPECT_EQ(casts_of_k, 1) << "K^T's product reads K's rows, not a transposed copy";
-    EXPECT_EQ(count_op(g, Op::Transpose), 2) << "K^T (now dead) and the new one of V";
+    EXPECT_EQ(count_op(g, Op::Transpose), 1) << "K^T (now dead); V needs none";
+    int kn_products = 0;
+    for (NodeId id : g.node_ids())
+        kn_products += g.node(id).op == Op::MatMulBF16NT && g.node(id).attr_int("kn", 0) == 1;
+    EXPECT_EQ(kn_products, 1);
 
     // The scores against a reference on rounded operands: only f32 summation differs.
     const std::vector<TensorData> in = {testing::random_tensor({1, 2, 7, 6}, 31),
                                         testing::random_tensor({1, 2, 8, 6}, 32),
                                         testing::random_tensor({1, 2, 8, 10}, 33)};
     const std::vector<TensorData> got = evaluate(g, in);
-    const std::vector<double> want = rounded_product_nt(in[0], in[1]);
+    const std::vector<double> want = rounded_activation_product(in[0], in[1]);
     ASSERT_EQ(got[0].numel(), static_cast<int64_t>(want.size()));
     for (size_t i = 0; i < want.size(); ++i)
         EXPECT_NEAR(got[0].data<float>()[i], want[i], 1e-5) << i;
+}
+
+TEST(PrecisionPass, HeadsTransposedForAProductGiveItTheirColumnsWithoutAGather) {
+    // BERT's keys: the heads' Reshape, then a Transpose straight to K^T [b, h, d, s] (perm
+    // 0 2 3 1). The product's columns as rows are K [b, h, s, d]: the pass makes them with
+    // the perm 0 2 1 3 (the innermost axis stays innermost, the same copy as the queries'),
+    // not a product on K^T as it is. The values before and after agree, and after the whole
+    // pipeline no dead Transpose is left to split a fused group.
+    GraphBuilder b;
+    const ValueId q = b.input("q", {1, 2, 7, 6});
+    const ValueId k = b.input("k", {1, 9, 2, 6}); // [b, s, h, d]
+    Attributes perm;
+    perm["perm"] = Attribute::of_ints({0, 2, 3, 1});
+    const ValueId kt = b.op(Op::Transpose, {k}, perm);
+    Graph g = b.finish({b.op(Op::MatMul, {q, kt})});
+    Graph whole = g;
+    check_pass(g, convert_precision_bf16, 7, kBf16ScaleTol);
+    int kn = 0, columns = 0;
+    for (NodeId id : g.node_ids()) {
+        const Node& n = g.node(id);
+        kn += n.op == Op::MatMulBF16NT && n.attr_int("kn", 0) == 1;
+        columns += n.op == Op::Transpose && n.inputs[0] == k &&
+                   n.attr_ints("perm", {}) == std::vector<int64_t>{0, 2, 1, 3};
+    }
+    EXPECT_EQ(kn, 0);
+    EXPECT_EQ(columns, 1);
+    PipelineOptions po;
+    po.level = 0;
+    po.precision = Precision::BF16;
+    optimize(whole, po);
+    for (NodeId id : whole.node_ids()) {
+        if (whole.node(id).op == Op::Transpose) {
+            EXPECT_EQ(whole.node(id).attr_ints("perm", {}), (std::vector<int64_t>{0, 2, 1, 3}))
+                << "the product's dead K^T is gone";
+        }
+    }
+}
+
+TEST(PrecisionPass, Bf16KNProductEvaluatesTheRoundedProduct) {
+    // MatMulBF16NT with kn = 1 evaluates x y on bf16-rounded operands (odd M and N, two batch
+    // axes): only f32 summation differs.
+    const TensorData x = testing::random_tensor({2, 3, 5, 12}, 41);
+    const TensorData y = testing::random_tensor({2, 3, 12, 7}, 42);
+    GraphBuilder b;
+    const ValueId z =
+        b.op(Op::MatMulBF16NT,
+             {b.input("x", x.shape(), DType::BF16), b.input("y", y.shape(), DType::BF16)},
+             {{"kn", Attribute::of_int(1)}});
+    const Graph g = b.finish({z});
+    const TensorData got = evaluate(g, {x.cast(DType::BF16), y.cast(DType::BF16)})[0];
+    EXPECT_EQ(got.shape(), (Shape{2, 3, 5, 7}));
+    const std::vector<double> want = rounded_activation_product(x, y, true);
+    ASSERT_EQ(got.numel(), static_cast<int64_t>(want.size()));
+    for (size_t i = 0; i < want.size(); ++i)
+        EXPECT_NEAR(got.data<float>()[i], want[i], 1e-5) << i;
 }
 
 TEST(PrecisionPass, Bf16NTProductRefusesMismatchedOperandsNamingTheNode) {
@@ -233,7 +307,7 @@ TEST(PrecisionPass, Bf16NTProductRefusesMismatchedOperandsNamingTheNode) {
         FAIL() << "no error";
     } catch (const UserError& e) {
         EXPECT_NE(std::string(e.what()).find("MatMulBF16NT"), std::string::npos) << e.what();
-        EXPECT_NE(std::string(e.what()).find("same even last dimension"), std::string::npos)
+        EXPECT_NE(std::string(e.what()).find("same even inner dimension"), std::string::npos)
             << e.what();
     }
 }

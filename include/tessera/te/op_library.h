@@ -174,6 +174,12 @@ Tensor bf16_matmul(const Tensor& x, const Tensor& w);
 /// "bf16_matmul_nt_columns" (y's rows as words, transposed to [..., K / 2, N]: the word rows
 /// by columns a weight has) and "bf16_matmul_nt". Throws UserError on other dtypes or shapes.
 Tensor bf16_matmul_nt(const Tensor& x, const Tensor& y);
+/// The same product with y as it is, bf16 [..., K, N]: z[..., m, n] = sum_k x[..., m, k] *
+/// y[..., k, n] (attention's P V, whose V is not a transpose's input). Instead of the columns
+/// stage, "bf16_matmul_nt_pairs" [..., K / 2, N, 2] interleaves y's rows 2j and 2j + 1 (two
+/// dense rows in, one out), and the product reads each pair as a word. Throws UserError on
+/// other dtypes or shapes.
+Tensor bf16_matmul_kn(const Tensor& x, const Tensor& y);
 
 // ---- bf16_conv.cpp ---------------------------------------------------------------------------
 

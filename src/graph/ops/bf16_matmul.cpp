@@ -86,6 +86,10 @@ EvalOutputs eval_bf16_matmul(const Node&, const EvalInputs& in, const std::strin
 
 void bf16_matmul_kernel(NodeKernel& k) { k.set(te::bf16_matmul(k.in(0), k.in(1))); }
 
+// Attribute "kn" 1: Y is [..., K, N] as it is; 0 (default): Y is [..., N, K], its columns as
+// rows.
+bool y_is_kn(const Node& n) { return n.attr_int("kn", 0) != 0; }
+
 TypeList bf16_matmul_nt_types(const NodeTypes& t) {
     const Value& x = t.in(0, "X");
     const Value& y = t.in(1, "Y");
@@ -95,19 +99,21 @@ TypeList bf16_matmul_nt_types(const NodeTypes& t) {
     t.rank(y, static_cast<int64_t>(x.shape.size()), "Y");
     const size_t r = x.shape.size();
     const int64_t K = x.shape.back();
-    if (K % 2 != 0 || y.shape.back() != K ||
+    const bool kn = y_is_kn(t.node());
+    if (K % 2 != 0 || y.shape[kn ? r - 2 : r - 1] != K ||
         !std::equal(x.shape.begin(), x.shape.end() - 2, y.shape.begin()))
         t.fail("X " + shape_str(x.shape) + " and Y " + shape_str(y.shape) +
-               " need the same batch dimensions and the same even last dimension");
+               " need the same batch dimensions and the same even inner dimension");
     Shape out = x.shape;
-    out[r - 1] = y.shape[r - 2];
+    out[r - 1] = y.shape[kn ? r - 1 : r - 2];
     return {{DType::F32, out}};
 }
 
-EvalOutputs eval_bf16_matmul_nt(const Node&, const EvalInputs& in, const std::string& where) {
+EvalOutputs eval_bf16_matmul_nt(const Node& node, const EvalInputs& in, const std::string& where) {
     const TensorData &x = require_input(in, 0, where), &y = require_input(in, 1, where);
     const size_t r = x.rank();
-    const int64_t M = x.shape()[r - 2], K = x.shape()[r - 1], N = y.shape()[r - 2];
+    const bool kn = y_is_kn(node);
+    const int64_t M = x.shape()[r - 2], K = x.shape()[r - 1], N = y.shape()[kn ? r - 1 : r - 2];
     const int64_t batches = x.numel() / (M * K);
     Shape out_shape = x.shape();
     out_shape.back() = N;
@@ -116,20 +122,29 @@ EvalOutputs eval_bf16_matmul_nt(const Node&, const EvalInputs& in, const std::st
     const BFloat16* py = y.data<BFloat16>();
     float* pz = z.data<float>();
     auto word = [](const BFloat16* p) { return uint32_t(p[0].bits) | uint32_t(p[1].bits) << 16; };
+    // Y's elements (k, n) and (k + 1, n) of batch b as one word.
+    auto y_word = [&](int64_t b, int64_t k, int64_t n) {
+        if (!kn)
+            return word(py + (b * N + n) * K + k);
+        const BFloat16* yb = py + b * K * N;
+        return uint32_t(yb[k * N + n].bits) | uint32_t(yb[(k + 1) * N + n].bits) << 16;
+    };
     // Word by word, each word's two products summed first, as dot2_bf16 defines it.
     for (int64_t b = 0; b < batches; ++b)
         for (int64_t m = 0; m < M; ++m)
             for (int64_t n = 0; n < N; ++n) {
                 float acc = 0;
                 for (int64_t j = 0; j < K / 2; ++j)
-                    acc += dot2_bf16(word(px + (b * M + m) * K + 2 * j),
-                                     word(py + (b * N + n) * K + 2 * j));
+                    acc += dot2_bf16(word(px + (b * M + m) * K + 2 * j), y_word(b, 2 * j, n));
                 pz[(b * M + m) * N + n] = acc;
             }
     return {z};
 }
 
-void bf16_matmul_nt_kernel(NodeKernel& k) { k.set(te::bf16_matmul_nt(k.in(0), k.in(1))); }
+void bf16_matmul_nt_kernel(NodeKernel& k) {
+    k.set(y_is_kn(k.node()) ? te::bf16_matmul_kn(k.in(0), k.in(1))
+                            : te::bf16_matmul_nt(k.in(0), k.in(1)));
+}
 
 } // namespace
 

@@ -87,8 +87,10 @@ class Bf16Products {
 
     // Rewrites MatMul node id of two computed f32 operands (attention's Q K^T and P V) into
     // MatMulBF16NT; true when it did. Its second operand's rows are the right-hand side's
-    // columns: the input of a Transpose that made that side by swapping the last two axes
-    // (K before its transpose), else a new such Transpose, which fuses into its producer.
+    // columns when a Transpose that swaps the last two axes made that side (K before its
+    // transpose: the product reads that Transpose's input); otherwise it takes the right-hand
+    // side as it is (kn = 1; V), whose kernel interleaves its rows in pairs (two dense rows
+    // per pair, where a transposed copy would be gathered).
     bool convert_activation_product(NodeId id) {
         const Node n = g_.node(id);
         if (n.op != Op::MatMul || !is_plain_product(n))
@@ -101,24 +103,32 @@ class Bf16Products {
             b.shape[r - 2] != x.shape[r - 1] ||
             !std::equal(x.shape.begin(), x.shape.end() - 2, b.shape.begin()))
             return false;
-        std::vector<int64_t> swap_last(r);
-        for (size_t i = 0; i < r; ++i)
-            swap_last[i] = static_cast<int64_t>(i);
-        std::swap(swap_last[r - 1], swap_last[r - 2]);
+        // The right-hand side's columns as rows are its Transpose's input permuted by the
+        // perm with its last two entries swapped: cheap to make when that keeps the input's
+        // innermost axis innermost (K^T from K's heads: the same copy as Q's), else a gather.
         const Node* t = producer_op(g_, n.input(1), Op::Transpose);
-        ValueId columns = kNoValue;
-        if (t && t->attr_ints("perm", {}) == swap_last) {
-            columns = t->input(0);
-        } else {
-            Shape shape = b.shape;
-            std::swap(shape[r - 1], shape[r - 2]);
-            const std::string name = b.name + "/columns"; // before add_value moves the values
-            columns = g_.add_value(name, DType::F32, shape);
-            Attributes a;
-            a["perm"] = Attribute::of_ints(swap_last);
-            g_.add_node(Op::Transpose, {n.input(1)}, {columns}, std::move(a), name);
+        std::vector<int64_t> columns_perm = t ? t->attr_ints("perm", {}) : std::vector<int64_t>{};
+        if (columns_perm.size() == r) {
+            std::swap(columns_perm[r - 1], columns_perm[r - 2]);
+            if (columns_perm[r - 1] == static_cast<int64_t>(r) - 1) {
+                const ValueId in = t->input(0);
+                ValueId columns = in;
+                std::vector<int64_t> identity(r);
+                for (size_t i = 0; i < r; ++i)
+                    identity[i] = static_cast<int64_t>(i);
+                if (columns_perm != identity) {
+                    const std::string name = g_.value(n.input(1)).name + "/columns";
+                    columns = g_.add_value(name);
+                    ShapeInferer(g_).infer(g_.add_node(Op::Transpose, {in}, {columns},
+                                                       {{"perm", Attribute::of_ints(columns_perm)}},
+                                                       name));
+                }
+                replace_node(g_, id, Op::MatMulBF16NT, {bf16_of(n.input(0)), bf16_of(columns)}, {});
+                return true;
+            }
         }
-        replace_node(g_, id, Op::MatMulBF16NT, {bf16_of(n.input(0)), bf16_of(columns)}, {});
+        replace_node(g_, id, Op::MatMulBF16NT, {bf16_of(n.input(0)), bf16_of(n.input(1))},
+                     {{"kn", Attribute::of_int(1)}});
         return true;
     }
 

@@ -148,8 +148,12 @@ std::vector<PassResult> optimize(Graph& g, const PipelineOptions& options) {
         run("layout");
         run("winograd");
     }
-    if (options.precision == Precision::BF16 || options.precision == Precision::FP16)
-        run("precision");
+    // Then dead-code elimination: a product that no longer reads a Transpose (it takes the
+    // Transpose's input, permuted otherwise) leaves it dead, and a dead reader would end the
+    // fused group of the value it read.
+    if ((options.precision == Precision::BF16 || options.precision == Precision::FP16) &&
+        run("precision") > 0)
+        run("dce");
     g.verify();
     return log;
 }

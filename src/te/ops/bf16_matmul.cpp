@@ -52,8 +52,12 @@ Tensor bf16_matmul(const Tensor& x, const Tensor& w) {
         op);
 }
 
-Tensor bf16_matmul_nt(const Tensor& x, const Tensor& y) {
-    const std::string op = "bf16_matmul_nt";
+namespace {
+/// The checks of both activation products: x and y bf16 of one rank >= 2 with the same batch
+/// dimensions, x's inner dimension even and equal to y's dimension `y_inner` (its last for
+/// bf16_matmul_nt, its second to last for bf16_matmul_kn). Throws UserError.
+void check_activation_operands(const Tensor& x, const Tensor& y, size_t y_inner,
+                               const std::string& op) {
     check_defined(x, op, "input");
     check_defined(y, op, "second input");
     if (x.dtype() != DataType::bf16() || y.dtype() != DataType::bf16())
@@ -61,12 +65,19 @@ Tensor bf16_matmul_nt(const Tensor& x, const Tensor& y) {
                           << " and " << ir::to_string(y.dtype());
     const size_t rank = x.ndim();
     if (rank < 2 || y.ndim() != rank || x.shape().back() % 2 != 0 ||
-        y.shape().back() != x.shape().back() ||
+        y.shape()[rank - 2 + y_inner] != x.shape().back() ||
         !std::equal(x.shape().begin(), x.shape().end() - 2, y.shape().begin()))
         throw UserError() << op << ": inputs " << shape_to_string(x.shape()) << " and "
                           << shape_to_string(y.shape())
                           << " need rank >= 2, the same batch dimensions and the same even "
-                             "last dimension";
+                             "inner dimension";
+}
+} // namespace
+
+Tensor bf16_matmul_nt(const Tensor& x, const Tensor& y) {
+    const std::string op = "bf16_matmul_nt";
+    check_activation_operands(x, y, 1, op);
+    const size_t rank = x.ndim();
     const int64_t n = y.shape()[rank - 2];
     const Tensor xw = rows_as_words(x, op + "_words");
     // y's rows as words, transposed: word [..., j, c] holds y[..., c, 2j] and y[..., c, 2j + 1],
@@ -93,6 +104,41 @@ Tensor bf16_matmul_nt(const Tensor& x, const Tensor& y) {
             xi.back() = r.var;
             wi[rank - 2] = r.var;
             return sum(ir::dot2_bf16(xw(xi), yw(wi)), {r});
+        },
+        op);
+}
+
+Tensor bf16_matmul_kn(const Tensor& x, const Tensor& y) {
+    const std::string op = "bf16_matmul_nt";
+    check_activation_operands(x, y, 0, op);
+    const size_t rank = x.ndim();
+    const int64_t n = y.shape()[rank - 1], k = x.shape().back();
+    const Tensor xw = rows_as_words(x, op + "_words");
+    // Rows 2j and 2j + 1 of y side by side: pair [..., j, c, e] is y[..., 2j + e, c], so that
+    // the word at pair [..., j, c, 0] holds column c's elements of both rows.
+    std::vector<int64_t> pairs_shape = y.shape();
+    pairs_shape[rank - 2] = k / 2;
+    pairs_shape.push_back(2);
+    const Tensor pairs = compute(
+        pairs_shape,
+        [&](const std::vector<Var>& i) {
+            std::vector<Expr> yi = as_exprs(i);
+            yi.pop_back();
+            yi[rank - 2] = i[rank - 2] * Expr(2) + i[rank];
+            return y(yi);
+        },
+        op + "_pairs");
+    std::vector<int64_t> shape = x.shape();
+    shape.back() = n;
+    IterVar r = reduce_axis(k / 2, "kw");
+    return compute(
+        shape,
+        [&](const std::vector<Var>& i) {
+            std::vector<Expr> xi = as_exprs(i), pi = as_exprs(i);
+            xi.back() = r.var;
+            pi[rank - 2] = r.var;
+            pi.push_back(Expr(0));
+            return sum(ir::dot2_bf16(xw(xi), ir::bytes_as_word(pairs(pi))), {r});
         },
         op);
 }
