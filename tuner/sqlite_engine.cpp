@@ -3,7 +3,9 @@
 // file is the user's input, never a tessera bug.
 #include <sqlite3.h>
 
+#include <chrono>
 #include <cmath>
+#include <thread>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -31,6 +33,7 @@ bool writable(const std::string& path) {
 }
 
 constexpr int kBusyTimeoutMs = 30000; // concurrent tuners wait for each other's commits
+constexpr int kBusyRetryMs = 10;      // the pause between retries SQLite does not wait for
 
 const char* kCreateSchema = R"sql(
 CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);
@@ -126,6 +129,22 @@ class Stmt {
         if (rc == SQLITE_DONE)
             return false;
         fail(path_, db_, "a query");
+    }
+    /// Steps once as step() does, but answers SQLITE_BUSY by stepping again after a pause, for
+    /// up to the busy timeout: for a statement SQLite refuses at once instead of waiting (two
+    /// connections that both hold a shared lock and both want the exclusive one).
+    bool step_when_free() {
+        for (int waited_ms = 0;; waited_ms += kBusyRetryMs) {
+            const int rc = sqlite3_step(st_);
+            if (rc == SQLITE_ROW)
+                return true;
+            if (rc == SQLITE_DONE)
+                return false;
+            if (rc != SQLITE_BUSY || waited_ms >= kBusyTimeoutMs)
+                fail(path_, db_, "a query");
+            sqlite3_reset(st_);
+            std::this_thread::sleep_for(std::chrono::milliseconds(kBusyRetryMs));
+        }
     }
     std::string text(int col) const {
         const unsigned char* p = sqlite3_column_text(st_, col);
@@ -503,8 +522,10 @@ void SqliteEngine::open() {
     sqlite3_busy_timeout(db_, kBusyTimeoutMs);
     exec(db_, path_, "PRAGMA foreign_keys = ON", "enabling foreign keys");
     if (path_ != ":memory:") {
+        // Tuners that open a new file at once all switch it to WAL: each holds a shared lock
+        // and wants the exclusive one, and SQLite refuses all but one at once.
         Stmt wal(db_, path_, "PRAGMA journal_mode = WAL");
-        if (!wal.step() || wal.text(0) != "wal")
+        if (!wal.step_when_free() || wal.text(0) != "wal")
             throw UserError() << "tuning database '" << path_
                               << "': cannot switch to WAL mode (journal mode '" << wal.text(0)
                               << "')";
