@@ -145,11 +145,11 @@ Expr Simplifier::mod_by_const(const Expr& a, int64_t c) {
     return Mod::make(rest, IntImm::make(t, c));
 }
 
-int64_t Simplifier::mod_max(const Expr& base, int64_t c) {
+int64_t Simplifier::mod_max(const Expr& base, const Expr& rem, int64_t c) {
     int64_t best = c - 1;
-    const Interval rem = bounds(mutate(Mod::make(base, IntImm::make(base.type(), c))));
-    if (rem.has_max)
-        best = std::min(best, rem.max);
+    const Interval r = bounds(rem);
+    if (r.has_max)
+        best = std::min(best, r.max);
     const LinearForm f = linearize(base, true);
     int64_t g = c;
     for (const Term& term : f.terms)
@@ -199,8 +199,9 @@ Expr Simplifier::visit(const Div* op) {
             if (m.stride % m.c == 0)
                 return ramp(Div::make(m.ramp->base, divisor),
                                  IntImm::make(DataType::i64(), m.stride / m.c), n);
+            const Expr rem = mutate(Mod::make(m.ramp->base, divisor));
             if (m.stride >= 0 &&
-                (__int128)mod_max(m.ramp->base, m.c) + (__int128)m.stride * (n - 1) < m.c)
+                (__int128)mod_max(m.ramp->base, rem, m.c) + (__int128)m.stride * (n - 1) < m.c)
                 return Broadcast::make(mutate(Div::make(m.ramp->base, divisor)), n);
         }
     }
@@ -234,7 +235,7 @@ Expr Simplifier::visit(const Mod* op) {
             Expr rem = mutate(Mod::make(m.ramp->base, divisor));
             if (m.stride % m.c == 0) return Broadcast::make(rem, n);
             if (m.stride >= 0 &&
-                (__int128)mod_max(m.ramp->base, m.c) + (__int128)m.stride * (n - 1) < m.c)
+                (__int128)mod_max(m.ramp->base, rem, m.c) + (__int128)m.stride * (n - 1) < m.c)
                 return ramp(rem, m.ramp->stride, n);
         }
     }

@@ -135,12 +135,12 @@ private:
     Expr linear_visit(const Expr& e);
     Expr div_by_const(const Expr& a, int64_t c);
     Expr mod_by_const(const Expr& a, int64_t c);
-    /// The largest value `base % c` can take (floor modulo, c > 0), from base's bounds and
-    /// its alignment: when every coefficient of base's linear form is a multiple of g, which
-    /// divides c, base % c is congruent to base's constant modulo g, so it is at most
-    /// c - g + (constant mod g). A vector of n lanes ramp(base, s, n) then stays within one
-    /// period of c when that maximum plus s * (n - 1) is below c.
-    int64_t mod_max(const Expr& base, int64_t c);
+    /// The largest value `base % c` can take (floor modulo, c > 0), from the bounds of `rem`
+    /// (base % c, simplified) and base's alignment: when every coefficient of base's linear
+    /// form is a multiple of g, which divides c, base % c is congruent to base's constant
+    /// modulo g, so it is at most c - g + (constant mod g). A vector of n lanes ramp(base, s,
+    /// n) then stays within one period of c when that maximum plus s * (n - 1) is below c.
+    int64_t mod_max(const Expr& base, const Expr& rem, int64_t c);
     template <typename T> Expr min_max(const T* op);
     template <typename T> Expr comparison(const T* op);
     /// 1: provably true, 0: provably false, -1: unknown, for a and b already simplified.

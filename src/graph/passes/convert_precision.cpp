@@ -113,10 +113,8 @@ class Bf16Products {
             if (columns_perm[r - 1] == static_cast<int64_t>(r) - 1) {
                 const ValueId in = t->input(0);
                 ValueId columns = in;
-                std::vector<int64_t> identity(r);
-                for (size_t i = 0; i < r; ++i)
-                    identity[i] = static_cast<int64_t>(i);
-                if (columns_perm != identity) {
+                // A sorted permutation is the identity: the product reads the input itself.
+                if (!std::is_sorted(columns_perm.begin(), columns_perm.end())) {
                     const std::string name = g_.value(n.input(1)).name + "/columns";
                     columns = g_.add_value(name);
                     ShapeInferer(g_).infer(g_.add_node(Op::Transpose, {in}, {columns},

@@ -192,14 +192,16 @@ struct Builder {
     /// Whether node n may join group gi, which produces n's input `link`.
     bool can_join(NodeId n, int gi, ValueId link) const {
         const G& grp = groups[gi];
-        if (grp.closed && !normalization_epilogue_node(n, grp))
+        if (grp.closed && grp.normalization == kNoNode)
             return false;
         const NodeId prod = g.value(link).producer;
         if (g.node(prod).outputs.size() != 1 || users[link].size() != 1 || is_graph_output(link))
             return false;
         const OpPattern p = pat[n];
         if (grp.closed) {
-            // The epilogue of a normalization: checked above.
+            // Only an elementwise epilogue over the normalization's output.
+            if (!normalization_epilogue_node(n, grp))
+                return false;
         } else if (grp.anchor != kNoNode) {
             // Only an elementwise epilogue over the anchor's iteration space.
             if (!epilogue_node(n, grp))
