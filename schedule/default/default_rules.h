@@ -99,6 +99,16 @@ void annotate_fixed(State& s, const DefaultScheduleOptions& opts);
 /// (tile_matmul_schedule.cpp).
 std::optional<State> tile_matmul_schedule(const State& tiled, const DefaultScheduleOptions& opts);
 
+/// The schedule of a 2-D transform done in two 1-D passes (the Winograd input and output
+/// transforms), when `c` is one: a first pass P read only by a second pass Y, once, either at
+/// P[u / U, v / V, ..., c] (input form) or at P[..., f(y / m, x / m), x % m, ...] (output form),
+/// maybe followed by one elementwise output stage. Y's loops run over the rows of tiles in
+/// parallel, with P's slice for each computed inside (a register tile over the axis its data
+/// read does not use) instead of all of P at the root. nullopt when `c` does not have that
+/// shape or a step is refused (separable_transform_schedule.cpp).
+std::optional<State> separable_transform_schedule(const te::Compute& c,
+                                                  const DefaultScheduleOptions& opts);
+
 /// Blocks a GPU default schedule wants in its grid before its tiles grow: one per SM of a
 /// 132-SM device (H100, H200), so that no SM idles; beyond that, larger tiles (more reuse per
 /// load) pay more than more blocks.

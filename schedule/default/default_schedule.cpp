@@ -88,6 +88,14 @@ State annotated_initial_state(const te::Compute& c, const DefaultScheduleOptions
 State default_schedule(const te::Compute& c, const DefaultScheduleOptions& opts) {
     if (opts.target == TargetKind::Gpu)
         return detail::gpu_default_schedule(c, opts);
+    if (std::optional<State> two_pass = detail::separable_transform_schedule(c, opts)) {
+        try {
+            check_lowers(*two_pass);
+            return *two_pass;
+        } catch (const ScheduleError&) {
+            // The sketches below.
+        }
+    }
     SketchOptions sketch_opts;
     sketch_opts.target = opts.target;
     sketch_opts.num_cores = opts.num_cores;

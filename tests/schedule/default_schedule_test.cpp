@@ -76,11 +76,14 @@ ir::LoweredFunc check_structure(const te::Compute& c, const State& s,
     for (int sid = 0; sid < static_cast<int>(initial.stages.size()); ++sid)
         wants_tiles = wants_tiles || initial.needs_multi_level_tiling(sid);
     for (const sched::Stage& st : s.stages) {
-        // Multi-level tiling splits every axis; splitting the rows among the threads, one.
+        // Multi-level tiling splits every axis; splitting the rows among the threads, one. A
+        // two-pass transform's passes (separable_transform_schedule) are reductions computed
+        // slice by slice inside another stage's loops, their vectors split off.
         int splits = 0;
         for (const sched::IterRelation& r : st.relations)
             splits += r.kind == sched::IterRelation::Kind::Split;
-        tiled = tiled || (!st.is_input() && splits >= 2 && st.has_reduce());
+        const bool slice = st.location.kind == sched::ComputeLocKind::At && splits >= 1;
+        tiled = tiled || (!st.is_input() && (splits >= 2 || slice) && st.has_reduce());
     }
     EXPECT_EQ(tiled, wants_tiles) << sched::to_string(s);
     return f;
@@ -597,7 +600,8 @@ TEST(DefaultSchedule, RowReductionsAccumulateVectorsOfPartials) {
     }
 }
 
-/// The extent of the loop of axis `axis` (iterators named "axis.") in the register tile of s:
+/// The extent of the loop of axis `axis` (iterators named "axis" or "axis.") in the register
+/// tile of s:
 /// inside the innermost reduce loop of a stage that reduces; 1 when it has none there.
 int64_t register_tile_extent(const State& s, const std::string& axis) {
     int64_t extent = 1;
@@ -605,7 +609,7 @@ int64_t register_tile_extent(const State& s, const std::string& axis) {
         bool inside = false;
         for (const sched::Iterator& it : st.iters) {
             inside = inside || (it.kind == sched::IterKind::Reduce && it.extent > 1);
-            if (inside && it.name.rfind(axis + ".", 0) == 0 && it.extent > 1)
+            if (inside && (it.name == axis || it.name.rfind(axis + ".", 0) == 0) && it.extent > 1)
                 extent = it.extent;
         }
     }
@@ -630,6 +634,57 @@ TEST(DefaultSchedule, WinogradTransformTilesReuseTheirLoads) {
         const State so = sched::default_schedule(out.compute, o);
         EXPECT_GE(register_tile_extent(so, "s"), 2) << sched::to_string(so);
         expect_lowers_and_matches(out.compute, so, o, 19);
+    }
+}
+
+TEST(DefaultSchedule, WinogradTransformsComputeTheirFirstPassPerTileRow) {
+    // A transform in two passes computes its first pass one tile row at a time inside the
+    // second pass's parallel loop, not whole at the root (where it went to memory and back):
+    // the input transform (with an elementwise stage after it, as bf16 builds cast it) and the
+    // output transform
+    // (with an epilogue after it), on sizes whose tiles do not divide the image.
+    for (const int64_t lanes : {8, 16}) {
+        SCOPED_TRACE(lanes);
+        const sched::DefaultScheduleOptions o = options(lanes);
+        te::WinogradTile tile;
+        tile.m = 4;
+        tile.out_h = 13;
+        tile.out_w = 11;
+        tile.pad_top = tile.pad_left = 1;
+        const int64_t tiles = tile.tiles_h() * tile.tiles_w();
+        const te::Tensor x = te::placeholder({1, 5, 13, 11, 16}, ir::DataType::f32(), "x");
+        const te::Tensor bt = te::placeholder({6, 6}, ir::DataType::f32(), "bt");
+        const te::Tensor v = te::winograd_input_nchwc(x, bt, tile);
+        const te::Tensor half = te::unary(
+            v, [](te::Expr e) { return std::move(e) * te::Expr(0.5f); }, "half");
+        const te::Tensor m = te::placeholder({36, tiles, 80}, ir::DataType::f32(), "m");
+        const te::Tensor at = te::placeholder({4, 6}, ir::DataType::f32(), "at");
+        const te::Tensor bias = te::placeholder({5, 16}, ir::DataType::f32(), "bias");
+        const te::Tensor y = te::winograd_output_nchwc(m, at, bias, tile, 16);
+        const te::Tensor relu = te::unary(
+            y, [](te::Expr e) { return ir::max(std::move(e), te::Expr(0.0f)); }, "relu");
+        const struct {
+            te::Compute c;
+            const char* first;
+        } cases[] = {
+            {te::make_compute({x, bt}, {v}), "winograd_input_rows"},
+            {te::make_compute({x, bt}, {half}), "winograd_input_rows"},
+            {te::make_compute({m, at}, {te::winograd_output_nchwc(m, at, te::Tensor(), tile, 16)}),
+             "winograd_output_cols"},
+            {te::make_compute({m, at, bias}, {relu}), "winograd_output_cols"}};
+        for (const auto& [c, first] : cases) {
+            SCOPED_TRACE(first);
+            const State s = sched::default_schedule(c, o);
+            const sched::Stage& p = s.stages[s.stage_id_of(first)];
+            EXPECT_EQ(p.location.kind, sched::ComputeLocKind::At) << sched::to_string(s);
+            const sched::Stage& out = s.stages[s.stage_id_of(c.outputs[0])];
+            EXPECT_EQ(out.iters[0].annotation, sched::IterAnnotation::Parallel)
+                << sched::to_string(s);
+            NumericsOptions nopts;
+            nopts.jit_every = 1;
+            EXPECT_EQ(
+                check_numerics({s}, {sched::lower_state(s, "kernel")}, Reference(c, 29), nopts), 1);
+        }
     }
 }
 
