@@ -639,10 +639,11 @@ TEST(DefaultSchedule, WinogradTransformTilesReuseTheirLoads) {
 
 TEST(DefaultSchedule, WinogradTransformsComputeTheirFirstPassPerTileRow) {
     // A transform in two passes computes its first pass one tile row at a time inside the
-    // second pass's parallel loop, not whole at the root (where it went to memory and back):
-    // the input transform (with an elementwise stage after it, as bf16 builds cast it) and the
-    // output transform
-    // (with an epilogue after it), on sizes whose tiles do not divide the image.
+    // second pass's parallel loop (loop 0), not whole at the root (where it went to memory and
+    // back): the input transform, also with an elementwise stage after it (as bf16 builds
+    // cast it), and the output transform, also with an epilogue after it, on sizes whose tiles
+    // do not divide the image. An input transform whose tile row's first pass exceeds 128 KB
+    // (128 channels, 66 columns: 198 KB) computes it per transformed row instead (loop 1).
     for (const int64_t lanes : {8, 16}) {
         SCOPED_TRACE(lanes);
         const sched::DefaultScheduleOptions o = options(lanes);
@@ -657,6 +658,10 @@ TEST(DefaultSchedule, WinogradTransformsComputeTheirFirstPassPerTileRow) {
         const te::Tensor v = te::winograd_input_nchwc(x, bt, tile);
         const te::Tensor half = te::unary(
             v, [](te::Expr e) { return std::move(e) * te::Expr(0.5f); }, "half");
+        te::WinogradTile wide = tile;
+        wide.out_h = 5;
+        wide.out_w = 61;
+        const te::Tensor xw = te::placeholder({1, 8, 5, 61, 16}, ir::DataType::f32(), "x");
         const te::Tensor m = te::placeholder({36, tiles, 80}, ir::DataType::f32(), "m");
         const te::Tensor at = te::placeholder({4, 6}, ir::DataType::f32(), "at");
         const te::Tensor bias = te::placeholder({5, 16}, ir::DataType::f32(), "bias");
@@ -666,19 +671,24 @@ TEST(DefaultSchedule, WinogradTransformsComputeTheirFirstPassPerTileRow) {
         const struct {
             te::Compute c;
             const char* first;
+            int loop;
         } cases[] = {
-            {te::make_compute({x, bt}, {v}), "winograd_input_rows"},
-            {te::make_compute({x, bt}, {half}), "winograd_input_rows"},
+            {te::make_compute({x, bt}, {v}), "winograd_input_rows", 0},
+            {te::make_compute({x, bt}, {half}), "winograd_input_rows", 0},
+            {te::make_compute({xw, bt}, {te::winograd_input_nchwc(xw, bt, wide)}),
+             "winograd_input_rows", 1},
             {te::make_compute({m, at}, {te::winograd_output_nchwc(m, at, te::Tensor(), tile, 16)}),
-             "winograd_output_cols"},
-            {te::make_compute({m, at, bias}, {relu}), "winograd_output_cols"}};
-        for (const auto& [c, first] : cases) {
+             "winograd_output_cols", 0},
+            {te::make_compute({m, at, bias}, {relu}), "winograd_output_cols", 0}};
+        for (const auto& [c, first, loop] : cases) {
             SCOPED_TRACE(first);
             const State s = sched::default_schedule(c, o);
             const sched::Stage& p = s.stages[s.stage_id_of(first)];
+            const int out_id = s.stage_id_of(c.outputs[0]);
             EXPECT_EQ(p.location.kind, sched::ComputeLocKind::At) << sched::to_string(s);
-            const sched::Stage& out = s.stages[s.stage_id_of(c.outputs[0])];
-            EXPECT_EQ(out.iters[0].annotation, sched::IterAnnotation::Parallel)
+            EXPECT_EQ(p.location.stage, out_id) << sched::to_string(s);
+            EXPECT_EQ(p.location.iter, loop) << sched::to_string(s);
+            EXPECT_EQ(s.stages[out_id].iters[0].annotation, sched::IterAnnotation::Parallel)
                 << sched::to_string(s);
             NumericsOptions nopts;
             nopts.jit_every = 1;
