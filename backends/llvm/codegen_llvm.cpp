@@ -231,7 +231,8 @@ class CodeGen {
 
     llvm::Value* cast_value(llvm::Value* v, DataType from, DataType to);
     /// cast_value where from or to is bf16: through f32, rounding to nearest even (a quiet NaN
-    /// stays NaN), as vcvtneps2bf16 and the interpreter round.
+    /// stays NaN, subnormals kept), as the interpreter rounds (support/bfloat16.h: not
+    /// vcvtneps2bf16, which flushes subnormal inputs).
     llvm::Value* cast_bf16(llvm::Value* v, DataType from, DataType to);
     /// fptosi.sat of f32 (scalar or vector) to i32 as clamps and selects.
     llvm::Value* saturating_f32_to_i32(llvm::Value* v);
