@@ -107,17 +107,14 @@ int reuse_axis(const State& s, int sid) {
     std::vector<const ir::Variable*> reduce_vars;
     for (const ir::IterVar& r : st.reduce_axes())
         reduce_vars.push_back(r.var.get());
-    const ir::TensorNode* largest = nullptr;
+    int64_t largest = 0; // elements of the largest tensor read
     std::vector<bool> uses;
     for (const AxisRead& r : reads_by_axis(st.body, st.axes, reduce_vars)) {
-        int64_t n = 1, m = 1;
+        int64_t n = 1;
         for (int64_t e : r.tensor->shape)
             n *= e;
-        if (largest)
-            for (int64_t e : largest->shape)
-                m *= e;
-        if (!largest || n > m) {
-            largest = r.tensor;
+        if (n > largest) {
+            largest = n;
             uses = r.uses;
         }
     }
@@ -136,7 +133,7 @@ void order_slice_loops(State& s, int sid, int64_t lanes) {
     const int reuse = reuse_axis(s, sid);
     const std::string rn = reuse >= 0 ? st.iters[static_cast<size_t>(reuse)].name : "";
     const int reduce = static_cast<int>(st.reduce_axes().size());
-    // Pre: st is not used below (the steps may move the stages).
+    // st is not used past this point: the steps below may reallocate the stages.
     split(s, sid, iter_named(s, sid, cn), {lanes});
     const int vec = iter_named(s, sid, cn + ".1");
     const int tile = reuse >= 0 ? iter_named(s, sid, rn) : -1;
