@@ -29,6 +29,7 @@
 #include "default_rules.h"
 #include "tessera/ir/functor.h"
 #include "tessera/schedule/schedule.h"
+#include "tessera/schedule/sketch.h"
 
 namespace tessera::sched::detail {
 
@@ -153,18 +154,6 @@ void order_slice_loops(State& s, int sid, int64_t lanes) {
     vectorize(s, sid, static_cast<int>(order.size()) - 1);
 }
 
-/// Whether `consumer` reads `producer` at its own axes (State::elementwise_match), directly or
-/// through inlined stages that it so reads (an epilogue: bias, residual add, activation).
-bool elementwise_through_inlined(const State& s, int producer, int consumer) {
-    if (s.elementwise_match(producer, consumer))
-        return true;
-    for (int q : s.producers(consumer))
-        if (s.stages[static_cast<size_t>(q)].location.kind == ComputeLocKind::Inlined &&
-            s.elementwise_match(q, consumer) && elementwise_through_inlined(s, producer, q))
-            return true;
-    return false;
-}
-
 /// The largest first-pass slice computed per tile row (input form).
 constexpr int64_t kMaxSliceBytes = 128 << 10;
 
@@ -186,14 +175,12 @@ std::optional<TwoPass> find_two_pass(const State& s) {
     TwoPass t{live[0], live[1], live.back()};
     const Stage& first = s.stages[static_cast<size_t>(t.first)];
     const Stage& second = s.stages[static_cast<size_t>(t.second)];
-    const Stage& out = s.stages[static_cast<size_t>(t.out)];
     if (!s.is_output(t.out) || s.consumers_through_inlined(t.first) != std::vector<int>{t.second} ||
         first.reduce_axes().empty() || second.reduce_axes().empty() ||
         s.is_read_as_words(t.first) || second.axes.size() < 3)
         return std::nullopt;
-    if (t.out != t.second && (s.consumers_through_inlined(t.second) != std::vector<int>{t.out} ||
-                              !elementwise_through_inlined(s, t.second, t.out) ||
-                              out.axes.size() != second.axes.size() || !out.reduce_axes().empty()))
+    // The stage after it takes its values one to one (through inlined stages: an epilogue).
+    if (t.out != t.second && fusible_consumer(s, t.second) != t.out)
         return std::nullopt;
     return t;
 }
