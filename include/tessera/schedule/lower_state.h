@@ -17,7 +17,9 @@
 //   when at most `stack_limit_bytes`, Heap otherwise) indexed relative to the region's minimum.
 // - Inlined stages are substituted into their readers.
 // - A reduction stores the identity before its outermost reduce loop (so a register tile is
-//   initialized inside its attach loop), then accumulates.
+//   initialized inside its attach loop), then accumulates; a long float sum in a local tile
+//   accumulates blocks of its outermost reduce loop into a second tile first
+//   (LowerOptions::partial_sums).
 // - Annotations become ForKind Parallel / Vectorized / Unrolled (GPU bindings: Serial, or the
 //   GPU For kinds with LowerOptions::gpu; there a reduce loop bound to threadIdx.x lowers to a
 //   cross-thread reduction, docs/CUDA.md); the auto_unroll_max_step pragma unrolls inner loops
@@ -46,6 +48,11 @@ struct LowerOptions {
     /// temporaries stay Heap (device memory). Loops are not partitioned: a thread-bound loop
     /// is one hardware index, so its imperfect tail stays a guard. Off: CPU lowering, unchanged.
     bool gpu = false;
+    /// CPU: a float sum over 1024 terms or more, accumulated in a local (register) tile, adds
+    /// its terms in blocks of at least 256, each summed from zero into a second tile and then
+    /// added to the first: the rounding of a long sum grows about as sqrt(n b + n^2 / b) for
+    /// blocks of b instead of as n. Off: one running sum (tests compare the two).
+    bool partial_sums = true;
 };
 
 /// The loop IR of s. Parameters as lower::lower_default: s.compute.inputs in order, then
