@@ -327,11 +327,10 @@ class Lowerer {
                 // blocked loop, row-major in their order.
                 std::vector<int64_t> shape;
                 Expr at = Expr(int64_t{0});
-                for (size_t k = static_cast<size_t>(nest.init_level) + 1; k < st.iters.size(); ++k)
-                    if (st.iters[k].kind == IterKind::Spatial) {
-                        shape.push_back(st.iters[k].extent);
-                        at = at * Expr(st.iters[k].extent) + Expr(L.leaf_vars[k]);
-                    }
+                for (int k : spatial_levels_from(st, nest.init_level + 1)) {
+                    shape.push_back(st.iters[k].extent);
+                    at = at * Expr(st.iters[k].extent) + Expr(L.leaf_vars[k]);
+                }
                 nest.partial = Buffer::make(buf->name + "_part", buf.dtype(), shape);
                 nest.partial_index = at;
                 const Expr src = BodyLowerer(*this, m).mutate(red->source);
@@ -350,9 +349,9 @@ class Lowerer {
     /// that grows as n; blocks of b terms give about sqrt(n b + n^2 / b): fcn_resnet50's
     /// 2048 -> 512 head conv (18432 terms per output) erred ten times as much as ONNX Runtime
     /// against float64 with one. The extra cost is one add per tile element and block.
-    /// Returns the iterations of that loop per block: the least divisor of its extent that
-    /// makes a block, else (a prime extent) that many with a guarded last block; 0 for one
-    /// running sum.
+    /// Returns the iterations of that loop per block: the least divisor of its extent from
+    /// the fewest that make a block to twice that, else that fewest with a guarded last
+    /// block; 0 for one running sum.
     int64_t partial_sum_block(int sid, int level) const {
         const Stage& st = s_.stages[sid];
         const auto* red = st.body.as<Reduce>();
@@ -360,8 +359,8 @@ class Lowerer {
             !st.tensor.dtype().is_float() || level < 0)
             return 0;
         int64_t tile = 1;
-        for (size_t k = static_cast<size_t>(level) + 1; k < st.iters.size(); ++k)
-            tile *= st.iters[k].kind == IterKind::Spatial ? st.iters[k].extent : 1;
+        for (int k : spatial_levels_from(st, level + 1))
+            tile *= st.iters[k].extent;
         if (tile > kMaxPartialSumTile)
             return 0;
         const int64_t terms = s_.reduce_size(sid);
@@ -486,9 +485,9 @@ class Lowerer {
         });
     }
 
-    /// One block of partial sums (Nest::partial) in place of loop `level`: the partial tile
-    /// set to zero, the loop's iterations of block `b` accumulating into it, then the tile
-    /// added into the stage buffer. `inner` is the code inside the loop.
+    /// The blocks of partial sums (Nest::partial) in place of loop `level`: in each, the
+    /// partial tile set to zero, the block's iterations of the loop accumulating into it,
+    /// then the tile added into the stage buffer. `inner` is the code inside the loop.
     Stmt build_partial_block(const Nest& nest, int level, ForKind kind, const Stmt& inner,
                              bool in_parallel) {
         const Stage& st = nest.st;
@@ -524,19 +523,25 @@ class Lowerer {
                          ForKind::Serial, body);
     }
 
+    /// The levels of st's spatial loops from level r0 on, outer to inner.
+    static std::vector<int> spatial_levels_from(const Stage& st, int r0) {
+        std::vector<int> levels;
+        for (size_t k = static_cast<size_t>(std::max(r0, 0)); k < st.iters.size(); ++k)
+            if (st.iters[k].kind == IterKind::Spatial)
+                levels.push_back(static_cast<int>(k));
+        return levels;
+    }
+
     /// A nest over the spatial loops of st from level r0 on, with fresh variables, around
     /// body(fresh) (the map from the stage's leaf variables to them), guarded as the stage's
     /// spatial guards inside r0.
     template <typename MakeBody>
     Stmt build_spatial_nest(const Stage& st, const StageLoops& L, const std::vector<Guard>& guards,
                             int r0, bool in_parallel, const MakeBody& make_body) {
-        std::vector<int> levels;
+        const std::vector<int> levels = spatial_levels_from(st, r0);
         VarMap fresh;
         std::vector<Var> vars;
-        for (size_t k = r0; k < st.iters.size(); ++k) {
-            if (st.iters[k].kind != IterKind::Spatial)
-                continue;
-            levels.push_back(static_cast<int>(k));
+        for (int k : levels) {
             vars.emplace_back(L.leaf_vars[k].name(), DataType::i64());
             fresh[L.leaf_vars[k].get()] = vars.back();
         }

@@ -60,13 +60,7 @@ void check_activation_operands(const Tensor& x, const Tensor& y, size_t y_inner,
 
 Tensor bf16_matmul(const Tensor& x, const Tensor& w) {
     const std::string op = "bf16_matmul";
-    check_defined(x, op, "input");
-    check_defined(w, op, "weight");
-    if (x.dtype() != DataType::bf16() || w.dtype() != DataType::i32())
-        throw UserError() << op << ": input must be bf16 and weight i32 words, got "
-                          << ir::to_string(x.dtype()) << " and " << ir::to_string(w.dtype());
-    if (x.ndim() == 0)
-        throw UserError() << op << ": input '" << x.name() << "' must have rank >= 1";
+    check_word_product_operands(x, w, DataType::bf16(), op);
     // Batched weights [B, K / 2, N] go with x [B, M, K], one matrix per batch.
     const bool batched = w.ndim() == 3;
     if (batched) {

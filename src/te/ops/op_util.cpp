@@ -27,6 +27,18 @@ void check_rank(const Tensor& t, size_t rank, const std::string& op, const char*
                           << ", got shape " << shape_to_string(t.shape());
 }
 
+void check_word_product_operands(const Tensor& x, const Tensor& w, DataType x_dtype,
+                                 const std::string& op) {
+    check_defined(x, op, "input");
+    check_defined(w, op, "weight");
+    if (x.dtype() != x_dtype || w.dtype() != DataType::i32())
+        throw UserError() << op << ": input must be " << ir::to_string(x_dtype)
+                          << " and weight i32 words, got " << ir::to_string(x.dtype()) << " and "
+                          << ir::to_string(w.dtype());
+    if (x.ndim() == 0)
+        throw UserError() << op << ": input '" << x.name() << "' must have rank >= 1";
+}
+
 int64_t normalize_axis(int64_t axis, size_t rank, const std::string& op) {
     int64_t r = static_cast<int64_t>(rank);
     if (axis < -r || axis >= r)

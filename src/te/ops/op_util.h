@@ -21,6 +21,11 @@ void check_dtype(const Tensor& t, DataType want, const std::string& op, const ch
 void check_same_dtype(const Tensor& a, const Tensor& b, const std::string& op);
 /// Throws UserError unless rank(t) == rank.
 void check_rank(const Tensor& t, size_t rank, const std::string& op, const char* role);
+/// The operands of a product of an activation x by weights packed as i32 words (bf16_matmul,
+/// qmatmul): throws UserError unless both are defined, x is of dtype `x_dtype` with rank >= 1
+/// and w is i32. The words' shape is each op's own check.
+void check_word_product_operands(const Tensor& x, const Tensor& w, DataType x_dtype,
+                                 const std::string& op);
 /// Normalizes a possibly negative axis into [0, rank); UserError when out of range.
 int64_t normalize_axis(int64_t axis, size_t rank, const std::string& op);
 /// Normalized, sorted, duplicate-free axes; empty means all axes.

@@ -13,13 +13,7 @@ using namespace detail;
 
 Tensor qmatmul(const Tensor& x, const Tensor& w, const Tensor& offset, const Tensor& scale) {
     const std::string op = "qmatmul";
-    check_defined(x, op, "input");
-    check_defined(w, op, "weight");
-    if (x.dtype() != DataType::u8() || w.dtype() != DataType::i32())
-        throw UserError() << op << ": input must be u8 and weight i32 words, got "
-                          << ir::to_string(x.dtype()) << " and " << ir::to_string(w.dtype());
-    if (x.ndim() == 0)
-        throw UserError() << op << ": input '" << x.name() << "' must have rank >= 1";
+    check_word_product_operands(x, w, DataType::u8(), op);
     check_rank(w, 2, op, "weight");
     const int64_t k = x.shape().back(), words = w.shape()[0], n = w.shape()[1];
     if (words != (k + 3) / 4)
