@@ -99,6 +99,10 @@ void annotate_fixed(State& s, const DefaultScheduleOptions& opts);
 /// (tile_matmul_schedule.cpp).
 std::optional<State> tile_matmul_schedule(const State& tiled, const DefaultScheduleOptions& opts);
 
+/// Inlines every stage of s that is not an output and is strictly inlinable (elementwise,
+/// read one to one), last stage first.
+void inline_strict_stages(State& s);
+
 /// The schedule of a 2-D transform done in two 1-D passes (the Winograd input and output
 /// transforms), when `c` is one: a first pass P read only by a second pass Y, once, either at
 /// P[u / U, v / V, ..., c] (input form) or at P[..., f(y / m, x / m), x % m, ...] (output form),

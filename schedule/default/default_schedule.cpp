@@ -75,15 +75,19 @@ State annotated_initial_state(const te::Compute& c, const DefaultScheduleOptions
                               bool inline_stages, bool annotate) {
     State s = make_initial_state(c);
     if (inline_stages)
-        for (int sid = static_cast<int>(s.stages.size()) - 1; sid >= 0; --sid)
-            if (!s.is_output(sid) && s.is_strict_inlinable(sid))
-                compute_inline(s, sid);
+        detail::inline_strict_stages(s);
     if (annotate)
         detail::annotate_fixed(s, opts);
     return s;
 }
 
 } // namespace
+
+void detail::inline_strict_stages(State& s) {
+    for (int sid = static_cast<int>(s.stages.size()) - 1; sid >= 0; --sid)
+        if (!s.is_output(sid) && s.is_strict_inlinable(sid))
+            compute_inline(s, sid);
+}
 
 State default_schedule(const te::Compute& c, const DefaultScheduleOptions& opts) {
     if (opts.target == TargetKind::Gpu)

@@ -301,9 +301,7 @@ std::optional<State> separable_transform_schedule(const te::Compute& c,
         return std::nullopt;
     try {
         State s = make_initial_state(c);
-        for (int sid = static_cast<int>(s.stages.size()) - 1; sid >= 0; --sid)
-            if (!s.is_output(sid) && s.is_strict_inlinable(sid))
-                compute_inline(s, sid);
+        inline_strict_stages(s);
         const std::optional<TwoPass> t = find_two_pass(s);
         if (!t)
             return std::nullopt;
