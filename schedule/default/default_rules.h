@@ -68,6 +68,13 @@ void inline_sliced_producers(State& s);
 void order_outer_loops_for_threads(State& s, int holder, const std::vector<int>& weight_inputs,
                                    int num_cores);
 
+/// Moves the first serial loop over an outer axis of root stage `holder`'s output that lies
+/// inside a loop over an inner axis (a cache tile's rows inside its column tiles) just outside
+/// that loop, among the loops outside the holder's reductions and attached stages, so that the
+/// nest writes its output row by row (rows_in_memory_order.cpp). No-op when no such pair
+/// exists. Called by annotate_fixed after the parallel loops are fused.
+void order_rows_before_columns(State& s, int holder);
+
 /// Factors each plain reduction along its input's contiguous last axis (a row: softmax's max
 /// and sum, layer norm's moments) by the vector width: a stage computed per row accumulates
 /// one vector of partials, the original reduces its lanes. Before annotate_fixed (which
