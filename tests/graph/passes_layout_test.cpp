@@ -3,6 +3,7 @@
 // cancelling pairs), on built graphs and on the shared ResNet-18.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "passes_util.h"
@@ -232,12 +233,13 @@ TEST(LayoutPass, ChannelConcatsOfBlockedValuesStayBlocked) {
 
 TEST(LayoutPass, LeavesUnblockableConvsAndOpsInNchw) {
     GraphBuilder b;
-    const ValueId x = b.input("x", {1, 8, 7, 7});
-    const ValueId w = b.input("w", {8, 8, 3, 3}); // runtime weights: not blocked
+    const ValueId x = b.input("x", {1, 12, 7, 7});
+    const ValueId w = b.input("w", {8, 12, 3, 3}); // runtime weights: not blocked
     const ValueId a = b.op(Op::Conv, {x, w}, conv_attrs(3, 1, 1));
+    // Groups of 3 input channels (not dividing a block of 8) and 2 output channels.
     const ValueId grouped =
-        b.op(Op::Conv, {x, b.constant_f32({8, 4, 3, 3}, 1)}, conv_attrs(3, 1, 1, 2));
-    const ValueId c = b.op(Op::Conv, {x, b.constant_f32({8, 8, 1, 1}, 2)}, conv_attrs(1, 1, 0));
+        b.op(Op::Conv, {x, b.constant_f32({8, 3, 3, 3}, 1)}, conv_attrs(3, 1, 1, 4));
+    const ValueId c = b.op(Op::Conv, {x, b.constant_f32({8, 12, 1, 1}, 2)}, conv_attrs(1, 1, 0));
     // Div could turn padding channels into inf: it stays NCHW.
     const ValueId d = b.op(Op::Div, {c, b.constant_f32({1, 8, 1, 1}, 3, 1.0f, 2.0f)});
     const ValueId sum = b.op(Op::Add, {b.op(Op::Add, {a, grouped}), d});
@@ -247,6 +249,34 @@ TEST(LayoutPass, LeavesUnblockableConvsAndOpsInNchw) {
     EXPECT_EQ(count_op(g, Op::ConvBlocked), 1);
     EXPECT_EQ(count_op(g, Op::Div), 1);
     EXPECT_EQ(g.value(first_node(g, Op::Div).inputs[0]).shape.size(), 4u);
+}
+
+TEST(LayoutPass, GroupedConvsBecomeGroupsOfWholeBlocks) {
+    // Groups of 16 channels in blocks of 8 stay 2 groups of 2 blocks; RegNet-like groups of 4
+    // channels (20 of them: a padded last block) become one group per block with
+    // block-diagonal weights, and so do groups of 2 (4x the products in blocks of 8, the most
+    // allowed); with bias, strides and padding channels, evaluated before and after.
+    GraphBuilder b;
+    const ValueId x = b.input("x", {1, 32, 9, 7});
+    const ValueId wide =
+        b.op(Op::Conv, {x, b.constant_f32({32, 16, 3, 3}, 1), b.constant_f32({32}, 2)},
+             conv_attrs(3, 1, 1, 2));
+    const ValueId narrow_in = b.op(
+        Op::Conv, {b.op(Op::Relu, {wide}), b.constant_f32({20, 32, 1, 1}, 3)}, conv_attrs(1, 1, 0));
+    const ValueId narrow =
+        b.op(Op::Conv, {narrow_in, b.constant_f32({20, 4, 3, 3}, 4), b.constant_f32({20}, 5)},
+             conv_attrs(3, 2, 1, 5));
+    const ValueId pairs =
+        b.op(Op::Conv, {narrow, b.constant_f32({20, 2, 3, 3}, 6)}, conv_attrs(3, 1, 1, 10));
+    Graph g = b.finish({pairs});
+    check_pass(g, [](Graph& gr) { return convert_layout_nchwc(gr, 8); });
+    EXPECT_EQ(count_op(g, Op::Conv), 0) << to_string(g);
+    std::vector<int64_t> groups;
+    for (NodeId id : g.node_ids())
+        if (g.node(id).op == Op::ConvBlocked)
+            groups.push_back(g.node(id).attr_int("groups", 1));
+    std::sort(groups.begin(), groups.end());
+    EXPECT_EQ(groups, (std::vector<int64_t>{1, 2, 3, 3})) << to_string(g);
 }
 
 TEST(LayoutPass, UnaryOpsBetweenConvsStayBlockedWhenTheyKeepValuesFinite) {

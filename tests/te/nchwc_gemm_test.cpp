@@ -14,11 +14,12 @@ struct BlockedConvCase {
     int64_t c, h, w, k, r, block;
     int64_t stride, pad;
     bool depthwise, bias;
+    int64_t groups = 1; ///< groups of whole blocks (c and k multiples of block * groups)
 };
 void PrintTo(const BlockedConvCase& p, std::ostream* os) {
     *os << "c" << p.c << " " << p.h << "x" << p.w << " k" << p.k << " r" << p.r << " block "
         << p.block << " stride " << p.stride << " pad " << p.pad
-        << (p.depthwise ? " depthwise" : "") << (p.bias ? " bias" : "");
+        << (p.depthwise ? " depthwise" : "") << (p.bias ? " bias" : "") << " groups " << p.groups;
 }
 
 class BlockedConv : public ::testing::TestWithParam<BlockedConvCase> {};
@@ -31,7 +32,7 @@ TEST_P(BlockedConv, MatchesNchwReference) {
     const int64_t b = p.block, cb = (p.c + b - 1) / b, kb = (p.k + b - 1) / b;
     te::Tensor x = placeholder({1, p.c, p.h, p.w}, f32, "x");
     te::Tensor wb = p.depthwise ? placeholder({kb, 1, p.r, p.r, 1, b}, f32, "wb")
-                                : placeholder({kb, cb, p.r, p.r, b, b}, f32, "wb");
+                                : placeholder({kb, cb / p.groups, p.r, p.r, b, b}, f32, "wb");
     te::Tensor bb = p.bias ? placeholder({kb, b}, f32, "bb") : te::Tensor();
     te::Conv2dParams params = te::Conv2dParams::make(p.stride, p.pad);
     te::Tensor y = te::conv2d_nchwc(te::layout_to_nchwc(x, b), wb, params, bb, p.depthwise);
@@ -40,9 +41,9 @@ TEST_P(BlockedConv, MatchesNchwReference) {
         ins.push_back(bb);
     te::Compute c = te::make_compute(ins, {te::layout_from_nchwc(y, p.k)});
     auto in = random_inputs(c, 41);
-    const int64_t cw = p.depthwise ? 1 : p.c;
+    const int64_t cw = p.depthwise ? 1 : p.c / p.groups;
     RefTensor w({p.k, cw, p.r, p.r});
-    const int64_t xc = p.depthwise ? 1 : b, cbw = p.depthwise ? 1 : cb;
+    const int64_t xc = p.depthwise ? 1 : b, cbw = p.depthwise ? 1 : cb / p.groups;
     for (int64_t k = 0; k < p.k; ++k)
         for (int64_t ci = 0; ci < cw; ++ci)
             for (int64_t r = 0; r < p.r; ++r)
@@ -57,20 +58,25 @@ TEST_P(BlockedConv, MatchesNchwReference) {
     ref::ConvArgs a;
     a.stride_h = a.stride_w = p.stride;
     a.pad_top = a.pad_left = a.pad_bottom = a.pad_right = p.pad;
-    a.groups = p.depthwise ? p.c : 1;
+    a.groups = p.depthwise ? p.c : p.groups;
     expect_output(c, in,
                   ref::conv2d(RefTensor({1, p.c, p.h, p.w}, in[0]), w, a,
                               p.bias ? &bias : nullptr));
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, BlockedConv,
-                         ::testing::Values(BlockedConvCase{13, 7, 9, 11, 3, 8, 1, 1, false, true},
-                                           BlockedConvCase{16, 13, 5, 16, 3, 8, 2, 1, false, false},
-                                           BlockedConvCase{3, 13, 13, 7, 1, 4, 1, 0, false, true},
-                                           BlockedConvCase{1, 7, 7, 1, 3, 1, 1, 1, false, true},
-                                           BlockedConvCase{5, 9, 7, 5, 3, 4, 1, 1, true, true},
-                                           BlockedConvCase{8, 7, 13, 8, 3, 8, 2, 0, true,
-                                                           false}));
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, BlockedConv,
+    ::testing::Values(BlockedConvCase{13, 7, 9, 11, 3, 8, 1, 1, false, true},
+                      BlockedConvCase{16, 13, 5, 16, 3, 8, 2, 1, false, false},
+                      BlockedConvCase{3, 13, 13, 7, 1, 4, 1, 0, false, true},
+                      BlockedConvCase{1, 7, 7, 1, 3, 1, 1, 1, false, true},
+                      BlockedConvCase{5, 9, 7, 5, 3, 4, 1, 1, true, true},
+                      BlockedConvCase{8, 7, 13, 8, 3, 8, 2, 0, true, false},
+                      // Groups of 2 input and 2 output blocks, of one
+                      // each (strided), of 1 input and 2 output blocks.
+                      BlockedConvCase{32, 9, 7, 32, 3, 8, 1, 1, false, true, 2},
+                      BlockedConvCase{24, 11, 9, 24, 3, 8, 2, 1, false, false, 3},
+                      BlockedConvCase{16, 7, 5, 32, 1, 8, 1, 0, false, true, 2}));
 
 TEST(BlockedLayout, RoundTripAndErrors) {
     te::Tensor x = placeholder({2, 13, 3, 5}, f32, "x");

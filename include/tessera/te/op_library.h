@@ -89,7 +89,9 @@ Tensor layout_from_nchwc(const Tensor& x, int64_t channels);
 /// -> [N, KB, OH, OW, b] (OH as in conv2d; p.groups is ignored). The input block bc is
 /// usually b; a conv on a few channels (an image's 3) reads them as one block bc = C. With
 /// `depthwise`, w is [KB, 1, R, S, 1, b], bc == b and KB == CB: output channel c reads input
-/// channel c only. Stages
+/// channel c only. Grouped in whole blocks: w [KB, CBg, R, S, bc, b] with CB = G * CBg for G
+/// > 1 groups and KB a multiple of G; output block kb belongs to group kb / (KB / G) and reads
+/// that group's input blocks only. Stages
 /// "conv2d_nchwc_pad" (when padded), "conv2d_nchwc", "conv2d_nchwc_bias".
 Tensor conv2d_nchwc(const Tensor& x, const Tensor& w, const Conv2dParams& p,
                     const Tensor& bias = Tensor(), bool depthwise = false);

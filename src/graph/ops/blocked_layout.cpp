@@ -74,6 +74,28 @@ TensorData block_conv_weight(const TensorData& w, int64_t block, bool depthwise,
     return out;
 }
 
+TensorData block_diagonal_conv_weight(const TensorData& w, int64_t block) {
+    TESSERA_CHECK(w.rank() == 4 && w.dtype() == DType::F32)
+        << "conv weight " << shape_str(w.shape());
+    const int64_t K = w.shape()[0], width = w.shape()[1], R = w.shape()[2], S = w.shape()[3];
+    TESSERA_CHECK(width > 0 && block % width == 0)
+        << "groups of " << width << " channels do not divide blocks of " << block;
+    const int64_t KB = channel_blocks(K, block);
+    TensorData out(DType::F32, {KB, 1, R, S, block, block});
+    const float* src = w.data<float>();
+    float* dst = out.data<float>();
+    for (int64_t k = 0; k < K; ++k)
+        for (int64_t j = 0; j < width; ++j) {
+            // Input channel c = (k / width) * width + j lies in k's block: width divides it.
+            const int64_t ci = ((k / width) * width + j) % block;
+            for (int64_t r = 0; r < R; ++r)
+                for (int64_t s = 0; s < S; ++s)
+                    dst[(((k / block) * R + r) * S + s) * block * block + ci * block + k % block] =
+                        src[((k * width + j) * R + r) * S + s];
+        }
+    return out;
+}
+
 TensorData unblock_conv_weight(const TensorData& w, bool depthwise) {
     TESSERA_CHECK(w.rank() == 6 && w.dtype() == DType::F32)
         << "blocked weight " << shape_str(w.shape());
@@ -125,7 +147,8 @@ Node plain_conv(const Node& n, int64_t channels) {
     for (const char* key : {"kernel_shape", "strides", "dilations", "pads"})
         if (n.has_attr(key))
             conv.attrs[key] = n.attrs.at(key);
-    conv.attrs["group"] = Attribute::of_int(n.attr_int("depthwise", 0) ? channels : 1);
+    conv.attrs["group"] =
+        Attribute::of_int(n.attr_int("depthwise", 0) ? channels : n.attr_int("groups", 1));
     return conv;
 }
 
@@ -229,16 +252,20 @@ std::vector<std::pair<DType, Shape>> blocked_layout_types(const Node& n,
         require_rank_of(x.shape, 5, "X", where);
         require_rank_of(w.shape, 6, "W", where);
         const bool depthwise = n.attr_int("depthwise", 0) != 0;
-        const int64_t CB = x.shape[1], KB = w.shape[0];
-        // The input block may differ from `block` (a conv on an image's few channels).
+        const int64_t CB = x.shape[1], KB = w.shape[0], groups = n.attr_int("groups", 1);
+        // The input block may differ from `block` (a conv on an image's few channels). Groups
+        // hold whole blocks: w.shape[1] input blocks and KB / groups output blocks each.
         const bool ok =
-            w.shape[5] == block &&
-            (depthwise ? (x.shape[4] == block && KB == CB && w.shape[1] == 1 && w.shape[4] == 1)
-                       : (w.shape[1] == CB && w.shape[4] == x.shape[4]));
+            w.shape[5] == block && groups >= 1 && (groups == 1 || !depthwise) &&
+            (depthwise
+                 ? (x.shape[4] == block && KB == CB && w.shape[1] == 1 && w.shape[4] == 1)
+                 : (w.shape[1] * groups == CB && KB % groups == 0 && w.shape[4] == x.shape[4]));
         if (!ok)
             throw UserError() << where << ": X " << shape_str(x.shape) << " and W "
                               << shape_str(w.shape) << " do not match block " << block
-                              << (depthwise ? " (depthwise)" : "");
+                              << (depthwise ? " (depthwise)" : "")
+                              << (groups != 1 ? " in " + std::to_string(groups) + " groups"
+                                              : std::string());
         if (n.input(2) != kNoValue && inputs.size() > 2 && inputs[2]) {
             const Value& b = *inputs[2];
             if (b.dtype != DType::F32 || b.shape != Shape{KB, block})

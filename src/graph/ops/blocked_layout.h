@@ -27,6 +27,11 @@ TensorData from_blocked(const TensorData& x, int64_t channels);
 /// Padding entries are 0.
 TensorData block_conv_weight(const TensorData& w, int64_t block, bool depthwise,
                              int64_t in_block = 0);
+/// A grouped conv's weights [K, C/g, R, S] (g groups of w = C/g input and output channels,
+/// w dividing x) as one group per block of x channels: [KB, 1, R, S, x, x], entry (kb, ci, k)
+/// the weight from input channel kb*x + ci to output channel kb*x + k when both lie in one
+/// group, else 0 (block-diagonal; padding channels 0). Pre: rank 4, f32, x % w == 0.
+TensorData block_diagonal_conv_weight(const TensorData& w, int64_t block);
 /// The inverse of block_conv_weight, keeping the padding: [KB*x, CB*x, R, S] (depthwise
 /// [KB*x, 1, R, S]).
 TensorData unblock_conv_weight(const TensorData& w, bool depthwise);

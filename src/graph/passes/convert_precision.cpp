@@ -130,15 +130,16 @@ class Bf16Products {
         return true;
     }
 
-    // Rewrites ConvBlocked node id (not depthwise, constant weights and bias) into
+    // Rewrites ConvBlocked node id (not depthwise nor grouped, constant weights and bias) into
     // PackBF16Blocked -> ConvBF16Blocked; true when it did.
     bool convert_conv(NodeId id) {
         const Node n = g_.node(id);
         const Value& x = g_.value(n.input(0));
         const Value& w = g_.value(n.input(1));
         const bool bias = n.inputs.size() > 2 && n.input(2) != kNoValue;
-        if (n.attr_int("depthwise", 0) != 0 || x.dtype != DType::F32 || x.shape.size() != 5 ||
-            !w.is_constant() || (bias && !g_.value(n.input(2)).is_constant()))
+        if (n.attr_int("depthwise", 0) != 0 || n.attr_int("groups", 1) != 1 ||
+            x.dtype != DType::F32 || x.shape.size() != 5 || !w.is_constant() ||
+            (bias && !g_.value(n.input(2)).is_constant()))
             return false;
         const int64_t channels = x.shape[1] * x.shape[4];
         const int64_t block = n.attr_int("block", 0);

@@ -78,7 +78,8 @@ class WinogradRewriter {
         const Value& w = g_.value(n.inputs[1]);
         const int64_t block = n.attr_int("block", 0);
         if (!x.typed || x.shape.size() != 5 || !w.is_constant() || w.shape.size() != 6 ||
-            x.shape[4] != block || w.shape[2] != 3 || w.shape[3] != 3)
+            x.shape[4] != block || w.shape[2] != 3 || w.shape[3] != 3 ||
+            n.attr_int("groups", 1) != 1)
             return false;
         if (n.input(2) != kNoValue && !g_.value(n.input(2)).is_constant())
             return false;

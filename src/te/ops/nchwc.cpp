@@ -64,8 +64,11 @@ Tensor conv2d_nchwc(const Tensor& x, const Tensor& w, const Conv2dParams& p, con
     // a few channels (an image's RGB) as one block of them and writes full blocks.
     const int64_t n = xs[0], cb = xs[1], h = xs[2], wd = xs[3], in_block = xs[4];
     const int64_t kb = ws[0], r = ws[2], s = ws[3], block = ws[5];
+    // Grouped (not depthwise): each of `groups` groups reads ws[1] whole input blocks and
+    // writes kb / groups output blocks.
+    const int64_t groups = !depthwise && ws[1] > 0 && cb % ws[1] == 0 ? cb / ws[1] : 1;
     const bool ok = depthwise ? (kb == cb && ws[1] == 1 && ws[4] == 1 && in_block == block)
-                              : (ws[1] == cb && ws[4] == in_block);
+                              : (ws[1] * groups == cb && kb % groups == 0 && ws[4] == in_block);
     if (!ok)
         throw UserError() << op << ": weight " << shape_to_string(ws) << " does not match input "
                           << shape_to_string(xs) << (depthwise ? " (depthwise)" : "");
@@ -99,17 +102,38 @@ Tensor conv2d_nchwc(const Tensor& x, const Tensor& w, const Conv2dParams& p, con
             },
             op, {"n", "kb", "oh", "ow", "k"});
     } else {
-        IterVar rcb = reduce_axis(cb, "rcb"), rc = reduce_axis(in_block, "rc");
-        y = compute(
-            {n, kb, oh, ow, block},
-            [&](const std::vector<Var>& i) {
-                Expr yy = i[2] * Expr(p.stride_h) + ry.var * Expr(p.dilation_h);
-                Expr xx = i[3] * Expr(p.stride_w) + rx.var * Expr(p.dilation_w);
-                return sum(in(i[0], rcb.var, yy, xx, rc.var) *
-                               w(i[1], rcb.var, ry.var, rx.var, rc.var, i[4]),
-                           {rcb, ry, rx, rc});
-            },
-            op, {"n", "kb", "oh", "ow", "k"});
+        const int64_t group_blocks = ws[1], out_group_blocks = kb / groups;
+        IterVar rc = reduce_axis(in_block, "rc");
+        if (groups > 1 && group_blocks == 1) {
+            // One input block per group: the output block's group names it (no reduce loop
+            // over blocks, so that no index adds a reduce variable to the block axis).
+            y = compute({n, kb, oh, ow, block},
+                        [&](const std::vector<Var>& i) {
+                            Expr yy = i[2] * Expr(p.stride_h) + ry.var * Expr(p.dilation_h);
+                            Expr xx = i[3] * Expr(p.stride_w) + rx.var * Expr(p.dilation_w);
+                            Expr g =
+                                out_group_blocks == 1 ? Expr(i[1]) : i[1] / Expr(out_group_blocks);
+                            return sum(in(i[0], g, yy, xx, rc.var) *
+                                           w(i[1], 0, ry.var, rx.var, rc.var, i[4]),
+                                       {ry, rx, rc});
+                        },
+                        op, {"n", "kb", "oh", "ow", "k"});
+        } else {
+            IterVar rcb = reduce_axis(group_blocks, "rcb");
+            y = compute({n, kb, oh, ow, block},
+                        [&](const std::vector<Var>& i) {
+                            Expr yy = i[2] * Expr(p.stride_h) + ry.var * Expr(p.dilation_h);
+                            Expr xx = i[3] * Expr(p.stride_w) + rx.var * Expr(p.dilation_w);
+                            Expr first = groups == 1
+                                             ? Expr(0)
+                                             : i[1] / Expr(out_group_blocks) * Expr(group_blocks);
+                            Expr xb = groups == 1 ? Expr(rcb.var) : first + rcb.var;
+                            return sum(in(i[0], xb, yy, xx, rc.var) *
+                                           w(i[1], rcb.var, ry.var, rx.var, rc.var, i[4]),
+                                       {rcb, ry, rx, rc});
+                        },
+                        op, {"n", "kb", "oh", "ow", "k"});
+        }
     }
     if (!bias.defined())
         return y;
