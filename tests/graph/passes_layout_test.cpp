@@ -279,6 +279,34 @@ TEST(LayoutPass, GroupedConvsBecomeGroupsOfWholeBlocks) {
     EXPECT_EQ(groups, (std::vector<int64_t>{1, 2, 3, 3})) << to_string(g);
 }
 
+TEST(LayoutPass, SqueezeExcitationScalesStayBlocked) {
+    // A squeeze-and-excitation block (EfficientNet, MobileNetV3, RegNetY): a conv's output
+    // times per-image, per-channel scales computed from it ([1, C, 1, 1]: pool, 1x1 convs,
+    // sigmoid). The Mul broadcasts the blocked scales over rows and columns instead of taking
+    // both operands back to NCHW and the product to blocks again; 20 channels in blocks of 8
+    // leave padding channels (sigmoid(0) scales, times 0).
+    GraphBuilder b;
+    const ValueId x = b.input("x", {1, 12, 9, 7});
+    const ValueId c = b.op(
+        Op::Relu, {b.op(Op::Conv, {x, b.constant_f32({20, 12, 3, 3}, 1)}, conv_attrs(3, 1, 1))});
+    const ValueId pooled = b.op(Op::GlobalAveragePool, {c});
+    const ValueId squeezed =
+        b.op(Op::Relu,
+             {b.op(Op::Conv, {pooled, b.constant_f32({8, 20, 1, 1}, 2)}, conv_attrs(1, 1, 0))});
+    const ValueId scales =
+        b.op(Op::Sigmoid,
+             {b.op(Op::Conv, {squeezed, b.constant_f32({20, 8, 1, 1}, 3), b.constant_f32({20}, 4)},
+                   conv_attrs(1, 1, 0))});
+    const ValueId scaled = b.op(Op::Mul, {c, scales});
+    const ValueId y =
+        b.op(Op::Conv, {scaled, b.constant_f32({16, 20, 1, 1}, 5)}, conv_attrs(1, 1, 0));
+    Graph g = b.finish({y});
+    check_pass(g, [](Graph& gr) { return convert_layout_nchwc(gr, 8); });
+    ASSERT_EQ(count_op(g, Op::Mul), 1) << to_string(g);
+    EXPECT_EQ(g.value(first_node(g, Op::Mul).outputs[0]).shape.size(), 5u) << to_string(g);
+    EXPECT_EQ(count_op(g, Op::LayoutFromBlocked), 1) << to_string(g); // the output's
+}
+
 TEST(LayoutPass, UnaryOpsBetweenConvsStayBlockedWhenTheyKeepValuesFinite) {
     // conv -> op -> conv: an op whose table entry keeps finite values finite stays blocked
     // (its input and output NCHW[8]c); one that makes inf out of the padding's 0 runs in NCHW

@@ -381,6 +381,7 @@ class LayoutRewriter {
         if (!any_twin)
             return 0; // nothing blocked reaches this node: leave it in NCHW
         std::vector<ValueId> ins;
+        std::vector<bool> to_block(n.inputs.size(), false);
         for (size_t i = 0; i < n.inputs.size(); ++i) {
             const ValueId v = n.inputs[i];
             if (i >= data_inputs) {
@@ -388,8 +389,16 @@ class LayoutRewriter {
                 continue;
             }
             const Value& val = g_.value(v);
-            if (val.typed && val.shape == out.shape) {
-                ins.push_back(v); // converted below, once every operand is known to fit
+            // The whole tensor, or a computed one per image and channel (a squeeze-and-
+            // excitation block's scales, [N, C, 1, 1]), which broadcasts over the rows and
+            // columns in blocks as in NCHW: converted below, once every operand is known to
+            // fit (the scales' padding channels are finite, and meet 0 or stay padding).
+            const bool per_channel = val.typed && !val.is_constant() && val.shape.size() == 4 &&
+                                     val.shape[0] == out.shape[0] && val.shape[1] == out.shape[1] &&
+                                     val.shape[2] == 1 && val.shape[3] == 1;
+            if (val.typed && (val.shape == out.shape || per_channel)) {
+                ins.push_back(v);
+                to_block[i] = true;
                 continue;
             }
             const ValueId c = channel_constant(v, out.shape[1]);
@@ -398,7 +407,7 @@ class LayoutRewriter {
             ins.push_back(c);
         }
         for (size_t i = 0; i < data_inputs; ++i)
-            if (ins[i] == n.inputs[i] && g_.value(ins[i]).shape == out.shape)
+            if (to_block[i])
                 ins[i] = blocked(ins[i]);
         replace_blocked(id, n.op, std::move(ins), n.attrs);
         return 1;
