@@ -26,7 +26,7 @@ class AlwaysInline : public SketchRule {
         const bool inline_it = target_ == TargetKind::Gpu
                                    ? s.is_injective(stage)
                                    : s.is_strict_inlinable(stage) || feeds_only_windows(s, stage) ||
-                                         copy_into_maps(s, stage);
+                                         copy_into_maps(s, stage) || read_once_by_map(s, stage);
         return inline_it ? RuleCondition::ApplyAndSkipRest : RuleCondition::Skip;
     }
 
@@ -79,6 +79,25 @@ class AlwaysInline : public SketchRule {
             if (s.stages[c].has_reduce() || s.stages[c].is_input())
                 return false;
         return true;
+    }
+
+    /// True for an elementwise stage with expensive math (a sigmoid) read once, at its own
+    /// index, by its one reader, itself without a reduction (SiLU's multiply): inlined,
+    /// nothing is computed twice, and the reader becomes the one epilogue stage that a conv's
+    /// tile fuses into, instead of a root stage written and read back.
+    static bool read_once_by_map(const State& s, int stage) {
+        const Stage& st = s.stages[stage];
+        const std::vector<int> readers = s.consumers(stage);
+        if (!s.is_injective(stage) || readers.size() != 1)
+            return false;
+        const Stage& r = s.stages[readers[0]];
+        if (r.has_reduce() || r.is_input() || !s.elementwise_match(stage, readers[0]))
+            return false;
+        int reads = 0;
+        for_each_read(inline_lets(r.body), [&](const ir::TensorRead* read) {
+            reads += read->tensor.same_as(st.tensor) ? 1 : 0;
+        });
+        return reads == 1;
     }
 
     std::vector<SketchCandidate> apply(const State& s, int stage) const override {

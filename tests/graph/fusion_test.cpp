@@ -181,6 +181,30 @@ TEST(FuseOps, MultipleConsumersEndGroup) {
     check_partition(g, groups, 12);
 }
 
+TEST(FuseOps, ConvTakesAnElementwiseDiamondOverItsOutput) {
+    // SiLU after a conv (EfficientNet): the conv's output is read by Sigmoid and by the Mul
+    // that also reads the Sigmoid; both join the conv's group, which writes only the product.
+    // When the Sigmoid's result is also a graph output, the diamond has two ends and the conv
+    // stays alone.
+    for (const bool sigmoid_out : {false, true}) {
+        GraphBuilder b;
+        ValueId x = b.input("x", {1, 2, 13, 11});
+        ValueId c = b.op(Op::Conv, {x, b.constant_f32({3, 2, 3, 3}, 4)}, conv_attrs());
+        ValueId sg = b.op(Op::Sigmoid, {c});
+        ValueId m = b.op(Op::Mul, {c, sg});
+        Graph g = sigmoid_out ? b.finish({m, sg}) : b.finish({m});
+        std::vector<FusedGroup> groups = fuse_ops(g);
+        if (sigmoid_out) {
+            EXPECT_EQ(patterns(groups), (std::vector<std::string>{"conv2d", "sigmoid", "mul"}));
+        } else {
+            EXPECT_EQ(patterns(groups), (std::vector<std::string>{"conv2d+sigmoid+mul"}));
+            ASSERT_EQ(groups.size(), 1u);
+            EXPECT_EQ(groups[0].outputs, std::vector<ValueId>{m});
+        }
+        check_partition(g, groups, 13);
+    }
+}
+
 TEST(FuseOps, GraphOutputIsNotFusedThrough) {
     GraphBuilder b;
     ValueId x = b.input("x", {7, 13});

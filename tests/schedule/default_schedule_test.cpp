@@ -536,6 +536,23 @@ TEST(DefaultSchedule, AStemWritesItsOutputRowByRow) {
     EXPECT_GT(rows, columns) << sched::to_string(d); // the rule leaves it: nothing to check
 }
 
+TEST(DefaultSchedule, AConvFusesIntoItsSiLU) {
+    // y * sigmoid(y) after a conv: the sigmoid (expensive math, read once by the product)
+    // inlines into the product, and the conv's tile is computed inside the product's loops,
+    // reading its accumulators twice, instead of writing y and sigmoid(y) as root stages.
+    const te::Tensor x = te::placeholder({1, 2, 11, 13, 8}, ir::DataType::f32(), "x");
+    const te::Tensor w = te::placeholder({3, 2, 1, 1, 8, 8}, ir::DataType::f32(), "w");
+    const te::Tensor y = te::conv2d_nchwc(x, w, te::Conv2dParams::make(1, 0, 1, 1));
+    const te::Compute c = te::make_compute({x, w}, {te::multiply(y, te::sigmoid(y))});
+    const sched::DefaultScheduleOptions o = options(8);
+    const State s = sched::default_schedule(c, o);
+    int roots = 0;
+    for (const sched::Stage& st : s.stages)
+        roots += !st.is_input() && st.location.kind == sched::ComputeLocKind::Root;
+    EXPECT_EQ(roots, 1) << sched::to_string(s);
+    expect_lowers_and_matches(c, s, o, 51);
+}
+
 /// The auto_unroll_max_step of the stage that reduces (the register tile).
 int64_t register_tile_extent(const State& s, const std::string& axis);
 

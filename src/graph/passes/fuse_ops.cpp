@@ -189,13 +189,43 @@ struct Builder {
         return in.typed && out.typed && in.shape == out.shape;
     }
 
+    /// Whether link's readers form one elementwise diamond that ends in a single node: each
+    /// reader is elementwise with one output, reads only link and the other readers' results,
+    /// and all but one of them are read by the others alone (SiLU, x * sigmoid(x), after each
+    /// conv of EfficientNet). Joining one reader then brings the others into the group too,
+    /// and link stays inside it.
+    bool diamond_readers(ValueId link) const {
+        const std::vector<NodeId>& readers = users[link];
+        auto is_reader = [&](NodeId q) {
+            return std::find(readers.begin(), readers.end(), q) != readers.end();
+        };
+        int sinks = 0;
+        for (NodeId u : readers) {
+            const Node& node = g.node(u);
+            if (!fusable_elementwise(pat[u]) || node.outputs.size() != 1)
+                return false;
+            for (ValueId v : node.inputs)
+                if (v != link && (v == kNoValue || !is_reader(g.value(v).producer)))
+                    return false;
+            const ValueId out = node.outputs[0];
+            bool inner = !is_graph_output(out) && !users[out].empty();
+            for (NodeId r : users[out])
+                inner = inner && is_reader(r);
+            sinks += inner ? 0 : 1;
+        }
+        return sinks == 1;
+    }
+
     /// Whether node n may join group gi, which produces n's input `link`.
     bool can_join(NodeId n, int gi, ValueId link) const {
         const G& grp = groups[gi];
         if (grp.closed && grp.normalization == kNoNode)
             return false;
         const NodeId prod = g.value(link).producer;
-        if (g.node(prod).outputs.size() != 1 || users[link].size() != 1 || is_graph_output(link))
+        // Several readers only for an anchor's (a conv's, a matmul's) epilogue.
+        const bool anchor_epilogue = !grp.closed && grp.anchor != kNoNode;
+        if (g.node(prod).outputs.size() != 1 || is_graph_output(link) ||
+            (users[link].size() != 1 && !(anchor_epilogue && diamond_readers(link))))
             return false;
         const OpPattern p = pat[n];
         if (grp.closed) {
