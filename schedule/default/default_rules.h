@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "tessera/ir/stmt.h"
@@ -28,6 +29,8 @@ State fill_fixed_tile_sizes(const State& sketch, const DefaultScheduleOptions& o
 /// The root axis (index into the stage's nodes: spatial axes, then reduce axes) that
 /// iterator node `node` was split from, or -1 when it comes from a fuse.
 int root_axis(const Stage& st, int node);
+/// Every root axis that iterator node `node` comes from, through splits and fuses.
+std::set<int> root_axes(const Stage& st, int node);
 /// The root axis of st's innermost spatial loop, the one the default schedule vectorizes (the
 /// sketch rules put the weight's axis or the contiguous axis there); -1 when it has none or it
 /// comes from a fuse.

@@ -242,6 +242,12 @@ int64_t loop_work(const State& s, int sid) {
     return s.spatial_size(sid) * reduce;
 }
 
+/// A window tile of at most kMaxStreamedWindow reduce steps per output, whose nest walks rows
+/// before columns.
+bool is_short_window(const State& s, int sid) {
+    return has_window(s.stages[sid]) && s.reduce_size(sid) <= kMaxStreamedWindow;
+}
+
 } // namespace
 
 void annotate_fixed(State& s, const DefaultScheduleOptions& opts) {
@@ -273,11 +279,10 @@ void annotate_fixed(State& s, const DefaultScheduleOptions& opts) {
             continue;
         order_outer_loops_for_threads(s, sid, weights, opts.num_cores);
         bool rows_outside = tiles_rows_outside_local(s.stages[sid], opts);
-        bool short_window = has_window(s.stages[sid]) && s.reduce_size(sid) <= kMaxStreamedWindow;
+        bool short_window = is_short_window(s, sid);
         for (int a : s.attached_stages(sid)) {
             rows_outside = rows_outside || tiles_rows_outside_local(s.stages[a], opts);
-            short_window =
-                short_window || (has_window(s.stages[a]) && s.reduce_size(a) <= kMaxStreamedWindow);
+            short_window = short_window || is_short_window(s, a);
         }
         parallelize_outer_loops(s, sid, 0, rows_outside ? rows_degree : max_degree);
         if (short_window)

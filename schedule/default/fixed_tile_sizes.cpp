@@ -296,25 +296,42 @@ RegisterTile register_tile(const Stage& st, const DefaultScheduleOptions& opts) 
     return t;
 }
 
+/// The split or fuse of st whose outputs include node, or null (a root axis).
+const IterRelation* relation_producing(const Stage& st, int node) {
+    for (const IterRelation& r : st.relations)
+        if (std::find(r.outputs.begin(), r.outputs.end(), node) != r.outputs.end())
+            return &r;
+    return nullptr;
+}
+
+bool is_root(const Stage& st, int node) {
+    return node < static_cast<int>(st.axes.size() + st.reduce_axes().size());
+}
+
 } // namespace
 
 int root_axis(const Stage& st, int node) {
-    const int n_roots = static_cast<int>(st.axes.size() + st.reduce_axes().size());
-    while (node >= n_roots) {
-        bool found = false;
-        for (const IterRelation& r : st.relations) {
-            if (std::find(r.outputs.begin(), r.outputs.end(), node) == r.outputs.end())
-                continue;
-            if (r.kind != IterRelation::Kind::Split)
-                return -1;
-            node = r.inputs.front();
-            found = true;
-            break;
-        }
-        if (!found)
+    while (!is_root(st, node)) {
+        const IterRelation* r = relation_producing(st, node);
+        if (r == nullptr || r->kind != IterRelation::Kind::Split)
             return -1;
+        node = r->inputs.front();
     }
     return node;
+}
+
+std::set<int> root_axes(const Stage& st, int node) {
+    if (is_root(st, node))
+        return {node};
+    const IterRelation* r = relation_producing(st, node);
+    if (r == nullptr)
+        return {};
+    std::set<int> axes;
+    for (int in :
+         (r->kind == IterRelation::Kind::Split ? std::vector<int>{r->inputs.front()} : r->inputs))
+        for (int a : root_axes(st, in))
+            axes.insert(a);
+    return axes;
 }
 
 int vector_axis(const Stage& st) {

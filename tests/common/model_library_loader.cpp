@@ -12,7 +12,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/test_util.h"
 #include "tessera/compile/model_compiler.h"
+#include "tessera/graph/evaluate.h"
+#include "tessera/graph/import_onnx.h"
 #include "tessera/graph/tensor_io.h"
 
 namespace tessera::testing {
@@ -166,6 +169,22 @@ std::vector<graph::TensorData> read_data_set(const std::string& model_dir, int s
                    << "output " << i << ": " << bad << " of " << g.size()
                    << " elements out of tolerance, first at " << first << " (got " << g[first]
                    << ", want " << r[first] << "), worst |err|/tol " << worst;
+    }
+    return ::testing::AssertionSuccess();
+}
+
+::testing::AssertionResult library_matches_evaluator(const std::string& so_path,
+                                                     const std::string& onnx_path,
+                                                     const graph::Shape& input_shape,
+                                                     const std::vector<uint64_t>& seeds) {
+    const graph::Graph g = graph::import_onnx(onnx_path);
+    for (uint64_t seed : seeds) {
+        const graph::TensorData x = graph::TensorData::from_vector<float>(
+            input_shape, random_floats(static_cast<size_t>(graph::shape_numel(input_shape)), seed));
+        LoadedModel lib(so_path);
+        ::testing::AssertionResult match = outputs_match(lib.run({x}), graph::evaluate(g, {x}));
+        if (!match)
+            return match << " (seed " << seed << ")";
     }
     return ::testing::AssertionSuccess();
 }

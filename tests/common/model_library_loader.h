@@ -54,6 +54,15 @@ std::vector<graph::TensorData> read_data_set(const std::string& model_dir, int s
                                          const std::vector<graph::TensorData>& ref,
                                          double rtol = 1e-4, double atol = 1e-5);
 
+/// Loads the library at so_path, runs it on one random f32 input of `input_shape` per seed
+/// (uniform in [-1, 1], as random_floats) and compares its outputs with the reference
+/// evaluator's on the ONNX model at onnx_path (outputs_match's tolerances); a failure names
+/// the seed. For models of one f32 input.
+::testing::AssertionResult library_matches_evaluator(const std::string& so_path,
+                                                     const std::string& onnx_path,
+                                                     const graph::Shape& input_shape,
+                                                     const std::vector<uint64_t>& seeds);
+
 /// A fresh directory under the test temp dir, removed when this goes away.
 class ScratchDir {
   public:

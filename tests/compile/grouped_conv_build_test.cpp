@@ -9,8 +9,6 @@
 #include "common/model_library_loader.h"
 #include "graph/graph_test_util.h"
 #include "tessera/compile/model_compiler.h"
-#include "tessera/graph/evaluate.h"
-#include "tessera/graph/import_onnx.h"
 
 namespace tessera {
 namespace {
@@ -60,12 +58,7 @@ TEST(GroupedConvBuild, BlockedGroupsMatchTheReference) {
     EXPECT_EQ(nchw_convs, 1) << patterns;
     const std::string so = dir.file("grouped.so");
     compile::write_model_library(b, so, opts);
-    for (uint64_t seed : {5, 6}) {
-        const graph::TensorData x = random_tensor({1, 64, 11, 9}, seed);
-        testing::LoadedModel lib(so);
-        const auto want = graph::evaluate(graph::import_onnx(onnx), {x});
-        EXPECT_TRUE(testing::outputs_match(lib.run({x}), want)) << "seed " << seed;
-    }
+    EXPECT_TRUE(testing::library_matches_evaluator(so, onnx, {1, 64, 11, 9}, {5, 6}));
 }
 
 } // namespace

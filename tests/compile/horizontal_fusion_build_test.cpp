@@ -9,8 +9,6 @@
 #include "common/model_library_loader.h"
 #include "graph/graph_test_util.h"
 #include "tessera/compile/model_compiler.h"
-#include "tessera/graph/evaluate.h"
-#include "tessera/graph/import_onnx.h"
 
 namespace tessera {
 namespace {
@@ -75,12 +73,7 @@ TEST(HorizontalFusionBuild, MergedConvsMatchTheReference) {
         EXPECT_LT(b.groups.size(), compile::prepare_model_build(apart).groups.size());
         const std::string so = dir.file("inception" + std::to_string(level) + ".so");
         compile::write_model_library(b, so, opts);
-        for (uint64_t seed : {5, 6}) {
-            const graph::TensorData x = random_tensor({1, 19, 9, 7}, seed);
-            testing::LoadedModel lib(so);
-            const auto want = graph::evaluate(graph::import_onnx(onnx), {x});
-            EXPECT_TRUE(testing::outputs_match(lib.run({x}), want)) << "seed " << seed;
-        }
+        EXPECT_TRUE(testing::library_matches_evaluator(so, onnx, {1, 19, 9, 7}, {5, 6}));
     }
 }
 

@@ -26,6 +26,12 @@ Attributes conv_attrs(int64_t k, int64_t stride, int64_t pad, int64_t group = 1)
             {"group", Attribute::of_int(group)}};
 }
 
+// Relu(Conv(x)): out x in x k x k random weights of `seed`, stride 1, the output the size of x.
+ValueId conv_relu(GraphBuilder& b, ValueId x, int64_t in, int64_t out, int64_t k, uint64_t seed) {
+    return b.op(Op::Relu, {b.op(Op::Conv, {x, b.constant_f32({out, in, k, k}, seed)},
+                                conv_attrs(k, 1, k / 2))});
+}
+
 // No LayoutToBlocked reads a LayoutFromBlocked of the same block, nor the reverse.
 void expect_no_cancelling_pairs(const Graph& g) {
     for (NodeId id : g.node_ids()) {
@@ -129,8 +135,7 @@ TEST(LayoutPass, MaxPoolsOfBlockedValuesStayBlocked) {
     // tensor; a pool of an input that nothing blocked reads stays NCHW.
     GraphBuilder b;
     const ValueId x = b.input("x", {1, 13, 13, 7});
-    const ValueId c = b.op(
-        Op::Relu, {b.op(Op::Conv, {x, b.constant_f32({13, 13, 3, 3}, 1)}, conv_attrs(3, 1, 1))});
+    const ValueId c = conv_relu(b, x, 13, 13, 3, 1);
     Attributes pool = {{"kernel_shape", Attribute::of_ints({3, 3})},
                        {"strides", Attribute::of_ints({2, 2})},
                        {"pads", Attribute::of_ints({1, 0, 1, 1})},
@@ -179,8 +184,7 @@ TEST(LayoutPass, GlobalAveragePoolsOfBlockedValuesAverageEachBlock) {
     // the pooled [1, 13, 1, 1] goes back to NCHW; a pool of an input stays NCHW.
     GraphBuilder b;
     const ValueId x = b.input("x", {1, 11, 9, 7});
-    const ValueId c = b.op(
-        Op::Relu, {b.op(Op::Conv, {x, b.constant_f32({13, 11, 3, 3}, 1)}, conv_attrs(3, 1, 1))});
+    const ValueId c = conv_relu(b, x, 11, 13, 3, 1);
     const ValueId p = b.op(Op::GlobalAveragePool, {c});
     const ValueId q = b.op(Op::GlobalAveragePool, {b.input("z", {1, 5, 3, 9})});
     Graph g = b.finish({p, q});
@@ -199,13 +203,9 @@ TEST(LayoutPass, GlobalAveragePoolsOfBlockedValuesAverageEachBlock) {
 Graph fire_module(int64_t first_expand) {
     GraphBuilder b;
     const ValueId x = b.input("x", {1, 11, 9, 7});
-    const ValueId sq = b.op(
-        Op::Relu, {b.op(Op::Conv, {x, b.constant_f32({8, 11, 1, 1}, 1)}, conv_attrs(1, 1, 0))});
-    const ValueId e1 = b.op(
-        Op::Relu,
-        {b.op(Op::Conv, {sq, b.constant_f32({first_expand, 8, 1, 1}, 2)}, conv_attrs(1, 1, 0))});
-    const ValueId e3 = b.op(
-        Op::Relu, {b.op(Op::Conv, {sq, b.constant_f32({13, 8, 3, 3}, 3)}, conv_attrs(3, 1, 1))});
+    const ValueId sq = conv_relu(b, x, 11, 8, 1, 1);
+    const ValueId e1 = conv_relu(b, sq, 8, first_expand, 1, 2);
+    const ValueId e3 = conv_relu(b, sq, 8, 13, 3, 3);
     const ValueId cat = b.op(Op::Concat, {e1, e3}, {{"axis", Attribute::of_int(1)}});
     const ValueId pool = b.op(
         Op::MaxPool, {cat},
@@ -287,12 +287,9 @@ TEST(LayoutPass, SqueezeExcitationScalesStayBlocked) {
     // leave padding channels (sigmoid(0) scales, times 0).
     GraphBuilder b;
     const ValueId x = b.input("x", {1, 12, 9, 7});
-    const ValueId c = b.op(
-        Op::Relu, {b.op(Op::Conv, {x, b.constant_f32({20, 12, 3, 3}, 1)}, conv_attrs(3, 1, 1))});
+    const ValueId c = conv_relu(b, x, 12, 20, 3, 1);
     const ValueId pooled = b.op(Op::GlobalAveragePool, {c});
-    const ValueId squeezed =
-        b.op(Op::Relu,
-             {b.op(Op::Conv, {pooled, b.constant_f32({8, 20, 1, 1}, 2)}, conv_attrs(1, 1, 0))});
+    const ValueId squeezed = conv_relu(b, pooled, 20, 8, 1, 2);
     const ValueId scales =
         b.op(Op::Sigmoid,
              {b.op(Op::Conv, {squeezed, b.constant_f32({20, 8, 1, 1}, 3), b.constant_f32({20}, 4)},

@@ -34,7 +34,7 @@ TEST_P(BlockedConv, MatchesNchwReference) {
     te::Tensor wb = p.depthwise ? placeholder({kb, 1, p.r, p.r, 1, b}, f32, "wb")
                                 : placeholder({kb, cb / p.groups, p.r, p.r, b, b}, f32, "wb");
     te::Tensor bb = p.bias ? placeholder({kb, b}, f32, "bb") : te::Tensor();
-    te::Conv2dParams params = te::Conv2dParams::make(p.stride, p.pad);
+    te::Conv2dParams params = te::Conv2dParams::make(p.stride, p.pad, 1, p.groups);
     te::Tensor y = te::conv2d_nchwc(te::layout_to_nchwc(x, b), wb, params, bb, p.depthwise);
     std::vector<te::Tensor> ins = {x, wb};
     if (p.bias)
@@ -90,6 +90,11 @@ TEST(BlockedLayout, RoundTripAndErrors) {
     EXPECT_THROW(te::conv2d_nchwc(xb, placeholder({2, 3, 3, 3, 8, 8}, f32, "w"),
                                   te::Conv2dParams::make(1, 1)),
                  UserError);
+    // Groups are given, not read off the weight: one input block per output block is two
+    // groups only when p.groups says so.
+    te::Tensor w_half = placeholder({2, 1, 3, 3, 8, 8}, f32, "w_half");
+    EXPECT_THROW(te::conv2d_nchwc(xb, w_half, te::Conv2dParams::make(1, 1)), UserError);
+    EXPECT_NO_THROW(te::conv2d_nchwc(xb, w_half, te::Conv2dParams::make(1, 1, 1, 2)));
 }
 
 struct GemmCase {

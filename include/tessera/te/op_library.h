@@ -86,12 +86,13 @@ Tensor layout_to_nchwc(const Tensor& x, int64_t block);
 /// unless ceil(channels / block) == CB.
 Tensor layout_from_nchwc(const Tensor& x, int64_t channels);
 /// Blocked conv2d: x [N, CB, H, W, bc], w [KB, CB, R, S, bc, b], optional bias [KB, b]
-/// -> [N, KB, OH, OW, b] (OH as in conv2d; p.groups is ignored). The input block bc is
-/// usually b; a conv on a few channels (an image's 3) reads them as one block bc = C. With
-/// `depthwise`, w is [KB, 1, R, S, 1, b], bc == b and KB == CB: output channel c reads input
-/// channel c only. Grouped in whole blocks: w [KB, CBg, R, S, bc, b] with CB = G * CBg for G
-/// > 1 groups and KB a multiple of G; output block kb belongs to group kb / (KB / G) and reads
-/// that group's input blocks only. Stages
+/// -> [N, KB, OH, OW, b] (OH as in conv2d). The input block bc is usually b; a conv on a few
+/// channels (an image's 3) reads them as one block bc = C. With `depthwise`, w is
+/// [KB, 1, R, S, 1, b], bc == b and KB == CB: output channel c reads input channel c only
+/// (p.groups is ignored). Otherwise p.groups = G counts groups of whole blocks:
+/// w [KB, CB / G, R, S, bc, b] with KB a multiple of G; output block kb belongs to group
+/// kb / (KB / G) and reads that group's input blocks only. Throws UserError when the shapes
+/// do not match so. Stages
 /// "conv2d_nchwc_pad" (when padded), "conv2d_nchwc", "conv2d_nchwc_bias".
 Tensor conv2d_nchwc(const Tensor& x, const Tensor& w, const Conv2dParams& p,
                     const Tensor& bias = Tensor(), bool depthwise = false);

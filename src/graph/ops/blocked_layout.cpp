@@ -335,7 +335,8 @@ const OpDef LayoutFromBlocked = blocked_op(
 const OpDef ConvBlocked = blocked_op(
     Op::ConvBlocked, eval_conv_blocked, FusionKind::OutFusable, "conv2d_nchwc", [](NodeKernel& k) {
         const te::Tensor w = k.in(1);
-        const te::Conv2dParams p = conv2d_params(k.node(), {w.shape()[2], w.shape()[3]}, k.where());
+        te::Conv2dParams p = conv2d_params(k.node(), {w.shape()[2], w.shape()[3]}, k.where());
+        p.groups = k.node().attr_int("groups", 1); // groups of whole blocks, not ONNX's `group`
         k.set(te::conv2d_nchwc(k.in(0), w, p, k.opt_in(2), k.node().attr_int("depthwise", 0) != 0));
     });
 const OpDef MaxPoolBlocked =

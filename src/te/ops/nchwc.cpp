@@ -64,14 +64,18 @@ Tensor conv2d_nchwc(const Tensor& x, const Tensor& w, const Conv2dParams& p, con
     // a few channels (an image's RGB) as one block of them and writes full blocks.
     const int64_t n = xs[0], cb = xs[1], h = xs[2], wd = xs[3], in_block = xs[4];
     const int64_t kb = ws[0], r = ws[2], s = ws[3], block = ws[5];
-    // Grouped (not depthwise): each of `groups` groups reads ws[1] whole input blocks and
+    // Grouped (not depthwise): each of p.groups groups reads ws[1] whole input blocks and
     // writes kb / groups output blocks.
-    const int64_t groups = !depthwise && ws[1] > 0 && cb % ws[1] == 0 ? cb / ws[1] : 1;
-    const bool ok = depthwise ? (kb == cb && ws[1] == 1 && ws[4] == 1 && in_block == block)
-                              : (ws[1] * groups == cb && kb % groups == 0 && ws[4] == in_block);
+    const int64_t groups = depthwise ? 1 : p.groups;
+    const bool ok =
+        depthwise ? (kb == cb && ws[1] == 1 && ws[4] == 1 && in_block == block)
+                  : (groups >= 1 && ws[1] * groups == cb && kb % groups == 0 && ws[4] == in_block);
     if (!ok)
         throw UserError() << op << ": weight " << shape_to_string(ws) << " does not match input "
-                          << shape_to_string(xs) << (depthwise ? " (depthwise)" : "");
+                          << shape_to_string(xs)
+                          << (depthwise     ? " (depthwise)"
+                              : groups != 1 ? " in " + std::to_string(groups) + " groups"
+                                            : std::string());
     const int64_t ph = h + p.pad_top + p.pad_bottom, pw = wd + p.pad_left + p.pad_right;
     if (ph - p.dilation_h * (r - 1) - 1 < 0 || pw - p.dilation_w * (s - 1) - 1 < 0)
         throw UserError() << op << ": kernel " << r << "x" << s << " larger than the padded input "
@@ -90,51 +94,39 @@ Tensor conv2d_nchwc(const Tensor& x, const Tensor& w, const Conv2dParams& p, con
                                    PadMode::Constant, op + "_pad")
                        : x;
     IterVar ry = reduce_axis(r, "ry"), rx = reduce_axis(s, "rx");
-    Tensor y;
-    if (depthwise) {
-        y = compute(
-            {n, kb, oh, ow, block},
-            [&](const std::vector<Var>& i) {
-                Expr yy = i[2] * Expr(p.stride_h) + ry.var * Expr(p.dilation_h);
-                Expr xx = i[3] * Expr(p.stride_w) + rx.var * Expr(p.dilation_w);
+    // What an output element [n, kb, oh, ow, k] reads besides its window: the input block, the
+    // channel in it, the weight's input block and channel, and the reduce axes. Depthwise:
+    // channel k of block kb. Grouped with one input block per group: the group's block, named
+    // by the output block (no reduce loop over blocks, so that no index adds a reduce variable
+    // to the block axis). Otherwise every input block of the output block's group.
+    const int64_t group_blocks = ws[1], out_group_blocks = kb / groups;
+    const bool one_block_groups = !depthwise && groups > 1 && group_blocks == 1;
+    IterVar rc = reduce_axis(depthwise ? 1 : in_block, "rc");
+    IterVar rcb = reduce_axis(group_blocks, "rcb");
+    std::vector<IterVar> reduce = depthwise          ? std::vector<IterVar>{ry, rx}
+                                  : one_block_groups ? std::vector<IterVar>{ry, rx, rc}
+                                                     : std::vector<IterVar>{rcb, ry, rx, rc};
+    Tensor y = compute(
+        {n, kb, oh, ow, block},
+        [&](const std::vector<Var>& i) {
+            Expr yy = i[2] * Expr(p.stride_h) + ry.var * Expr(p.dilation_h);
+            Expr xx = i[3] * Expr(p.stride_w) + rx.var * Expr(p.dilation_w);
+            if (depthwise)
                 return sum(in(i[0], i[1], yy, xx, i[4]) * w(i[1], 0, ry.var, rx.var, 0, i[4]),
-                           {ry, rx});
-            },
-            op, {"n", "kb", "oh", "ow", "k"});
-    } else {
-        const int64_t group_blocks = ws[1], out_group_blocks = kb / groups;
-        IterVar rc = reduce_axis(in_block, "rc");
-        if (groups > 1 && group_blocks == 1) {
-            // One input block per group: the output block's group names it (no reduce loop
-            // over blocks, so that no index adds a reduce variable to the block axis).
-            y = compute({n, kb, oh, ow, block},
-                        [&](const std::vector<Var>& i) {
-                            Expr yy = i[2] * Expr(p.stride_h) + ry.var * Expr(p.dilation_h);
-                            Expr xx = i[3] * Expr(p.stride_w) + rx.var * Expr(p.dilation_w);
-                            Expr g =
-                                out_group_blocks == 1 ? Expr(i[1]) : i[1] / Expr(out_group_blocks);
-                            return sum(in(i[0], g, yy, xx, rc.var) *
-                                           w(i[1], 0, ry.var, rx.var, rc.var, i[4]),
-                                       {ry, rx, rc});
-                        },
-                        op, {"n", "kb", "oh", "ow", "k"});
-        } else {
-            IterVar rcb = reduce_axis(group_blocks, "rcb");
-            y = compute({n, kb, oh, ow, block},
-                        [&](const std::vector<Var>& i) {
-                            Expr yy = i[2] * Expr(p.stride_h) + ry.var * Expr(p.dilation_h);
-                            Expr xx = i[3] * Expr(p.stride_w) + rx.var * Expr(p.dilation_w);
-                            Expr first = groups == 1
-                                             ? Expr(0)
-                                             : i[1] / Expr(out_group_blocks) * Expr(group_blocks);
-                            Expr xb = groups == 1 ? Expr(rcb.var) : first + rcb.var;
-                            return sum(in(i[0], xb, yy, xx, rc.var) *
-                                           w(i[1], rcb.var, ry.var, rx.var, rc.var, i[4]),
-                                       {rcb, ry, rx, rc});
-                        },
-                        op, {"n", "kb", "oh", "ow", "k"});
-        }
-    }
+                           reduce);
+            if (one_block_groups) {
+                Expr group = out_group_blocks == 1 ? Expr(i[1]) : i[1] / Expr(out_group_blocks);
+                return sum(in(i[0], group, yy, xx, rc.var) *
+                               w(i[1], 0, ry.var, rx.var, rc.var, i[4]),
+                           reduce);
+            }
+            Expr xb = groups == 1 ? Expr(rcb.var)
+                                  : i[1] / Expr(out_group_blocks) * Expr(group_blocks) + rcb.var;
+            return sum(in(i[0], xb, yy, xx, rc.var) *
+                           w(i[1], rcb.var, ry.var, rx.var, rc.var, i[4]),
+                       reduce);
+        },
+        op, {"n", "kb", "oh", "ow", "k"});
     if (!bias.defined())
         return y;
     return compute(
