@@ -149,10 +149,11 @@ ms = {k: timed.get(k) for k in ("ort", "ov", "untuned", "tuned")}
 med = lambda k, f: statistics.median(f(r) for r in runs[k]) if k in runs else None
 mib = {k: med(k, lambda r: r["model_rss_mib"]) for k in ("ort", "ov")}
 mib["t"] = med("tuned" if "tuned" in runs else "untuned", lambda r: r["model_rss_bytes"] / 2**20)
-peer = min(ms["ort"], ms["ov"])
+peer = min([ms[k] for k in ("ort", "ov") if ms[k] is not None], default=None)
 f = lambda v, p: "-" if v is None else f"{v:.{p}f}"
-print(f(ms["ort"], 3), f(ms["ov"], 3), f(ms["untuned"], 3), f(ms["untuned"] / peer, 2),
-      f(ms["tuned"], 3), "-" if ms["tuned"] is None else f(ms["tuned"] / peer, 2),
+ratio = lambda k: "-" if ms[k] is None or peer is None else f(ms[k] / peer, 2)
+print(f(ms["ort"], 3), f(ms["ov"], 3), f(ms["untuned"], 3), ratio("untuned"),
+      f(ms["tuned"], 3), ratio("tuned"),
       f(mib["ort"], 1), f(mib["ov"], 1), f(mib["t"], 1), trips)
 '
 raw="$out/results.jsonl"
@@ -183,12 +184,25 @@ for entry in "${resolved[@]}"; do
     runtimes+=(tuned)
   fi
   k=${#runtimes[@]}
+  # A peer that cannot run the model (an op its importer refuses) is left out of its row with a
+  # note; the other runtimes go on.
+  declare -A refused=()
   for t in $threads; do
     lines=""
     for ((r = 0; r < rounds; r++)); do
       for ((j = 0; j < k; j++)); do
         rtm=${runtimes[(r + j) % k]}
-        res=$(measure "$rtm" "$name" "$t")
+        [ -z "${refused[$rtm]:-}" ] || continue
+        if [ "$rtm" = ort ] || [ "$rtm" = ov ]; then
+          if ! res=$(measure "$rtm" "$name" "$t" 2>"$out/$name.$rtm.err"); then
+            refused[$rtm]=1
+            echo "note: $([ "$rtm" = ort ] && echo "ONNX Runtime" || echo OpenVINO) cannot run" \
+              "$name: $(grep -v '^\s*$' "$out/$name.$rtm.err" | tail -1) (all: $out/$name.$rtm.err)" >&2
+            continue
+          fi
+        else
+          res=$(measure "$rtm" "$name" "$t")
+        fi
         line="{\"model\":\"$name\",\"threads\":$t,\"round\":$r,\"$rtm\":$res}"
         echo "$line" >>"$raw"
         lines+="$line"$'\n'
