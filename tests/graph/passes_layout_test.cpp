@@ -231,6 +231,40 @@ TEST(LayoutPass, ChannelConcatsOfBlockedValuesStayBlocked) {
     EXPECT_EQ(odd.value(first_node(odd, Op::Concat).outputs[0]).shape.size(), 4u) << to_string(odd);
 }
 
+TEST(LayoutPass, SpatialSlicesAndConcatsOfBlockedValuesStayBlocked) {
+    // The parts of a conv split by drop_padding_taps: slices of a blocked value along rows and
+    // columns (a negative axis too) feed convs whose outputs are joined along the columns and
+    // the rows; all of it stays blocked, with one conversion in and one out.
+    GraphBuilder b;
+    const ValueId x = b.input("x", {1, 11, 9, 7});
+    const ValueId c = conv_relu(b, x, 11, 13, 3, 1);
+    auto slice = [&](std::vector<int64_t> starts, std::vector<int64_t> ends,
+                     std::vector<int64_t> axes) {
+        return b.op(Op::Slice, {c, b.ints(std::move(starts)), b.ints(std::move(ends)),
+                                b.ints(std::move(axes))});
+    };
+    auto conv1x1 = [&](ValueId v, uint64_t seed) {
+        return b.op(Op::Conv, {v, b.constant_f32({10, 13, 1, 1}, seed)}, conv_attrs(1, 1, 0));
+    };
+    const ValueId left = conv1x1(slice({0, 0}, {4, 3}, {2, 3}), 2);
+    const ValueId right = conv1x1(slice({0, 3}, {4, 7}, {2, -1}), 3);
+    const ValueId top = b.op(Op::Concat, {left, right}, {{"axis", Attribute::of_int(3)}});
+    const ValueId bottom = conv1x1(slice({4}, {9}, {-2}), 4);
+    const ValueId y = b.op(Op::Concat, {top, bottom}, {{"axis", Attribute::of_int(-2)}});
+    Graph g = b.finish({y});
+    PassResult r = check_pass(g, [](Graph& gr) { return convert_layout_nchwc(gr, 8); });
+    EXPECT_NE(r.summary.find("3 slices"), std::string::npos) << r.summary;
+    EXPECT_EQ(count_op(g, Op::LayoutToBlocked), 1) << to_string(g);
+    EXPECT_EQ(count_op(g, Op::LayoutFromBlocked), 1) << to_string(g);
+    for (NodeId id : g.node_ids()) {
+        const Node& n = g.node(id);
+        if (n.op == Op::Slice || n.op == Op::Concat) {
+            EXPECT_EQ(g.value(n.outputs[0]).shape.size(), 5u) << to_string(g);
+        }
+    }
+    expect_no_cancelling_pairs(g);
+}
+
 TEST(LayoutPass, LeavesUnblockableConvsAndOpsInNchw) {
     GraphBuilder b;
     const ValueId x = b.input("x", {1, 12, 7, 7});

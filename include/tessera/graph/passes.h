@@ -149,6 +149,17 @@ PassResult convert_precision_fp16(Graph& g, int64_t min_bytes = 0);
 /// axis, the biases merge into one Add too. A MatMul whose result is a graph output is left.
 PassResult fuse_horizontally(Graph& g);
 
+/// "padding-taps": a 2-D f32 Conv with constant weights whose taps read only padding for some
+/// of its outputs (atrous convs at dilations near the image size: DeepLabV3's 12, 24 and 36 on
+/// a 14x14 map; a 3x3 conv of a 1x1 map) computes without them. Along each spatial dim the
+/// outputs fall into ranges that read the same taps inside the image; each pair of a row range
+/// and a column range becomes a Conv of those taps (weights restricted to them, no padding) on
+/// the Slice of the input they read (axes 2 and 3; the input itself when it is all of it), and
+/// Concats along the columns (axis 3) and then the rows (axis 2) define the former output.
+/// Taken when it is one part (a smaller conv), or at most 9 parts computing at most half the
+/// products. Left: an output that reads padding only. The same sums less their zero terms.
+PassResult drop_padding_taps(Graph& g);
+
 /// "horizontal-conv-fusion": Convs of group 1 that read one f32 value with constant f32 weights
 /// (and bias), the same attributes and the same filter shape but for the output channels (an
 /// Inception block's 1x1 convolutions) become one Conv with the filters stacked along the

@@ -2,15 +2,16 @@
 // by an optimization level, with per-pass printing, timing and disabling for debugging.
 //
 // Order: shape-inference, constant-folding, dce, horizontal-fusion, dce, then sweeps of
-// algebraic-simplification, cse, dce; then horizontal-conv-fusion, dce, layout and winograd.
+// algebraic-simplification, cse, dce; then padding-taps, dce, horizontal-conv-fusion, dce,
+// layout and winograd.
 // Levels: O0 runs shape-inference only (plus constant-folding and dce when the graph has a
 // node whose op has no kernel: such an op runs only folded, tasks.h op_has_kernel); O1 adds
-// constant-folding and dce; O2 adds horizontal-fusion (when PipelineOptions asks), one
-// sweep of algebraic-simplification and cse, and horizontal-conv-fusion (when asked); O3
-// repeats the sweep (constant-folding and dce first from the second on) until one changes
+// constant-folding and dce; O2 adds horizontal-fusion (when PipelineOptions asks), one sweep
+// of algebraic-simplification and cse, padding-taps, and horizontal-conv-fusion (when asked);
+// O3 repeats the sweep (constant-folding and dce first from the second on) until one changes
 // nothing, at most kMaxO3Sweeps times, then runs layout (NCHW[x]c for CPU convolutions) and
-// winograd. With bf16 precision, the precision pass
-// runs before layout at every level. Fusion (fusion.h) runs on the result.
+// winograd. With bf16 or fp16 precision, the precision pass runs last, at every level.
+// Fusion (fusion.h) runs on the result.
 #pragma once
 
 #include <ostream>

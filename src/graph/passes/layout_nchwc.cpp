@@ -66,7 +66,7 @@ class LayoutRewriter {
             else if (op == Op::Concat)
                 concats_ += rewrite_concat(id);
             else if (op == Op::Slice)
-                slices_ += rewrite_channel_slice(id);
+                slices_ += rewrite_slice(id);
         }
         cancel_pairs();
         g_.remove_dead_nodes();
@@ -78,9 +78,8 @@ class LayoutRewriter {
         r.changes = convs_ + pools_ + elementwise_ + concats_ + slices_ + cancelled_;
         std::ostringstream os;
         os << convs_ << " convs, " << pools_ << " max pools, " << concats_ << " concats, "
-           << slices_ << " channel slices and "
-           << elementwise_ << " elementwise ops to NCHW" << block_ << "c, " << to << " to / "
-           << from << " from conversions";
+           << slices_ << " slices and " << elementwise_ << " elementwise ops to NCHW" << block_
+           << "c, " << to << " to / " << from << " from conversions";
         if (cancelled_)
             os << ", " << cancelled_ << " conversion pairs cancelled";
         return end_pass(r, g_, os.str());
@@ -153,6 +152,9 @@ class LayoutRewriter {
     static bool is_f32_nchw(const Value& v) {
         return v.typed && v.dtype == DType::F32 && v.shape.size() == 4;
     }
+    // An axis of an NCHW value, counted from the front (the same index in the blocked layout
+    // for N, C, H and W).
+    static int64_t nchw_axis(int64_t axis) { return axis < 0 ? axis + 4 : axis; }
 
     // Copies, not references: adding values and nodes below may move the graph's storage.
     int rewrite_conv(NodeId id) {
@@ -413,24 +415,26 @@ class LayoutRewriter {
         return 1;
     }
 
-    // A channel Concat of values of which one at least is blocked (SqueezeNet's Fire modules
-    // join two convs' outputs): the blocked Concat of the blocked twins along the channel-block
-    // axis, when every part but the last fills whole blocks (the last one's padding channels
-    // then end the result, where its own padding belongs). Without it, each part goes back to
-    // NCHW, is concatenated, and the result is blocked again for the next conv: three passes
-    // over memory instead of one.
+    // A Concat of values of which one at least is blocked: the Concat of the blocked twins.
+    // Along the channels (SqueezeNet's Fire modules join two convs' outputs) it is along the
+    // channel-block axis, when every part but the last fills whole blocks (the last one's
+    // padding channels then end the result, where its own padding belongs). Without it, each
+    // part goes back to NCHW, is concatenated, and the result is blocked again for the next
+    // conv: three passes over memory instead of one. Along rows or columns (the parts of a conv
+    // that drop_padding_taps split) it is along the same axis of the blocked layout.
     int rewrite_concat(NodeId id) {
         const Node n = g_.node(id);
         const Value out = g_.value(n.outputs[0]);
         if (n.outputs.size() != 1 || n.inputs.empty() || !is_f32_nchw(out))
             return 0;
-        const int64_t axis = n.attr_int("axis", 0);
-        if (axis != 1 && axis != -3)
+        const int64_t axis = nchw_axis(n.attr_int("axis", 0));
+        if (axis < 1 || axis > 3)
             return 0;
         bool any_twin = false;
         for (size_t i = 0; i < n.inputs.size(); ++i) {
             const Value& v = g_.value(n.inputs[i]);
-            if (!is_f32_nchw(v) || (i + 1 < n.inputs.size() && v.shape[1] % block_ != 0))
+            if (!is_f32_nchw(v) ||
+                (axis == 1 && i + 1 < n.inputs.size() && v.shape[1] % block_ != 0))
                 return 0;
             any_twin = any_twin || has_twin(n.inputs[i]);
         }
@@ -439,36 +443,55 @@ class LayoutRewriter {
         std::vector<ValueId> ins;
         for (ValueId v : n.inputs)
             ins.push_back(blocked(v));
-        replace_blocked(id, Op::Concat, std::move(ins), {{"axis", Attribute::of_int(1)}});
+        replace_blocked(id, Op::Concat, std::move(ins), {{"axis", Attribute::of_int(axis)}});
         return 1;
     }
 
-    // A Slice of a blocked value's channels on whole blocks (horizontal-conv-fusion gives each
-    // merged convolution its channels back so): the Slice of the blocked twin along the
-    // channel-block axis. The end may be the channel count, a partial last block, whose padding
-    // channels then end the result as its own would. Any other slice stays NCHW.
-    int rewrite_channel_slice(NodeId id) {
+    // A Slice of a blocked value (steps absent, constant starts, ends and axes): the Slice of
+    // the blocked twin. Along rows and columns (the inputs of a conv's parts, drop_padding_taps)
+    // with the same bounds. Along the channels on whole blocks (horizontal-conv-fusion gives
+    // each merged convolution its channels back so) along the channel-block axis; the end may
+    // be the channel count, a partial last block, whose padding channels then end the result as
+    // its own would. Any other slice stays NCHW.
+    int rewrite_slice(NodeId id) {
         const Node n = g_.node(id);
         if (n.outputs.size() != 1 || n.inputs.size() < 4 || n.input(4) != kNoValue)
             return 0; // steps absent
         const Value in = g_.value(n.inputs[0]);
-        double s = 0, e = 0, a = 0; // one-element constants (ONNX: int32 or int64)
-        if (!is_f32_nchw(in) || !has_twin(n.inputs[0]) || !constant_scalar(g_, n.inputs[1], &s) ||
-            !constant_scalar(g_, n.inputs[2], &e) || !constant_scalar(g_, n.inputs[3], &a))
+        if (!is_f32_nchw(in) || !has_twin(n.inputs[0]))
             return 0;
-        const int64_t channels = in.shape[1], start = static_cast<int64_t>(s),
-                      axis = static_cast<int64_t>(a);
-        const int64_t end = std::min(static_cast<int64_t>(std::min(e, 1e18)), channels);
-        if ((axis != 1 && axis != -3) || start < 0 || start >= end || start % block_ != 0 ||
-            (end % block_ != 0 && end != channels))
+        const Value &starts = g_.value(n.inputs[1]), &ends = g_.value(n.inputs[2]),
+                    &axes = g_.value(n.inputs[3]);
+        if (!starts.is_constant() || !ends.is_constant() || !axes.is_constant())
             return 0;
-        auto ints = [&](const char* what, int64_t v) {
-            return g_.add_constant(g_.value(n.outputs[0]).name + "_nchwc/" + what,
-                                   TensorData::from_vector<int64_t>({1}, {v}));
+        std::vector<int64_t> axis = axes.constant->as_i64();
+        const std::vector<int64_t> start = starts.constant->as_i64(), end = ends.constant->as_i64();
+        if (axis.empty() || start.size() != axis.size() || end.size() != axis.size())
+            return 0;
+        bool spatial = true;
+        for (int64_t& a : axis) {
+            a = nchw_axis(a);
+            spatial = spatial && (a == 2 || a == 3);
+        }
+        auto ints = [&](const char* what, const std::vector<int64_t>& v) {
+            return g_.add_constant(
+                g_.value(n.outputs[0]).name + "_nchwc/" + what,
+                TensorData::from_vector<int64_t>({static_cast<int64_t>(v.size())}, v));
         };
+        if (spatial) {
+            replace_blocked(id, Op::Slice,
+                            {blocked(n.inputs[0]), n.inputs[1], n.inputs[2], ints("axes", axis)},
+                            {});
+            return 1;
+        }
+        const int64_t channels = in.shape[1];
+        const int64_t first = start[0], last = std::min(end[0], channels);
+        if (axis.size() != 1 || axis[0] != 1 || first < 0 || first >= last || first % block_ != 0 ||
+            (last % block_ != 0 && last != channels))
+            return 0;
         replace_blocked(id, Op::Slice,
-                        {blocked(n.inputs[0]), ints("starts", start / block_),
-                         ints("ends", channel_blocks(end, block_)), ints("axes", 1)},
+                        {blocked(n.inputs[0]), ints("starts", {first / block_}),
+                         ints("ends", {channel_blocks(last, block_)}), ints("axes", {1})},
                         {});
         return 1;
     }

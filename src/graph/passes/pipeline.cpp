@@ -43,6 +43,7 @@ std::vector<PassEntry> all_passes(const PipelineOptions& options = {}) {
         {"algebraic-simplification", simplify_algebra},
         {"cse", eliminate_common_subexpressions},
         {"horizontal-fusion", fuse_horizontally},
+        {"padding-taps", drop_padding_taps},
         // At -O3 the slices keep to the layout's channel blocks.
         {"horizontal-conv-fusion",
          [block, level = options.level](Graph& g) {
@@ -138,6 +139,10 @@ std::vector<PassResult> optimize(Graph& g, const PipelineOptions& options) {
         if (changes == 0)
             break;
     }
+    // After simplification has folded batch norms into the convs; before horizontal conv
+    // fusion, which merges the 1x1 convs some atrous convs become with their neighbours.
+    if (options.level >= 2 && run("padding-taps") > 0)
+        run("dce");
     // After simplification has folded each branch's batch norm into its conv, before layout.
     if (options.level >= 2 && options.horizontal_fusion && run("horizontal-conv-fusion") > 0)
         run("dce");
