@@ -6,7 +6,10 @@
 
 #include "graph_test_util.h"
 #include "op_case.h"
+#include "tessera/graph/fusion.h"
 #include "tessera/graph/import_onnx.h"
+#include "tessera/graph/shape_inference.h"
+#include "tessera/graph/tasks.h"
 #include "tessera/support/error.h"
 
 namespace tessera::graph {
@@ -473,6 +476,38 @@ TEST(ResizeModel, LibraryMatchesEvaluator) {
             expect_library_matches_evaluator(mb.bytes(), {floats({1, 3, 9, 11}, 8)}, level, 1e-5,
                                              1e-5);
     }
+}
+
+// The names of the stages of the one fused group of a graph holding one Resize.
+std::vector<std::string> resize_stages(const std::string& model_bytes) {
+    Graph g = import_onnx_bytes(model_bytes, "resize");
+    infer_shapes(g);
+    const std::vector<FusedGroup> groups = fuse_ops(g);
+    EXPECT_EQ(groups.size(), 1u);
+    std::vector<std::string> names;
+    for (const te::Tensor& t : group_compute(g, groups.at(0)).compute.stages)
+        names.push_back(t.name());
+    return names;
+}
+
+// Linear and cubic resizes interpolate one axis per stage, the last axis first (an output row
+// is a few rows of the stage before it scaled and added); nearest stays one gathering stage.
+// Their values: OpComputeTest's Resize cases.
+TEST(ResizeKernel, LinearAndCubicInterpolateOneAxisPerStage) {
+    auto model = [](const char* mode, const char* coordinates) {
+        ModelBuilder mb(13);
+        mb.input("X", DType::F32, {1, 3, 9, 11});
+        mb.initializer("sizes", testing::i64s({1, 3, 20, 23}));
+        mb.node("Resize", {"X", "", "", "sizes"}, {"Y"})
+            .s("mode", mode)
+            .s("coordinate_transformation_mode", coordinates);
+        mb.output("Y");
+        return mb.bytes();
+    };
+    using Names = std::vector<std::string>;
+    EXPECT_EQ(resize_stages(model("linear", "half_pixel")), (Names{"resize_axis3", "resize"}));
+    EXPECT_EQ(resize_stages(model("cubic", "align_corners")), (Names{"resize_axis3", "resize"}));
+    EXPECT_EQ(resize_stages(model("nearest", "half_pixel")), (Names{"resize"}));
 }
 
 // Sizes computed from the input's shape, as exporters write them: import reads the value and

@@ -524,59 +524,109 @@ void import_resize(OpImport& im) {
 
 // ---- kernel ----
 
+// The neighbours of output index y along resized axis a: their indices (clamped to the edge)
+// and f64 coefficients; `outside` is set for tf_crop_and_resize positions outside the input.
+struct AxisTaps {
+    std::vector<te::Expr> index, coeff;
+};
+AxisTaps axis_taps(const ResizePlan& p, const ResizeAxis& a, const te::Var& y, te::Expr* outside) {
+    const ir::DataType f64 = ir::DataType::f64(), it = y.type();
+    AxisTaps taps;
+    if (a.identity) {
+        taps.index = {te::Expr(y)};
+        taps.coeff = {ir::make_one(f64)};
+        return taps;
+    }
+    te::Expr out_of_range;
+    const te::Expr xs = source_coordinate<ExprMath>(p, a, ir::cast(f64, y), &out_of_range);
+    if (out_of_range.defined())
+        *outside = outside->defined() ? ir::logical_or(*outside, out_of_range) : out_of_range;
+    Taps<ExprMath> t = taps_of<ExprMath>(p, a, xs);
+    const te::Expr first = ir::cast(it, t.first);
+    std::vector<te::Expr> inside;
+    for (size_t j = 0; j < t.coeff.size(); ++j) {
+        const te::Expr i = first + ir::make_const(it, static_cast<int64_t>(j));
+        taps.index.push_back(ir::max(ir::make_zero(it), ir::min(i, ir::make_const(it, a.in - 1))));
+        inside.push_back(ir::logical_and(ir::make_zero(it) <= i, i < ir::make_const(it, a.in)));
+    }
+    if (p.exclude_outside) {
+        te::Expr sum = ir::make_zero(f64);
+        for (size_t j = 0; j < t.coeff.size(); ++j) {
+            t.coeff[j] = ir::select(inside[j], t.coeff[j], ir::make_zero(f64));
+            sum = sum + t.coeff[j];
+        }
+        sum = ir::select(ir::eq(sum, ir::make_zero(f64)), ir::make_one(f64), sum);
+        for (te::Expr& c : t.coeff)
+            c = c / sum;
+    }
+    taps.coeff = t.coeff;
+    return taps;
+}
+
+// Linear and cubic without tf_crop_and_resize: one stage per resized axis, the last axis first
+// (as the reference's recursion interpolates), each summing its axis's neighbours of the
+// previous stage. An output row of the outer axis is then two (or four) rows of the stage
+// before it scaled and added, with its coordinates computed once per row, instead of every
+// element computing the coordinates of every axis and gathering all combinations of
+// neighbours: an upsampling of DeepLabV3's 21 x 14 x 14 logits to 224 x 224 ran 3.7 ms on a
+// Zen 4 core that way.
+te::Tensor separable_resize(const ResizePlan& p, const te::Tensor& x) {
+    const ir::DataType f32 = ir::DataType::f32();
+    te::Tensor cur = x;
+    std::vector<int64_t> shape = x.shape();
+    int remaining = 0;
+    for (const ResizeAxis& a : p.axes)
+        remaining += a.identity ? 0 : 1;
+    for (size_t d = p.axes.size(); d-- > 0;) {
+        const ResizeAxis& a = p.axes[d];
+        if (a.identity)
+            continue;
+        shape[d] = a.out;
+        const te::Tensor prev = cur;
+        cur = te::compute(
+            shape,
+            [&](const std::vector<te::Var>& out) -> te::Expr {
+                te::Expr outside; // never set: no tf_crop_and_resize here
+                const AxisTaps t = axis_taps(p, a, out[d], &outside);
+                std::vector<te::Expr> idx(out.begin(), out.end());
+                te::Expr value;
+                for (size_t j = 0; j < t.index.size(); ++j) {
+                    idx[d] = t.index[j];
+                    const te::Expr term = ir::cast(f32, t.coeff[j]) * prev(idx);
+                    value = value.defined() ? value + term : term;
+                }
+                return value;
+            },
+            --remaining == 0 ? "resize" : "resize_axis" + std::to_string(d));
+    }
+    return cur;
+}
+
 void resize_kernel(NodeKernel& k) {
     const graph::Shape& in = k.input_value(0).shape;
     const ResizePlan p = resize_plan(k.node(), in, k.static_doubles(1), k.static_doubles(2),
                                      k.static_ints(3), k.where());
     const te::Tensor x = k.in(0);
+    bool resized = false;
+    for (const ResizeAxis& a : p.axes)
+        resized = resized || !a.identity;
+    if (p.mode != Interpolation::Nearest && p.coordinates != CoordinateMode::TfCropAndResize &&
+        resized) {
+        k.set(separable_resize(p, x));
+        return;
+    }
     const ir::DataType f32 = ir::DataType::f32(), f64 = ir::DataType::f64();
     k.set(te::compute(
         p.out_shape(),
         [&](const std::vector<te::Var>& out) -> te::Expr {
             // Per resized axis: its neighbours' indices and coefficients.
-            struct AxisTaps {
-                std::vector<te::Expr> index, coeff;
-            };
-            std::vector<AxisTaps> taps(p.axes.size());
+            std::vector<AxisTaps> taps;
             te::Expr outside;
-            for (size_t d = 0; d < p.axes.size(); ++d) {
-                const ResizeAxis& a = p.axes[d];
-                const ir::DataType it = out[d].type();
-                if (a.identity) {
-                    taps[d].index = {te::Expr(out[d])};
-                    taps[d].coeff = {ir::make_one(f64)};
-                    continue;
-                }
-                te::Expr out_of_range;
-                const te::Expr xs =
-                    source_coordinate<ExprMath>(p, a, ir::cast(f64, out[d]), &out_of_range);
-                if (out_of_range.defined())
-                    outside =
-                        outside.defined() ? ir::logical_or(outside, out_of_range) : out_of_range;
-                Taps<ExprMath> t = taps_of<ExprMath>(p, a, xs);
-                const te::Expr first = ir::cast(it, t.first);
-                std::vector<te::Expr> inside;
-                for (size_t j = 0; j < t.coeff.size(); ++j) {
-                    const te::Expr i = first + ir::make_const(it, static_cast<int64_t>(j));
-                    taps[d].index.push_back(
-                        ir::max(ir::make_zero(it), ir::min(i, ir::make_const(it, a.in - 1))));
-                    inside.push_back(
-                        ir::logical_and(ir::make_zero(it) <= i, i < ir::make_const(it, a.in)));
-                }
-                if (p.exclude_outside) {
-                    te::Expr sum = ir::make_zero(f64);
-                    for (size_t j = 0; j < t.coeff.size(); ++j) {
-                        t.coeff[j] = ir::select(inside[j], t.coeff[j], ir::make_zero(f64));
-                        sum = sum + t.coeff[j];
-                    }
-                    sum = ir::select(ir::eq(sum, ir::make_zero(f64)), ir::make_one(f64), sum);
-                    for (te::Expr& c : t.coeff)
-                        c = c / sum;
-                }
-                taps[d].coeff = t.coeff;
-            }
-            // The sum over every combination of neighbours; nearest keeps the one of
-            // coefficient 1 by selecting its index instead.
+            for (size_t d = 0; d < p.axes.size(); ++d)
+                taps.push_back(axis_taps(p, p.axes[d], out[d], &outside));
+            // The sum over every combination of neighbours (tf_crop_and_resize, whose outside
+            // positions take the extrapolation value whatever the other axes); nearest keeps
+            // the one of coefficient 1 by selecting its index instead.
             te::Expr value;
             if (p.mode == Interpolation::Nearest) {
                 std::vector<te::Expr> idx;
