@@ -36,22 +36,30 @@ TEST(Simplify, RemovesIdentities) {
     EXPECT_EQ(first_node(g, Op::Relu).inputs[0], x);
 }
 
-// x^2 is x*x (the same rounding; check_pass evaluates before and after); other exponents and
-// an exponent that widens x stay.
-TEST(Simplify, SquaresBecomeMultiplies) {
+// x^2 is x*x (the same rounding) and x^3 is x*x*x (check_pass evaluates before and after);
+// other exponents and an exponent that widens x stay.
+TEST(Simplify, SquaresAndCubesBecomeMultiplies) {
     GraphBuilder b;
     ValueId x = b.input("x", {7, 13});
     ValueId sq = b.op(Op::Pow, {x, b.scalar(2.0f)});
     ValueId cube = b.op(Op::Pow, {sq, b.scalar(3.0f)});
-    ValueId wide = b.op(Op::Pow, {cube, b.constant(TensorData::from_vector<float>(
-                                            {3, 7, 13}, std::vector<float>(3 * 7 * 13, 2.0f)))});
+    ValueId fourth = b.op(Op::Pow, {cube, b.scalar(4.0f)});
+    ValueId wide = b.op(Op::Pow, {fourth, b.constant(TensorData::from_vector<float>(
+                                              {3, 7, 13}, std::vector<float>(3 * 7 * 13, 2.0f)))});
     Graph g = b.finish({wide});
     PassResult r = check_pass(g, simplify_algebra);
-    EXPECT_EQ(r.changes, 1) << r.summary;
-    EXPECT_EQ(op_histogram(g), (std::map<std::string, int>{{"Mul", 1}, {"Pow", 2}}));
-    const Node& mul = first_node(g, Op::Mul);
-    EXPECT_EQ(mul.inputs[0], x);
-    EXPECT_EQ(mul.inputs[1], x);
+    EXPECT_EQ(r.changes, 2) << r.summary;
+    EXPECT_EQ(op_histogram(g), (std::map<std::string, int>{{"Mul", 3}, {"Pow", 2}}));
+    const Node& square = first_node(g, Op::Mul);
+    EXPECT_EQ(square.inputs[0], x);
+    EXPECT_EQ(square.inputs[1], x);
+    // The cube: (sq * sq) * sq.
+    const Node& fourth_pow = g.node(g.value(fourth).producer);
+    const Node& cubed = g.node(g.value(fourth_pow.inputs[0]).producer);
+    ASSERT_EQ(cubed.op, Op::Mul);
+    const ValueId squared_sq = cubed.inputs[0], sq_now = cubed.inputs[1];
+    EXPECT_EQ(g.node(g.value(sq_now).producer).inputs, (std::vector<ValueId>{x, x}));
+    EXPECT_EQ(g.node(g.value(squared_sq).producer).inputs, (std::vector<ValueId>{sq_now, sq_now}));
 }
 
 // x + c where c broadcasts x to a larger shape is not an identity even when c is zero.

@@ -63,6 +63,7 @@ PassResult eliminate_common_subexpressions(Graph& g);
 ///  - BatchNormalization folded into a preceding Conv or Gemm (constant weights, the
 ///    producer used only by the BN) and otherwise turned into Mul + Add by constants;
 ///  - MatMul(A[M,K], B[K,N]) + bias[N] into Gemm;
+///  - Pow(x, 2) and Pow(x, 3) of f32 x into x*x and x*x*x;
 ///  - decomposed LayerNorm (ReduceMean, Sub, Pow 2, ReduceMean, Add eps, Sqrt, Div, optional
 ///    Mul scale, Add bias over the last axis) into LayerNormalization;
 ///  - GELU x * 0.5 * (1 + erf(x / sqrt 2)) (Div or Mul by 1/sqrt 2; either Mul order) into Gelu;
