@@ -18,10 +18,12 @@
 // the edge) with coefficients of the ratio x - floor(x) (1 when x is an integer), and
 // interpolates axis after axis. An axis with scale 1 and the same extent is left alone.
 //
-// The kernel computes each output element as the sum over the neighbours of all resized axes
-// of the product of their coefficients times the input element. The source coordinates are
-// computed in double precision by the same operations, in the same order, as the evaluator's,
-// so both pick the same neighbours even where a coordinate falls on a rounding tie.
+// The kernel interpolates linear and cubic resizes one axis per stage, the last axis first, as
+// the reference's recursion does (separable_resize); nearest and tf_crop_and_resize compute
+// each output element as the sum over the neighbours of all resized axes of the product of
+// their coefficients times the input element. The source coordinates are computed in double
+// precision by the same operations, in the same order, as the evaluator's, so both pick the
+// same neighbours even where a coordinate falls on a rounding tie.
 #include <algorithm>
 #include <cmath>
 #include <optional>
