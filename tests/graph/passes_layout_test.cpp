@@ -104,13 +104,13 @@ TEST_P(LayoutBlockTest, ConvNetKeepsValuesAndStaysBlocked) {
 INSTANTIATE_TEST_SUITE_P(Blocks, LayoutBlockTest, ::testing::Values(1, 4, 8));
 
 TEST(LayoutPass, ConvsOnFewerChannelsThanABlockReadThemAsOneBlock) {
-    // Blocks of 16 would pad 11 output channels to 16: that conv and the depthwise one stay
-    // NCHW. The two 16-channel-output convs read their 11 and 13 channels as one block each,
-    // with weights [1, 1, R, S, C, 16], and write NCHW16c.
+    // In blocks of 16, the convs of 13 and 11 input channels read them as one block each, with
+    // weights [1, 1, R, S, C, 16], and write NCHW16c: 11 output channels (at least half a
+    // block) are padded to 16. The depthwise conv of 11 channels stays NCHW.
     Graph g = conv_net();
     check_pass(g, [](Graph& gr) { return convert_layout_nchwc(gr, 16); });
-    EXPECT_EQ(count_op(g, Op::Conv), 2) << to_string(g);
-    EXPECT_EQ(count_op(g, Op::ConvBlocked), 2) << to_string(g);
+    EXPECT_EQ(count_op(g, Op::Conv), 1) << to_string(g);
+    EXPECT_EQ(count_op(g, Op::ConvBlocked), 3) << to_string(g);
     std::vector<int64_t> in_blocks;
     for (NodeId id : g.node_ids()) {
         const Node& n = g.node(id);
@@ -127,7 +127,13 @@ TEST(LayoutPass, ConvsOnFewerChannelsThanABlockReadThemAsOneBlock) {
         EXPECT_EQ(g.value(n.outputs[0]).shape, (Shape{1, 1, 9, 7, 16}));
     }
     std::sort(in_blocks.begin(), in_blocks.end());
-    EXPECT_EQ(in_blocks, (std::vector<int64_t>{11, 13}));
+    EXPECT_EQ(in_blocks, (std::vector<int64_t>{11, 13, 13}));
+    // In blocks of 32, 11 output channels (under half a block) would triple the conv's work:
+    // it stays NCHW, and the two 16-channel ones are blocked.
+    Graph wide = conv_net();
+    check_pass(wide, [](Graph& gr) { return convert_layout_nchwc(gr, 32); });
+    EXPECT_EQ(count_op(wide, Op::Conv), 2) << to_string(wide);
+    EXPECT_EQ(count_op(wide, Op::ConvBlocked), 2) << to_string(wide);
 }
 
 TEST(LayoutPass, MaxPoolsOfBlockedValuesStayBlocked) {
@@ -213,6 +219,35 @@ Graph fire_module(int64_t first_expand) {
     const ValueId out = b.op(Op::Conv, {pool, b.constant_f32({8, first_expand + 13, 1, 1}, 4)},
                              conv_attrs(1, 1, 0));
     return b.finish({out});
+}
+
+TEST(LayoutPass, SpatialMeansOfBlockedValuesAverageEachBlock) {
+    // x.mean([2, 3]) as exporters write it (ReduceMean over rows and columns, with and without
+    // keepdims, a negative axis) of a blocked value is the blocked ReduceMean; without keepdims
+    // a Reshape drops the unit dims of its NCHW result. A mean over the channels stays.
+    GraphBuilder b;
+    const ValueId x = b.input("x", {1, 11, 9, 7});
+    const ValueId c = conv_relu(b, x, 11, 13, 3, 1);
+    auto mean = [&](std::vector<int64_t> axes, int64_t keepdims) {
+        return b.op(Op::ReduceMean, {c},
+                    {{"axes", Attribute::of_ints(std::move(axes))},
+                     {"keepdims", Attribute::of_int(keepdims)}});
+    };
+    const ValueId flat = mean({2, 3}, 0), kept = mean({-1, 2}, 1), channels = mean({1}, 1);
+    Graph g = b.finish({flat, kept, channels});
+    check_pass(g, [](Graph& gr) { return convert_layout_nchwc(gr, 8); });
+    int blocked_means = 0;
+    for (NodeId id : g.node_ids()) {
+        const Node& n = g.node(id);
+        if (n.op == Op::ReduceMean && g.value(n.inputs[0]).shape.size() == 5) {
+            EXPECT_EQ(n.attr_ints("axes"), (std::vector<int64_t>{2, 3}));
+            EXPECT_EQ(g.value(n.outputs[0]).shape, (Shape{1, 2, 1, 1, 8}));
+            ++blocked_means;
+        }
+    }
+    EXPECT_EQ(blocked_means, 2) << to_string(g);
+    EXPECT_EQ(g.value(g.outputs[0]).shape, (Shape{1, 13}));
+    EXPECT_EQ(g.node(g.value(g.outputs[0]).producer).op, Op::Reshape) << to_string(g);
 }
 
 TEST(LayoutPass, ChannelConcatsOfBlockedValuesStayBlocked) {

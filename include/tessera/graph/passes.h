@@ -175,7 +175,7 @@ PassResult fuse_convs_horizontally(Graph& g, int64_t channel_block);
 /// "layout": moves CPU 2-D convolutions to the blocked channel layout NCHW[x]c, x = `block`
 /// (ops.def: LayoutToBlocked, LayoutFromBlocked, ConvBlocked, MaxPoolBlocked):
 ///  - a Conv with constant f32 weights (and bias), groups 1 or depthwise (group == C, one
-///    weight channel per group), and at least x output channels becomes ConvBlocked; its
+///    weight channel per group), and at least x / 2 output channels becomes ConvBlocked; its
 ///    weights become the constant [K/x, C/x, R, S, x(c), x(k)] and its bias [K/x, x], computed
 ///    at compile time. Channel counts that x does not divide are padded with zero channels
 ///    (zero weights, zero bias). A conv on fewer than x input channels (a first layer on RGB
@@ -184,13 +184,16 @@ PassResult fuse_convs_horizontally(Graph& g, int64_t channel_block);
 ///    stay NCHW;
 ///  - a MaxPool (no indices output, storage_order 0) whose input is blocked becomes
 ///    MaxPoolBlocked; a GlobalAveragePool whose input is blocked becomes a ReduceMean over
-///    axes 2 and 3 (keepdims) of the blocked tensor, [N, C/x, 1, 1, x];
+///    axes 2 and 3 (keepdims) of the blocked tensor, [N, C/x, 1, 1, x]; so does a ReduceMean
+///    over axes 2 and 3 (without keepdims, a Reshape of its NCHW result follows);
 ///  - a Concat along the channels of 4-D f32 values, one of them blocked, whose parts but the
 ///    last have a multiple of x channels becomes the Concat of the blocked values along axis 1
-///    (the channel blocks);
+///    (the channel blocks); one along the rows or columns, the Concat of the blocked values
+///    along the same axis;
 ///  - a Slice of one blocked 4-D f32 value's channels (constant int64 start, end, axis 1, no
 ///    steps) that starts on a block and ends on one or at the channel count becomes the Slice
-///    of the blocked value along axis 1 (whole channel blocks);
+///    of the blocked value along axis 1 (whole channel blocks); one along rows and columns
+///    only, the same Slice of the blocked value;
 ///  - Relu, LeakyRelu, Clip, Sigmoid, HardSigmoid, HardSwish, Tanh, Gelu, Neg and the
 ///    binary Add, Sub, Mul, Max, Min over a 4-D f32 NCHW output stay blocked when an operand
 ///    is already blocked; their other operands are same-shaped tensors (converted) or

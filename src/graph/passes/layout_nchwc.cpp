@@ -61,6 +61,8 @@ class LayoutRewriter {
                 pools_ += rewrite_max_pool(id);
             else if (op == Op::GlobalAveragePool)
                 pools_ += rewrite_global_average_pool(id);
+            else if (op == Op::ReduceMean)
+                pools_ += rewrite_spatial_mean(id);
             else if (blockable_unary(op) || blockable_binary(op) || blockable_quantize(op))
                 elementwise_ += rewrite_elementwise(id);
             else if (op == Op::Concat)
@@ -172,8 +174,11 @@ class LayoutRewriter {
             return 0;
         const int64_t group = n.attr_int("group", 1), C = x.shape[1], K = w.shape[0];
         const bool depthwise = group != 1 && group == C && K == C && w.shape[1] == 1;
-        // Fewer output channels than one block: padding them would multiply the work.
-        if (K < block_)
+        // Fewer output channels than half a block: padding them would more than double the
+        // work. From half a block up, the conv and its readers computing the padding channels
+        // of the one block cost less than taking its input back to NCHW for an NCHW conv and
+        // its output to blocks again (MNASNet 0.5's 16 -> 8 conv at 112 x 112).
+        if (2 * K < block_)
             return 0;
         // Fewer input channels than one block (a network's first conv on RGB or grey images):
         // padding them would multiply the conv's work by up to x / C, so the conv reads all C
@@ -333,6 +338,45 @@ class LayoutRewriter {
             return 0;
         replace_blocked(id, Op::ReduceMean, {blocked(n.inputs[0])},
                         {{"axes", Attribute::of_ints({2, 3})}, {"keepdims", Attribute::of_int(1)}});
+        return 1;
+    }
+
+    // A ReduceMean over the rows and columns of a blocked value (MNASNet's and other exports'
+    // x.mean([2, 3]) in place of a global average pool) is that pool's blocked ReduceMean;
+    // without keepdims, a Reshape of its NCHW result drops the unit dims.
+    int rewrite_spatial_mean(NodeId id) {
+        const Node n = g_.node(id);
+        if (n.outputs.size() != 1 || n.inputs.size() != 1 || !has_twin(n.inputs[0]) ||
+            !is_f32_nchw(g_.value(n.inputs[0])) || !n.has_attr("axes"))
+            return 0;
+        std::vector<int64_t> axes = n.attr_ints("axes");
+        for (int64_t& a : axes)
+            a = nchw_axis(a);
+        std::sort(axes.begin(), axes.end());
+        if (axes != std::vector<int64_t>{2, 3})
+            return 0;
+        const Attributes mean = {{"axes", Attribute::of_ints({2, 3})},
+                                 {"keepdims", Attribute::of_int(1)}};
+        if (n.attr_int("keepdims", 1) != 0) {
+            replace_blocked(id, Op::ReduceMean, {blocked(n.inputs[0])}, mean);
+            return 1;
+        }
+        const Value x = g_.value(n.inputs[0]);
+        const Value y = g_.value(n.outputs[0]);
+        const ValueId pooled =
+            g_.add_value(y.name + "_pooled", DType::F32, {x.shape[0], x.shape[1], 1, 1});
+        const ValueId pooled_b = g_.add_value(y.name + "_pooled_nchwc", DType::F32,
+                                              blocked_shape(g_.value(pooled).shape));
+        g_.add_node(Op::ReduceMean, {blocked(n.inputs[0])}, {pooled_b}, mean, n.name);
+        g_.add_node(
+            Op::LayoutFromBlocked, {pooled_b}, {pooled},
+            {{"block", Attribute::of_int(block_)}, {"channels", Attribute::of_int(x.shape[1])}});
+        twin_[pooled] = pooled_b;
+        replace_node(
+            g_, id, Op::Reshape,
+            {pooled, g_.add_constant(y.name + "_shape", TensorData::from_vector<int64_t>(
+                                                            {2}, {x.shape[0], x.shape[1]}))},
+            {});
         return 1;
     }
 
