@@ -281,7 +281,8 @@ class TasksTuner {
 
   private:
     /// One more measurement of each live task's best (TaskTuningSession::run_retime_round),
-    /// task by task until the trials or the time run out.
+    /// task by task until the trials or the time run out; each reported (not a round: the
+    /// progress line counts them, and is refreshed while a model's many tasks are retimed).
     void retime_bests() {
         for (size_t i = 0; i < tasks_.size() && !finished(); ++i) {
             if (!sessions_[i] || !scheduler_.is_live(int(i)))
@@ -295,6 +296,7 @@ class TasksTuner {
             if (r.best)
                 scheduler_.revise_last_round(int(i), r.best->median_secs);
             result_.tasks[i] = std::move(r);
+            report(int(i), false);
         }
     }
 

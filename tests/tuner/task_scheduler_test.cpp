@@ -281,15 +281,25 @@ TEST(TuneTasks, SeedRoundsThenGradientRoundsCommitEveryTask) {
     EXPECT_EQ(r.estimated_secs_before, kInf);
     ASSERT_EQ(r.curve.size(), 13u);
     EXPECT_EQ(std::get<2>(r.curve.back()), r.estimated_secs_after);
-    // Progress: the start, then a start and an end per round naming the task.
-    ASSERT_EQ(progress.size(), 1u + 2 * 13);
+    // Progress: the start, then a start and an end per round naming the task, with one report
+    // per retimed best (not a round end) after the three seed rounds; trials never go back.
+    ASSERT_EQ(progress.size(), 1u + 2 * 13 + 3);
     EXPECT_EQ(progress[0].task, -1);
-    for (size_t k = 0; k < 13; ++k) {
-        EXPECT_FALSE(progress[1 + 2 * k].round_done);
-        EXPECT_TRUE(progress[2 + 2 * k].round_done);
-        EXPECT_EQ(progress[2 + 2 * k].task, r.round_tasks[k]);
-        EXPECT_EQ(progress[2 + 2 * k].round, int(k) + 1);
+    for (size_t k = 0, at = 1; k < 13; ++k, at += 2) {
+        if (k == 3)
+            for (int t = 0; t < 3; ++t, ++at) {
+                EXPECT_FALSE(progress[at].round_done);
+                EXPECT_EQ(progress[at].task, t);
+                EXPECT_EQ(progress[at].round, 3);
+                EXPECT_EQ(progress[at].trials_done, progress[at - 1].trials_done + 1);
+            }
+        EXPECT_FALSE(progress[at].round_done);
+        EXPECT_TRUE(progress[at + 1].round_done);
+        EXPECT_EQ(progress[at + 1].task, r.round_tasks[k]);
+        EXPECT_EQ(progress[at + 1].round, int(k) + 1);
     }
+    for (size_t k = 1; k < progress.size(); ++k)
+        EXPECT_GE(progress[k].trials_done, progress[k - 1].trials_done);
     EXPECT_EQ(progress.back().trials_done, 80);
 
     // Resuming: the estimate before is the one after the first call.
@@ -341,10 +351,16 @@ TEST(TuneTasks, CancelFlagStopsAfterTheRoundInProgress) {
     std::atomic<bool> cancel{false};
     SearchOptions o = small_options(7, 1000);
     o.cancel = &cancel;
+    // Round 4's start is the 11th report: after the start, three seed rounds (a start and an
+    // end each) and the three retimed bests.
+    int reports = 0;
     const TasksResult r =
         tune_tasks(tasks, kTarget, db, kRandomModel, *measurer, o, {}, [&](const TasksProgress& p) {
-            if (p.round == 3 && !p.round_done)
+            if (++reports == 11) {
+                EXPECT_EQ(p.round, 3);
+                EXPECT_FALSE(p.round_done);
                 cancel = true; // while round 4 is being measured
+            }
         });
     EXPECT_TRUE(r.cancelled);
     EXPECT_EQ(r.round_tasks.size(), 4u);
