@@ -198,6 +198,15 @@ ScratchDir::ScratchDir(const std::string& stem) {
     path_ = buf.data();
 }
 
+std::string ScratchDir::write(const std::string& name, const std::string& bytes) const {
+    const std::string path = file(name);
+    std::ofstream out(path, std::ios::binary);
+    out << bytes;
+    if (!out)
+        throw std::runtime_error("cannot write " + path);
+    return path;
+}
+
 ScratchDir::~ScratchDir() {
     std::error_code ec;
     fs::remove_all(path_, ec);

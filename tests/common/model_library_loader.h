@@ -72,6 +72,8 @@ class ScratchDir {
     ScratchDir& operator=(const ScratchDir&) = delete;
     const std::string& path() const { return path_; }
     std::string file(const std::string& name) const { return path_ + "/" + name; }
+    /// Writes `bytes` (a model's, say) to file(name) and returns that path.
+    std::string write(const std::string& name, const std::string& bytes) const;
 
   private:
     std::string path_;

@@ -4,8 +4,6 @@
 // odd spatial sizes; the library's outputs against the graph's reference evaluator.
 #include <gtest/gtest.h>
 
-#include <fstream>
-
 #include "common/model_library_loader.h"
 #include "graph/graph_test_util.h"
 #include "tessera/compile/model_compiler.h"
@@ -42,8 +40,7 @@ ModelBuilder grouped_block() {
 
 TEST(GroupedConvBuild, BlockedGroupsMatchTheReference) {
     testing::ScratchDir dir("tessera_grouped_build");
-    const std::string onnx = dir.file("grouped.onnx");
-    { std::ofstream(onnx, std::ios::binary) << grouped_block().bytes(); }
+    const std::string onnx = dir.write("grouped.onnx", grouped_block().bytes());
     compile::BuildOptions opts;
     opts.model_path = onnx;
     const compile::ModelBuild b = compile::prepare_model_build(opts);

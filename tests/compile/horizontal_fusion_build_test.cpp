@@ -4,8 +4,6 @@
 // reference evaluator at -O2 (NCHW) and -O3 (NCHW[x]c), with odd spatial sizes.
 #include <gtest/gtest.h>
 
-#include <fstream>
-
 #include "common/model_library_loader.h"
 #include "graph/graph_test_util.h"
 #include "tessera/compile/model_compiler.h"
@@ -47,8 +45,7 @@ ModelBuilder inception_block() {
 
 TEST(HorizontalFusionBuild, MergedConvsMatchTheReference) {
     testing::ScratchDir dir("tessera_horizontal_build");
-    const std::string onnx = dir.file("inception.onnx");
-    { std::ofstream(onnx, std::ios::binary) << inception_block().bytes(); }
+    const std::string onnx = dir.write("inception.onnx", inception_block().bytes());
     for (int level : {2, 3}) {
         SCOPED_TRACE("-O" + std::to_string(level));
         compile::BuildOptions opts;

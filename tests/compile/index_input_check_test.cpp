@@ -4,8 +4,6 @@
 // ModelProto with odd sizes; valid runs are checked against the graph's reference evaluator.
 #include <gtest/gtest.h>
 
-#include <fstream>
-
 #include "common/model_library_loader.h"
 #include "graph/graph_test_util.h"
 #include "tessera/compile/model_compiler.h"
@@ -42,8 +40,7 @@ ModelBuilder two_lookups() {
 
 TEST(IndexInputCheck, OutOfRangeIdsFailTheRunNamingInputElementAndNode) {
     testing::ScratchDir dir("tessera_index_check");
-    const std::string onnx = dir.file("lookups.onnx");
-    { std::ofstream(onnx, std::ios::binary) << two_lookups().bytes(); }
+    const std::string onnx = dir.write("lookups.onnx", two_lookups().bytes());
     compile::BuildOptions opts;
     opts.model_path = onnx;
     const compile::ModelBuild b = compile::prepare_model_build(opts);

@@ -4,8 +4,6 @@
 // reference evaluator, at -O3 (blocked layout: slices and concats along rows and columns).
 #include <gtest/gtest.h>
 
-#include <fstream>
-
 #include "common/model_library_loader.h"
 #include "graph/graph_test_util.h"
 #include "tessera/compile/model_compiler.h"
@@ -41,8 +39,7 @@ ModelBuilder atrous_pyramid() {
 
 TEST(PaddingTapsBuild, AtrousPyramidMatchesTheReference) {
     testing::ScratchDir dir("tessera_padding_taps_build");
-    const std::string onnx = dir.file("atrous.onnx");
-    { std::ofstream(onnx, std::ios::binary) << atrous_pyramid().bytes(); }
+    const std::string onnx = dir.write("atrous.onnx", atrous_pyramid().bytes());
     compile::BuildOptions opts;
     opts.model_path = onnx;
     const compile::ModelBuild b = compile::prepare_model_build(opts);

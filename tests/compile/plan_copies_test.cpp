@@ -4,8 +4,6 @@
 // the graph's reference evaluator.
 #include <gtest/gtest.h>
 
-#include <fstream>
-
 #include "common/model_library_loader.h"
 #include "graph/graph_test_util.h"
 #include "tessera/compile/model_compiler.h"
@@ -22,8 +20,7 @@ using testing::random_tensor;
 /// Writes m to `dir`/name.onnx, builds it untuned; returns the library path and the plan.
 std::string build(const ModelBuilder& m, const testing::ScratchDir& dir, const std::string& name,
                   runtime::ModelPlan* plan) {
-    const std::string onnx = dir.file(name + ".onnx");
-    { std::ofstream(onnx, std::ios::binary) << m.bytes(); }
+    const std::string onnx = dir.write(name + ".onnx", m.bytes());
     compile::BuildOptions opts;
     opts.model_path = onnx;
     const compile::ModelBuild b = compile::prepare_model_build(opts);
@@ -118,8 +115,7 @@ TEST(PlanCopies, ChannelConcatsAreWrittenInPlace) {
     m.node("Conv", {"cat", "wo"}, {"y"});
     m.output("y", DType::F32, {1, 16, 9, 8});
 
-    const std::string onnx = dir.file("fire.onnx");
-    { std::ofstream(onnx, std::ios::binary) << m.bytes(); }
+    const std::string onnx = dir.write("fire.onnx", m.bytes());
     compile::BuildOptions opts;
     opts.model_path = onnx;
     const compile::ModelBuild b = compile::prepare_model_build(opts);

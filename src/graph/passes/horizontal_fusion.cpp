@@ -75,18 +75,6 @@ TensorData concat_columns(const std::vector<const TensorData*>& parts) {
     return out;
 }
 
-// A new value `name`: elements [at, at + n) of `full` along `axis` (a Slice node).
-ValueId add_range_slice(Graph& g, ValueId full, int64_t axis, int64_t at, int64_t n,
-                        const std::string& name) {
-    auto ints = [&](const char* what, int64_t v) {
-        return g.add_constant(name + "/" + what, TensorData::from_vector<int64_t>({1}, {v}));
-    };
-    const ValueId out = g.add_value(name);
-    g.add_node(Op::Slice, {full, ints("starts", at), ints("ends", at + n), ints("axes", axis)},
-               {out}, {}, name);
-    return out;
-}
-
 // One Conv of a convolution fan-out, with its Relu when that is its only user.
 struct ConvBranch {
     NodeId conv = kNoNode;
@@ -214,7 +202,7 @@ PassResult fuse_convs_horizontally(Graph& g, int64_t channel_block) {
             at = 0;
             for (const ConvBranch& b : branches) {
                 const std::string name = g.value(b.out).name + "/channels";
-                ValueId result = add_range_slice(g, full, 1, at, b.channels, name);
+                ValueId result = add_slice(g, full, {at}, {at + b.channels}, {1}, name);
                 if (!all_relu && b.relu != kNoNode) { // the branch's own Relu, on its channels
                     const ValueId relu = g.add_value(g.value(b.out).name + "/relu");
                     g.add_node(Op::Relu, {result}, {relu}, {}, g.value(b.out).name);
@@ -296,7 +284,7 @@ PassResult fuse_horizontally(Graph& g) {
         for (const Branch& b : branches) {
             const int64_t n = b.weights->shape().back();
             const std::string name = g.value(b.out).name + "/columns";
-            const ValueId part_out = add_range_slice(g, full, -1, at, n, name);
+            const ValueId part_out = add_slice(g, full, {at}, {at + n}, {-1}, name);
             ValueId result = part_out;
             if (!all_bias && b.add != kNoNode) {
                 // The branch's own Add stays, now on its columns.

@@ -136,19 +136,25 @@ class LayoutRewriter {
         return {s[0], channel_blocks(s[1], block_), s[2], s[3], block_};
     }
 
-    // Replaces node `id` (single output y, NCHW) by `op` on blocked operands producing y's
-    // blocked twin, and redefines y as LayoutFromBlocked of it.
-    void replace_blocked(NodeId id, Op op, std::vector<ValueId> inputs, Attributes attrs) {
-        const Node n = g_.node(id);
-        const ValueId y = n.outputs[0];
+    // Defines NCHW value y (typed, without a producer) as LayoutFromBlocked of a new node
+    // `op` (named `name`) on blocked operands, whose output is y's blocked twin.
+    void define_blocked(ValueId y, Op op, std::vector<ValueId> inputs, Attributes attrs,
+                        const std::string& name) {
         const Value yv = g_.value(y);
         const ValueId yb = g_.add_value(yv.name + "_nchwc", yv.dtype, blocked_shape(yv.shape));
-        g_.remove_node(id);
-        g_.add_node(op, std::move(inputs), {yb}, std::move(attrs), n.name);
+        g_.add_node(op, std::move(inputs), {yb}, std::move(attrs), name);
         g_.add_node(
             Op::LayoutFromBlocked, {yb}, {y},
             {{"block", Attribute::of_int(block_)}, {"channels", Attribute::of_int(yv.shape[1])}});
         twin_[y] = yb;
+    }
+
+    // Replaces node `id` (single output y, NCHW) by `op` on blocked operands producing y's
+    // blocked twin, and redefines y as LayoutFromBlocked of it.
+    void replace_blocked(NodeId id, Op op, std::vector<ValueId> inputs, Attributes attrs) {
+        const Node n = g_.node(id);
+        g_.remove_node(id);
+        define_blocked(n.outputs[0], op, std::move(inputs), std::move(attrs), n.name);
     }
 
     static bool is_f32_nchw(const Value& v) {
@@ -365,18 +371,9 @@ class LayoutRewriter {
         const Value y = g_.value(n.outputs[0]);
         const ValueId pooled =
             g_.add_value(y.name + "_pooled", DType::F32, {x.shape[0], x.shape[1], 1, 1});
-        const ValueId pooled_b = g_.add_value(y.name + "_pooled_nchwc", DType::F32,
-                                              blocked_shape(g_.value(pooled).shape));
-        g_.add_node(Op::ReduceMean, {blocked(n.inputs[0])}, {pooled_b}, mean, n.name);
-        g_.add_node(
-            Op::LayoutFromBlocked, {pooled_b}, {pooled},
-            {{"block", Attribute::of_int(block_)}, {"channels", Attribute::of_int(x.shape[1])}});
-        twin_[pooled] = pooled_b;
-        replace_node(
-            g_, id, Op::Reshape,
-            {pooled, g_.add_constant(y.name + "_shape", TensorData::from_vector<int64_t>(
-                                                            {2}, {x.shape[0], x.shape[1]}))},
-            {});
+        define_blocked(pooled, Op::ReduceMean, {blocked(n.inputs[0])}, mean, n.name);
+        replace_node(g_, id, Op::Reshape,
+                     {pooled, add_int64s(g_, y.name + "_shape", {x.shape[0], x.shape[1]})}, {});
         return 1;
     }
 
@@ -517,10 +514,9 @@ class LayoutRewriter {
             a = nchw_axis(a);
             spatial = spatial && (a == 2 || a == 3);
         }
-        auto ints = [&](const char* what, const std::vector<int64_t>& v) {
-            return g_.add_constant(
-                g_.value(n.outputs[0]).name + "_nchwc/" + what,
-                TensorData::from_vector<int64_t>({static_cast<int64_t>(v.size())}, v));
+        const std::string base = g_.value(n.outputs[0]).name + "_nchwc/";
+        auto ints = [&](const char* what, std::vector<int64_t> v) {
+            return add_int64s(g_, base + what, std::move(v));
         };
         if (spatial) {
             replace_blocked(id, Op::Slice,

@@ -198,17 +198,8 @@ class PaddingTaps {
         const auto [col0, ncols] = input_span(cd, c);
         if (row0 == 0 && nrows == rd.in && col0 == 0 && ncols == cd.in)
             return x;
-        auto ints = [&](const char* what, std::vector<int64_t> v) {
-            const int64_t size = static_cast<int64_t>(v.size());
-            return g_.add_constant(name + "/" + what,
-                                   TensorData::from_vector<int64_t>({size}, std::move(v)));
-        };
-        const ValueId out = g_.add_value(name + "/input");
-        g_.add_node(Op::Slice,
-                    {x, ints("starts", {row0, col0}), ints("ends", {row0 + nrows, col0 + ncols}),
-                     ints("axes", {2, 3})},
-                    {out}, {}, name + "/input");
-        return out;
+        return add_slice(g_, x, {row0, col0}, {row0 + nrows, col0 + ncols}, {2, 3},
+                         name + "/input");
     }
 
     ValueId concat(const std::vector<ValueId>& parts, int64_t axis, const std::string& name) {

@@ -25,6 +25,21 @@ bool constant_scalar(const Graph& g, ValueId v, double* out) {
     return true;
 }
 
+ValueId add_int64s(Graph& g, const std::string& name, std::vector<int64_t> v) {
+    const int64_t n = static_cast<int64_t>(v.size());
+    return g.add_constant(name, TensorData::from_vector<int64_t>({n}, std::move(v)));
+}
+
+ValueId add_slice(Graph& g, ValueId x, std::vector<int64_t> starts, std::vector<int64_t> ends,
+                  std::vector<int64_t> axes, const std::string& name) {
+    std::vector<ValueId> ins = {x, add_int64s(g, name + "/starts", std::move(starts)),
+                                add_int64s(g, name + "/ends", std::move(ends)),
+                                add_int64s(g, name + "/axes", std::move(axes))};
+    const ValueId out = g.add_value(name);
+    g.add_node(Op::Slice, std::move(ins), {out}, {}, name);
+    return out;
+}
+
 bool is_graph_output(const Graph& g, ValueId v) {
     return std::find(g.outputs.begin(), g.outputs.end(), v) != g.outputs.end();
 }

@@ -46,6 +46,14 @@ bool constant_scalar(const Graph& g, ValueId v, double* out);
 /// constant's.
 void replace_by_constants(Graph& g, NodeId id, std::vector<TensorData> outs);
 
+/// A new 1-D int64 constant `name` holding v (a Slice's starts, ends or axes; a shape).
+ValueId add_int64s(Graph& g, const std::string& name, std::vector<int64_t> v);
+
+/// A new value `name`: x sliced to [starts[i], ends[i]) along axes[i] (a Slice node of that
+/// name, its bounds constants "name/starts", "name/ends" and "name/axes").
+ValueId add_slice(Graph& g, ValueId x, std::vector<int64_t> starts, std::vector<int64_t> ends,
+                  std::vector<int64_t> axes, const std::string& name);
+
 /// True when v is a graph output.
 bool is_graph_output(const Graph& g, ValueId v);
 
