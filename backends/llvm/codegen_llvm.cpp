@@ -9,10 +9,13 @@
 // Speed matters more than anywhere else here: float a*b+c becomes llvm.fmuladd (and every float
 // operation allows contraction), stack buffers are allocas in the entry block so SROA keeps
 // register tiles in vector registers, dense vector accesses are plain vector loads and stores,
-// and integer floor division by a power of two is a shift. acc + dot4_u8s8(a, b) on i32 vectors
-// is vpdpbusd (AVX-512 VNNI or AVX-VNNI) where the target has it.
+// a vector load whose lanes are a scalar base plus constant offsets in a few windows (a blocked
+// channel shuffle's two half vectors) is one dense load per window and shuffles instead of a
+// gather (vector_index.h), and integer floor division by a power of two is a shift. acc +
+// dot4_u8s8(a, b) on i32 vectors is vpdpbusd (AVX-512 VNNI or AVX-VNNI) where the target has it.
 #include "codegen_llvm.h"
 #include "codegen_math.h"
+#include "vector_index.h"
 
 #include <cctype>
 #include <cstdlib>
@@ -95,58 +98,6 @@ struct FreeVars : IRVisitor {
         visit(op->index);
     }
 };
-
-/// If index is a dense vector index (a stride-1 Ramp, possibly plus a broadcast), its first
-/// lane; otherwise undefined.
-Expr dense_base(const Expr& index) {
-    if (const Ramp* r = index.as<Ramp>())
-        return is_const_int(r->stride, 1) ? r->base : Expr();
-    if (const Add* a = index.as<Add>()) {
-        const Ramp* r = a->a.as<Ramp>();
-        const Broadcast* b = a->b.as<Broadcast>();
-        if (!r) {
-            r = a->b.as<Ramp>();
-            b = a->a.as<Broadcast>();
-        }
-        if (r && b && is_const_int(r->stride, 1))
-            return Add::make(r->base, b->value);
-    }
-    return Expr();
-}
-
-/// If index is a vector index with a constant stride other than 0 and 1 (a Ramp, possibly plus
-/// a broadcast) whose lane offsets fit in 32 bits, its first lane and the stride; otherwise
-/// an undefined base.
-std::pair<Expr, int64_t> strided_base(const Expr& index) {
-    const Ramp* r = index.as<Ramp>();
-    const Broadcast* b = nullptr;
-    if (!r) {
-        if (const Add* a = index.as<Add>()) {
-            r = a->a.as<Ramp>();
-            b = a->b.as<Broadcast>();
-            if (!r) {
-                r = a->b.as<Ramp>();
-                b = a->a.as<Broadcast>();
-            }
-            if (!b)
-                r = nullptr;
-        }
-    }
-    const int64_t* stride = r ? as_const_int(r->stride) : nullptr;
-    if (!stride || *stride == 0 || *stride == 1 ||
-        std::abs(*stride) * r->lanes >= (int64_t{1} << 31))
-        return {Expr(), 0};
-    return {b ? Add::make(r->base, b->value) : r->base, *stride};
-}
-
-/// If index is the same address in every lane, that address.
-Expr uniform_index(const Expr& index) {
-    if (const Broadcast* b = index.as<Broadcast>())
-        return b->value;
-    if (const Ramp* r = index.as<Ramp>())
-        return is_const_int(r->stride, 0) ? r->base : Expr();
-    return Expr();
-}
 
 class CodeGen {
   public:
@@ -262,6 +213,10 @@ class CodeGen {
     /// The lane addresses of a vector access of buf at a non-dense, non-uniform index.
     llvm::Value* vector_ptrs(const Buffer& buf, const Expr& index, int lanes);
     llvm::Value* load(const Buffer& buf, const Expr& index, int lanes);
+    /// buf[index] as a few dense loads and shuffles when index is a scalar base plus constant
+    /// lane offsets in at most max(2, lanes / 4) windows of `lanes` elements (a channel
+    /// shuffle's lanes from two half vectors); nullptr otherwise (a gather then).
+    llvm::Value* load_windows(const Buffer& buf, const Expr& index, int lanes);
     void store(const Buffer& buf, llvm::Value* value, const Expr& index, int lanes);
     void parallel_for(const For* op);
     /// CallOp::BytesAsWord of `bytes` (a u8 or bf16 Load): unaligned i32 loads, one vector
@@ -822,6 +777,8 @@ llvm::Value* CodeGen::load(const Buffer& buf, const Expr& index, int lanes) {
         v = b_.CreateAlignedLoad(vt, element_ptr(buf, codegen(base)), align);
     } else if (Expr u = uniform_index(index); u.defined()) {
         v = splat(lanes, b_.CreateAlignedLoad(mt, element_ptr(buf, codegen(u)), align));
+    } else if (llvm::Value* w = load_windows(buf, index, lanes)) {
+        v = w;
     } else {
         auto* vt = llvm::FixedVectorType::get(mt, lanes);
         v = b_.CreateMaskedGather(vt, vector_ptrs(buf, index, lanes), align);
@@ -829,6 +786,67 @@ llvm::Value* CodeGen::load(const Buffer& buf, const Expr& index, int lanes) {
     if (et.is_bool())
         v = b_.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
     return v;
+}
+
+llvm::Value* CodeGen::load_windows(const Buffer& buf, const Expr& index, int lanes) {
+    const std::optional<LaneOffsets> lo = lane_offsets(index);
+    if (!lo)
+        return nullptr;
+    // Windows of at most `lanes` consecutive elements, in the order of their first offsets;
+    // every element between two lanes' addresses lies in the buffer, so each window's load
+    // reads nothing outside it.
+    std::vector<int> order(static_cast<size_t>(lanes));
+    for (int i = 0; i < lanes; ++i)
+        order[static_cast<size_t>(i)] = i;
+    const std::vector<int64_t>& off = lo->offsets;
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+        return off[static_cast<size_t>(a)] < off[static_cast<size_t>(b)];
+    });
+    std::vector<int64_t> first, last;
+    std::vector<int> window(static_cast<size_t>(lanes));
+    for (int lane : order) {
+        const int64_t o = off[static_cast<size_t>(lane)];
+        if (first.empty() || o - first.back() >= lanes) {
+            first.push_back(o);
+            last.push_back(o);
+        }
+        last.back() = o;
+        window[static_cast<size_t>(lane)] = static_cast<int>(first.size()) - 1;
+    }
+    if (static_cast<int>(first.size()) > std::max(2, lanes / 4))
+        return nullptr;
+    llvm::Type* mt = memory_type(buf.dtype());
+    const llvm::Align align(buf.dtype().bytes());
+    const DataType it = index.type().element_of();
+    llvm::Value* acc = nullptr;
+    for (size_t k = 0; k < first.size(); ++k) {
+        const int width = static_cast<int>(last[k] - first[k] + 1);
+        Expr at = make_const(it, first[k]);
+        if (lo->base.defined())
+            at = Add::make(lo->base, at);
+        llvm::Value* ptr = element_ptr(buf, codegen(at));
+        llvm::Value* part =
+            width == 1 ? splat(lanes, b_.CreateAlignedLoad(mt, ptr, align))
+                       : b_.CreateAlignedLoad(llvm::FixedVectorType::get(mt, width), ptr, align);
+        if (width > 1 && width != lanes) { // widened to `lanes`, the rest undefined
+            std::vector<int> widen(static_cast<size_t>(lanes), -1);
+            for (int i = 0; i < width; ++i)
+                widen[static_cast<size_t>(i)] = i;
+            part = b_.CreateShuffleVector(part, widen);
+        }
+        // Lanes of earlier windows from acc, this window's from part, later ones undefined.
+        std::vector<int> mask(static_cast<size_t>(lanes), -1);
+        for (int lane = 0; lane < lanes; ++lane) {
+            const size_t l = static_cast<size_t>(lane);
+            const int pos = width == 1 ? 0 : static_cast<int>(off[l] - first[k]);
+            if (window[l] == static_cast<int>(k))
+                mask[l] = acc ? lanes + pos : pos;
+            else if (window[l] < static_cast<int>(k))
+                mask[l] = lane;
+        }
+        acc = acc ? b_.CreateShuffleVector(acc, part, mask) : b_.CreateShuffleVector(part, mask);
+    }
+    return acc;
 }
 
 void CodeGen::store(const Buffer& buf, llvm::Value* value, const Expr& index, int lanes) {

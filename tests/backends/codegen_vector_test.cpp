@@ -1,5 +1,6 @@
 // LLVM code generation of vector IR through the JIT: dense accesses, gathers and scatters,
-// broadcasts, vector arithmetic, casts, selects, reductions and math calls.
+// lane-constant offsets as dense windows, broadcasts, vector arithmetic, casts, selects,
+// reductions and math calls.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -149,6 +150,53 @@ TEST(CodegenVector, GeneralGatherIndex) {
     k(a, o);
     for (int64_t x = 0; x < n; ++x)
         EXPECT_EQ(o[x], a[x / 2]);
+}
+
+TEST(CodegenVector, LaneConstantOffsetsLoadWindows) {
+    // A scalar base plus constant per-lane offsets: loaded as a few dense windows and shuffled
+    // (two windows for a channel shuffle's lane / 2 + (lane % 2) * K and for a stride of 2,
+    // four for stride 3, a gather beyond that: stride 5). The buffers end at the last element
+    // read (the shuffle's last row, the stride-3 run), so a window reading past its lanes'
+    // elements would fault or read other data.
+    const int lanes = 16;
+    const int64_t rows = 7, half = 59, n = 2 * half, m = 286;
+    Buffer A = buf("A", DataType::f32(), n), B = buf("B", DataType::f32(), m),
+           S = buf("S", DataType::f32(), rows * lanes), T = buf("T", DataType::f32(), rows * lanes),
+           R = buf("R", DataType::f32(), 6 * lanes), F = buf("F", DataType::f32(), 6 * lanes);
+    Expr lane = ramp(Expr(0), 1, lanes);
+    Expr two = bc(Expr(2), lanes);
+    Stmt shuffles = loop("i", rows, ForKind::Serial, [&](Var i) {
+        Expr dense = ramp(i * lanes, 1, lanes);
+        // Lane 2k + s reads A[s * half + i * 8 + k + 3].
+        Expr shuffle = bc(i * 8 + 3, lanes) + lane / two + (lane % two) * bc(Expr(half), lanes);
+        return Seq::make({
+            Store::make(S, ld(A, shuffle), dense),
+            Store::make(T, ld(B, ramp(i * 32 + 1, 2, lanes)), dense),
+        });
+    });
+    Stmt strided = loop("j", 6, ForKind::Serial, [&](Var j) {
+        Expr dense = ramp(j * lanes, 1, lanes);
+        return Seq::make({
+            Store::make(R, ld(B, ramp(j * 48 + 15, 3, lanes)), dense),
+            Store::make(F, ld(B, ramp(j * 7, 5, lanes)), dense),
+        });
+    });
+    JitKernel k = jit_compile({A, B, S, T, R, F}, Seq::make({shuffles, strided}));
+    auto a = random_floats(n, 8), b = random_floats(m, 9);
+    std::vector<float> s(rows * lanes), t(rows * lanes), r(6 * lanes), f(6 * lanes);
+    k(a, b, s, t, r, f);
+    for (int64_t i = 0; i < rows; ++i) {
+        for (int64_t l = 0; l < lanes; ++l) {
+            EXPECT_EQ(s[i * lanes + l], a[(l % 2) * half + i * 8 + l / 2 + 3]) << i << " " << l;
+            EXPECT_EQ(t[i * lanes + l], b[i * 32 + 1 + 2 * l]) << i << " " << l;
+        }
+    }
+    for (int64_t j = 0; j < 6; ++j) {
+        for (int64_t l = 0; l < lanes; ++l) {
+            EXPECT_EQ(r[j * lanes + l], b[j * 48 + 15 + 3 * l]) << j << " " << l;
+            EXPECT_EQ(f[j * lanes + l], b[j * 7 + 5 * l]) << j << " " << l;
+        }
+    }
 }
 
 TEST(CodegenVector, IntegerVectorArithmeticAndCasts) {
