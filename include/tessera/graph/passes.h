@@ -194,6 +194,11 @@ PassResult fuse_convs_horizontally(Graph& g, int64_t channel_block);
 ///    steps) that starts on a block and ends on one or at the channel count becomes the Slice
 ///    of the blocked value along axis 1 (whole channel blocks); one along rows and columns
 ///    only, the same Slice of the blocked value;
+///  - a channel shuffle of a blocked value (Reshape [N, C, H, W] -> [N, g, C/g, H, W],
+///    Transpose perm [0, 2, 1, 3, 4] and Reshape back, the first two read by the next alone)
+///    with C/g a multiple of x and g dividing x becomes the same three ops on the blocked
+///    value: [N, C/x, H, W, x] viewed as [N, g, C/(gx), H, W, g, x/g], transposed by
+///    [0, 2, 5, 3, 4, 6, 1] and viewed as [N, C/x, H, W, x];
 ///  - Relu, LeakyRelu, Clip, Sigmoid, HardSigmoid, HardSwish, Tanh, Gelu, Neg and the
 ///    binary Add, Sub, Mul, Max, Min over a 4-D f32 NCHW output stay blocked when an operand
 ///    is already blocked; their other operands are same-shaped tensors (converted) or
