@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <numeric>
 #include <tuple>
 
 #include "tessera/ir/op.h"
@@ -104,12 +105,80 @@ bool constant_lanes(const Expr& e, int lanes, std::vector<int64_t>* out) {
     return true;
 }
 
+/// A positive integer that scalar e is known to be a multiple of (its terms' constant factors:
+/// 8 for i * 224 + j * 8), or 0 when e is the constant 0.
+int64_t known_multiple(const Expr& e) {
+    if (const int64_t* c = as_const_int(e))
+        return std::abs(*c);
+    if (const Add* a = e.as<Add>())
+        return std::gcd(known_multiple(a->a), known_multiple(a->b));
+    if (const Sub* s = e.as<Sub>())
+        return std::gcd(known_multiple(s->a), known_multiple(s->b));
+    if (const Mul* m = e.as<Mul>())
+        return known_multiple(m->a) * known_multiple(m->b);
+    return 1;
+}
+
+bool add_terms(const Expr& e, int lanes, int64_t sign, Expr* base, std::vector<int64_t>* offsets);
+
+/// e as a scalar base (undefined: 0) plus constant lane offsets, or nullopt.
+std::optional<LaneOffsets> split_lanes(const Expr& e, int lanes) {
+    LaneOffsets lo;
+    lo.offsets.assign(static_cast<size_t>(lanes), 0);
+    if (!add_terms(e, lanes, 1, &lo.base, &lo.offsets))
+        return std::nullopt;
+    return lo;
+}
+
+/// num / c or num % c (floor) as a scalar base plus constant lane offsets, for a constant c > 0
+/// and num = B + o[lane]: when the offsets are all equal (B + o is then scalar); when B is a
+/// multiple of c (B / c + o / c, o % c); or when B is a multiple of some d that divides c and
+/// every offset lies in [0, d), so that no lane crosses a multiple of c (B / c, B % c + o).
+std::optional<LaneOffsets> split_div_mod(const Expr& num, int64_t c, bool mod, int lanes) {
+    std::optional<LaneOffsets> in = split_lanes(num, lanes);
+    if (!in || c <= 0)
+        return std::nullopt;
+    const std::vector<int64_t>& o = in->offsets;
+    const auto [lo, hi] = std::minmax_element(o.begin(), o.end());
+    LaneOffsets out;
+    out.offsets.assign(o.size(), 0);
+    const DataType t = num.type().element_of();
+    const Expr B = in->base.defined() ? in->base : make_zero(t);
+    const Expr cc = make_const(t, c);
+    if (*lo == *hi) {
+        const Expr x = *lo == 0 ? B : B + make_const(t, *lo);
+        out.base = mod ? x % cc : x / cc;
+        return out;
+    }
+    const int64_t d = known_multiple(B);
+    if (d != 0 && d % c == 0) {
+        out.base = mod ? Expr() : B / cc;
+        for (size_t i = 0; i < o.size(); ++i)
+            out.offsets[i] = mod ? o[i] - floor_div(o[i], c) * c : floor_div(o[i], c);
+        return out;
+    }
+    if (d == 0 || c % d != 0 || *lo < 0 || *hi >= d)
+        return std::nullopt;
+    out.base = mod ? B % cc : B / cc;
+    if (mod)
+        out.offsets = o;
+    return out;
+}
+
 /// Adds e (a vector of `lanes` lanes) to *base and *offsets with sign `sign`; false when e is
-/// not a sum of broadcasts, constant-stride Ramps and constant lane terms.
+/// not a sum of broadcasts, constant-stride Ramps, constant lane terms, and products, floor
+/// quotients and remainders of such sums by constants that split_div_mod can keep so.
 bool add_terms(const Expr& e, int lanes, int64_t sign, Expr* base, std::vector<int64_t>* offsets) {
     auto add_base = [&](const Expr& v) {
         const Expr term = sign > 0 ? v : make_zero(v.type()) - v;
         *base = base->defined() ? Add::make(*base, term) : term;
+    };
+    auto add_split = [&](const LaneOffsets& lo, int64_t scale) {
+        if (lo.base.defined())
+            add_base(scale == 1 ? lo.base : lo.base * make_const(lo.base.type(), scale));
+        for (size_t i = 0; i < lo.offsets.size(); ++i)
+            (*offsets)[i] += sign * scale * lo.offsets[i];
+        return true;
     };
     if (const Add* a = e.as<Add>())
         return add_terms(a->a, lanes, sign, base, offsets) &&
@@ -135,6 +204,23 @@ bool add_terms(const Expr& e, int lanes, int64_t sign, Expr* base, std::vector<i
         for (int i = 0; i < lanes; ++i)
             (*offsets)[static_cast<size_t>(i)] += sign * i * *stride;
         return true;
+    }
+    if (const Mul* m = e.as<Mul>()) {
+        const int64_t* c = as_const_int(m->b);
+        const Expr* x = &m->a;
+        if (!c) {
+            c = as_const_int(m->a);
+            x = &m->b;
+        }
+        const std::optional<LaneOffsets> lo = c ? split_lanes(*x, lanes) : std::nullopt;
+        return lo && add_split(*lo, *c);
+    }
+    const bool div = e.as<Div>() != nullptr, mod = e.as<Mod>() != nullptr;
+    if (div || mod) {
+        const Expr& num = div ? e.as<Div>()->a : e.as<Mod>()->a;
+        const int64_t* c = as_const_int(div ? e.as<Div>()->b : e.as<Mod>()->b);
+        const std::optional<LaneOffsets> lo = c ? split_div_mod(num, *c, mod, lanes) : std::nullopt;
+        return lo && add_split(*lo, 1);
     }
     return false;
 }
@@ -177,11 +263,7 @@ std::optional<LaneOffsets> lane_offsets(const Expr& index) {
     const int lanes = index.type().lanes;
     if (lanes < 2)
         return std::nullopt;
-    LaneOffsets lo;
-    lo.offsets.assign(static_cast<size_t>(lanes), 0);
-    if (!add_terms(index, lanes, 1, &lo.base, &lo.offsets))
-        return std::nullopt;
-    return lo;
+    return split_lanes(index, lanes);
 }
 
 } // namespace tessera::backend

@@ -10,6 +10,7 @@
 
 #include "backends/jit_harness.h"
 #include "common/test_util.h"
+#include "tessera/backends/host.h"
 #include "tessera/ir/op.h"
 
 using namespace tessera;
@@ -195,6 +196,41 @@ TEST(CodegenVector, LaneConstantOffsetsLoadWindows) {
         for (int64_t l = 0; l < lanes; ++l) {
             EXPECT_EQ(r[j * lanes + l], b[j * 48 + 15 + 3 * l]) << j << " " << l;
             EXPECT_EQ(f[j * lanes + l], b[j * 7 + 5 * l]) << j << " " << l;
+        }
+    }
+}
+
+TEST(CodegenVector, LaneOffsetsThroughFloorDivisionAndModulo) {
+    // A reshape's index, (x / c) * c + x % c with x = i * 8 + lane / 2 (a multiple of 8 plus
+    // lanes in [0, 8)), plus (lane % 2) * K: for c a multiple of 8 no lane crosses a multiple
+    // of c, the index splits into a scalar base and lane offsets, and the kernel loads windows
+    // (no gather in its code); for c = 12 lanes may cross, and it gathers. Both read A[i * 8 +
+    // lane / 2 + (lane % 2) * K].
+    const int lanes = 16;
+    const int64_t rows = 9, half = 75, n = 2 * half;
+    Expr lane = ramp(Expr(0), 1, lanes);
+    Expr two = bc(Expr(2), lanes);
+    for (int64_t c : {24, 12}) {
+        Buffer A = buf("A", DataType::f32(), n), O = buf("O", DataType::f32(), rows * lanes);
+        Stmt body = loop("i", rows, ForKind::Serial, [&](Var i) {
+            Expr x = bc(i * 8, lanes) + lane / two;
+            Expr cc = bc(Expr(c), lanes);
+            Expr index = (x / cc) * cc + x % cc + (lane % two) * bc(Expr(half), lanes);
+            return Store::make(O, ld(A, index), ramp(i * lanes, 1, lanes));
+        });
+        backend::CompileOptions opts;
+        opts.keep_assembly = true;
+        JitKernel k = jit_compile({A, O}, body, opts);
+        auto a = random_floats(n, 10);
+        std::vector<float> o(rows * lanes);
+        k(a, o);
+        for (int64_t i = 0; i < rows; ++i)
+            for (int64_t l = 0; l < lanes; ++l)
+                EXPECT_EQ(o[i * lanes + l], a[i * 8 + l / 2 + (l % 2) * half])
+                    << "c " << c << ", row " << i << ", lane " << l;
+        if (backend::host_info().triple.rfind("x86_64", 0) == 0) {
+            const bool gathers = k.module->assembly().find("gather") != std::string::npos;
+            EXPECT_EQ(gathers, c == 12) << "c " << c << "\n" << k.module->assembly();
         }
     }
 }
