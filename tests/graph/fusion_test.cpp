@@ -167,7 +167,8 @@ TEST(FuseOps, ConvTakesTheLayoutConversionOfItsImageAsPrologue) {
 
 TEST(FuseOps, MultipleConsumersEndGroup) {
     // The conv output feeds Relu and Sigmoid: the conv stays alone; each consumer chain fuses
-    // on its own; the final Add joins the first chain's group.
+    // on its own, the final Add joins the first chain's group, and the second chain, read by
+    // that group alone, merges into it (one kernel, no intermediate written).
     GraphBuilder b;
     ValueId x = b.input("x", {1, 2, 13, 13});
     ValueId c = b.op(Op::Conv, {x, b.constant_f32({3, 2, 3, 3}, 4)}, conv_attrs());
@@ -177,7 +178,7 @@ TEST(FuseOps, MultipleConsumersEndGroup) {
     ValueId a = b.op(Op::Add, {r, t});
     Graph g = b.finish({a});
     std::vector<FusedGroup> groups = fuse_ops(g);
-    EXPECT_EQ(patterns(groups), (std::vector<std::string>{"conv2d", "sigmoid+tanh", "relu+add"}));
+    EXPECT_EQ(patterns(groups), (std::vector<std::string>{"conv2d", "relu+sigmoid+tanh+add"}));
     check_partition(g, groups, 12);
 }
 
@@ -278,6 +279,32 @@ TEST(FuseOps, DiamondDoesNotCreateCycle) {
     std::vector<FusedGroup> groups = fuse_ops(g);
     EXPECT_EQ(patterns(groups), (std::vector<std::string>{"relu", "gemm+add"}));
     check_partition(g, groups, 16);
+}
+
+TEST(FuseOps, InjectiveChainsJoinTheGroupThatAloneReadsThem) {
+    // Two transposed and reshaped inputs concatenated along the last axis (a blocked channel
+    // shuffle's lanes): the chain the greedy pass did not join merges into the Concat's group,
+    // one kernel. Along the first axis, where each element reads one part but the kernel
+    // evaluates them all, the second chain stays a kernel of its own.
+    for (int64_t axis : {2, 0}) {
+        GraphBuilder b;
+        auto part = [&](const std::string& name) {
+            ValueId x = b.input(name, {5, 3});
+            ValueId t = b.op(Op::Transpose, {x}, {{"perm", Attribute::of_ints({1, 0})}});
+            return b.op(Op::Reshape, {t, b.ints({3, 5, 1})});
+        };
+        ValueId p = part("x"), q = part("y");
+        ValueId c = b.op(Op::Concat, {p, q}, {{"axis", Attribute::of_int(axis)}});
+        Graph g = b.finish({b.op(Op::Relu, {c})});
+        std::vector<FusedGroup> groups = fuse_ops(g);
+        if (axis == 2)
+            EXPECT_EQ(patterns(groups), (std::vector<std::string>{
+                                            "transpose+reshape+transpose+reshape+concat+relu"}));
+        else
+            EXPECT_EQ(patterns(groups), (std::vector<std::string>{
+                                            "transpose+reshape", "transpose+reshape+concat+relu"}));
+        check_partition(g, groups, 17);
+    }
 }
 
 TEST(FuseOps, EpilogueOperandsJoinTheAnchorGroup) {

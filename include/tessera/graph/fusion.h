@@ -26,7 +26,12 @@
 //  - the value linking the producer to the node must have that node as its only user and
 //    come from a single-output node, so a value with several consumers ends its group;
 //  - a merge that would make the groups cyclic is refused.
-// Then a group of Elementwise/Broadcast nodes over an anchor's output shape whose values only
+// Then an open group of Elementwise/Broadcast/Injective nodes whose values only one other
+// open group without an anchor reads merges into it, unless a reader is a Concat along an
+// axis other than its last (whose kernel evaluates every part per element): the second
+// operand chain of a Concat or an Add, which the greedy pass left as a kernel of its own
+// (the two sub-block views of a blocked channel shuffle). And a group of Elementwise/Broadcast
+// nodes over an anchor's output shape whose values only
 // that anchor group's epilogue reads (not the anchor itself) merges into it: an int8 conv's
 // residual, dequantized on its own, is read as u8 by the conv's epilogue instead of as f32.
 #pragma once
