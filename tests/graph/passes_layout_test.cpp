@@ -269,42 +269,69 @@ TEST(LayoutPass, ChannelConcatsOfBlockedValuesStayBlocked) {
 // A ShuffleNet V2 unit on `channels` channels in `groups` groups: the first half of a conv's
 // output passes, the second goes through a conv, the two are concatenated and shuffled
 // (Reshape to [N, g, C/g, H, W], Transpose [0, 2, 1, 3, 4], Reshape back), and a conv reads
-// the shuffle.
-Graph shuffle_unit(int64_t channels, int64_t groups) {
+// the shuffle. Without `concat`, the first conv's output is shuffled as it is.
+Graph shuffle_unit(int64_t channels, int64_t groups, bool concat = true) {
     GraphBuilder b;
     const ValueId x = b.input("x", {1, 11, 9, 7});
     const int64_t half = channels / 2;
     const ValueId c = conv_relu(b, x, 11, channels, 3, 1);
-    const ValueId kept = b.op(Op::Slice, {c, b.ints({0}), b.ints({half}), b.ints({1})});
-    const ValueId rest = b.op(Op::Slice, {c, b.ints({half}), b.ints({channels}), b.ints({1})});
-    const ValueId branch = conv_relu(b, rest, half, half, 3, 2);
-    const ValueId cat = b.op(Op::Concat, {kept, branch}, {{"axis", Attribute::of_int(1)}});
-    const ValueId grouped = b.op(Op::Reshape, {cat, b.ints({1, groups, channels / groups, 9, 7})});
+    ValueId joined = c;
+    if (concat) {
+        const ValueId kept = b.op(Op::Slice, {c, b.ints({0}), b.ints({half}), b.ints({1})});
+        const ValueId rest = b.op(Op::Slice, {c, b.ints({half}), b.ints({channels}), b.ints({1})});
+        const ValueId branch = conv_relu(b, rest, half, half, 3, 2);
+        joined = b.op(Op::Concat, {kept, branch}, {{"axis", Attribute::of_int(1)}});
+    }
+    const ValueId grouped =
+        b.op(Op::Reshape, {joined, b.ints({1, groups, channels / groups, 9, 7})});
     const ValueId swapped =
         b.op(Op::Transpose, {grouped}, {{"perm", Attribute::of_ints({0, 2, 1, 3, 4})}});
     const ValueId shuffled = b.op(Op::Reshape, {swapped, b.ints({1, channels, 9, 7})});
     return b.finish({conv_relu(b, shuffled, channels, 13, 1, 3)});
 }
 
+// The Concat along the last axis of a blocked shuffle's group operands, or nullptr.
+const Node* lane_concat(const Graph& g) {
+    for (NodeId id : g.node_ids())
+        if (g.node(id).op == Op::Concat && g.value(g.node(id).outputs[0]).shape.size() == 6)
+            return &g.node(id);
+    return nullptr;
+}
+
 TEST(LayoutPass, ChannelShufflesOfBlockedValuesStayBlocked) {
-    // In blocks of 8: 32 channels in 2 groups (16 per group, whole blocks) and in 4 groups (8)
-    // shuffle the blocked value, [1, 4, 9, 7, 8] through [1, g, 4/g, 9, 7, g, 8/g]: the whole
-    // unit stays blocked, one conversion in and one out. 24 channels in 2 groups (12, a block
-    // and a half) and 3 groups (3 does not divide the block) shuffle in NCHW.
-    for (int64_t groups : {2, 4}) {
-        Graph g = shuffle_unit(32, groups);
+    // In blocks of 8, a shuffle of a Concat of its 2 groups reads the groups' sub-blocks of 4
+    // channels and concatenates them along a last axis of 2 lanes: 32 channels, and 24 (groups
+    // of 12, a block and a half: the second half, [12, 24), feeds a conv that reads blocks
+    // [1, 3) with zero weights on channels 8-11, and the first half is read as sub-blocks 0-2
+    // of the first conv's output). The whole unit stays blocked: one conversion in and one out.
+    for (int64_t channels : {32, 24}) {
+        Graph g = shuffle_unit(channels, 2);
         PassResult r = check_pass(g, [](Graph& gr) { return convert_layout_nchwc(gr, 8); });
         EXPECT_NE(r.summary.find("1 channel shuffles"), std::string::npos) << r.summary;
         EXPECT_EQ(count_op(g, Op::LayoutToBlocked), 1) << to_string(g);
         EXPECT_EQ(count_op(g, Op::LayoutFromBlocked), 1) << to_string(g);
+        const Node* lanes = lane_concat(g);
+        ASSERT_NE(lanes, nullptr) << to_string(g);
+        EXPECT_EQ(g.value(lanes->outputs[0]).shape, (Shape{1, channels / 8, 9, 7, 4, 2}));
+        expect_no_cancelling_pairs(g);
+    }
+    // A shuffle of any other blocked value whose groups fill whole blocks (a conv's output; a
+    // Concat of 2 parts in 4 groups): [1, 4, 9, 7, 8] through [1, g, 4/g, 9, 7, g, 8/g],
+    // transposed.
+    for (auto [groups, concat] : {std::pair<int64_t, bool>{2, false}, {4, true}}) {
+        Graph g = shuffle_unit(32, groups, concat);
+        PassResult r = check_pass(g, [](Graph& gr) { return convert_layout_nchwc(gr, 8); });
+        EXPECT_NE(r.summary.find("1 channel shuffles"), std::string::npos) << r.summary;
         const Node& swap = first_node(g, Op::Transpose);
         EXPECT_EQ(swap.attr_ints("perm"), (std::vector<int64_t>{0, 2, 5, 3, 4, 6, 1}));
         EXPECT_EQ(g.value(swap.inputs[0]).shape,
                   (Shape{1, groups, 4 / groups, 9, 7, groups, 8 / groups}));
-        expect_no_cancelling_pairs(g);
+        EXPECT_EQ(count_op(g, Op::LayoutFromBlocked), 1) << to_string(g);
     }
-    for (auto [channels, groups] : {std::pair<int64_t, int64_t>{24, 2}, {24, 3}}) {
-        Graph g = shuffle_unit(channels, groups);
+    // 3 groups (3 does not divide the block), and 24 channels of a conv in 2 groups (12 per
+    // group, not whole blocks): in NCHW.
+    for (auto [groups, concat] : {std::pair<int64_t, bool>{3, true}, {2, false}}) {
+        Graph g = shuffle_unit(24, groups, concat);
         PassResult r = check_pass(g, [](Graph& gr) { return convert_layout_nchwc(gr, 8); });
         EXPECT_NE(r.summary.find("0 channel shuffles"), std::string::npos) << r.summary;
         EXPECT_EQ(g.value(first_node(g, Op::Transpose).outputs[0]).shape.size(), 5u);

@@ -194,11 +194,16 @@ PassResult fuse_convs_horizontally(Graph& g, int64_t channel_block);
 ///    steps) that starts on a block and ends on one or at the channel count becomes the Slice
 ///    of the blocked value along axis 1 (whole channel blocks); one along rows and columns
 ///    only, the same Slice of the blocked value;
-///  - a channel shuffle of a blocked value (Reshape [N, C, H, W] -> [N, g, C/g, H, W],
-///    Transpose perm [0, 2, 1, 3, 4] and Reshape back, the first two read by the next alone)
-///    with C/g a multiple of x and g dividing x becomes the same three ops on the blocked
-///    value: [N, C/x, H, W, x] viewed as [N, g, C/(gx), H, W, g, x/g], transposed by
-///    [0, 2, 5, 3, 4, 6, 1] and viewed as [N, C/x, H, W, x];
+///  - a channel shuffle (Reshape [N, C, H, W] -> [N, g, C/g, H, W], Transpose perm
+///    [0, 2, 1, 3, 4] and Reshape back, the first two read by the next alone) with g dividing
+///    x and x dividing C runs in blocks: of a Concat of its g groups, each blocked or a channel
+///    slice of a blocked value starting on a multiple of x/g, as a Concat along a last axis of
+///    g lanes of each group's sub-blocks of x/g channels ([N, C/x, H, W, x/g, 1] views of the
+///    blocked values), viewed as [N, C/x, H, W, x]; of another blocked value whose groups fill
+///    whole blocks, as the same three ops on it ([N, C/x, H, W, x] viewed as [N, g, C/(gx), H,
+///    W, g, x/g], transposed by [0, 2, 5, 3, 4, 6, 1]). A conv (group 1) reading a channel
+///    slice of a blocked value that starts inside a block reads the blocks holding it when
+///    they are as many as its own padded blocks, with zero weights outside the slice;
 ///  - Relu, LeakyRelu, Clip, Sigmoid, HardSigmoid, HardSwish, Tanh, Gelu, Neg and the
 ///    binary Add, Sub, Mul, Max, Min over a 4-D f32 NCHW output stay blocked when an operand
 ///    is already blocked; their other operands are same-shaped tensors (converted) or

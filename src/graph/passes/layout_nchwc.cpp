@@ -224,11 +224,27 @@ class LayoutRewriter {
         attrs["depthwise"] = Attribute::of_int(depthwise ? 1 : 0);
         if (block_groups > 1)
             attrs["groups"] = Attribute::of_int(block_groups);
-        std::vector<ValueId> ins = {single ? single_block(n.inputs[0]) : blocked(n.inputs[0])};
+        // A channel slice of a blocked value that no whole-block Slice can take (ShuffleNet's
+        // second half of 48 channels, [24, 48) in blocks of 16): the conv reads the blocks
+        // that hold it, [1, 3), as many as the slice's own padded blocks, with zero weights on
+        // the channels outside it.
+        const ChannelSlice cs = single || group != 1 || has_twin(n.inputs[0])
+                                    ? ChannelSlice{}
+                                    : channel_slice(n.inputs[0]);
+        const int64_t lead = cs.source == kNoValue ? 0 : cs.start % block_;
+        const bool shifted =
+            cs.source != kNoValue && channel_blocks(lead + C, block_) == channel_blocks(C, block_);
+        std::vector<ValueId> ins = {
+            single    ? single_block(n.inputs[0])
+            : shifted ? block_range(cs.source, cs.start / block_,
+                                    cs.start / block_ + channel_blocks(lead + C, block_))
+                      : blocked(n.inputs[0])};
         ins.push_back(g_.add_constant(
             w.name + "_nchwc",
             diagonal ? block_diagonal_conv_weight(*w.constant, block_)
-                     : block_conv_weight(*w.constant, block_, depthwise, single ? C : 0)));
+            : shifted
+                ? block_conv_weight(with_leading_input_channels(*w.constant, lead), block_, false)
+                : block_conv_weight(*w.constant, block_, depthwise, single ? C : 0)));
         if (bias != kNoValue) {
             const Value b = g_.value(bias);
             ins.push_back(
@@ -550,18 +566,148 @@ class LayoutRewriter {
         return &g_.node(users[0]);
     }
 
-    // A channel shuffle of a blocked value (ShuffleNet's: Reshape [N, C, H, W] -> [N, g, C/g,
-    // H, W], Transpose perm [0, 2, 1, 3, 4], Reshape back to [N, C, H, W]; output channel
-    // i * g + s is input channel s * C/g + i) as the same three ops on its blocked twin, when
-    // each group's C/g channels fill whole blocks of x and g divides x. The blocked input
-    // [N, CB, H, W, x], viewed as [N, g(s), CB/g(b), H, W, g(h), x/g(m)] (input channel
-    // s * C/g + b * x + h * x/g + m), is transposed to [N, b, h, H, W, m, s]: output block
-    // b * g + h, lane m * g + s, i.e. channel (b * x + h * x/g + m) * g + s. Without it, each
-    // shuffle took its value back to NCHW and the next unit's convs blocked it again, three
-    // passes over memory at 28% of ShuffleNet V2's time.
+    // A value that is channels [start, start + C) of `source` (a Slice along axis 1 alone,
+    // constant bounds, no steps) when source is blocked; source kNoValue otherwise.
+    struct ChannelSlice {
+        ValueId source = kNoValue;
+        int64_t start = 0;
+    };
+    ChannelSlice channel_slice(ValueId v) const {
+        const Node* n = producer_op(g_, v, Op::Slice);
+        if (!n || n->inputs.size() < 4 || n->input(4) != kNoValue || !has_twin(n->inputs[0]))
+            return {};
+        const Value &starts = g_.value(n->inputs[1]), &axes = g_.value(n->inputs[3]);
+        if (!starts.is_constant() || !axes.is_constant() || !is_f32_nchw(g_.value(v)) ||
+            !is_f32_nchw(g_.value(n->inputs[0])))
+            return {};
+        const std::vector<int64_t> start = starts.constant->as_i64(),
+                                   axis = axes.constant->as_i64();
+        if (axis.size() != 1 || nchw_axis(axis[0]) != 1 || start.size() != 1 || start[0] < 0)
+            return {};
+        // The output's typed shape already says where the slice ends.
+        if (start[0] + g_.value(v).shape[1] > g_.value(n->inputs[0]).shape[1])
+            return {};
+        return {n->inputs[0], start[0]};
+    }
+
+    // Blocks [first, end) of NCHW value v's blocked twin (the twin itself when that is all).
+    ValueId block_range(ValueId v, int64_t first, int64_t end) {
+        const ValueId b = blocked(v);
+        if (first == 0 && end == g_.value(b).shape[1])
+            return b;
+        return slice_axis1(b, first, end,
+                           g_.value(b).name + "/blocks" + std::to_string(first) + "_" +
+                               std::to_string(end));
+    }
+
+    // OIHW weights [K, C, R, S] as [K, lead + C, R, S], the first `lead` input channels 0.
+    static TensorData with_leading_input_channels(const TensorData& w, int64_t lead) {
+        const Shape& s = w.shape();
+        TensorData out(DType::F32, {s[0], lead + s[1], s[2], s[3]});
+        const int64_t taps = s[2] * s[3];
+        for (int64_t k = 0; k < s[0]; ++k)
+            std::copy_n(w.data<float>() + k * s[1] * taps, s[1] * taps,
+                        out.data<float>() + (k * (lead + s[1]) + lead) * taps);
+        return out;
+    }
+
+    // `op` of `inputs` into a new typed f32 value `name` of `shape`.
+    ValueId add_view(Op op, std::vector<ValueId> inputs, Attributes attrs, const std::string& name,
+                     Shape shape) {
+        const ValueId out = g_.add_value(name, DType::F32, std::move(shape));
+        g_.add_node(op, std::move(inputs), {out}, std::move(attrs), name);
+        return out;
+    }
+    ValueId add_reshape(ValueId x, Shape shape, const std::string& name) {
+        const ValueId s = add_int64s(g_, name + "/shape", shape);
+        return add_view(Op::Reshape, {x, s}, {}, name, std::move(shape));
+    }
+    // Indices [first, end) of axis 1 of typed f32 value x.
+    ValueId slice_axis1(ValueId x, int64_t first, int64_t end, const std::string& name) {
+        Shape shape = g_.value(x).shape;
+        shape[1] = end - first;
+        return add_view(Op::Slice,
+                        {x, add_int64s(g_, name + "/starts", {first}),
+                         add_int64s(g_, name + "/ends", {end}),
+                         add_int64s(g_, name + "/axes", {1})},
+                        {}, name, std::move(shape));
+    }
+
+    // Sub-blocks [first, first + count) of blocked value b [N, CB, H, W, x], sub-block t being
+    // channels [t * x/g, (t + 1) * x/g): b viewed as [N, CB, g, H, W, x/g] and then as
+    // [N, CB * g, H, W, x/g], sliced, as [N, count, H, W, x/g, 1].
+    ValueId sub_blocks(ValueId b, int64_t g, int64_t first, int64_t count,
+                       const std::string& name) {
+        const Shape s = g_.value(b).shape; // [N, CB, H, W, x]
+        const int64_t N = s[0], CB = s[1], H = s[2], W = s[3], u = block_ / g;
+        const ValueId halves = add_reshape(b, {N, CB, H, W, g, u}, name + "/lanes");
+        const ValueId planes =
+            add_view(Op::Transpose, {halves}, {{"perm", Attribute::of_ints({0, 1, 4, 2, 3, 5})}},
+                     name + "/planes", {N, CB, g, H, W, u});
+        ValueId subs = add_reshape(planes, {N, CB * g, H, W, u}, name + "/subblocks");
+        if (first != 0 || count != CB * g)
+            subs = slice_axis1(subs, first, first + count, name + "/slice");
+        return add_reshape(subs, {N, count, H, W, u, 1}, name + "/part");
+    }
+
+    // The g operands of a channel shuffle's input x [N, C, H, W] as (blocked value, first
+    // sub-block of x/g channels), when x is a Concat along the channels of g parts of C/g
+    // channels each: each blocked, or a channel slice of a blocked value that starts on a
+    // sub-block; or the blocked Concat of g whole-block parts that replaced one. Empty
+    // otherwise.
+    std::vector<std::pair<ValueId, int64_t>> shuffle_operands(ValueId x, int64_t g) {
+        const int64_t C = g_.value(x).shape[1], u = block_ / g;
+        std::vector<std::pair<ValueId, int64_t>> parts;
+        if (const Node* from = from_node(x)) {
+            const Node* cat = producer_op(g_, from->input(0), Op::Concat);
+            if (!cat || cat->attr_int("axis", 0) != 1 ||
+                static_cast<int64_t>(cat->inputs.size()) != g)
+                return {};
+            for (ValueId b : std::vector<ValueId>(cat->inputs)) {
+                if (g_.value(b).shape[1] * block_ != C / g)
+                    return {};
+                parts.emplace_back(b, 0);
+            }
+            return parts;
+        }
+        const Node* cat = producer_op(g_, x, Op::Concat);
+        if (!cat || nchw_axis(cat->attr_int("axis", 0)) != 1 ||
+            static_cast<int64_t>(cat->inputs.size()) != g)
+            return {};
+        // A copy: blocked() below may add values and nodes, moving the graph's storage.
+        for (ValueId p : std::vector<ValueId>(cat->inputs)) {
+            const Value pv = g_.value(p);
+            if (!is_f32_nchw(pv) || pv.shape[1] != C / g)
+                return {};
+            if (has_twin(p)) {
+                parts.emplace_back(blocked(p), 0);
+                continue;
+            }
+            const ChannelSlice cs = channel_slice(p);
+            if (cs.source == kNoValue || cs.start % u != 0)
+                return {};
+            parts.emplace_back(blocked(cs.source), cs.start / u);
+        }
+        return parts;
+    }
+
+    // A channel shuffle (ShuffleNet's: Reshape [N, C, H, W] -> [N, g, C/g, H, W], Transpose
+    // perm [0, 2, 1, 3, 4], Reshape back to [N, C, H, W]; output channel i * g + s is input
+    // channel s * C/g + i) in blocks, when g divides x. Output block b, lane m * g + s is
+    // channel b * x + m * g + s, input channel s * C/g + b * x/g + m: lane m of sub-block b
+    // (x/g channels) of the input's group s. When the input is a Concat of the g groups
+    // (ShuffleNet's units join the two branches so), each group blocked or a channel slice of a
+    // blocked value starting on a sub-block, the shuffle reads the groups' sub-blocks
+    // directly: each as [N, C/x, H, W, x/g, 1], concatenated along the last axis and viewed as
+    // [N, C/x, H, W, x]; the concat and slices are never written. Otherwise, when the groups
+    // fill whole blocks, the blocked input [N, C/x, H, W, x] is viewed as [N, g(s), C/(gx)(b),
+    // H, W, g(h), x/g(m)] and transposed to [N, b, h, H, W, m, s]. Each lane vector of the
+    // result is g windows of x/g consecutive channels (dense loads and shuffles in the LLVM
+    // backend). Without it, each shuffle took its value back to NCHW and the next unit's
+    // convs blocked it again, three passes over memory at 28% of ShuffleNet V2's time.
     int rewrite_channel_shuffle(NodeId id) {
         const Node split = g_.node(id);
-        if (split.outputs.size() != 1 || split.inputs.empty() || !has_twin(split.inputs[0]))
+        if (split.outputs.size() != 1 || split.inputs.empty())
             return 0;
         const Value x = g_.value(split.inputs[0]);
         const Value grouped = g_.value(split.outputs[0]);
@@ -569,8 +715,8 @@ class LayoutRewriter {
             return 0;
         const int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
         const int64_t g = grouped.shape[1];
-        if (grouped.shape != Shape{N, g, C / std::max<int64_t>(g, 1), H, W} || g < 2 ||
-            C % (g * block_) != 0 || block_ % g != 0)
+        if (g < 2 || grouped.shape != Shape{N, g, C / g, H, W} || C % g != 0 || block_ % g != 0 ||
+            C % block_ != 0)
             return 0;
         const Node* swap = sole_user(split.outputs[0], Op::Transpose);
         if (!swap || swap->attr_ints("perm", {}) != std::vector<int64_t>{0, 2, 1, 3, 4})
@@ -580,24 +726,34 @@ class LayoutRewriter {
         if (!merge || g_.value(merge->outputs[0]).shape != x.shape)
             return 0;
         const NodeId merge_id = g_.users(swap->outputs[0])[0];
+        // Copies: the nodes added below may move the graph's storage.
         const ValueId y = merge->outputs[0];
-        const std::string base = g_.value(y).name + "_nchwc/";
-        const int64_t CB = C / block_, lanes = block_ / g;
-        const ValueId view =
-            g_.add_value(base + "groups", DType::F32, {N, g, CB / g, H, W, g, lanes});
-        g_.add_node(
-            Op::Reshape,
-            {blocked(split.inputs[0]), add_int64s(g_, base + "groups_shape", g_.value(view).shape)},
-            {view}, {});
-        const ValueId swapped =
-            g_.add_value(base + "swapped", DType::F32, {N, CB / g, g, H, W, lanes, g});
-        g_.add_node(Op::Transpose, {view}, {swapped},
-                    {{"perm", Attribute::of_ints({0, 2, 5, 3, 4, 6, 1})}});
         const std::string name = merge->name;
+        const std::string base = g_.value(y).name + "_nchwc/";
+        const int64_t CB = C / block_, u = block_ / g;
+        const std::vector<std::pair<ValueId, int64_t>> operands =
+            shuffle_operands(split.inputs[0], g);
+        ValueId shuffled;
+        if (!operands.empty()) {
+            std::vector<ValueId> parts;
+            for (size_t s = 0; s < operands.size(); ++s)
+                parts.push_back(sub_blocks(operands[s].first, g, operands[s].second, CB,
+                                           base + "group" + std::to_string(s)));
+            shuffled = add_view(Op::Concat, parts, {{"axis", Attribute::of_int(5)}}, base + "lanes",
+                                {N, CB, H, W, u, g});
+        } else {
+            if (!has_twin(split.inputs[0]) || C % (g * block_) != 0)
+                return 0;
+            const ValueId view =
+                add_reshape(blocked(split.inputs[0]), {N, g, CB / g, H, W, g, u}, base + "groups");
+            shuffled = add_view(Op::Transpose, {view},
+                                {{"perm", Attribute::of_ints({0, 2, 5, 3, 4, 6, 1})}},
+                                base + "swapped", {N, CB / g, g, H, W, u, g});
+        }
         for (NodeId dead : {merge_id, swap_id, id})
             g_.remove_node(dead);
         define_blocked(y, Op::Reshape,
-                       {swapped, add_int64s(g_, base + "shape", {N, CB, H, W, block_})}, {}, name);
+                       {shuffled, add_int64s(g_, base + "shape", {N, CB, H, W, block_})}, {}, name);
         return 1;
     }
 
