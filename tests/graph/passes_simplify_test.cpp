@@ -62,6 +62,47 @@ TEST(Simplify, SquaresAndCubesBecomeMultiplies) {
     EXPECT_EQ(g.node(g.value(squared_sq).producer).inputs, (std::vector<ValueId>{sq_now, sq_now}));
 }
 
+// AveragePool(Pad(x, zeros)) -> AveragePool(x) with the pads and count_include_pad 1 (odd
+// pads, a stride; the pad's rows and columns differ). Left: a Pad of another value, a pool
+// with pads of its own, a Pad on the channels, a Pad read twice.
+TEST(Simplify, ZeroPadsMoveIntoAveragePools) {
+    auto pool_of_pad = [](std::vector<int64_t> pads, float value, Attributes extra,
+                          bool second_reader) {
+        GraphBuilder b;
+        ValueId x = b.input("x", {1, 5, 13, 11});
+        ValueId p = b.op(Op::Pad, {x, b.ints(std::move(pads)), b.scalar(value)},
+                         {{"mode", Attribute::of_string("constant")}});
+        Attributes attrs = {{"kernel_shape", Attribute::of_ints({3, 2})},
+                            {"strides", Attribute::of_ints({2, 1})},
+                            {"count_include_pad", Attribute::of_int(0)}};
+        for (auto& [k, v] : extra)
+            attrs[k] = v;
+        ValueId y = b.op(Op::AveragePool, {p}, attrs);
+        std::vector<ValueId> outs = {y};
+        if (second_reader)
+            outs.push_back(b.op(Op::Relu, {p}));
+        return b.finish(outs);
+    };
+    Graph g = pool_of_pad({0, 0, 1, 0, 0, 0, 2, 1}, 0.0f, {}, false);
+    PassResult r = check_pass(g, simplify_algebra);
+    EXPECT_EQ(r.changes, 1) << r.summary;
+    EXPECT_EQ(count_op(g, Op::Pad), 0) << to_string(g);
+    const Node& pool = first_node(g, Op::AveragePool);
+    EXPECT_EQ(pool.inputs[0], g.inputs[0]);
+    EXPECT_EQ(pool.attr_ints("pads"), (std::vector<int64_t>{1, 0, 2, 1}));
+    EXPECT_EQ(pool.attr_int("count_include_pad", 0), 1);
+
+    const Attributes own_pads = {{"pads", Attribute::of_ints({1, 1, 1, 1})}};
+    for (Graph left : {pool_of_pad({0, 0, 1, 0, 0, 0, 1, 1}, 0.5f, {}, false),
+                       pool_of_pad({0, 0, 1, 0, 0, 0, 1, 1}, 0.0f, own_pads, false),
+                       pool_of_pad({0, 1, 1, 0, 0, 0, 1, 1}, 0.0f, {}, false),
+                       pool_of_pad({0, 0, 3, 0, 0, 0, 1, 1}, 0.0f, {}, false),
+                       pool_of_pad({0, 0, 1, 0, 0, 0, 1, 1}, 0.0f, {}, true)}) {
+        check_pass(left, simplify_algebra);
+        EXPECT_EQ(count_op(left, Op::Pad), 1) << to_string(left);
+    }
+}
+
 // x + c where c broadcasts x to a larger shape is not an identity even when c is zero.
 TEST(Simplify, KeepsBroadcastingNeutralOperand) {
     GraphBuilder b;

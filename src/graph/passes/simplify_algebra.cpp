@@ -1,6 +1,6 @@
 // Algebraic simplification: local rewrites to a fixpoint (identities, transpose and reshape
-// chains, BatchNorm folding, MatMul+Add into Gemm) and the recognizers of decomposed
-// LayerNorm, GELU and Softmax (recognize_patterns.cpp).
+// chains, BatchNorm folding, MatMul+Add into Gemm, small powers, zero pads into average pools) and
+// the recognizers of decomposed LayerNorm, GELU and Softmax (recognize_patterns.cpp).
 #include <cmath>
 #include <map>
 #include <sstream>
@@ -299,12 +299,53 @@ bool try_small_power(Graph& g, NodeId id, std::string* what) {
     return true;
 }
 
+// AveragePool(Pad(x, zeros around the rows and columns)) without pads of its own -> an
+// AveragePool of x with those pads and count_include_pad 1 (its windows count the padding, as
+// they counted the padded copy's zeros): exporters write PyTorch's avg_pool2d(padding=1) so
+// (Inception v3's branch pools), and the Pad was a pass over memory of its own that also kept
+// the pool from the blocked layout.
+bool try_pad_into_average_pool(Graph& g, NodeId id, std::string* what) {
+    const Node& n = g.node(id);
+    if (n.op != Op::AveragePool || n.inputs.size() != 1 || n.outputs.size() != 1 ||
+        n.attr_int("ceil_mode", 0) != 0 || n.attr_string("auto_pad", "NOTSET") != "NOTSET")
+        return false;
+    for (int64_t p : n.attr_ints("pads", {}))
+        if (p != 0)
+            return false;
+    for (int64_t d : n.attr_ints("dilations", {}))
+        if (d != 1)
+            return false;
+    const Node* pad = producer_op(g, n.inputs[0], Op::Pad);
+    if (!pad || use_count(g, n.inputs[0]) != 1 || is_graph_output(g, n.inputs[0]) ||
+        pad->attr_string("mode", "constant") != "constant" || pad->inputs.size() < 2 ||
+        pad->input(3) != kNoValue || !g.value(pad->inputs[1]).is_constant() ||
+        (pad->input(2) != kNoValue && !is_constant_splat(g, pad->input(2), 0)))
+        return false;
+    const Value& x = g.value(pad->inputs[0]);
+    const std::vector<int64_t> kernel = n.attr_ints("kernel_shape", {});
+    const std::vector<int64_t> p = g.value(pad->inputs[1]).constant->as_i64();
+    if (!x.typed || x.shape.size() != 4 || kernel.size() != 2 || p.size() != 8 || p[0] != 0 ||
+        p[1] != 0 || p[4] != 0 || p[5] != 0)
+        return false;
+    const std::vector<int64_t> pads = {p[2], p[3], p[6], p[7]};
+    for (size_t i = 0; i < pads.size(); ++i)
+        if (pads[i] < 0 || pads[i] >= kernel[i % 2])
+            return false;
+    Attributes attrs = n.attrs;
+    attrs["pads"] = Attribute::of_ints(pads);
+    attrs["count_include_pad"] = Attribute::of_int(1);
+    replace_node(g, id, Op::AveragePool, {pad->inputs[0]}, std::move(attrs));
+    *what = "Pad into AveragePool";
+    return true;
+}
+
 bool rewrite_one(Graph& g, NodeId id, std::string* what) {
     return try_noop(g, id, what) || try_identity_operand(g, id, what) ||
            try_transpose_pair(g, id, what) || try_reshape_chain(g, id, what) ||
            try_fold_batch_norm(g, id, what) || recognize_layer_norm(g, id, what) ||
            recognize_gelu(g, id, what) || recognize_softmax(g, id, what) ||
-           try_matmul_add(g, id, what) || try_small_power(g, id, what);
+           try_matmul_add(g, id, what) || try_small_power(g, id, what) ||
+           try_pad_into_average_pool(g, id, what);
 }
 
 } // namespace
