@@ -133,19 +133,31 @@ std::vector<OpCase> op_cases() {
                  return {c.op(Op::LayoutFromBlocked, {y}, {{"block", I(4)}, {"channels", I(5)}})};
              }});
     }
-    cs.push_back(
-        {"BlockedLayoutMaxPool", {Op::MaxPoolBlocked}, [](Case& c) -> std::vector<ValueId> {
-             // 7 channels in blocks of 4; a 3x3 window, strides 2 and 1, ceil mode.
-             const ValueId x = c.input(floats({1, 7, 13, 7}, 1));
-             const ValueId xb = c.op(Op::LayoutToBlocked, {x}, attr("block", I(4)));
-             const ValueId y = c.op(Op::MaxPoolBlocked, {xb},
-                                    {{"kernel_shape", Is({3, 3})},
+    // 7 channels in blocks of 4; a 3x3 window, strides 2 and 1, ceil mode; the average's
+    // windows at the edges count only the image, or the padding too.
+    struct BlockedPool {
+        const char* name;
+        Op op;
+        int64_t include_pad;
+    };
+    for (const BlockedPool& p :
+         {BlockedPool{"BlockedLayoutMaxPool", Op::MaxPoolBlocked, 0},
+          BlockedPool{"BlockedLayoutAveragePool0", Op::AveragePoolBlocked, 0},
+          BlockedPool{"BlockedLayoutAveragePool1", Op::AveragePoolBlocked, 1}})
+        cs.push_back(
+            {p.name, {p.op}, [p](Case& c) -> std::vector<ValueId> {
+                 const ValueId x = c.input(floats({1, 7, 13, 7}, 1));
+                 const ValueId xb = c.op(Op::LayoutToBlocked, {x}, attr("block", I(4)));
+                 Attributes attrs = {{"kernel_shape", Is({3, 3})},
                                      {"strides", Is({2, 1})},
                                      {"pads", Is({1, 1, 1, 0})},
                                      {"ceil_mode", I(1)},
-                                     {"block", I(4)}});
-             return {c.op(Op::LayoutFromBlocked, {y}, {{"block", I(4)}, {"channels", I(7)}})};
-         }});
+                                     {"block", I(4)}};
+                 if (p.op == Op::AveragePoolBlocked)
+                     attrs["count_include_pad"] = I(p.include_pad);
+                 const ValueId y = c.op(p.op, {xb}, attrs);
+                 return {c.op(Op::LayoutFromBlocked, {y}, {{"block", I(4)}, {"channels", I(7)}})};
+             }});
     cs.push_back(
         {"Gemm", {Op::Gemm}, [](Case& c) -> std::vector<ValueId> {
              const ValueId a = c.input(floats({7, 13}, 1));

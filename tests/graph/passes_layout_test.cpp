@@ -136,25 +136,33 @@ TEST(LayoutPass, ConvsOnFewerChannelsThanABlockReadThemAsOneBlock) {
     EXPECT_EQ(count_op(wide, Op::ConvBlocked), 2) << to_string(wide);
 }
 
-TEST(LayoutPass, MaxPoolsOfBlockedValuesStayBlocked) {
-    // conv -> relu -> max pool (3x3 stride 2, ceil mode) -> conv: the pool pools the blocked
-    // tensor; a pool of an input that nothing blocked reads stays NCHW.
-    GraphBuilder b;
-    const ValueId x = b.input("x", {1, 13, 13, 7});
-    const ValueId c = conv_relu(b, x, 13, 13, 3, 1);
-    Attributes pool = {{"kernel_shape", Attribute::of_ints({3, 3})},
-                       {"strides", Attribute::of_ints({2, 2})},
-                       {"pads", Attribute::of_ints({1, 0, 1, 1})},
-                       {"ceil_mode", Attribute::of_int(1)}};
-    const ValueId p = b.op(Op::MaxPool, {c}, pool);
-    const ValueId y = b.op(Op::Conv, {p, b.constant_f32({9, 13, 1, 1}, 2)}, conv_attrs(1, 1, 0));
-    const ValueId q = b.op(Op::MaxPool, {b.input("z", {1, 13, 13, 7})}, pool);
-    Graph g = b.finish({y, q});
-    check_pass(g, [](Graph& gr) { return convert_layout_nchwc(gr, 8); });
-    EXPECT_EQ(count_op(g, Op::MaxPoolBlocked), 1) << to_string(g);
-    EXPECT_EQ(count_op(g, Op::MaxPool), 1) << to_string(g);
-    EXPECT_EQ(count_op(g, Op::ConvBlocked), 2) << to_string(g);
-    expect_no_cancelling_pairs(g);
+TEST(LayoutPass, PoolsOfBlockedValuesStayBlocked) {
+    // conv -> relu -> pool (3x3 stride 2, ceil mode) -> conv: the pool pools the blocked
+    // tensor (a max, or an average counting the padding or not); a pool of an input that
+    // nothing blocked reads stays NCHW.
+    for (auto [op, include_pad] :
+         {std::pair<Op, int64_t>{Op::MaxPool, 0}, {Op::AveragePool, 0}, {Op::AveragePool, 1}}) {
+        GraphBuilder b;
+        const ValueId x = b.input("x", {1, 13, 13, 7});
+        const ValueId c = conv_relu(b, x, 13, 13, 3, 1);
+        Attributes pool = {{"kernel_shape", Attribute::of_ints({3, 3})},
+                           {"strides", Attribute::of_ints({2, 2})},
+                           {"pads", Attribute::of_ints({1, 0, 1, 1})},
+                           {"ceil_mode", Attribute::of_int(1)}};
+        if (op == Op::AveragePool)
+            pool["count_include_pad"] = Attribute::of_int(include_pad);
+        const ValueId p = b.op(op, {c}, pool);
+        const ValueId y =
+            b.op(Op::Conv, {p, b.constant_f32({9, 13, 1, 1}, 2)}, conv_attrs(1, 1, 0));
+        const ValueId q = b.op(op, {b.input("z", {1, 13, 13, 7})}, pool);
+        Graph g = b.finish({y, q});
+        check_pass(g, [](Graph& gr) { return convert_layout_nchwc(gr, 8); });
+        const Op blocked = op == Op::MaxPool ? Op::MaxPoolBlocked : Op::AveragePoolBlocked;
+        EXPECT_EQ(count_op(g, blocked), 1) << to_string(g);
+        EXPECT_EQ(count_op(g, op), 1) << to_string(g);
+        EXPECT_EQ(count_op(g, Op::ConvBlocked), 2) << to_string(g);
+        expect_no_cancelling_pairs(g);
+    }
 }
 
 TEST(LayoutPass, PerTensorQuantizePairsBetweenConvsStayBlocked) {

@@ -68,7 +68,10 @@ PassResult eliminate_common_subexpressions(Graph& g);
 ///    Mul scale, Add bias over the last axis) into LayerNormalization;
 ///  - GELU x * 0.5 * (1 + erf(x / sqrt 2)) (Div or Mul by 1/sqrt 2; either Mul order) into Gelu;
 ///  - exp(x - max(x)) / sum(exp(x - max(x))) (with or without the max) over one axis into
-///    Softmax.
+///    Softmax;
+///  - AveragePool (no pads of its own, ceil_mode 0, dilations 1) of a constant Pad by zeros
+///    of the rows and columns alone (each pad smaller than the window), read by the pool
+///    only, into one AveragePool with those pads and count_include_pad 1.
 PassResult simplify_algebra(Graph& g);
 
 /// "quantized-ops" (-O1 and up, before constant folding): in a QDQ model, a Conv (2-D, group 1
@@ -173,7 +176,8 @@ PassResult drop_padding_taps(Graph& g);
 PassResult fuse_convs_horizontally(Graph& g, int64_t channel_block);
 
 /// "layout": moves CPU 2-D convolutions to the blocked channel layout NCHW[x]c, x = `block`
-/// (ops.def: LayoutToBlocked, LayoutFromBlocked, ConvBlocked, MaxPoolBlocked):
+/// (ops.def: LayoutToBlocked, LayoutFromBlocked, ConvBlocked, MaxPoolBlocked,
+/// AveragePoolBlocked):
 ///  - a Conv with constant f32 weights (and bias), groups 1 or depthwise (group == C, one
 ///    weight channel per group), and at least x / 2 output channels becomes ConvBlocked; its
 ///    weights become the constant [K/x, C/x, R, S, x(c), x(k)] and its bias [K/x, x], computed
@@ -183,9 +187,10 @@ PassResult fuse_convs_horizontally(Graph& g, int64_t channel_block);
 ///    [K/x, 1, R, S, C, x]) so that padding does not multiply its work; other grouped convs
 ///    stay NCHW;
 ///  - a MaxPool (no indices output, storage_order 0) whose input is blocked becomes
-///    MaxPoolBlocked; a GlobalAveragePool whose input is blocked becomes a ReduceMean over
-///    axes 2 and 3 (keepdims) of the blocked tensor, [N, C/x, 1, 1, x]; so does a ReduceMean
-///    over axes 2 and 3 (without keepdims, a Reshape of its NCHW result follows);
+///    MaxPoolBlocked, an f32 AveragePool AveragePoolBlocked; a GlobalAveragePool whose input is
+///    blocked becomes a ReduceMean over axes 2 and 3 (keepdims) of the blocked tensor, [N, C/x, 1,
+///    1, x]; so does a ReduceMean over axes 2 and 3 (without keepdims, a Reshape of its NCHW result
+///    follows);
 ///  - a Concat along the channels of 4-D f32 values, one of them blocked, whose parts but the
 ///    last have a multiple of x channels becomes the Concat of the blocked values along axis 1
 ///    (the channel blocks); one along the rows or columns, the Concat of the blocked values

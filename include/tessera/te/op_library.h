@@ -275,6 +275,10 @@ Tensor avg_pool2d(const Tensor& x, const Pool2dParams& p);
 /// max_pool2d of the blocked layout: x [N, CB, H, W, b] -> [N, CB, OH, OW, b], pooling dims 2
 /// and 3 (stages "max_pool2d_nchwc_pad" when padded, "max_pool2d_nchwc").
 Tensor max_pool2d_nchwc(const Tensor& x, const Pool2dParams& p);
+/// avg_pool2d of the blocked layout: x [N, CB, H, W, b] -> [N, CB, OH, OW, b] (stages
+/// "avg_pool2d_nchwc_pad" when padded, "avg_pool2d_nchwc": the sum of each element times the
+/// reciprocal of its window's count, which rounds differently from avg_pool2d's one division).
+Tensor avg_pool2d_nchwc(const Tensor& x, const Pool2dParams& p);
 /// Mean / max over all dims from 2 on: x [N, C, ...] -> [N, C, 1, ...] (rank >= 3).
 Tensor global_avg_pool2d(const Tensor& x);
 Tensor global_max_pool2d(const Tensor& x);

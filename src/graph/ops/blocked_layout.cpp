@@ -202,7 +202,7 @@ EvalOutputs eval_conv_blocked(const Node& n, const EvalInputs& in, const std::st
     return {to_blocked(y[0], block_attr(n, where))};
 }
 
-EvalOutputs eval_max_pool_blocked(const Node& n, const EvalInputs& in, const std::string& where) {
+EvalOutputs eval_pool_blocked(const Node& n, const EvalInputs& in, const std::string& where) {
     const TensorData& x = require_input(in, 0, where);
     require_rank_of(x.shape(), 5, "X", where);
     const int64_t block = block_attr(n, where);
@@ -212,10 +212,10 @@ EvalOutputs eval_max_pool_blocked(const Node& n, const EvalInputs& in, const std
     // Pooling never mixes channels: the NCHW pool of every channel (padding ones included,
     // which stay 0), laid out again.
     Node pool = n;
-    pool.op = Op::MaxPool;
+    pool.op = n.op == Op::MaxPoolBlocked ? Op::MaxPool : Op::AveragePool;
     pool.attrs.erase("block");
     const TensorData xn = from_blocked(x, x.shape()[1] * block);
-    EvalOutputs y = op_def(Op::MaxPool).evaluate(pool, {&xn}, where);
+    EvalOutputs y = op_def(pool.op).evaluate(pool, {&xn}, where);
     return {to_blocked(y[0], block)};
 }
 
@@ -282,9 +282,11 @@ std::vector<std::pair<DType, Shape>> blocked_layout_types(const Node& n,
                                   win.pads[d], win.pads[2 + d], false, where);
         return {{DType::F32, out}};
     }
-    case Op::MaxPoolBlocked: {
-        if (x.dtype != DType::F32 && x.dtype != DType::U8)
-            throw UserError() << where << ": X must be f32 or u8";
+    case Op::MaxPoolBlocked:
+    case Op::AveragePoolBlocked: {
+        if (x.dtype != DType::F32 && (x.dtype != DType::U8 || n.op != Op::MaxPoolBlocked))
+            throw UserError() << where << ": X must be f32"
+                              << (n.op == Op::MaxPoolBlocked ? " or u8" : "");
         require_rank_of(x.shape, 5, "X", where);
         if (x.shape[4] != block)
             throw UserError() << where << ": X " << shape_str(x.shape) << " is not in blocks of "
@@ -340,9 +342,14 @@ const OpDef ConvBlocked = blocked_op(
         k.set(te::conv2d_nchwc(k.in(0), w, p, k.opt_in(2), k.node().attr_int("depthwise", 0) != 0));
     });
 const OpDef MaxPoolBlocked =
-    blocked_op(Op::MaxPoolBlocked, eval_max_pool_blocked, FusionKind::Reduction, "max_pool2d_nchwc",
+    blocked_op(Op::MaxPoolBlocked, eval_pool_blocked, FusionKind::Reduction, "max_pool2d_nchwc",
                [](NodeKernel& k) {
                    k.set(te::max_pool2d_nchwc(k.in(0), pool2d_params(k.node(), k.where())));
+               });
+const OpDef AveragePoolBlocked =
+    blocked_op(Op::AveragePoolBlocked, eval_pool_blocked, FusionKind::Reduction, "avg_pool2d_nchwc",
+               [](NodeKernel& k) {
+                   k.set(te::avg_pool2d_nchwc(k.in(0), pool2d_params(k.node(), k.where())));
                });
 
 } // namespace tessera::graph::ops

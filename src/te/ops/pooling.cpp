@@ -2,6 +2,8 @@
 // average (with or without the padding in the count) and global pools.
 #include "op_util.h"
 
+#include <functional>
+
 namespace tessera::te {
 
 using namespace detail;
@@ -94,8 +96,10 @@ std::vector<int64_t> out_shape(const Pool& pool) {
     return s;
 }
 
-/// Reduction over the pool window of the padded input.
-Tensor window_reduce(const Pool& pool, ir::ReduceOp op, const std::string& name) {
+/// Reduction over the pool window of the padded input, each element times weight(output
+/// index) when weight is given.
+Tensor window_reduce(const Pool& pool, ir::ReduceOp op, const std::string& name,
+                     const std::function<Expr(const std::vector<Var>&)>& weight = nullptr) {
     IterVar ry = reduce_axis(pool.h.kernel, "ry"), rx = reduce_axis(pool.w.kernel, "rx");
     size_t nl = pool.lead.size();
     return compute(
@@ -105,7 +109,10 @@ Tensor window_reduce(const Pool& pool, ir::ReduceOp op, const std::string& name)
             idx.push_back(i[nl] * Expr(pool.h.stride) + ry.var * Expr(pool.h.dilation));
             idx.push_back(i[nl + 1] * Expr(pool.w.stride) + rx.var * Expr(pool.w.dilation));
             idx.insert(idx.end(), i.begin() + static_cast<std::ptrdiff_t>(nl + 2), i.end());
-            return ir::Reduce::make(op, pool.padded(idx), {ry, rx});
+            Expr element = pool.padded(idx);
+            if (weight)
+                element = element * weight(i);
+            return ir::Reduce::make(op, element, {ry, rx});
         },
         name);
 }
@@ -125,6 +132,16 @@ Tensor max_pool2d_nchwc(const Tensor& x, const Pool2dParams& p) {
     return window_reduce(pool, ir::ReduceOp::Max, op);
 }
 
+namespace {
+/// How many elements output (oh, ow) of an average pool divides by.
+Expr window_count(const Pool& pool, const Pool2dParams& p, const Expr& oh, const Expr& ow) {
+    if (p.count_include_pad)
+        return pool.h.count(oh, -pool.h.pad_before, pool.h.in + pool.h.pad_after) *
+               pool.w.count(ow, -pool.w.pad_before, pool.w.in + pool.w.pad_after);
+    return pool.h.count(oh, 0, pool.h.in) * pool.w.count(ow, 0, pool.w.in);
+}
+} // namespace
+
 Tensor avg_pool2d(const Tensor& x, const Pool2dParams& p) {
     const std::string op = "avg_pool2d";
     check_defined(x, op, "input");
@@ -136,17 +153,24 @@ Tensor avg_pool2d(const Tensor& x, const Pool2dParams& p) {
     return compute(
         out_shape(pool),
         [&](const std::vector<Var>& i) {
-            Expr ch, cw;
-            if (p.count_include_pad) {
-                ch = pool.h.count(i[nl], -pool.h.pad_before, pool.h.in + pool.h.pad_after);
-                cw = pool.w.count(i[nl + 1], -pool.w.pad_before, pool.w.in + pool.w.pad_after);
-            } else {
-                ch = pool.h.count(i[nl], 0, pool.h.in);
-                cw = pool.w.count(i[nl + 1], 0, pool.w.in);
-            }
-            return total(as_exprs(i)) / ir::cast(t, ch * cw);
+            return total(as_exprs(i)) / ir::cast(t, window_count(pool, p, i[nl], i[nl + 1]));
         },
         op);
+}
+
+Tensor avg_pool2d_nchwc(const Tensor& x, const Pool2dParams& p) {
+    const std::string op = "avg_pool2d_nchwc";
+    check_defined(x, op, "input");
+    check_rank(x, 5, op, "input");
+    check_float(x, op);
+    // One stage, as max_pool2d_nchwc: each element times the reciprocal of its window's count,
+    // summed (one FMA per element read); a sum stage and a division after it wrote and read
+    // back the whole sum.
+    Pool pool = plan_pool(x, p, constant(x.dtype(), 0.0), op, /*trailing=*/1);
+    const DataType t = x.dtype();
+    return window_reduce(pool, ir::ReduceOp::Sum, op, [&](const std::vector<Var>& i) {
+        return constant(t, 1.0) / ir::cast(t, window_count(pool, p, i[2], i[3]));
+    });
 }
 
 static Tensor global_pool(const Tensor& x, bool avg, const std::string& op) {
