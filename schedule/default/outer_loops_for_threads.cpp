@@ -143,8 +143,11 @@ void order_outer_loops_for_threads(State& s, int holder, const std::vector<int>&
     }
     // None divides evenly: the outer loops sorted by class, so that the static chunks of
     // their fused iterations still follow the rows, when the weights are small enough to be
-    // read again in each row (their blocks then cycle inside each row).
-    if (weight_elements > kMaxCycledWeightElements)
+    // read again in each row (their blocks then cycle inside each row). Without weights (a
+    // pool) the channel blocks stay outside the rows: each pixel's window would otherwise
+    // visit every block in turn, and a block's rows left L1 before the next pixel read them
+    // again (Inception v3's 17 x 17 average pools of 48 blocks: 0.14 -> 0.05 ms hot).
+    if (weight_elements == 0 || weight_elements > kMaxCycledWeightElements)
         return;
     std::vector<int> order;
     for (AxisClass c : {kSlidesWindow, kActivationOnly, kWeightAxis})

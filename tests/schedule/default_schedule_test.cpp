@@ -846,13 +846,18 @@ TEST(DefaultSchedule, ThreadsSplitTheRowsWhenActivationsOutweighTheWeights) {
     EXPECT_EQ(parallel_loop(blocks).rfind("i2.0.0.", 0), std::string::npos)
         << sched::to_string(blocks);
 
-    // A max pool over 15 rows (no even split): its loops sorted, rows first.
-    const te::Tensor px = te::placeholder({1, 3, 15, 15, 8}, ir::DataType::f32(), "x");
-    const te::Compute pool =
-        te::make_compute({px}, {te::max_pool2d_nchwc(px, te::Pool2dParams::make(3, 1, 1))});
-    const State ps = sched::default_schedule(pool, o);
-    EXPECT_EQ(parallel_loop(ps).rfind("i2.", 0), 0u) << sched::to_string(ps);
-    expect_lowers_and_matches(pool, ps, o, 31);
+    // A max pool over 16 rows splits them; over 15 (no even split) and without weights, its
+    // channel blocks stay outside the rows (each block's window rows stay in L1 from one
+    // pixel to the next).
+    for (int64_t rows_in : {16, 15}) {
+        const te::Tensor px = te::placeholder({1, 3, rows_in, 15, 8}, ir::DataType::f32(), "x");
+        const te::Compute pool =
+            te::make_compute({px}, {te::max_pool2d_nchwc(px, te::Pool2dParams::make(3, 1, 1))});
+        const State ps = sched::default_schedule(pool, o);
+        EXPECT_EQ(parallel_loop(ps).rfind(rows_in == 16 ? "i2." : "i0.i1.i2", 0), 0u)
+            << sched::to_string(ps);
+        expect_lowers_and_matches(pool, ps, o, 31);
+    }
 }
 
 TEST(DefaultSchedule, WideVectorsLowerAndMatch) {
