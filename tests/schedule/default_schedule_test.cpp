@@ -647,14 +647,17 @@ TEST(DefaultSchedule, RowReductionsAccumulateVectorsOfPartials) {
     // Softmax's max and sum and layer norm's mean and variance reduce rows of contiguous
     // floats: each is factored by the vector width into a vector of partials per row (the
     // variance reads the per-row mean besides its row); a global pool's rows of h x w, with
-    // w split into vectors. A row that is not a whole number of vectors stays a scalar chain.
+    // w split into vectors. A row of at least four vectors and a partial one (ViT's 197 keys)
+    // too, its partial vector guarded; a shorter row that is not a whole number of vectors
+    // stays a scalar chain.
     const sched::DefaultScheduleOptions o = options(16);
     for (const auto& [spec, partials] :
          {std::make_pair("softmax:m=37,n=128", 2), std::make_pair("layer_norm:m=37,n=96", 2),
           std::make_pair("reduce_sum:m=37,n=64", 1),
           std::make_pair("global_avg_pool2d:n=1,c=5,h=3,w=32", 1),
           std::make_pair("global_avg_pool2d:n=1,c=5,h=7,w=7", 0),
-          std::make_pair("softmax:m=37,n=100", 0)}) {
+          std::make_pair("softmax:m=37,n=100", 2), std::make_pair("softmax:m=5,n=197", 2),
+          std::make_pair("softmax:m=37,n=50", 0)}) {
         SCOPED_TRACE(spec);
         const te::OpInstance op = te::make_op(spec);
         const State s = sched::default_schedule(op.compute, o);
