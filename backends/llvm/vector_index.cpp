@@ -45,64 +45,40 @@ bool constant_lanes(const Expr& e, int lanes, std::vector<int64_t>* out) {
             (*out)[static_cast<size_t>(i)] = *base + i * *stride;
         return true;
     }
-    const Expr *a = nullptr, *b = nullptr;
-    auto binary = [&](const auto* node) {
-        if (node) {
-            a = &node->a;
-            b = &node->b;
-        }
-        return node != nullptr;
-    };
-    enum { kAdd, kSub, kMul, kDiv, kMod, kMin, kMax } op;
-    if (binary(e.as<Add>()))
-        op = kAdd;
-    else if (binary(e.as<Sub>()))
-        op = kSub;
-    else if (binary(e.as<Mul>()))
-        op = kMul;
-    else if (binary(e.as<Div>()))
-        op = kDiv;
-    else if (binary(e.as<Mod>()))
-        op = kMod;
-    else if (binary(e.as<Min>()))
-        op = kMin;
-    else if (binary(e.as<Max>()))
-        op = kMax;
-    else
-        return false;
-    std::vector<int64_t> x, y;
-    if (!constant_lanes(*a, lanes, &x) || !constant_lanes(*b, lanes, &y))
-        return false;
-    out->resize(static_cast<size_t>(lanes));
-    for (size_t i = 0; i < x.size(); ++i) {
-        int64_t& v = (*out)[i];
-        if ((op == kDiv || op == kMod) && y[i] == 0)
+    // Each binary op lane by lane; division and remainder by 0 leave the lanes unknown.
+    using Lane = std::optional<int64_t>;
+    const auto both = [&](const auto* n, Lane (*fold)(int64_t, int64_t)) {
+        std::vector<int64_t> x, y;
+        if (!constant_lanes(n->a, lanes, &x) || !constant_lanes(n->b, lanes, &y))
             return false;
-        switch (op) {
-        case kAdd:
-            v = x[i] + y[i];
-            break;
-        case kSub:
-            v = x[i] - y[i];
-            break;
-        case kMul:
-            v = x[i] * y[i];
-            break;
-        case kDiv:
-            v = floor_div(x[i], y[i]);
-            break;
-        case kMod:
-            v = x[i] - floor_div(x[i], y[i]) * y[i];
-            break;
-        case kMin:
-            v = std::min(x[i], y[i]);
-            break;
-        case kMax:
-            v = std::max(x[i], y[i]);
-            break;
+        out->resize(static_cast<size_t>(lanes));
+        for (size_t i = 0; i < x.size(); ++i) {
+            const Lane v = fold(x[i], y[i]);
+            if (!v)
+                return false;
+            (*out)[i] = *v;
         }
-    }
-    return true;
+        return true;
+    };
+    if (const Add* n = e.as<Add>())
+        return both(n, [](int64_t x, int64_t y) -> Lane { return x + y; });
+    if (const Sub* n = e.as<Sub>())
+        return both(n, [](int64_t x, int64_t y) -> Lane { return x - y; });
+    if (const Mul* n = e.as<Mul>())
+        return both(n, [](int64_t x, int64_t y) -> Lane { return x * y; });
+    if (const Div* n = e.as<Div>())
+        return both(n, [](int64_t x, int64_t y) -> Lane {
+            return y == 0 ? Lane() : Lane(floor_div(x, y));
+        });
+    if (const Mod* n = e.as<Mod>())
+        return both(n, [](int64_t x, int64_t y) -> Lane {
+            return y == 0 ? Lane() : Lane(x - floor_div(x, y) * y);
+        });
+    if (const Min* n = e.as<Min>())
+        return both(n, [](int64_t x, int64_t y) -> Lane { return std::min(x, y); });
+    if (const Max* n = e.as<Max>())
+        return both(n, [](int64_t x, int64_t y) -> Lane { return std::max(x, y); });
+    return false;
 }
 
 /// A positive integer that scalar e is known to be a multiple of (its terms' constant factors:

@@ -231,13 +231,11 @@ class LayoutRewriter {
         const ChannelSlice cs = single || group != 1 || has_twin(n.inputs[0])
                                     ? ChannelSlice{}
                                     : channel_slice(n.inputs[0]);
-        const int64_t lead = cs.source == kNoValue ? 0 : cs.start % block_;
-        const bool shifted =
-            cs.source != kNoValue && channel_blocks(lead + C, block_) == channel_blocks(C, block_);
+        const int64_t lead = cs.start % block_, in_blocks = channel_blocks(C, block_);
+        const bool shifted = cs.source != kNoValue && channel_blocks(lead + C, block_) == in_blocks;
         std::vector<ValueId> ins = {
             single    ? single_block(n.inputs[0])
-            : shifted ? block_range(cs.source, cs.start / block_,
-                                    cs.start / block_ + channel_blocks(lead + C, block_))
+            : shifted ? block_range(cs.source, cs.start / block_, cs.start / block_ + in_blocks)
                       : blocked(n.inputs[0])};
         ins.push_back(g_.add_constant(
             w.name + "_nchwc",
@@ -562,13 +560,13 @@ class LayoutRewriter {
         return 1;
     }
 
-    // The only node reading v, when v is not a graph output and that node is `op`; nullptr
+    // The only node reading v, when v is not a graph output and that node is `op`; kNoNode
     // otherwise.
-    const Node* sole_user(ValueId v, Op op) const {
+    NodeId sole_user(ValueId v, Op op) const {
         const std::vector<NodeId> users = g_.users(v);
         if (users.size() != 1 || is_graph_output(g_, v) || g_.node(users[0]).op != op)
-            return nullptr;
-        return &g_.node(users[0]);
+            return kNoNode;
+        return users[0];
     }
 
     // A value that is channels [start, start + C) of `source` (a Slice along axis 1 alone,
@@ -627,15 +625,11 @@ class LayoutRewriter {
         const ValueId s = add_int64s(g_, name + "/shape", shape);
         return add_view(Op::Reshape, {x, s}, {}, name, std::move(shape));
     }
-    // Indices [first, end) of axis 1 of typed f32 value x.
+    // Indices [first, end) of axis 1 of typed value x, typed.
     ValueId slice_axis1(ValueId x, int64_t first, int64_t end, const std::string& name) {
         Shape shape = g_.value(x).shape;
         shape[1] = end - first;
-        return add_view(Op::Slice,
-                        {x, add_int64s(g_, name + "/starts", {first}),
-                         add_int64s(g_, name + "/ends", {end}),
-                         add_int64s(g_, name + "/axes", {1})},
-                        {}, name, std::move(shape));
+        return add_slice(g_, x, {first}, {end}, {1}, name, std::move(shape));
     }
 
     // Sub-blocks [first, first + count) of blocked value b [N, CB, H, W, x], sub-block t being
@@ -723,17 +717,16 @@ class LayoutRewriter {
         if (g < 2 || grouped.shape != Shape{N, g, C / g, H, W} || C % g != 0 || block_ % g != 0 ||
             C % block_ != 0)
             return 0;
-        const Node* swap = sole_user(split.outputs[0], Op::Transpose);
-        if (!swap || swap->attr_ints("perm", {}) != std::vector<int64_t>{0, 2, 1, 3, 4})
+        const NodeId swap_id = sole_user(split.outputs[0], Op::Transpose);
+        if (swap_id == kNoNode ||
+            g_.node(swap_id).attr_ints("perm", {}) != std::vector<int64_t>{0, 2, 1, 3, 4})
             return 0;
-        const NodeId swap_id = g_.users(split.outputs[0])[0];
-        const Node* merge = sole_user(swap->outputs[0], Op::Reshape);
-        if (!merge || g_.value(merge->outputs[0]).shape != x.shape)
+        const NodeId merge_id = sole_user(g_.node(swap_id).outputs[0], Op::Reshape);
+        if (merge_id == kNoNode || g_.value(g_.node(merge_id).outputs[0]).shape != x.shape)
             return 0;
-        const NodeId merge_id = g_.users(swap->outputs[0])[0];
         // Copies: the nodes added below may move the graph's storage.
-        const ValueId y = merge->outputs[0];
-        const std::string name = merge->name;
+        const ValueId y = g_.node(merge_id).outputs[0];
+        const std::string name = g_.node(merge_id).name;
         const std::string base = g_.value(y).name + "_nchwc/";
         const int64_t CB = C / block_, u = block_ / g;
         const std::vector<std::pair<ValueId, int64_t>> operands =

@@ -31,11 +31,12 @@ ValueId add_int64s(Graph& g, const std::string& name, std::vector<int64_t> v) {
 }
 
 ValueId add_slice(Graph& g, ValueId x, std::vector<int64_t> starts, std::vector<int64_t> ends,
-                  std::vector<int64_t> axes, const std::string& name) {
+                  std::vector<int64_t> axes, const std::string& name, std::optional<Shape> shape) {
     std::vector<ValueId> ins = {x, add_int64s(g, name + "/starts", std::move(starts)),
                                 add_int64s(g, name + "/ends", std::move(ends)),
                                 add_int64s(g, name + "/axes", std::move(axes))};
-    const ValueId out = g.add_value(name);
+    const ValueId out =
+        shape ? g.add_value(name, g.value(x).dtype, std::move(*shape)) : g.add_value(name);
     g.add_node(Op::Slice, std::move(ins), {out}, {}, name);
     return out;
 }

@@ -1,6 +1,7 @@
 // Helpers shared by the graph passes: result bookkeeping and small pattern-matching queries.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,9 +51,12 @@ void replace_by_constants(Graph& g, NodeId id, std::vector<TensorData> outs);
 ValueId add_int64s(Graph& g, const std::string& name, std::vector<int64_t> v);
 
 /// A new value `name`: x sliced to [starts[i], ends[i]) along axes[i] (a Slice node of that
-/// name, its bounds constants "name/starts", "name/ends" and "name/axes").
+/// name, its bounds constants "name/starts", "name/ends" and "name/axes"); typed with x's dtype
+/// and `shape` when shape is given (the caller's, not checked), else untyped until shape
+/// inference.
 ValueId add_slice(Graph& g, ValueId x, std::vector<int64_t> starts, std::vector<int64_t> ends,
-                  std::vector<int64_t> axes, const std::string& name);
+                  std::vector<int64_t> axes, const std::string& name,
+                  std::optional<Shape> shape = std::nullopt);
 
 /// True when v is a graph output.
 bool is_graph_output(const Graph& g, ValueId v);
