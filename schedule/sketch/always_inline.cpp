@@ -26,7 +26,8 @@ class AlwaysInline : public SketchRule {
         const bool inline_it = target_ == TargetKind::Gpu
                                    ? s.is_injective(stage)
                                    : s.is_strict_inlinable(stage) || feeds_only_windows(s, stage) ||
-                                         copy_into_maps(s, stage) || read_once_by_map(s, stage);
+                                         copy_into_maps(s, stage) || read_once_by_map(s, stage) ||
+                                         reinterprets_input(s, stage);
         return inline_it ? RuleCondition::ApplyAndSkipRest : RuleCondition::Skip;
     }
 
@@ -98,6 +99,33 @@ class AlwaysInline : public SketchRule {
             reads += read->tensor.same_as(st.tensor) ? 1 : 0;
         });
         return reads == 1;
+    }
+
+    /// True for a stage whose element [i..., j] is the word at its input's element [i..., 2j]
+    /// or [i..., 4j] (a bf16 or u8 matrix's rows seen as the words a dot-product instruction
+    /// takes): the words are the input's own bytes in their own order, so inlined its readers
+    /// load them from the input, where a root stage copies the whole input each call. A
+    /// reordering (a transpose into words by columns) stays a stage: its readers' vectors
+    /// would gather.
+    static bool reinterprets_input(const State& s, int stage) {
+        const Stage& st = s.stages[stage];
+        const auto* call = inline_lets(st.body).as<ir::Call>();
+        if (!call || call->op != ir::CallOp::BytesAsWord || !s.is_injective(stage))
+            return false;
+        const auto* read = call->args[0].as<ir::TensorRead>();
+        if (!read || read->indices.size() != st.axes.size() || st.axes.empty())
+            return false;
+        for (int p : s.producers(stage))
+            if (!s.stages[p].is_input() || !s.stages[p].tensor.same_as(read->tensor))
+                return false;
+        const size_t last = st.axes.size() - 1;
+        for (size_t d = 0; d < last; ++d)
+            if (read->indices[d].as<ir::Variable>() != st.axes[d].get())
+                return false;
+        const auto* times = read->indices[last].as<ir::Mul>();
+        const auto* per_word = times ? times->b.as<ir::IntImm>() : nullptr;
+        return per_word && times->a.as<ir::Variable>() == st.axes[last].get() &&
+               per_word->value * read->tensor.dtype().bytes() == 4 && !s.consumers(stage).empty();
     }
 
     std::vector<SketchCandidate> apply(const State& s, int stage) const override {

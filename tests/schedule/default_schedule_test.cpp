@@ -15,6 +15,7 @@
 #include "tessera/ir/op.h"
 #include "tessera/ir/printer.h"
 #include "tessera/schedule/default_schedule.h"
+#include "tessera/support/bfloat16.h"
 #include "tessera/support/rng.h"
 #include "tessera/te/op_library.h"
 #include "tessera/te/op_registry.h"
@@ -359,6 +360,38 @@ TEST(DefaultSchedule, ACopyReadAsWordsStaysAStage) {
     std::vector<void*> args = {bytes.data(), got.data()};
     jit_executor()(f, args);
     EXPECT_EQ(got, want);
+}
+
+TEST(DefaultSchedule, RowsReadAsWordsAreReadInPlaceButTransposedWordsStayAStage) {
+    // Q K^T in bf16: Q's rows as words are Q's own bytes in order, so the matmul loads them
+    // from Q (no copy of Q per call); K's rows as words transposed to the columns a vector
+    // of outputs reads side by side stay a stage (inlined, each vector would gather). The
+    // sums through the JIT equal the naive nest's (up to the order of f32 additions).
+    const te::Tensor q = te::placeholder({3, 13, 10}, ir::DataType::bf16(), "q");
+    const te::Tensor k = te::placeholder({3, 21, 10}, ir::DataType::bf16(), "k");
+    const te::Compute c = te::make_compute({q, k}, {te::bf16_matmul_nt(q, k)});
+    const sched::DefaultScheduleOptions o = options(16);
+    const State s = sched::default_schedule(c, o);
+    EXPECT_EQ(s.stages[s.stage_id_of("bf16_matmul_nt_words")].location.kind,
+              sched::ComputeLocKind::Inlined)
+        << sched::to_string(s);
+    EXPECT_NE(s.stages[s.stage_id_of("bf16_matmul_nt_columns")].location.kind,
+              sched::ComputeLocKind::Inlined)
+        << sched::to_string(s);
+    const ir::LoweredFunc f = check_structure(c, s, o);
+    ASSERT_TRUE(f.body.defined());
+    std::vector<uint16_t> qb, kb;
+    for (float v : random_floats(3 * 13 * 10, 81))
+        qb.push_back(f32_to_bf16_bits(v));
+    for (float v : random_floats(3 * 21 * 10, 82))
+        kb.push_back(f32_to_bf16_bits(v));
+    std::vector<float> want(3 * 13 * 21, -1.0f), got(3 * 13 * 21, -2.0f);
+    std::vector<void*> naive_args = {qb.data(), kb.data(), want.data()};
+    ir::interpret(lower::lower_default(c, "naive"), naive_args);
+    std::vector<void*> args = {qb.data(), kb.data(), got.data()};
+    jit_executor()(f, args);
+    for (size_t i = 0; i < want.size(); ++i)
+        ASSERT_NEAR(got[i], want[i], 1e-5f) << "element " << i;
 }
 
 // The spatial loops of the conv's tile between its outermost reduce loop and its register
