@@ -334,6 +334,10 @@ int measure_worker_main(bool streamed_only) {
         }
     }).detach();
 
+    // Each kernel thread on a core of its own: unbound, the pool's worker, woken on this
+    // thread's CPU, shared it with this thread for the first ~50 ms of a candidate's timing
+    // while the other core idled (resnet18's strided convs timed 1.45 instead of 0.56 ms).
+    runtime::bind_threads(true);
     std::ios::sync_with_stdio(false); // streamed files are read in large blocks
     write_all(protocol_fd, "{\"ready\":true}\n");
     FileCache cache;

@@ -82,6 +82,10 @@ int available_cpus() {
 /// True on a thread that is running a chunk; a launch from there runs serially.
 thread_local bool t_in_parallel = false;
 
+const std::vector<int>& core_cpus();
+void pin_thread(pthread_t thread, int cpu);
+void pin_thread(pthread_t thread, const cpu_set_t& set);
+
 struct alignas(64) Slot {
     std::atomic<uint64_t> ticket{0}; ///< Bumped once per chunk posted (and to stop).
     std::atomic<bool> sleeping{false};
@@ -118,6 +122,27 @@ class Pool {
     }
 
     int num_threads() const { return nthreads_.load(std::memory_order_relaxed); }
+
+    void bind(bool on) {
+        if (t_in_parallel)
+            return;
+        std::lock_guard<std::mutex> lock(launch_mu_);
+        if (on == bound_)
+            return;
+        if (on) {
+            core_cpus(); // read (and cached) while the caller still has its whole mask
+            if (!process_affinity(free_mask_))
+                return;
+            pin_thread(pthread_self(), cpu_of(0));
+            for (size_t w = 0; w < threads_.size(); ++w)
+                pin_thread(threads_[w].native_handle(), cpu_of(w + 1));
+        } else {
+            pin_thread(pthread_self(), free_mask_);
+            for (std::thread& t : threads_)
+                pin_thread(t.native_handle(), free_mask_);
+        }
+        bound_ = on;
+    }
 
     void run(int64_t n, TesseraParallelChunk fn, void* ctx) {
         if (n <= 0)
@@ -225,6 +250,8 @@ class Pool {
                 refused_ = true;
                 break;
             }
+            if (bound_)
+                pin_thread(threads_.back().native_handle(), cpu_of(threads_.size()));
         }
         return static_cast<int>(threads_.size());
     }
@@ -245,7 +272,15 @@ class Pool {
         slots_.clear();
     }
 
+    /// The CPU of thread t (0: the caller, w + 1: worker w) when bound: the cores in turn.
+    static int cpu_of(size_t t) {
+        const std::vector<int>& cpus = core_cpus();
+        return cpus[t % cpus.size()];
+    }
+
     std::mutex launch_mu_; ///< One launch at a time.
+    bool bound_ = false;   ///< bind_threads(true); guarded by launch_mu_.
+    cpu_set_t free_mask_;  ///< The caller's mask before binding, given back by bind(false).
     std::atomic<int> nthreads_;
     bool refused_ = false; ///< The system refused a worker; guarded by launch_mu_.
     std::vector<std::unique_ptr<Slot>> slots_; ///< Worker w runs chunk w + 1.
@@ -302,35 +337,59 @@ long read_long(const std::string& path) {
     return v;
 }
 
-} // namespace
-
-int default_num_threads() {
-    static const int cached = [] {
+/// One CPU per physical core of this process's affinity mask (the lowest-numbered of its SMT
+/// siblings), in CPU order; at least one entry (-1 when the system does not say: no binding).
+const std::vector<int>& core_cpus() {
+    static const std::vector<int> cached = [] {
         cpu_set_t set;
         if (!process_affinity(set))
-            return hardware_threads();
-        // Count distinct (package, core) pairs so SMT siblings share one thread.
+            return std::vector<int>(static_cast<size_t>(hardware_threads()), -1);
         std::set<std::pair<long, long>> cores;
-        int cpus = 0;
+        std::vector<int> cpus, firsts;
         bool topology_ok = true;
         for (int c = 0; c < CPU_SETSIZE; ++c) {
             if (!CPU_ISSET(c, &set))
                 continue;
-            ++cpus;
+            cpus.push_back(c);
             std::string dir = "/sys/devices/system/cpu/cpu" + std::to_string(c) + "/topology/";
             long pkg = read_long(dir + "physical_package_id");
             long core = read_long(dir + "core_id");
             if (pkg < 0 || core < 0)
                 topology_ok = false;
-            cores.insert({pkg, core});
+            if (cores.insert({pkg, core}).second)
+                firsts.push_back(c);
         }
-        int n = topology_ok ? static_cast<int>(cores.size()) : cpus;
-        return std::max(1, n);
+        std::vector<int> out = topology_ok ? firsts : cpus;
+        if (out.empty())
+            out.push_back(-1);
+        return out;
     }();
     return cached;
 }
 
+/// Pins `thread` to the CPUs of `set`. Best effort: a refusal (a container's cgroup, say)
+/// leaves the thread where it was.
+void pin_thread(pthread_t thread, const cpu_set_t& set) {
+    pthread_setaffinity_np(thread, sizeof(set), &set);
+}
+
+/// Pins `thread` to `cpu`; nothing when cpu < 0 (the system did not say which CPUs exist).
+void pin_thread(pthread_t thread, int cpu) {
+    if (cpu < 0)
+        return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    pin_thread(thread, set);
+}
+
+} // namespace
+
+int default_num_threads() { return static_cast<int>(core_cpus().size()); }
+
 void set_num_threads(int n) { pool().set_num_threads(n); }
+
+void bind_threads(bool on) { pool().bind(on); }
 
 int num_threads() { return pool().num_threads(); }
 

@@ -13,6 +13,7 @@
 
 #include <csignal>
 
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -235,6 +236,46 @@ TEST(ThreadPool, CEntryPoint) {
     EXPECT_EQ(tessera_parallel_for(127, chunk, out.data()), 0);
     for (int i = 0; i < 127; ++i)
         EXPECT_EQ(out[i], i * 3);
+}
+
+/// The number of CPUs in the calling thread's affinity mask.
+int affinity_cpus() {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    return sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : -1;
+}
+
+TEST(ThreadPool, BoundThreadsEachKeepACoreOfTheirOwn) {
+    ThreadCountGuard guard;
+    const int cores = default_num_threads();
+    if (cores < 2)
+        GTEST_SKIP() << "one core: nothing to bind apart";
+    const int free_cpus = affinity_cpus();
+    set_num_threads(cores);
+    bind_threads(true);
+    // Each chunk's thread (the caller's included) is pinned to one CPU, a different one each.
+    std::vector<int> cpu(static_cast<size_t>(cores), -1), mask(static_cast<size_t>(cores), -1);
+    parallel_for(cores, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) {
+            cpu[static_cast<size_t>(i)] = sched_getcpu();
+            mask[static_cast<size_t>(i)] = affinity_cpus();
+        }
+    });
+    EXPECT_EQ(affinity_cpus(), 1);
+    EXPECT_EQ(mask, std::vector<int>(static_cast<size_t>(cores), 1));
+    std::vector<int> distinct = cpu;
+    std::sort(distinct.begin(), distinct.end());
+    EXPECT_EQ(std::unique(distinct.begin(), distinct.end()), distinct.end())
+        << "two chunks shared a CPU";
+    EXPECT_EQ(visit_counts(1001), std::vector<int>(1001, 1));
+    // Unbound: every thread has the caller's former mask again.
+    bind_threads(false);
+    parallel_for(cores, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i)
+            mask[static_cast<size_t>(i)] = affinity_cpus();
+    });
+    EXPECT_EQ(affinity_cpus(), free_cpus);
+    EXPECT_EQ(mask, std::vector<int>(static_cast<size_t>(cores), free_cpus));
 }
 
 TEST(ThreadPool, DefaultThreadCount) {

@@ -23,6 +23,15 @@ void set_num_threads(int n);
 /// The number of threads a parallel loop uses now (>= 1).
 int num_threads();
 
+/// Pins the calling thread and each worker of the pool to a core of its own (one CPU per
+/// physical core of this process's affinity mask, the caller on the first, worker w on the
+/// (w + 1)-th, in turn when threads outnumber cores), or with `on` false gives them back the
+/// mask the caller had before. Unbound, a worker woken on the caller's CPU can share it with the
+/// caller for tens of milliseconds before the system moves one (a 2-thread kernel then runs at half
+/// speed or worse); bound, each keeps its core. Best effort: a CPU the system refuses leaves
+/// the thread where it was. Ignored inside a parallel chunk.
+void bind_threads(bool on);
+
 /// One per physical core available to this process (affinity mask and SMT siblings taken
 /// into account), at least 1.
 int default_num_threads();
