@@ -792,29 +792,13 @@ llvm::Value* CodeGen::load_windows(const Buffer& buf, const Expr& index, int lan
     const std::optional<LaneOffsets> lo = lane_offsets(index);
     if (!lo)
         return nullptr;
-    // Windows of at most `lanes` consecutive elements, in the order of their first offsets;
-    // every element between two lanes' addresses lies in the buffer, so each window's load
-    // reads nothing outside it.
-    std::vector<int> order(static_cast<size_t>(lanes));
-    for (int i = 0; i < lanes; ++i)
-        order[static_cast<size_t>(i)] = i;
-    const std::vector<int64_t>& off = lo->offsets;
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-        return off[static_cast<size_t>(a)] < off[static_cast<size_t>(b)];
-    });
-    std::vector<int64_t> first, last;
-    std::vector<int> window(static_cast<size_t>(lanes));
-    for (int lane : order) {
-        const int64_t o = off[static_cast<size_t>(lane)];
-        if (first.empty() || o - first.back() >= lanes) {
-            first.push_back(o);
-            last.push_back(o);
-        }
-        last.back() = o;
-        window[static_cast<size_t>(lane)] = static_cast<int>(first.size()) - 1;
-    }
-    if (static_cast<int>(first.size()) > std::max(2, lanes / 4))
+    const std::optional<LoadWindows> w = backend::load_windows(lo->offsets, lanes);
+    if (!w)
         return nullptr;
+    const std::vector<int64_t>& off = lo->offsets;
+    const std::vector<int64_t>& first = w->first;
+    const std::vector<int64_t>& last = w->last;
+    const std::vector<int>& window = w->window;
     llvm::Type* mt = memory_type(buf.dtype());
     const llvm::Align align(buf.dtype().bytes());
     const DataType it = index.type().element_of();

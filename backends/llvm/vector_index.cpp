@@ -242,4 +242,27 @@ std::optional<LaneOffsets> lane_offsets(const Expr& index) {
     return split_lanes(index, lanes);
 }
 
+std::optional<LoadWindows> load_windows(const std::vector<int64_t>& offsets, int lanes) {
+    std::vector<int> order(offsets.size());
+    for (size_t i = 0; i < order.size(); ++i)
+        order[i] = static_cast<int>(i);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+        return offsets[static_cast<size_t>(a)] < offsets[static_cast<size_t>(b)];
+    });
+    LoadWindows w;
+    w.window.assign(offsets.size(), 0);
+    for (int lane : order) {
+        const int64_t o = offsets[static_cast<size_t>(lane)];
+        if (w.first.empty() || o - w.first.back() >= lanes) {
+            w.first.push_back(o);
+            w.last.push_back(o);
+        }
+        w.last.back() = o;
+        w.window[static_cast<size_t>(lane)] = static_cast<int>(w.first.size()) - 1;
+    }
+    if (static_cast<int>(w.first.size()) > std::max(2, lanes / 4))
+        return std::nullopt;
+    return w;
+}
+
 } // namespace tessera::backend

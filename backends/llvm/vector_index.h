@@ -37,4 +37,17 @@ struct LaneOffsets {
 /// nullopt otherwise.
 std::optional<LaneOffsets> lane_offsets(const ir::Expr& index);
 
+/// A vector load's lanes (a base plus offsets[lane]) grouped into windows of consecutive
+/// elements, each window one dense load shuffled into place.
+struct LoadWindows {
+    std::vector<int64_t> first, last; ///< Each window's first and last offset.
+    std::vector<int> window;          ///< The window of each lane.
+};
+
+/// The lanes of `offsets` (one per lane of a `lanes`-lane load), in the order of their offsets,
+/// grouped into windows of at most `lanes` consecutive elements: a window's load reads only
+/// elements between two of its lanes' addresses. nullopt when that takes more than
+/// max(2, lanes / 4) windows (a gather then costs less than the loads and shuffles).
+std::optional<LoadWindows> load_windows(const std::vector<int64_t>& offsets, int lanes);
+
 } // namespace tessera::backend

@@ -156,9 +156,9 @@ TEST(CodegenVector, GeneralGatherIndex) {
 TEST(CodegenVector, LaneConstantOffsetsLoadWindows) {
     // A scalar base plus constant per-lane offsets: loaded as a few dense windows and shuffled
     // (two windows for a channel shuffle's lane / 2 + (lane % 2) * K and for a stride of 2,
-    // four for stride 3, a gather beyond that: stride 5). The buffers end at the last element
-    // read (the shuffle's last row, the stride-3 run), so a window reading past its lanes'
-    // elements would fault or read other data.
+    // three for stride 3, four for stride 5; LoadWindows.* has the rule). The buffers end at the
+    // last element read (the shuffle's last row, the stride-3 run), so a window reading past its
+    // lanes' elements would fault or read other data.
     const int lanes = 16;
     const int64_t rows = 7, half = 59, n = 2 * half, m = 286;
     Buffer A = buf("A", DataType::f32(), n), B = buf("B", DataType::f32(), m),
