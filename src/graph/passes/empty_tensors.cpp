@@ -3,6 +3,7 @@
 // they feed fold or lose them. Kernels (te) then never see a zero extent.
 #include <sstream>
 
+#include "../op_util.h"
 #include "pass_util.h"
 #include "tessera/graph/evaluate.h"
 
@@ -26,8 +27,7 @@ void make_constant(Graph& g, ValueId v) {
 void drop_empty_parts(Graph& g, NodeId id) {
     const Node n = g.node(id);
     const int64_t rank = static_cast<int64_t>(g.value(n.inputs[0]).shape.size());
-    int64_t axis = n.attr_int("axis", 0);
-    axis = axis < 0 ? axis + rank : axis;
+    const int64_t axis = normalize_axis(n.attr_int("axis", 0), rank, "empty-tensors");
     std::vector<ValueId> outputs;
     std::vector<int64_t> kept;
     for (ValueId v : n.outputs)

@@ -6,6 +6,7 @@
 #include <queue>
 #include <utility>
 
+#include "../op_util.h"
 #include "../ops/op_def.h"
 #include "tessera/support/error.h"
 
@@ -395,8 +396,7 @@ struct Builder {
         if (n.op != Op::Concat || n.outputs.empty() || !g.value(n.outputs[0]).typed)
             return false;
         const int64_t rank = static_cast<int64_t>(g.value(n.outputs[0]).shape.size());
-        const int64_t axis = n.attr_int("axis", 0);
-        return (axis < 0 ? axis + rank : axis) != rank - 1;
+        return detail::normalize_axis(n.attr_int("axis", 0), rank, "fusion") != rank - 1;
     }
 
     /// The group that alone reads group si's results when si holds only injective and
