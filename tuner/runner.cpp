@@ -129,7 +129,7 @@ RunRequest RunRequest::from_json(const std::string& line) {
         r.max_repeats = j.at("max_repeats").get<int>();
         r.flush_cache = j.at("flush_cache").get<bool>();
         r.reference_secs = j.value("reference_secs", 0.0);
-        r.slow_factor = j.value("slow_factor", 4.0);
+        r.slow_factor = j.value("slow_factor", RunRequest{}.slow_factor);
         return r;
     } catch (const json::exception& e) {
         throw UserError() << "bad measurement request: " << e.what();

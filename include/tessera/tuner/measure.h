@@ -44,7 +44,10 @@ struct MeasureOptions {
     int kernel_threads = 0;         ///< Threads the measured kernel uses; 0 = all cores.
     int warmup = 1;                 ///< Untimed runs after the check run.
     int min_repeats = 5;            ///< Timed repeats at least ...
-    double min_repeat_secs = 0.2;   ///< ... and until their total reaches this.
+    /// ... and until their total reaches this. 0.1 s: a 150 s resnet18 tune measured 758
+    /// candidates instead of 565 at 0.2 s (with slow_factor 2 instead of 4) and built an equally
+    /// fast model (BENCHMARKS, "Kernel threads bound in the measurement worker").
+    double min_repeat_secs = 0.1;
     int max_repeats = 200;          ///< Upper bound on timed repeats.
     bool flush_cache = false;       ///< Overwrite a buffer twice the LLC before each timed run.
     /// Evict the task's weight inputs (te::Compute::weight_inputs) from every cache level
@@ -60,8 +63,9 @@ struct MeasureOptions {
     bool realtime = false;
     double tolerance = 1e-3;        ///< Max |got - want| / max(1, |want|) over all elements.
     /// A candidate whose checked run takes more than slow_factor x the best median time known
-    /// for its task is timed once, without warm-up (0 = always the full repeats).
-    double slow_factor = 4;
+    /// for its task is timed once, without warm-up (0 = always the full repeats). Its time only
+    /// tells the search that it is slow; the best known is at most half of it.
+    double slow_factor = 2;
     uint64_t seed = 0;              ///< Seed of the random inputs.
     /// The worker command line (argv[0] a path); empty = this executable (/proc/self/exe) with
     /// the argument "__measure-worker", which only works in the `tessera` executable: other

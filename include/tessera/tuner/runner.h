@@ -51,7 +51,7 @@ struct RunRequest {
     int threads = 0;              ///< runtime::set_num_threads for the kernel (0 = all cores).
     int warmup = 1;               ///< Untimed runs after the checked run.
     int min_repeats = 5;          ///< Timed runs: at least this many ...
-    double min_repeat_secs = 0.2; ///< ... and until their total reaches this ...
+    double min_repeat_secs = 0.1; ///< ... and until their total reaches this ...
     int max_repeats = 200;        ///< ... but never more than this many.
     bool flush_cache = false; ///< Overwrite a last-level-cache-sized buffer before each timed run.
     /// The best known time of the task (0 = none yet). A candidate whose checked run already
@@ -59,7 +59,7 @@ struct RunRequest {
     /// only has to tell the search that it is slow, and repeating a slow kernel is where
     /// measuring spends most of its time.
     double reference_secs = 0;
-    double slow_factor = 4;
+    double slow_factor = 2;
 
     std::string to_json() const;
     /// Throws UserError when the text is not a valid request.
