@@ -40,7 +40,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("model")
     ap.add_argument("--db", required=True)
-    ap.add_argument("--threads", type=int, default=0, help="threads of the model run (0: all cores)")
+    ap.add_argument("--threads", type=int, default=0,
+                    help="threads of the model run (0: all cores); use the threads the records were "
+                         "measured with (tune's --threads, all cores by default): a record timed on "
+                         "2 threads says nothing of its kernel's time on 1")
     ap.add_argument("--runs", type=int, default=50, help="profiled runs (medians over them)")
     ap.add_argument("--tolerance", type=float, default=0.05)
     ap.add_argument("--tessera", default=os.path.join(os.environ.get("TESSERA_BUILD_DIR", os.path.join(root, "build")), "tessera"))
