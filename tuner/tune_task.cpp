@@ -463,6 +463,7 @@ class TaskTuner {
                                                               pick_json.begin() + long(end)),
                                      retime);
             measuring_secs_ += clock_() - t0;
+            result_.measure_secs = measuring_secs_;
             measured_count_ += int(end - done);
             done = end;
             if (done < picks.size())
@@ -500,6 +501,8 @@ class TaskTuner {
             r.isa_class = target_.isa_class;
             r.schedule_json = pick_json[i];
             r.run_secs = m.run_secs;
+            for (double secs : m.run_secs)
+                result_.repeat_secs += secs;
             r.error_code = m.error;
             if (m.error != MeasureError::Ok) {
                 r.error_message = m.error_message.empty() ? to_string(m.error) : m.error_message;

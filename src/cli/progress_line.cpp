@@ -1,6 +1,7 @@
 // ProgressLine: live (\r-rewritten) or plain-line progress output.
 #include "progress_line.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -66,6 +67,12 @@ std::string format_duration(double secs) {
     if (total < 3600)
         return fmt::format("{}m{:02}s", total / 60, total % 60);
     return fmt::format("{}h{:02}m", total / 3600, total % 3600 / 60);
+}
+
+std::string tune_time_split(double elapsed_secs, double measure_secs, double repeat_secs) {
+    return fmt::format("measuring {} (timed repeats {}), search and the rest {}",
+                       format_duration(measure_secs), format_duration(repeat_secs),
+                       format_duration(std::max(0.0, elapsed_secs - measure_secs)));
 }
 
 } // namespace tessera::cli

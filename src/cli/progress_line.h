@@ -83,4 +83,9 @@ inline double progress_refresh_secs(bool live) { return live ? 1.0 : 30.0; }
 /// A duration for humans: "0.4s", "12s", "3m05s", "2h07m".
 std::string format_duration(double secs);
 
+/// Where a tune's time went, for its summary: "measuring 4m10s (timed repeats 2m01s), search
+/// and the rest 50s", from the elapsed time, the time measuring candidates and the timed
+/// repeats within it (tune::TuneResult's measure_secs and repeat_secs, summed over tasks).
+std::string tune_time_split(double elapsed_secs, double measure_secs, double repeat_secs);
+
 } // namespace tessera::cli

@@ -177,6 +177,8 @@ void print_summary(const TuneOptions& o, const te::OpInstance& inst, const tune:
         j["best_record_id"] = r.best ? nlohmann::ordered_json(r.best->id) : nullptr;
         j["db_records"] = db_records;
         j["elapsed_secs"] = r.elapsed_secs;
+        j["measure_secs"] = r.measure_secs;
+        j["repeat_secs"] = r.repeat_secs;
         nlohmann::ordered_json curve = nlohmann::ordered_json::array();
         for (const auto& [trials, secs, best] : r.curve)
             curve.push_back(
@@ -202,7 +204,8 @@ void print_summary(const TuneOptions& o, const te::OpInstance& inst, const tune:
         out << "best      none: no candidate measured ok on this machine yet\n";
     out << fmt::format("database  {} ({} records; target '{}', fingerprint {})\n",
                        tune::database_display_name(o.db), db_records, t.target, t.fingerprint);
-    out << fmt::format("elapsed   {}\n", format_duration(r.elapsed_secs));
+    out << fmt::format("elapsed   {}: {}\n", format_duration(r.elapsed_secs),
+                       tune_time_split(r.elapsed_secs, r.measure_secs, r.repeat_secs));
 }
 
 } // namespace

@@ -121,7 +121,9 @@ void print_summary(const TuneOptions& o, const std::vector<tune::TaskToTune>& ta
                             {"rounds", tr.rounds},
                             {"errors", tr.errors},
                             {"best_ms", ms_or_null(best_secs(i))},
-                            {"search_secs", tr.search.lower_secs + tr.search.predict_secs}});
+                            {"search_secs", tr.search.lower_secs + tr.search.predict_secs},
+                            {"measure_secs", tr.measure_secs},
+                            {"repeat_secs", tr.repeat_secs}});
         }
         j["tasks"] = list;
         nlohmann::ordered_json curve = nlohmann::ordered_json::array();
@@ -158,7 +160,13 @@ void print_summary(const TuneOptions& o, const std::vector<tune::TaskToTune>& ta
     }
     out << fmt::format("database  {} ({} records; target '{}', fingerprint {})\n",
                        tune::database_display_name(o.db), db_records, t.target, t.fingerprint);
-    out << fmt::format("elapsed   {}\n", format_duration(r.elapsed_secs));
+    double measure = 0, repeats = 0;
+    for (const tune::TuneResult& tr : r.tasks) {
+        measure += tr.measure_secs;
+        repeats += tr.repeat_secs;
+    }
+    out << fmt::format("elapsed   {}: {}\n", format_duration(r.elapsed_secs),
+                       tune_time_split(r.elapsed_secs, measure, repeats));
 }
 
 } // namespace

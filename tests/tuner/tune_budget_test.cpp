@@ -100,6 +100,26 @@ TEST(TuneBudget, TuneTaskEndsWithinFivePercentAndCommitsInBatches) {
     }
 }
 
+TEST(TuneBudget, TheResultSaysWhereTheTimeWent) {
+    // The fake clock advances only while candidates are measured: all of the call's time is
+    // measuring, and the timed repeats within it are the records' run_secs, summed.
+    const te::OpInstance mm = te::make_op(kSpecs[1]);
+    TuningDatabase db(":memory:");
+    auto model = cost::make_random_model(3);
+    ClockedMeasurer m(0.5);
+    const double start = m.now;
+    const TuneResult r = tune_task(mm.compute, mm.flops, kTarget, db, *model, m, options(m, 20));
+    ASSERT_GT(r.trials, 0);
+    EXPECT_DOUBLE_EQ(r.measure_secs, m.now - start);
+    EXPECT_DOUBLE_EQ(r.elapsed_secs, r.measure_secs);
+    double repeats = 0;
+    for (const TuningRecord& rec : db.records_of(te::workload_key(mm.compute)))
+        for (double secs : rec.run_secs)
+            repeats += secs;
+    EXPECT_GT(repeats, 0);
+    EXPECT_NEAR(r.repeat_secs, repeats, 1e-9 * repeats);
+}
+
 TEST(TuneBudget, ModelTuneMeasuresEveryTaskFirstThenHonoursTheBudget) {
     const std::vector<TaskToTune> tasks = tasks_of(kSpecs);
     TuningDatabase db(":memory:");

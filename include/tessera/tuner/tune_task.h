@@ -132,6 +132,11 @@ struct TuneResult {
     int skipped_already_measured = 0; ///< Candidates dropped because the database had them.
     std::optional<TuningRecord> best; ///< Best Ok record of the task for (target, fingerprint).
     double elapsed_secs = 0;
+    /// Of elapsed_secs, the time spent measuring and committing candidates: their builds,
+    /// checked runs, timed repeats and database writes (the rest: search, retraining, setup).
+    double measure_secs = 0;
+    /// Of measure_secs, the timed repeats alone (the sum of every candidate's run_secs).
+    double repeat_secs = 0;
     /// Best-so-far after each measured round: (trials, seconds since start, best median secs).
     std::vector<std::tuple<int, double, double>> curve;
     /// The model was loaded from the database or trained on earlier records before round 1.
