@@ -160,7 +160,8 @@ TEST(CodegenVector, LaneConstantOffsetsLoadWindows) {
     // last element read (the shuffle's last row, the stride-3 run), so a window reading past its
     // lanes' elements would fault or read other data.
     const int lanes = 16;
-    const int64_t rows = 7, half = 59, n = 2 * half, m = 286;
+    // B ends at the stride-3 run's last element: 5 * 48 + 15 + 3 * 15 = 300.
+    const int64_t rows = 7, half = 59, n = 2 * half, m = 5 * 48 + 15 + 3 * (lanes - 1) + 1;
     Buffer A = buf("A", DataType::f32(), n), B = buf("B", DataType::f32(), m),
            S = buf("S", DataType::f32(), rows * lanes), T = buf("T", DataType::f32(), rows * lanes),
            R = buf("R", DataType::f32(), 6 * lanes), F = buf("F", DataType::f32(), 6 * lanes);
