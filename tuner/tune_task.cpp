@@ -449,7 +449,7 @@ class TaskTuner {
             if (left <= 0)
                 break;
             if (std::isfinite(left) && measured_count_ > 0) {
-                const double per_candidate = measuring_secs_ / measured_count_;
+                const double per_candidate = result_.measure_secs / measured_count_;
                 const double fits = per_candidate > 0 ? std::floor(left / per_candidate) : kInf;
                 if (fits < 1)
                     break;
@@ -462,8 +462,7 @@ class TaskTuner {
                                      std::vector<std::string>(pick_json.begin() + long(done),
                                                               pick_json.begin() + long(end)),
                                      retime);
-            measuring_secs_ += clock_() - t0;
-            result_.measure_secs = measuring_secs_;
+            result_.measure_secs += clock_() - t0;
             measured_count_ += int(end - done);
             done = end;
             if (done < picks.size())
@@ -551,8 +550,7 @@ class TaskTuner {
     Rng rng_;
     std::function<double()> clock_;
     double start_; ///< clock_() when the tuner was made.
-    double measuring_secs_ = 0; ///< Time in measure-and-commit batches so far,
-    int measured_count_ = 0;    ///< and the candidates they held.
+    int measured_count_ = 0;             ///< Candidates in result_.measure_secs's batches so far.
     std::vector<sched::State> sketches_; ///< Of the task, made once by begin().
     /// Measured first: the default schedule (when made), then the transfer seeds.
     std::vector<sched::State> seeds_;
