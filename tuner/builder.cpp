@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -101,6 +102,24 @@ BuildResult build_one(const LowerFn& lower, const std::string& base, const std::
     return r;
 }
 
+/// The straggler limit of a batch (BuilderOptions::straggler_factor).
+struct StragglerLimit {
+    double secs = 0; ///< max(straggler_min_secs, straggler_factor x median_secs)
+    double median_secs = 0;
+};
+
+/// The straggler limit of a batch whose successful builds took `ok_secs` (unordered; the
+/// function sorts its copy), or nullopt while it has too few of them or the limit is off.
+std::optional<StragglerLimit> straggler_limit(std::vector<double> ok_secs,
+                                              const BuilderOptions& o) {
+    if (!(o.straggler_factor > 0) || ok_secs.empty() ||
+        ok_secs.size() < static_cast<size_t>(std::max(1, o.straggler_min_builds)))
+        return std::nullopt;
+    const auto mid = ok_secs.begin() + static_cast<std::ptrdiff_t>(ok_secs.size() / 2);
+    std::nth_element(ok_secs.begin(), mid, ok_secs.end());
+    return StragglerLimit{std::max(o.straggler_min_secs, o.straggler_factor * *mid), *mid};
+}
+
 } // namespace
 
 struct Builder::Impl {
@@ -135,6 +154,9 @@ Builder::Builder(BuilderOptions opts) : impl_(std::make_unique<Impl>()) {
         throw UserError() << "build threads must be at least 1, got " << opts.threads;
     if (!(opts.timeout_secs > 0))
         throw UserError() << "build timeout must be positive, got " << opts.timeout_secs;
+    if (!(opts.straggler_factor >= 0))
+        throw UserError() << "build straggler factor must be 0 or more, got "
+                          << opts.straggler_factor;
     if (opts.work_dir.empty())
         throw UserError() << "the builder needs a work directory";
     impl_->opts = std::move(opts);
@@ -159,6 +181,7 @@ std::vector<BuildResult> Builder::build(const std::vector<LowerFn>& candidates) 
     std::unique_lock<std::mutex> lk(impl_->mu);
     size_t next = 0;
     std::vector<size_t> running;
+    std::vector<double> ok_secs; // build times of this batch's successful builds
     while (next < n || !running.empty()) {
         while (next < n && running.size() < static_cast<size_t>(impl_->opts.threads)) {
             auto job = std::make_shared<Job>();
@@ -183,25 +206,46 @@ std::vector<BuildResult> Builder::build(const std::vector<LowerFn>& candidates) 
             running.push_back(next++);
         }
         // Retire finished and overdue builds; wait for the next event otherwise.
+        for (size_t k = 0; k < running.size();) {
+            const Job& job = *jobs[running[k]];
+            if (job.done) {
+                if (job.result.error == MeasureError::Ok)
+                    ok_secs.push_back(job.result.build_secs);
+                running.erase(running.begin() + static_cast<std::ptrdiff_t>(k));
+            } else {
+                ++k;
+            }
+        }
+        const std::optional<StragglerLimit> straggler = straggler_limit(ok_secs, impl_->opts);
+        const bool straggler_binds = straggler && straggler->secs < impl_->opts.timeout_secs;
+        const auto limit = straggler_binds ? std::chrono::duration_cast<Clock::duration>(
+                                                 std::chrono::duration<double>(straggler->secs))
+                                           : timeout;
         Clock::time_point earliest_deadline = Clock::time_point::max();
         const Clock::time_point now = Clock::now();
         for (size_t k = 0; k < running.size();) {
             Job& job = *jobs[running[k]];
-            if (job.done) {
-                running.erase(running.begin() + static_cast<std::ptrdiff_t>(k));
-            } else if (now - job.start >= timeout) {
+            if (now - job.start >= limit) {
                 job.abandoned = true;
                 if (job.child > 0)
                     kill(job.child, SIGKILL); // its thread reaps it and ends soon
                 job.result.error = MeasureError::BuildTimeout;
-                job.result.error_message = fmt::format(
-                    "build exceeded the time limit of {:g} s (left to finish, result discarded)",
-                    impl_->opts.timeout_secs);
                 job.result.build_secs = std::chrono::duration<double>(now - job.start).count();
+                job.result.error_message =
+                    straggler_binds
+                        ? fmt::format("build ran {:.2f} s, past the straggler limit {:.2f} s "
+                                      "(the larger of {:g} s and {:g}x the median {:.3f} s of "
+                                      "the batch's {} builds): given up",
+                                      job.result.build_secs, straggler->secs,
+                                      impl_->opts.straggler_min_secs, impl_->opts.straggler_factor,
+                                      straggler->median_secs, ok_secs.size())
+                        : fmt::format("build exceeded the time limit of {:g} s (left to finish, "
+                                      "result discarded)",
+                                      impl_->opts.timeout_secs);
                 job.result.symbol = Builder::kernel_symbol();
                 running.erase(running.begin() + static_cast<std::ptrdiff_t>(k));
             } else {
-                earliest_deadline = std::min(earliest_deadline, job.start + timeout);
+                earliest_deadline = std::min(earliest_deadline, job.start + limit);
                 ++k;
             }
         }

@@ -252,6 +252,7 @@ LocalMeasurer::LocalMeasurer(const MeasureOptions& opts) : impl_(std::make_uniqu
     b.work_dir = m.work_dir;
     b.threads = opts.build_threads > 0 ? opts.build_threads : runtime::default_num_threads();
     b.timeout_secs = opts.build_timeout_secs;
+    b.straggler_factor = opts.build_straggler_factor;
     b.compile = opts.compile;
     m.builder = std::make_unique<Builder>(b);
     std::vector<std::string> command = opts.worker_command;

@@ -62,12 +62,24 @@ struct TempDir {
     ~TempDir() { fs::remove_all(path); }
 };
 
-TEST(BuilderIsolation, CrashingCodegenCostsOneCandidateNotTheProcess) {
-    TempDir dir;
+/// Options of a builder in `dir` with `threads` build threads and the faulty code generator.
+BuilderOptions faulty_builder(const TempDir& dir, int threads) {
     BuilderOptions o;
     o.work_dir = dir.path;
-    o.threads = 2;
+    o.threads = threads;
     o.codegen = faulty_codegen;
+    return o;
+}
+
+/// Fails unless `dir` holds libraries only: no mark of a compile that lived on after its kill.
+void expect_only_libraries(const TempDir& dir) {
+    for (const auto& e : fs::directory_iterator(dir.path))
+        EXPECT_EQ(e.path().extension(), ".so") << e.path() << ": a killed compile lived on";
+}
+
+TEST(BuilderIsolation, CrashingCodegenCostsOneCandidateNotTheProcess) {
+    TempDir dir;
+    BuilderOptions o = faulty_builder(dir, 2);
     Builder builder(o);
     const std::vector<BuildResult> rs =
         builder.build({candidate_named("segfault"), candidate_named("A"), candidate_named("abort"),
@@ -97,11 +109,8 @@ TEST(BuilderIsolation, CrashingCodegenCostsOneCandidateNotTheProcess) {
 
 TEST(BuilderIsolation, HangingCodegenIsKilledAtTheTimeLimit) {
     TempDir dir;
-    BuilderOptions o;
-    o.work_dir = dir.path;
-    o.threads = 1;
+    BuilderOptions o = faulty_builder(dir, 1);
     o.timeout_secs = 1;
-    o.codegen = faulty_codegen;
     {
         Builder builder(o);
         const std::vector<BuildResult> rs =
@@ -109,8 +118,47 @@ TEST(BuilderIsolation, HangingCodegenIsKilledAtTheTimeLimit) {
         EXPECT_EQ(rs[0].error, MeasureError::BuildTimeout) << rs[0].error_message;
         EXPECT_EQ(rs[1].error, MeasureError::Ok) << rs[1].error_message;
     } // the destructor waits for the hung build's thread, which ends once its process is killed
-    for (const auto& e : fs::directory_iterator(dir.path))
-        EXPECT_EQ(e.path().extension(), ".so") << e.path() << ": the hung compile lived on";
+    expect_only_libraries(dir);
+}
+
+TEST(BuilderIsolation, StragglerIsGivenUpOnceItsBatchHasAMedian) {
+    // The hung compile starts first; once eight builds of the batch have finished, it has run
+    // far past 5x their median (and the 0.2 s floor) and is given up long before the 60 s
+    // time limit, which would have let it finish and leave its mark.
+    TempDir dir;
+    BuilderOptions o = faulty_builder(dir, 2);
+    o.straggler_min_secs = 0.2;
+    ASSERT_EQ(o.straggler_min_builds, 8);
+    ASSERT_EQ(o.timeout_secs, 60);
+    {
+        Builder builder(o);
+        std::vector<LowerFn> batch = {candidate_named("hang")};
+        for (int i = 0; i < 8; ++i)
+            batch.push_back(candidate_named("A"));
+        const std::vector<BuildResult> rs = builder.build(batch);
+        EXPECT_EQ(rs[0].error, MeasureError::BuildTimeout) << rs[0].error_message;
+        EXPECT_NE(rs[0].error_message.find("straggler limit"), std::string::npos)
+            << rs[0].error_message;
+        EXPECT_NE(rs[0].error_message.find("of the batch's 8 builds"), std::string::npos)
+            << rs[0].error_message;
+        for (size_t i = 1; i < rs.size(); ++i)
+            EXPECT_EQ(rs[i].error, MeasureError::Ok) << rs[i].error_message;
+    }
+    expect_only_libraries(dir);
+}
+
+TEST(BuilderIsolation, FewBuildsSetNoStragglerLimit) {
+    // Two builds of a batch are no median: a slow one among them waits for the time limit.
+    TempDir dir;
+    BuilderOptions o = faulty_builder(dir, 1);
+    o.timeout_secs = 1;
+    o.straggler_min_secs = 0.01;
+    Builder builder(o);
+    const std::vector<BuildResult> rs =
+        builder.build({candidate_named("A"), candidate_named("A"), candidate_named("hang")});
+    EXPECT_EQ(rs[2].error, MeasureError::BuildTimeout);
+    EXPECT_NE(rs[2].error_message.find("time limit of 1 s"), std::string::npos)
+        << rs[2].error_message;
 }
 
 } // namespace

@@ -14,6 +14,12 @@
 // cannot be killed safely, so a late lowering is left to finish in the background: its result
 // is discarded and its files are deleted when it ends. The Builder's destructor waits for such
 // builds (lowering is finite; it may take a while).
+//
+// Stragglers: once a batch has straggler_min_builds successful builds, a build running
+// longer than max(straggler_min_secs, straggler_factor x their median) is given up the same
+// way (a BuildTimeout that says so). Such compiles come from huge unrolled bodies, whose code
+// is slow too: in a 150 s resnet18 tune every build over 4x its batch's median and 0.5 s ran
+// 6.8-62x slower than its task's best, and the longest (8.7 s) left the other core idle.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +43,9 @@ struct BuilderOptions {
     std::string work_dir;            ///< Existing, writable directory for .o/.so files.
     int threads = 1;                 ///< Builds at once (>= 1).
     double timeout_secs = 60;        ///< Per candidate, from its start (> 0).
+    double straggler_factor = 5;     ///< x the batch's median build; 0: no straggler limit.
+    double straggler_min_secs = 1;   ///< The straggler limit is never below this.
+    int straggler_min_builds = 8;    ///< Successful builds of the batch before the limit holds.
     backend::CompileOptions compile; ///< Passed to emit_object_file.
     /// Compiles one prepared function into the object file `obj` and links `so`; runs in the
     /// compile process. Empty: backend::emit_object_file then backend::link_shared_library.

@@ -40,6 +40,9 @@ struct MeasureOptions {
     /// Its code must run here (the worker runs it).
     backend::CompileOptions compile;
     double build_timeout_secs = 60; ///< Per candidate: lowering + LLVM + link.
+    /// A build longer than this many times the median of its batch's builds (and 1 s) is
+    /// given up as a straggler (BuilderOptions::straggler_factor); 0: only the time limit.
+    double build_straggler_factor = 5;
     double run_timeout_secs = 20;   ///< Per candidate: load + check + all timed repeats.
     int kernel_threads = 0;         ///< Threads the measured kernel uses; 0 = all cores.
     int warmup = 1;                 ///< Untimed runs after the check run.
