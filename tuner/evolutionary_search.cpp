@@ -14,6 +14,8 @@
 #include "tessera/schedule/step.h"
 #include "tessera/support/error.h"
 
+#include "parallel_indices.h"
+
 namespace tessera::tune {
 
 namespace {
@@ -210,25 +212,13 @@ void FeatureCache::prefetch(const std::vector<const sched::State*>& states,
     // Lowering and feature extraction are pure functions of the state (IR nodes are immutable,
     // reference counts atomic), so workers share nothing but the next index.
     std::vector<std::unique_ptr<cost::ProgramFeatures>> got(todo.size());
-    std::atomic<size_t> next{0};
-    auto work = [&] {
-        for (size_t k = next++; k < todo.size(); k = next++) {
-            try {
-                got[k] = std::make_unique<cost::ProgramFeatures>(
-                    cost::extract_features(sched::lower_state(*states[todo[k]], "candidate")));
-            } catch (const ScheduleError&) {
-            }
+    for_each_index(todo.size(), num_threads, [&](size_t k) {
+        try {
+            got[k] = std::make_unique<cost::ProgramFeatures>(
+                cost::extract_features(sched::lower_state(*states[todo[k]], "candidate")));
+        } catch (const ScheduleError&) {
         }
-    };
-    size_t threads =
-        num_threads > 0 ? size_t(num_threads) : std::max(1u, std::thread::hardware_concurrency());
-    threads = std::min(threads, todo.size());
-    std::vector<std::thread> pool;
-    for (size_t t = 1; t < threads; ++t)
-        pool.emplace_back(work);
-    work();
-    for (std::thread& t : pool)
-        t.join();
+    });
     for (size_t k = 0; k < todo.size(); ++k) {
         ++stats.lowered;
         if (!got[k])
@@ -257,7 +247,7 @@ void validate(const EvolutionOptions& opts) {
 
 std::vector<sched::State> sample_states(const std::vector<sched::State>& sketches, int n, Rng& rng,
                                         const sched::SampleOptions& opts, SearchStats& stats,
-                                        sched::TargetKind target) {
+                                        sched::TargetKind target, int num_threads) {
     TESSERA_CHECK(!sketches.empty()) << "sample_states needs at least one sketch";
     std::vector<sched::State> out;
     if (n <= 0)
@@ -265,16 +255,37 @@ std::vector<sched::State> sample_states(const std::vector<sched::State>& sketche
     out.reserve(n);
     // Illegal samples are rare; the bound keeps a broken search space from looping forever.
     const int64_t max_attempts = 50 * int64_t{n} + 100;
-    for (int64_t attempt = 0; int(out.size()) < n && attempt < max_attempts; ++attempt) {
-        const sched::State& sketch = sketches[rng.uniform_int(0, int64_t(sketches.size()) - 1)];
-        try {
-            out.push_back(target == sched::TargetKind::Gpu
-                              ? sched::sample_initial_gpu_state(sketch, rng)
-                              : sched::sample_initial_state(sketch, rng, opts));
-            ++stats.sampled;
-        } catch (const ScheduleError&) {
-            ++stats.sample_failures;
+    int64_t attempts = 0;
+    while (int(out.size()) < n && attempts < max_attempts) {
+        // One attempt per missing state, each with a sketch and a seed drawn here in order, so
+        // that the states made depend on rng alone, not on the thread count.
+        const size_t chunk =
+            size_t(std::min<int64_t>(n - int64_t(out.size()), max_attempts - attempts));
+        std::vector<const sched::State*> sketch(chunk);
+        std::vector<uint64_t> seed(chunk);
+        for (size_t i = 0; i < chunk; ++i) {
+            sketch[i] = &sketches[size_t(rng.uniform_int(0, int64_t(sketches.size()) - 1))];
+            seed[i] = rng.next();
         }
+        std::vector<std::optional<sched::State>> made(chunk);
+        for_each_index(chunk, num_threads, [&](size_t i) {
+            Rng own(seed[i]);
+            try {
+                made[i] = target == sched::TargetKind::Gpu
+                              ? sched::sample_initial_gpu_state(*sketch[i], own)
+                              : sched::sample_initial_state(*sketch[i], own, opts);
+            } catch (const ScheduleError&) {
+            }
+        });
+        for (std::optional<sched::State>& s : made) {
+            if (s) {
+                ++stats.sampled;
+                out.push_back(std::move(*s));
+            } else {
+                ++stats.sample_failures;
+            }
+        }
+        attempts += int64_t(chunk);
     }
     return out;
 }
@@ -303,26 +314,44 @@ std::vector<ScoredState> evolve(const std::vector<sched::State>& init, int num_o
         std::vector<sched::State> children;
         children.reserve(opts.population);
         // A state with nothing to mutate must not stall the generation: failed mutations draw
-        // another parent, up to a bound, then the generation is what it has.
+        // another parent, up to a bound, then the generation is what it has. Parents, coins
+        // and mutation seeds are drawn here in order, one draw per missing child, and the
+        // mutations run on num_threads threads: the children depend on rng alone.
         const int64_t max_draws = 4 * int64_t{opts.population} + 16;
-        for (int64_t draw = 0; int(children.size()) < opts.population && draw < max_draws; ++draw) {
-            const ScoredState& parent = pop[roulette.draw(rng)];
-            if (rng.uniform01() < opts.mutation_probability) {
-                // A state bound to GPU hardware takes the GPU rules (device limits, cooperative
-                // fetches); CPU states never carry GPU bindings, so their path is unchanged.
-                std::optional<sched::State> child =
-                    sched::is_gpu_state(parent.state)
-                        ? sched::mutate_gpu(parent.state, rng)
-                        : sched::mutate(parent.state, rng, opts.sample, opts.weights);
-                if (!child) {
-                    ++stats.mutation_failures;
-                    continue;
-                }
-                ++stats.mutations;
-                children.push_back(std::move(*child));
-            } else {
-                children.push_back(parent.state);
+        int64_t draws = 0;
+        while (int(children.size()) < opts.population && draws < max_draws) {
+            const size_t chunk = size_t(
+                std::min<int64_t>(opts.population - int64_t(children.size()), max_draws - draws));
+            std::vector<const sched::State*> parent(chunk);
+            std::vector<bool> mutates(chunk);
+            std::vector<uint64_t> seed(chunk);
+            for (size_t i = 0; i < chunk; ++i) {
+                parent[i] = &pop[roulette.draw(rng)].state;
+                mutates[i] = rng.uniform01() < opts.mutation_probability;
+                seed[i] = rng.next();
             }
+            std::vector<std::optional<sched::State>> child(chunk);
+            for_each_index(chunk, opts.num_threads, [&](size_t i) {
+                if (!mutates[i])
+                    return;
+                Rng own(seed[i]);
+                // A state bound to GPU hardware takes the GPU rules (device limits,
+                // cooperative fetches); CPU states never carry GPU bindings.
+                child[i] = sched::is_gpu_state(*parent[i])
+                               ? sched::mutate_gpu(*parent[i], own)
+                               : sched::mutate(*parent[i], own, opts.sample, opts.weights);
+            });
+            for (size_t i = 0; i < chunk; ++i) {
+                if (!mutates[i]) {
+                    children.push_back(*parent[i]);
+                } else if (child[i]) {
+                    ++stats.mutations;
+                    children.push_back(std::move(*child[i]));
+                } else {
+                    ++stats.mutation_failures;
+                }
+            }
+            draws += int64_t(chunk);
         }
         pop = scorer.score(std::move(children));
         for (const ScoredState& s : pop)

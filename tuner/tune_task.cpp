@@ -19,6 +19,8 @@
 #include "tessera/te/workload_key.h"
 #include "tessera/tuner/lookup.h"
 
+#include "parallel_indices.h"
+
 namespace tessera::tune {
 
 namespace {
@@ -303,7 +305,8 @@ class TaskTuner {
         population.insert(population.end(), seeds_.begin(), seeds_.end());
         const int n_fresh = std::max(opts_.population - int(population.size()), n_random);
         const std::vector<sched::State> fresh =
-            sample_states(sketches, n_fresh, rng_, opts_.sample, result_.search, opts_.sketch.target);
+            sample_states(sketches, n_fresh, rng_, opts_.sample, result_.search,
+                          opts_.sketch.target, opts_.search_threads);
         population.insert(population.end(), fresh.begin(), fresh.end());
 
         // The pick: eps-greedy random fresh samples (that lower), then the best predicted.
@@ -386,21 +389,51 @@ class TaskTuner {
         if (parents.empty() || sched::is_gpu_state(parents.front()))
             return out;
         std::set<std::string> seen = picked;
-        for (int attempt = 0; int(out.size()) < n && attempt < 20 * n; ++attempt) {
-            // The fastest parents most often: the index of the smaller of two uniform draws.
-            const size_t k = std::min(size_t(rng_.uniform_int(0, int64_t(parents.size()) - 1)),
-                                      size_t(rng_.uniform_int(0, int64_t(parents.size()) - 1)));
-            std::optional<sched::State> child = parents[k];
-            const int steps = int(rng_.uniform_int(1, 3));
-            for (int m = 0; m < steps && child; ++m)
-                child = sched::mutate(*child, rng_, opts_.sample);
-            if (!child)
-                continue;
-            std::string json = sched::steps_to_json(child->steps);
-            if (measured_.count(json) || !seen.insert(json).second ||
-                !search_cache_.features(*child, json, result_.search))
-                continue;
-            out.push_back({std::move(*child), std::move(json), 0.0});
+        const int max_attempts = 20 * n;
+        int attempts = 0;
+        while (int(out.size()) < n && attempts < max_attempts) {
+            // A quarter more attempts than states missing (some repeat a schedule or fail),
+            // each with a parent, a mutation count and a seed drawn here in order; the
+            // mutations run on search_threads threads, so the children depend on rng_ alone.
+            const int missing = n - int(out.size());
+            const size_t chunk =
+                size_t(std::min(missing + missing / 4 + 1, max_attempts - attempts));
+            std::vector<size_t> parent(chunk);
+            std::vector<int> steps(chunk);
+            std::vector<uint64_t> seed(chunk);
+            for (size_t i = 0; i < chunk; ++i) {
+                // The fastest parents most often: the index of the smaller of two uniform draws.
+                parent[i] = std::min(size_t(rng_.uniform_int(0, int64_t(parents.size()) - 1)),
+                                     size_t(rng_.uniform_int(0, int64_t(parents.size()) - 1)));
+                steps[i] = int(rng_.uniform_int(1, 3));
+                seed[i] = rng_.next();
+            }
+            std::vector<std::optional<sched::State>> child(chunk);
+            for_each_index(chunk, opts_.search_threads, [&](size_t i) {
+                Rng own(seed[i]);
+                child[i] = parents[parent[i]];
+                for (int m = 0; m < steps[i] && child[i]; ++m)
+                    child[i] = sched::mutate(*child[i], own, opts_.sample);
+            });
+            // The new distinct children, lowered together, then kept in draw order.
+            std::vector<size_t> fresh;
+            std::vector<const sched::State*> fresh_state;
+            std::vector<std::string> fresh_json;
+            for (size_t i = 0; i < chunk; ++i) {
+                if (!child[i])
+                    continue;
+                std::string json = sched::steps_to_json(child[i]->steps);
+                if (measured_.count(json) || !seen.insert(json).second)
+                    continue;
+                fresh.push_back(i);
+                fresh_state.push_back(&*child[i]);
+                fresh_json.push_back(std::move(json));
+            }
+            search_cache_.prefetch(fresh_state, fresh_json, opts_.search_threads, result_.search);
+            for (size_t k = 0; k < fresh.size() && int(out.size()) < n; ++k)
+                if (search_cache_.find(fresh_json[k]))
+                    out.push_back({std::move(*child[fresh[k]]), std::move(fresh_json[k]), 0.0});
+            attempts += int(chunk);
         }
         return out;
     }

@@ -69,6 +69,24 @@ TEST(SampleStates, CountAndDeterminism) {
     EXPECT_NE(ja, jd);
 }
 
+TEST(SampleStates, ThreadCountDoesNotChangeTheStates) {
+    const std::vector<sched::State> sketches = sched::generate_sketches(matmul(13, 7, 31));
+    auto run = [&](int threads) {
+        Rng rng(5);
+        SearchStats stats;
+        std::vector<std::string> out;
+        for (const sched::State& s :
+             sample_states(sketches, 24, rng, {}, stats, sched::TargetKind::Cpu, threads))
+            out.push_back(sched::steps_to_json(s.steps));
+        out.push_back(std::to_string(rng.next())); // and leave the generator in the same state
+        return out;
+    };
+    const std::vector<std::string> one = run(1);
+    EXPECT_EQ(one.size(), 25u);
+    EXPECT_EQ(run(3), one);
+    EXPECT_EQ(run(0), one);
+}
+
 TEST(FeatureCache, LowersEachScheduleOnce) {
     const te::Compute c = matmul(7, 13, 9);
     SearchStats stats;

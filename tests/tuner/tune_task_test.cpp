@@ -91,6 +91,24 @@ TEST(TuneTask, SameSeedSameMeasurementsDifferentSeedDifferent) {
     EXPECT_EQ(ra.workload_key, te::workload_key(mm.compute));
 }
 
+TEST(TuneTask, SearchThreadsDoNotChangeTheMeasurements) {
+    // Sampling, the pretrained prior's neighbour draws, the evolution's mutations and lowering
+    // run on search_threads threads, each draw seeded in order from the task's generator.
+    const te::OpInstance mm = op("matmul:m=13,n=7,k=31");
+    auto run = [&](int threads, TuningDatabase& db) {
+        auto model = cost::make_xgboost_model(small_xgb());
+        auto measurer = make_simulated_measurer(1);
+        SearchOptions o = small_options(1, 24);
+        o.search_threads = threads;
+        return tune_task(mm.compute, mm.flops, kTarget, db, *model, *measurer, o);
+    };
+    TuningDatabase a(":memory:"), b(":memory:");
+    const TuneResult ra = run(1, a);
+    const TuneResult rb = run(3, b);
+    ASSERT_EQ(a.records_of(ra.workload_key).size(), 24u);
+    EXPECT_EQ(contents(a, ra.workload_key), contents(b, rb.workload_key));
+}
+
 TEST(TuneTask, ResumeMeasuresOnlyNewSchedulesWithAWarmModel) {
     const te::OpInstance mm = op("matmul:m=13,n=7,k=31");
     TuningDatabase db(":memory:");

@@ -12,8 +12,9 @@
 //   2. for each of `generations` rounds: draw population parents by roulette over their
 //      scores (shifted so the population's worst has weight 0: any score scale works); each
 //      child is a mutation of its parent with probability mutation_probability (a failed
-//      mutation draws another parent, a bounded number of times), otherwise a copy; score the
-//      children;
+//      mutation draws another parent, a bounded number of times), otherwise a copy; the
+//      mutations run on num_threads threads, each with its own Rng seeded from the search's in
+//      draw order; score the children;
 //   3. every scored state of every generation competes for the result: the best distinct
 //      schedules (by JSON) whose JSON is not excluded, by score, ties by first appearance.
 // Given the Rng's state, the model's state and the inputs, the result is deterministic.
@@ -88,7 +89,7 @@ struct EvolutionOptions {
     double mutation_probability = 0.85; ///< Chance a child is a mutation, else a copy. [0, 1].
     sched::SampleOptions sample;        ///< Passed to the mutations.
     sched::MutationWeights weights;     ///< Which mutations, how often.
-    /// Threads lowering candidates for scoring (0 = the host's cores). Results do not depend
+    /// Threads mutating and lowering candidates (0 = the host's cores). Results do not depend
     /// on it. >= 0.
     int num_threads = 1;
 };
@@ -100,11 +101,14 @@ void validate(const EvolutionOptions& opts);
 /// (an illegal sample) is counted and that draw repeated; after 50 * n + 100 attempts the
 /// states made so far are returned (fewer than n only for a broken search space). GPU sketches
 /// (target Gpu) are annotated by sched::sample_initial_gpu_state (block/vthread/thread
-/// bindings, cooperative fetching) instead of sched::sample_initial_state.
+/// bindings, cooperative fetching) instead of sched::sample_initial_state. Draws run on
+/// num_threads threads (0 = the host's cores), each with a seed drawn from rng in order, so
+/// the states are the same for every thread count.
 /// Pre: sketches is not empty.
 std::vector<sched::State> sample_states(const std::vector<sched::State>& sketches, int n, Rng& rng,
                                         const sched::SampleOptions& opts, SearchStats& stats,
-                                        sched::TargetKind target = sched::TargetKind::Cpu);
+                                        sched::TargetKind target = sched::TargetKind::Cpu,
+                                        int num_threads = 1);
 
 /// Scores states with the model (features from `cache`, lowered on num_threads threads).
 /// States that do not lower are dropped; the others keep their order.
