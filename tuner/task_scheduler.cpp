@@ -240,6 +240,7 @@ class TasksTuner {
             report(task, false);
             TaskTuningSession& session = session_of(task);
             const int trials_before = session.result().trials;
+            const double measure_before = session.result().measure_secs;
             round_task_ = task;
             round_trials_before_ = trials_before;
             const double t0 = clock_();
@@ -258,7 +259,9 @@ class TasksTuner {
             const int measured = r.trials - trials_before;
             if (!warm_up && measured > 0) {
                 search_round_secs_ += clock_() - t0;
+                search_round_measure_secs_ += r.measure_secs - measure_before;
                 search_round_trials_ += measured;
+                ++search_rounds_;
             }
             if (!live && measured == 0) {
                 scheduler_.mark_exhausted(task);
@@ -311,13 +314,22 @@ class TasksTuner {
 
     double elapsed() const { return clock_() - start_; }
 
-    /// How many candidates the time left affords at the cost per candidate of the searched
-    /// rounds so far (search, build and measurement together); per_round before any.
+    /// How many candidates the time left affords after a round's search, at the costs of the
+    /// searched rounds so far: the search (sampling, evolution, retraining) costs about the
+    /// same whatever the round measures, the rest is per candidate (build and measurement).
+    /// Counting the search per candidate instead let a round start with time for its
+    /// candidates but not its search, which then ran past the deadline (a budget of 96.5 s
+    /// ended at 105.75 in TuneBudget.ARoundStartsOnlyWhenItsSearchAndACandidateFit).
+    /// Unlimited before any searched round and without a budget.
     int affordable_candidates() const {
         if (search_.time_budget_secs <= 0 || search_round_trials_ == 0)
             return std::numeric_limits<int>::max();
-        const double per_candidate = search_round_secs_ / search_round_trials_;
-        const double left = deadline_ - clock_();
+        const double search_per_round =
+            std::max(0.0, search_round_secs_ - search_round_measure_secs_) / search_rounds_;
+        const double per_candidate = search_round_measure_secs_ / search_round_trials_;
+        const double left = deadline_ - clock_() - search_per_round;
+        if (left <= 0)
+            return 0;
         return per_candidate > 0 ? int(std::floor(left / per_candidate))
                                  : std::numeric_limits<int>::max();
     }
@@ -401,7 +413,9 @@ class TasksTuner {
     int round_task_ = -1;          ///< The task of the round in progress.
     int round_trials_before_ = 0;  ///< Its session's trials before that round.
     double search_round_secs_ = 0; ///< Time of the searched rounds (not seed rounds) so far,
-    int search_round_trials_ = 0;  ///< and the candidates they measured.
+    double search_round_measure_secs_ = 0; ///< the part of it spent measuring,
+    int search_round_trials_ = 0;          ///< the candidates they measured,
+    int search_rounds_ = 0;                ///< and how many rounds measured any.
     TasksResult result_;
 };
 

@@ -162,6 +162,49 @@ TEST(TuneBudget, ModelTuneMeasuresEveryTaskFirstThenHonoursTheBudget) {
     EXPECT_EQ(progress.back().trials_done, r.trials);
 }
 
+/// A random model whose every prediction costs `secs` on the measurer's fake clock: a search
+/// round's fixed cost (the evolution scores its population once per generation).
+class SlowPredictions : public cost::CostModel {
+  public:
+    SlowPredictions(ClockedMeasurer& m, double secs)
+        : inner_(cost::make_random_model(1)), m_(m), secs_(secs) {}
+    std::string name() const override { return inner_->name(); }
+    void train(const std::vector<cost::TrainingExample>& e) override { inner_->train(e); }
+    std::vector<double> predict(const std::vector<cost::ProgramFeatures>& p) override {
+        m_.now += secs_;
+        return inner_->predict(p);
+    }
+    std::vector<uint8_t> save() const override { return inner_->save(); }
+    void load(const std::vector<uint8_t>& blob) override { inner_->load(blob); }
+    /// Never untrained: every searched round runs the evolution (rather than neighbours).
+    int64_t num_trained() const override { return inner_->num_trained() + 1; }
+
+  private:
+    std::unique_ptr<cost::CostModel> inner_;
+    ClockedMeasurer& m_;
+    double secs_;
+};
+
+TEST(TuneBudget, ARoundStartsOnlyWhenItsSearchAndACandidateFit) {
+    // Searched rounds cost 10 fake seconds of scoring (two predictions) besides 0.25 s per
+    // candidate. Counting the search per candidate, a round started with time for a few
+    // candidates but not its search, and ran past the deadline by up to the search (a budget
+    // of 30 s ended at 35.25, 96.5 at 105.75). Now no round starts unless its search and one
+    // candidate fit, so less than that is left unused.
+    const std::vector<TaskToTune> tasks = tasks_of(kSpecs);
+    for (double budget : {30.0, 51.0, 75.5, 96.5}) {
+        TuningDatabase db(":memory:");
+        ClockedMeasurer m(0.25);
+        const double start = m.now;
+        tune_tasks(
+            tasks, kTarget, db, [&] { return std::make_unique<SlowPredictions>(m, 5.0); }, m,
+            options(m, budget));
+        const double spent = m.now - start;
+        EXPECT_LE(spent, budget * 1.05) << "budget " << budget;
+        EXPECT_GE(spent, budget - 10.25) << "budget " << budget;
+    }
+}
+
 TEST(TuneBudget, ATrialLimitStillEndsTheCallBeforeTheBudget) {
     const std::vector<TaskToTune> tasks = tasks_of(kSpecs);
     TuningDatabase db(":memory:");
