@@ -173,10 +173,12 @@ struct TasksResult {
 /// The warm-up round of a task is its seed round (TaskTuningSession::run_seed_round: the
 /// default schedule and the transfer seeds, no search), so every task has a measured time after
 /// a few seconds each; a task whose seeds measured nothing correct gets a searched round too.
-/// The gradient policy spends the rest. With a time budget, a searched round is cut to the
-/// candidates the time left affords at the cost per candidate of the searched rounds so far,
-/// and every round ends at the deadline between two committed batches (search.commit_every),
-/// so the call ends within about one batch of its budget. The clock is search.clock.
+/// The gradient policy spends the rest. With a time budget, a searched round starts only when
+/// the time left holds a round's search (the searched rounds' time so far less their
+/// measuring, per round) and at least one candidate, and is cut to the candidates the rest
+/// affords at their measuring cost so far; every round ends at the deadline between two
+/// committed batches (search.commit_every), so the call ends within about one batch of its
+/// budget. The clock is search.clock.
 /// A task is exhausted when a round finds nothing to measure; the call ends when the trials or
 /// the time are spent, the flag is set, or no task is live.
 /// Deterministic for a seed, a deterministic measurer and the database's content (and, with a
