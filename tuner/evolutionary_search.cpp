@@ -261,22 +261,20 @@ std::vector<sched::State> sample_states(const std::vector<sched::State>& sketche
         // that the states made depend on rng alone, not on the thread count.
         const size_t chunk =
             size_t(std::min<int64_t>(n - int64_t(out.size()), max_attempts - attempts));
-        std::vector<const sched::State*> sketch(chunk);
-        std::vector<uint64_t> seed(chunk);
-        for (size_t i = 0; i < chunk; ++i) {
-            sketch[i] = &sketches[size_t(rng.uniform_int(0, int64_t(sketches.size()) - 1))];
-            seed[i] = rng.next();
-        }
-        std::vector<std::optional<sched::State>> made(chunk);
-        for_each_index(chunk, num_threads, [&](size_t i) {
-            Rng own(seed[i]);
-            try {
-                made[i] = target == sched::TargetKind::Gpu
-                              ? sched::sample_initial_gpu_state(*sketch[i], own)
-                              : sched::sample_initial_state(*sketch[i], own, opts);
-            } catch (const ScheduleError&) {
-            }
-        });
+        std::vector<std::optional<sched::State>> made = draw_then_make(
+            chunk, rng, num_threads,
+            [&](Rng& r) {
+                return &sketches[size_t(r.uniform_int(0, int64_t(sketches.size()) - 1))];
+            },
+            [&](const sched::State* sketch, Rng& own) -> std::optional<sched::State> {
+                try {
+                    return target == sched::TargetKind::Gpu
+                               ? sched::sample_initial_gpu_state(*sketch, own)
+                               : sched::sample_initial_state(*sketch, own, opts);
+                } catch (const ScheduleError&) {
+                    return std::nullopt;
+                }
+            });
         for (std::optional<sched::State>& s : made) {
             if (s) {
                 ++stats.sampled;
@@ -322,34 +320,37 @@ std::vector<ScoredState> evolve(const std::vector<sched::State>& init, int num_o
         while (int(children.size()) < opts.population && draws < max_draws) {
             const size_t chunk = size_t(
                 std::min<int64_t>(opts.population - int64_t(children.size()), max_draws - draws));
-            std::vector<const sched::State*> parent(chunk);
-            std::vector<bool> mutates(chunk);
-            std::vector<uint64_t> seed(chunk);
-            for (size_t i = 0; i < chunk; ++i) {
-                parent[i] = &pop[roulette.draw(rng)].state;
-                mutates[i] = rng.uniform01() < opts.mutation_probability;
-                seed[i] = rng.next();
-            }
-            std::vector<std::optional<sched::State>> child(chunk);
-            for_each_index(chunk, opts.num_threads, [&](size_t i) {
-                if (!mutates[i])
-                    return;
-                Rng own(seed[i]);
-                // A state bound to GPU hardware takes the GPU rules (device limits,
-                // cooperative fetches); CPU states never carry GPU bindings.
-                child[i] = sched::is_gpu_state(*parent[i])
-                               ? sched::mutate_gpu(*parent[i], own)
-                               : sched::mutate(*parent[i], own, opts.sample, opts.weights);
-            });
-            for (size_t i = 0; i < chunk; ++i) {
-                if (!mutates[i]) {
-                    children.push_back(*parent[i]);
-                } else if (child[i]) {
-                    ++stats.mutations;
-                    children.push_back(std::move(*child[i]));
-                } else {
+            struct Draw {
+                const sched::State* parent;
+                bool mutates;
+            };
+            struct Child {
+                std::optional<sched::State> state; ///< nullopt: the mutation gave nothing
+                bool mutated = false;
+            };
+            std::vector<Child> made = draw_then_make(
+                chunk, rng, opts.num_threads,
+                [&](Rng& r) {
+                    const sched::State* parent = &pop[roulette.draw(r)].state;
+                    return Draw{parent, r.uniform01() < opts.mutation_probability};
+                },
+                [&](const Draw& d, Rng& own) {
+                    if (!d.mutates)
+                        return Child{*d.parent, false};
+                    // A state bound to GPU hardware takes the GPU rules (device limits,
+                    // cooperative fetches); CPU states never carry GPU bindings.
+                    return Child{sched::is_gpu_state(*d.parent)
+                                     ? sched::mutate_gpu(*d.parent, own)
+                                     : sched::mutate(*d.parent, own, opts.sample, opts.weights),
+                                 true};
+                });
+            for (Child& c : made) {
+                if (c.mutated && !c.state) {
                     ++stats.mutation_failures;
+                    continue;
                 }
+                stats.mutations += c.mutated;
+                children.push_back(std::move(*c.state));
             }
             draws += int64_t(chunk);
         }

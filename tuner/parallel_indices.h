@@ -1,9 +1,14 @@
 // Running one function over a range of indices on a few threads: the search's lowering,
-// sampling and mutation, each a pure function of its inputs.
+// sampling and mutation, each a pure function of its inputs (and of a seed drawn in order).
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
+#include <utility>
+#include <vector>
+
+#include "tessera/support/rng.h"
 
 namespace tessera::tune {
 
@@ -15,5 +20,30 @@ namespace tessera::tune {
 /// Throws: the first exception a call of work threw, once every running call has returned (no
 /// call starts after it); which indices ran then is unspecified.
 void for_each_index(size_t n, int num_threads, const std::function<void(size_t)>& work);
+
+/// n values made from random draws on num_threads threads, the same for every thread count:
+/// draw(rng) runs n times on this thread, in order, each call followed by one rng.next() that
+/// seeds the item's own generator; make(drawn, own) then runs for every item through
+/// for_each_index. Returns the made values in draw order. Pre: make is safe to run
+/// concurrently (it reads shared state only). Throws what for_each_index throws.
+template <class Draw, class Make>
+auto draw_then_make(size_t n, Rng& rng, int num_threads, Draw draw, Make make) {
+    using Drawn = decltype(draw(rng));
+    using Made = decltype(make(std::declval<const Drawn&>(), rng));
+    std::vector<Drawn> drawn;
+    std::vector<uint64_t> seed;
+    drawn.reserve(n);
+    seed.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
+        drawn.push_back(draw(rng));
+        seed.push_back(rng.next());
+    }
+    std::vector<Made> made(n);
+    for_each_index(n, num_threads, [&](size_t i) {
+        Rng own(seed[i]);
+        made[i] = make(drawn[i], own);
+    });
+    return made;
+}
 
 } // namespace tessera::tune

@@ -398,23 +398,25 @@ class TaskTuner {
             const int missing = n - int(out.size());
             const size_t chunk =
                 size_t(std::min(missing + missing / 4 + 1, max_attempts - attempts));
-            std::vector<size_t> parent(chunk);
-            std::vector<int> steps(chunk);
-            std::vector<uint64_t> seed(chunk);
-            for (size_t i = 0; i < chunk; ++i) {
-                // The fastest parents most often: the index of the smaller of two uniform draws.
-                parent[i] = std::min(size_t(rng_.uniform_int(0, int64_t(parents.size()) - 1)),
-                                     size_t(rng_.uniform_int(0, int64_t(parents.size()) - 1)));
-                steps[i] = int(rng_.uniform_int(1, 3));
-                seed[i] = rng_.next();
-            }
-            std::vector<std::optional<sched::State>> child(chunk);
-            for_each_index(chunk, opts_.search_threads, [&](size_t i) {
-                Rng own(seed[i]);
-                child[i] = parents[parent[i]];
-                for (int m = 0; m < steps[i] && child[i]; ++m)
-                    child[i] = sched::mutate(*child[i], own, opts_.sample);
-            });
+            struct Draw {
+                size_t parent;
+                int steps;
+            };
+            std::vector<std::optional<sched::State>> child = draw_then_make(
+                chunk, rng_, opts_.search_threads,
+                [&](Rng& r) {
+                    // The fastest parents most often: the smaller of two uniform draws.
+                    const size_t parent =
+                        std::min(size_t(r.uniform_int(0, int64_t(parents.size()) - 1)),
+                                 size_t(r.uniform_int(0, int64_t(parents.size()) - 1)));
+                    return Draw{parent, int(r.uniform_int(1, 3))};
+                },
+                [&](const Draw& d, Rng& own) {
+                    std::optional<sched::State> c = parents[d.parent];
+                    for (int m = 0; m < d.steps && c; ++m)
+                        c = sched::mutate(*c, own, opts_.sample);
+                    return c;
+                });
             // The new distinct children, lowered together, then kept in draw order.
             std::vector<size_t> fresh;
             std::vector<const sched::State*> fresh_state;

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "tessera/tuner/database.h"
+#include "tessera/tuner/measure.h"
 
 namespace tessera::tune {
 
@@ -47,19 +48,23 @@ struct RunRequest {
     std::string library;          ///< Path of the shared library (dlopen RTLD_NOW|RTLD_LOCAL).
     std::string symbol;           ///< `void symbol(void** args)`.
     std::vector<RunParam> params; ///< In argument order.
-    double tolerance = 1e-3;      ///< Max element_error (host_buffer.h) of a correct output.
-    int threads = 0;              ///< runtime::set_num_threads for the kernel (0 = all cores).
-    int warmup = 1;               ///< Untimed runs after the checked run.
-    int min_repeats = 5;          ///< Timed runs: at least this many ...
-    double min_repeat_secs = 0.1; ///< ... and until their total reaches this ...
-    int max_repeats = 200;        ///< ... but never more than this many.
-    bool flush_cache = false; ///< Overwrite a last-level-cache-sized buffer before each timed run.
+    // The timing settings default to MeasureOptions', which says why each is what it is.
+    /// Max element_error (host_buffer.h) of a correct output.
+    double tolerance = MeasureOptions{}.tolerance;
+    int threads = 0; ///< runtime::set_num_threads for the kernel (0 = all cores).
+    int warmup = MeasureOptions{}.warmup;           ///< Untimed runs after the checked run.
+    int min_repeats = MeasureOptions{}.min_repeats; ///< Timed runs: at least this many ...
+    /// ... and until their total reaches this ...
+    double min_repeat_secs = MeasureOptions{}.min_repeat_secs;
+    int max_repeats = MeasureOptions{}.max_repeats; ///< ... but never more than this many.
+    /// Overwrite a last-level-cache-sized buffer before each timed run.
+    bool flush_cache = MeasureOptions{}.flush_cache;
     /// The best known time of the task (0 = none yet). A candidate whose checked run already
     /// takes more than slow_factor x reference_secs is timed once, without warm-up: its time
     /// only has to tell the search that it is slow, and repeating a slow kernel is where
     /// measuring spends most of its time.
     double reference_secs = 0;
-    double slow_factor = 2;
+    double slow_factor = MeasureOptions{}.slow_factor;
 
     std::string to_json() const;
     /// Throws UserError when the text is not a valid request.
