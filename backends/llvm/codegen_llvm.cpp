@@ -19,6 +19,7 @@
 
 #include <cctype>
 #include <cstdlib>
+#include <numeric>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -30,6 +31,7 @@
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/IntrinsicsX86.h>
 #include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Support/MathExtras.h>
 #include <llvm/TargetParser/Triple.h>
@@ -182,9 +184,16 @@ class CodeGen {
 
     llvm::Value* cast_value(llvm::Value* v, DataType from, DataType to);
     /// cast_value where from or to is bf16: through f32, rounding to nearest even (a quiet NaN
-    /// stays NaN, subnormals kept), as the interpreter rounds (support/bfloat16.h: not
-    /// vcvtneps2bf16, which flushes subnormal inputs).
+    /// stays NaN, subnormals kept), as the interpreter rounds (support/bfloat16.h).
     llvm::Value* cast_bf16(llvm::Value* v, DataType from, DataType to);
+    /// The bf16 bits (i16 lanes) of f32 values f by integer arithmetic: exact on every input.
+    llvm::Value* bf16_bits_by_integers(llvm::Value* f, int lanes);
+    /// The same bits by AVX512-BF16's vcvtneps2bf16, 16 or 8 lanes an instruction, where the
+    /// target has it and lanes is a multiple of one; null otherwise. The instruction rounds as
+    /// the integers do but flushes subnormal inputs to zero, so a vector holding one takes
+    /// bf16_bits_by_integers behind a branch (never taken on a model's activations: ReLU's
+    /// zeros are not subnormal).
+    llvm::Value* bf16_bits_by_instruction(llvm::Value* f, int lanes);
     /// fptosi.sat of f32 (scalar or vector) to i32 as clamps and selects.
     llvm::Value* saturating_f32_to_i32(llvm::Value* v);
     llvm::Value* floor_div_mod(const Expr& a, const Expr& b, bool is_mod);
@@ -419,15 +428,20 @@ llvm::Value* CodeGen::cast_value(llvm::Value* v, DataType from, DataType to) {
 
 llvm::Value* CodeGen::cast_bf16(llvm::Value* v, DataType from, DataType to) {
     const int lanes = to.lanes;
-    auto splat = [&](uint32_t c) {
-        return llvm::ConstantInt::get(llvm_type(DataType::i32(lanes)), c);
-    };
     if (from.is_bfloat()) { // exact: the bits are the top half of the f32
         llvm::Value* wide = b_.CreateShl(b_.CreateZExt(v, llvm_type(DataType::i32(lanes))), 16);
         return cast_value(b_.CreateBitCast(wide, llvm_type(DataType::f32(lanes))),
                           DataType::f32(lanes), to);
     }
     llvm::Value* f = cast_value(v, from, DataType::f32(lanes));
+    llvm::Value* bits = bf16_bits_by_instruction(f, lanes);
+    return bits ? bits : bf16_bits_by_integers(f, lanes);
+}
+
+llvm::Value* CodeGen::bf16_bits_by_integers(llvm::Value* f, int lanes) {
+    auto splat = [&](uint32_t c) {
+        return llvm::ConstantInt::get(llvm_type(DataType::i32(lanes)), c);
+    };
     llvm::Value* x = b_.CreateBitCast(f, llvm_type(DataType::i32(lanes)));
     llvm::Value* hi = b_.CreateLShr(x, 16);
     // x + 0x7fff + (the kept part's lowest bit): ties go to even, carries step the exponent.
@@ -435,7 +449,53 @@ llvm::Value* CodeGen::cast_bf16(llvm::Value* v, DataType from, DataType to) {
         b_.CreateLShr(b_.CreateAdd(x, b_.CreateAdd(splat(0x7fff), b_.CreateAnd(hi, splat(1)))), 16);
     llvm::Value* nan = b_.CreateFCmpUNO(f, f);
     llvm::Value* bits = b_.CreateSelect(nan, b_.CreateOr(hi, splat(0x40)), rounded);
-    return b_.CreateTrunc(bits, llvm_type(to));
+    return b_.CreateTrunc(bits, llvm_type(DataType::bf16(lanes)));
+}
+
+llvm::Value* CodeGen::bf16_bits_by_instruction(llvm::Value* f, int lanes) {
+    const int width = vdpbf16ps_512_ && lanes % 16 == 0  ? 16
+                      : vdpbf16ps_256_ && lanes % 8 == 0 ? 8
+                                                         : 0;
+    if (width == 0)
+        return nullptr;
+    llvm::Function* convert = llvm::Intrinsic::getDeclaration(
+        &mod_, width == 16 ? llvm::Intrinsic::x86_avx512bf16_cvtneps2bf16_512
+                           : llvm::Intrinsic::x86_avx512bf16_cvtneps2bf16_256);
+    std::vector<llvm::Value*> pieces;
+    for (int at = 0; at < lanes; at += width) {
+        llvm::Value* piece = f;
+        if (width != lanes) {
+            std::vector<int> mask(width);
+            std::iota(mask.begin(), mask.end(), at);
+            piece = b_.CreateShuffleVector(f, mask);
+        }
+        // LLVM types the result as bfloat lanes; bf16 values are i16 bits here.
+        pieces.push_back(
+            b_.CreateBitCast(b_.CreateCall(convert, {piece}), llvm_type(DataType::bf16(width))));
+    }
+    llvm::Value* hw = llvm::concatenateVectors(b_, pieces);
+    // Subnormal and not zero: 1 <= (x << 1) - 1 < 0x00fffffe (the sign shifted out; a zero
+    // wraps to 0xffffffff, a normal exponent gives at least 0x00ffffff).
+    auto splat = [&](uint32_t c) {
+        return llvm::ConstantInt::get(llvm_type(DataType::i32(lanes)), c);
+    };
+    llvm::Value* x = b_.CreateBitCast(f, llvm_type(DataType::i32(lanes)));
+    llvm::Value* subnormal =
+        b_.CreateICmpULT(b_.CreateSub(b_.CreateShl(x, 1), splat(1)), splat(0x00fffffe));
+    llvm::BasicBlock* fast = b_.GetInsertBlock();
+    auto* exact = llvm::BasicBlock::Create(ctx_, "bf16.subnormal", fn_);
+    auto* done = llvm::BasicBlock::Create(ctx_, "bf16.rounded", fn_);
+    b_.CreateCondBr(b_.CreateOrReduce(subnormal), exact, done,
+                    llvm::MDBuilder(ctx_).createBranchWeights(1, 1 << 20));
+    b_.SetInsertPoint(exact);
+    llvm::Value* by_integers = bf16_bits_by_integers(f, lanes);
+    llvm::BasicBlock* exact_end = b_.GetInsertBlock();
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
+    llvm::PHINode* bits = b_.CreatePHI(hw->getType(), 2, "bf16.bits");
+    bits->addIncoming(hw, fast);
+    bits->addIncoming(by_integers, exact_end);
+    return bits;
 }
 
 namespace {

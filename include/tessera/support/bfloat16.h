@@ -2,7 +2,8 @@
 // converted from float with round-to-nearest-even (NaN stays NaN, made quiet; subnormals are
 // kept, not flushed), as ONNX's Cast to bfloat16 rounds. AVX512-BF16's vcvtneps2bf16 agrees
 // except on subnormal inputs, which it flushes to zero (0x007fffff gives 0x0000, not 0x0080,
-// on a Zen 4 core): code generation keeps the integer rounding for that reason. It is the element
+// on a Zen 4 core): code generation uses it on vectors and takes the integer rounding for a
+// vector that holds a subnormal (backends/llvm/codegen_llvm.cpp). It is the element
 // type of bf16 tensors on the host (constants, the reference evaluator); arithmetic goes through
 // float.
 #pragma once
