@@ -229,19 +229,46 @@ class Lowerer {
     }
 
     /// auto_unroll_max_step: a serial loop whose trip count times that of the loops inside it
-    /// (of this nest) is at most the pragma's value is unrolled.
-    std::vector<bool> auto_unrolled(const Stage& st, const std::vector<int>& levels) const {
+    /// (of this nest) is at most max_step (the stage's pragma by default) is unrolled.
+    std::vector<bool> auto_unrolled(const Stage& st, const std::vector<int>& levels,
+                                    int64_t max_step = -1) const {
+        if (max_step < 0)
+            max_step = st.auto_unroll_max_step;
         std::vector<bool> out(levels.size(), false);
-        if (st.auto_unroll_max_step <= 0)
+        if (max_step <= 0)
             return out;
         int64_t prod = 1;
         for (size_t k = levels.size(); k-- > 0;) {
             prod *= st.iters[levels[k]].extent;
-            if (prod > st.auto_unroll_max_step)
+            if (prod > max_step)
                 break;
             out[k] = st.iters[levels[k]].annotation == IterAnnotation::None;
         }
         return out;
+    }
+
+    /// Marks in `unrolled` (one flag per loop of stage sid) the loops that read a local
+    /// cache_write stage back, those inside the loop it is computed at, as that stage's own
+    /// pragma unrolls its loops: every access to the tile's buffer then has a constant index
+    /// and code generation keeps the tile in registers. (Rolled, the copy-out of a 7 x 32
+    /// accumulator tile went through the stack: 4.5% of resnet18's batched products.)
+    void unroll_cache_readback(int sid, std::vector<bool>& unrolled) const {
+        const Stage& st = s_.stages[sid];
+        const int n = static_cast<int>(st.iters.size());
+        for (int k = 0; k < n; ++k) {
+            for (int a : s_.attached_at(sid, k)) {
+                const Stage& cache = s_.stages[a];
+                if (cache.origin != StageOrigin::CacheWrite || cache.scope != StageScope::Local)
+                    continue;
+                std::vector<int> inner;
+                for (int j = k + 1; j < n; ++j)
+                    inner.push_back(j);
+                const std::vector<bool> u = auto_unrolled(st, inner, cache.auto_unroll_max_step);
+                for (size_t j = 0; j < inner.size(); ++j)
+                    if (u[j])
+                        unrolled[static_cast<size_t>(inner[j])] = true;
+            }
+        }
     }
 
     Stmt build_stage(int sid, bool in_parallel) {
@@ -314,6 +341,7 @@ class Lowerer {
         for (size_t k = 0; k < all.size(); ++k)
             all[k] = static_cast<int>(k);
         nest.unrolled = auto_unrolled(st, all);
+        unroll_cache_readback(nest.sid, nest.unrolled);
         const int xt = red && opts_.gpu ? cross_thread_iter(st) : -1;
         if (xt >= 0) {
             const Expr src = BodyLowerer(*this, m).mutate(red->source);

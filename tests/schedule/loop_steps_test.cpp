@@ -128,6 +128,36 @@ TEST(Pragma, AutoUnrollMaxStep) {
     EXPECT_THROW(sched::pragma(s, 2, 9, "auto_unroll_max_step", 4), ScheduleError);
 }
 
+// A register tile: matmul.local (cache_write) computed at the tile loop of matmul, which copies
+// it out. The copy-out loops unroll as the tile's own pragma unrolls its loops (every access
+// to the tile then has a constant index, so code generation keeps it in registers); loops
+// above the tile, and a copy-out larger than the pragma, stay rolled.
+TEST(Pragma, LocalTileIsReadBackAsItsPragmaUnrolls) {
+    for (int64_t max_step : {0, 8, 64}) {
+        te::Compute c = op_compute("matmul:m=8,n=12,k=5");
+        State s = sched::make_initial_state(c);
+        const int local = sched::cache_write(s, 2, "local"), out = local + 1;
+        // matmul: i.0, i.1 (4 rows), j; the tile is computed at i.0.
+        sched::split(s, out, 0, {4});
+        sched::compute_at(s, local, out, 0);
+        sched::pragma(s, local, 0, "auto_unroll_max_step", max_step);
+        const std::string text = ir::to_string(sched::lower_state(s, "tile"));
+        EXPECT_EQ(text.find("(i0.0, 0, 2) unrolled"), std::string::npos) << text;
+        // The copy-out, after the tile's loops: i.1 (4) around j (12), 48 steps.
+        const size_t at = text.find("for (i0.1, 0, 4)");
+        ASSERT_NE(at, std::string::npos) << text;
+        const std::string copy_out = text.substr(at);
+        const bool rows = max_step >= 48, columns = max_step >= 12;
+        EXPECT_EQ(copy_out.find("(i0.1, 0, 4) unrolled") != std::string::npos, rows)
+            << max_step << "\n"
+            << text;
+        EXPECT_EQ(copy_out.find(", 0, 12) unrolled") != std::string::npos, columns)
+            << max_step << "\n"
+            << text;
+        expect_state_matches(s);
+    }
+}
+
 TEST(Lowering, VectorWidthAndUnrollLimitsAreScheduleErrors) {
     te::Compute c = op_compute("relu:m=100,n=100");
     State s = sched::make_initial_state(c);
