@@ -124,7 +124,9 @@ struct Stage {
     std::vector<Iterator> iters;
     ComputeLocation location;
     /// Pragma auto_unroll_max_step: inner loops of this stage whose total trip count is at
-    /// most this many are unrolled (0 = off).
+    /// most this many are unrolled (0 = off). On a local cache_write stage it also unrolls,
+    /// within the same count, the loops of the stage that reads the tile back (those inside
+    /// the loop the tile is computed at), so the tile stays in registers.
     int64_t auto_unroll_max_step = 0;
     StageScope scope = StageScope::Global;
     StageOrigin origin = StageOrigin::Original;
