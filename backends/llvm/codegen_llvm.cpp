@@ -168,6 +168,7 @@ class CodeGen {
     llvm::Value* splat(int lanes, llvm::Value* v) {
         return lanes > 1 ? b_.CreateVectorSplat(lanes, v) : v;
     }
+    llvm::Value* splat_i32(int lanes, uint32_t c) { return splat(lanes, b_.getInt32(c)); }
     llvm::Value* intrinsic(llvm::Intrinsic::ID id, std::vector<llvm::Type*> tys,
                            std::vector<llvm::Value*> args) {
         return b_.CreateIntrinsic(id, tys, args);
@@ -439,16 +440,15 @@ llvm::Value* CodeGen::cast_bf16(llvm::Value* v, DataType from, DataType to) {
 }
 
 llvm::Value* CodeGen::bf16_bits_by_integers(llvm::Value* f, int lanes) {
-    auto splat = [&](uint32_t c) {
-        return llvm::ConstantInt::get(llvm_type(DataType::i32(lanes)), c);
-    };
     llvm::Value* x = b_.CreateBitCast(f, llvm_type(DataType::i32(lanes)));
     llvm::Value* hi = b_.CreateLShr(x, 16);
     // x + 0x7fff + (the kept part's lowest bit): ties go to even, carries step the exponent.
     llvm::Value* rounded =
-        b_.CreateLShr(b_.CreateAdd(x, b_.CreateAdd(splat(0x7fff), b_.CreateAnd(hi, splat(1)))), 16);
+        b_.CreateLShr(b_.CreateAdd(x, b_.CreateAdd(splat_i32(lanes, 0x7fff),
+                                                   b_.CreateAnd(hi, splat_i32(lanes, 1)))),
+                      16);
     llvm::Value* nan = b_.CreateFCmpUNO(f, f);
-    llvm::Value* bits = b_.CreateSelect(nan, b_.CreateOr(hi, splat(0x40)), rounded);
+    llvm::Value* bits = b_.CreateSelect(nan, b_.CreateOr(hi, splat_i32(lanes, 0x40)), rounded);
     return b_.CreateTrunc(bits, llvm_type(DataType::bf16(lanes)));
 }
 
@@ -476,12 +476,9 @@ llvm::Value* CodeGen::bf16_bits_by_instruction(llvm::Value* f, int lanes) {
     llvm::Value* hw = llvm::concatenateVectors(b_, pieces);
     // Subnormal and not zero: 1 <= (x << 1) - 1 < 0x00fffffe (the sign shifted out; a zero
     // wraps to 0xffffffff, a normal exponent gives at least 0x00ffffff).
-    auto splat = [&](uint32_t c) {
-        return llvm::ConstantInt::get(llvm_type(DataType::i32(lanes)), c);
-    };
     llvm::Value* x = b_.CreateBitCast(f, llvm_type(DataType::i32(lanes)));
-    llvm::Value* subnormal =
-        b_.CreateICmpULT(b_.CreateSub(b_.CreateShl(x, 1), splat(1)), splat(0x00fffffe));
+    llvm::Value* subnormal = b_.CreateICmpULT(b_.CreateSub(b_.CreateShl(x, 1), splat_i32(lanes, 1)),
+                                              splat_i32(lanes, 0x00fffffe));
     llvm::BasicBlock* fast = b_.GetInsertBlock();
     auto* exact = llvm::BasicBlock::Create(ctx_, "bf16.subnormal", fn_);
     auto* done = llvm::BasicBlock::Create(ctx_, "bf16.rounded", fn_);

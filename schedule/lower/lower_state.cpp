@@ -229,11 +229,9 @@ class Lowerer {
     }
 
     /// auto_unroll_max_step: a serial loop whose trip count times that of the loops inside it
-    /// (of this nest) is at most max_step (the stage's pragma by default) is unrolled.
+    /// (of this nest) is at most max_step (a stage's pragma) is unrolled.
     std::vector<bool> auto_unrolled(const Stage& st, const std::vector<int>& levels,
-                                    int64_t max_step = -1) const {
-        if (max_step < 0)
-            max_step = st.auto_unroll_max_step;
+                                    int64_t max_step) const {
         std::vector<bool> out(levels.size(), false);
         if (max_step <= 0)
             return out;
@@ -340,7 +338,7 @@ class Lowerer {
         std::vector<int> all(st.iters.size());
         for (size_t k = 0; k < all.size(); ++k)
             all[k] = static_cast<int>(k);
-        nest.unrolled = auto_unrolled(st, all);
+        nest.unrolled = auto_unrolled(st, all, st.auto_unroll_max_step);
         unroll_cache_readback(nest.sid, nest.unrolled);
         const int xt = red && opts_.gpu ? cross_thread_iter(st) : -1;
         if (xt >= 0) {
@@ -577,7 +575,7 @@ class Lowerer {
         for (const Guard& g : guards)
             if (g.spatial && g.level > r0)
                 body = IfThenElse::make(substitute(g.cond, fresh), body);
-        const std::vector<bool> unrolled = auto_unrolled(st, levels);
+        const std::vector<bool> unrolled = auto_unrolled(st, levels, st.auto_unroll_max_step);
         for (size_t j = levels.size(); j-- > 0;) {
             bool par = in_parallel;
             ForKind kind = kind_of(st.iters[levels[j]], par);
