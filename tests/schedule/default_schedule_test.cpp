@@ -896,6 +896,37 @@ TEST(DefaultSchedule, ThreadsSplitTheRowsWhenActivationsOutweighTheWeights) {
     }
 }
 
+TEST(DefaultSchedule, IntegerConvsSplitTheirRowsWhateverTheirWeights) {
+    // An 8-bit conv's output goes to a pack that gathers 4 channel blocks into each word: split
+    // by channel blocks, each pack would read half its bytes from the other core's cache. Its
+    // rows go outermost even where none of its row loops divides among the cores and its
+    // weights (9216 words) outgrow L1; the f32 conv of the same shape keeps its channel
+    // blocks (kb) outermost there.
+    sched::DefaultScheduleOptions o = options(16);
+    o.num_cores = 2;
+    o.weight_inputs = {1};
+    for (const ir::DataType dtype : {ir::DataType::i32(), ir::DataType::f32()}) {
+        SCOPED_TRACE(ir::to_string(dtype));
+        const te::Tensor x = te::placeholder({1, 1, 23, 23, 16}, dtype, "x");
+        const te::Tensor w = te::placeholder({4, 1, 3, 3, 16, 16}, dtype, "w");
+        te::Tensor y;
+        if (dtype.is_int()) {
+            const te::Tensor offset = te::placeholder({4, 16}, ir::DataType::i32(), "offset");
+            const te::Tensor scale = te::placeholder({4, 16}, ir::DataType::f32(), "scale");
+            y = te::qconv2d_nchwc(x, w, offset, scale, te::Conv2dParams::make(1, 0));
+            const te::Compute c = te::make_compute({x, w, offset, scale}, {y});
+            const State s = sched::default_schedule(c, o);
+            EXPECT_EQ(parallel_loop(s).rfind("oh.", 0), 0u) << sched::to_string(s);
+            check_structure(c, s, o);
+        } else {
+            const te::Compute c =
+                te::make_compute({x, w}, {te::conv2d_nchwc(x, w, te::Conv2dParams::make(1, 0))});
+            const State s = sched::default_schedule(c, o);
+            EXPECT_EQ(parallel_loop(s).rfind("n.0.kb.0.", 0), 0u) << sched::to_string(s);
+        }
+    }
+}
+
 TEST(DefaultSchedule, WideVectorsLowerAndMatch) {
     // AVX-512 widths: a two-vector tile of 32 along k.
     const te::OpInstance op = te::make_op("conv2d:n=1,c=3,h=13,w=7,k=37,r=3,pad=1,bias=1,relu=1");
