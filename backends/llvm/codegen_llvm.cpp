@@ -129,6 +129,9 @@ class CodeGen {
         vdpbf16ps_512_ = bf16 && target_has_features(spec, "+evex512");
         vdpbf16ps_256_ = bf16 && target_has_features(spec, "+avx512vl");
         x86_ = llvm::Triple(spec.triple).isX86();
+        const bool avx512f = x86_ && target_has_features(spec, "+avx512f");
+        scalef_512_ = avx512f && target_has_features(spec, "+evex512");
+        scalef_256_ = avx512f && target_has_features(spec, "+avx512vl");
     }
 
     void add_function(const LoweredFunc& f);
@@ -245,6 +248,8 @@ class CodeGen {
     /// Whether the target has vpdpbusd on 512-bit, and on 256- and 128-bit, vectors.
     bool vpdpbusd_512_ = false, vpdpbusd_256_ = false;
     bool x86_ = false; // an x86 triple: vector lrint becomes one instruction
+    // vscalefps on zmm / ymm vectors of f32 (AVX-512F; the ymm form needs AVX-512VL).
+    bool scalef_512_ = false, scalef_256_ = false;
     bool vdpbf16ps_512_ = false, vdpbf16ps_256_ = false;
     /// Whether the target has AMX tiles with tdpbusd.
     bool amx_int8_ = false, amx_bf16_ = false;
@@ -1023,7 +1028,12 @@ llvm::Value* CodeGen::visit(const Call* op) {
         (op->op == CallOp::Exp || op->op == CallOp::Tanh || op->op == CallOp::Erf)) {
         // Inline approximations in f32: they vectorize, where libm calls go lane by lane.
         llvm::Value* xf = t.bits == 32 ? x : b_.CreateFPExt(x, llvm_type(DataType::f32(t.lanes)));
-        llvm::Value* r = op->op == CallOp::Exp    ? emit_exp_f32(b_, xf)
+        llvm::Intrinsic::ID scalef = llvm::Intrinsic::not_intrinsic;
+        if (t.lanes == 16 && scalef_512_)
+            scalef = llvm::Intrinsic::x86_avx512_mask_scalef_ps_512;
+        else if (t.lanes == 8 && scalef_256_)
+            scalef = llvm::Intrinsic::x86_avx512_mask_scalef_ps_256;
+        llvm::Value* r = op->op == CallOp::Exp    ? emit_exp_f32(b_, xf, scalef)
                          : op->op == CallOp::Tanh ? emit_tanh_f32(b_, xf)
                                                   : emit_erf_f32(b_, xf);
         return t.bits == 32 ? r : b_.CreateFPTrunc(r, ty);
