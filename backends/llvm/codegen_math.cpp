@@ -53,10 +53,6 @@ llvm::Type* int_type_like(llvm::Type* ft) {
     return i32;
 }
 
-} // namespace
-
-namespace {
-
 /// exp(r) for |r| <= ln2/2 (and a little beyond): 1 + r + r^2 * p(r).
 llvm::Value* exp_reduced(const F& f, llvm::Value* r) {
     llvm::Value* p = f.horner(r, {1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3,

@@ -152,8 +152,8 @@ void order_outer_loops_for_threads(State& s, int holder, const std::vector<int>&
     // 8-bit conv (integer weights, 4 per word) sorts its loops whatever its weights: a pack
     // that gathers 4 of its channel blocks into each word follows it, and split by channel
     // blocks each pack read half its bytes from the other core (int8 resnet18 at 2 threads:
-    // 0.061 ms per 56x56 pack against 0.004 in a slow spell of the host). f32 convs keep the
-    // L1 bound: with it raised to 16384, convnext_tiny and inception_v3 ran 1-2% slower.
+    // 0.061 ms per 56x56 pack, 0.004 split by rows). f32 convs keep the L1 bound: with it
+    // raised to 16384, convnext_tiny and inception_v3 ran 1-2% slower.
     if (weight_elements == 0 || (weight_elements > kMaxCycledWeightElements && !integer_weights))
         return;
     std::vector<int> order;
