@@ -327,6 +327,39 @@ TEST(FuseOps, EpilogueOperandsJoinTheAnchorGroup) {
     check_partition(g, groups, 17);
 }
 
+TEST(FuseOps, BytesForALaterKernelCrossAsBytes) {
+    // A conv's quantized bytes, dequantized for an Add that also reads a conv computed later
+    // (an int8 bottleneck's shortcut): the Add cannot join the first conv's kernel, so that
+    // kernel ends at the bytes and the dequantization joins the Add's epilogue, instead of
+    // writing four times the bytes as f32. A dequantization whose reader reads nothing later
+    // stays in its producer's kernel.
+    for (bool later : {true, false}) {
+        SCOPED_TRACE(later ? "the Add reads a later conv" : "the Add reads only earlier values");
+        GraphBuilder b;
+        ValueId x = b.input("x", {1, 3, 7, 7});
+        ValueId y = b.input("y", {1, 5, 7, 7});
+        ValueId zp = b.constant(TensorData::from_vector<uint8_t>({}, {uint8_t(120)}, DType::U8));
+        ValueId d = b.op(Op::Conv, {x, b.constant_f32({5, 3, 3, 3}, 2)}, conv_attrs());
+        ValueId q = b.op(Op::QuantizeLinear, {d, b.scalar(1.0f), zp});
+        ValueId dq = b.op(Op::DequantizeLinear, {q, b.scalar(0.05f), zp});
+        ValueId other =
+            later ? b.op(Op::Conv, {x, b.constant_f32({5, 3, 3, 3}, 3)}, conv_attrs()) : y;
+        ValueId r = b.op(Op::Relu, {b.op(Op::Add, {other, dq})});
+        Graph g = b.finish({r});
+        std::vector<FusedGroup> groups = fuse_ops(g);
+        if (later) {
+            EXPECT_EQ(patterns(groups),
+                      (std::vector<std::string>{"conv2d+quantize_linear",
+                                                "dequantize_linear+conv2d+add+relu"}));
+            EXPECT_EQ(groups[0].outputs, std::vector<ValueId>{q});
+        } else {
+            EXPECT_EQ(patterns(groups), (std::vector<std::string>{
+                                            "conv2d+quantize_linear+dequantize_linear+add+relu"}));
+        }
+        check_partition(g, groups, 19);
+    }
+}
+
 TEST(FuseOps, EpilogueOperandsStayApartWhenOthersReadThemOrTheShapeDiffers) {
     // The sigmoid's value is also a graph output, and the second operand's group computes over
     // a bias shape (broadcast into the epilogue): neither merges.

@@ -523,10 +523,14 @@ struct QdqBlock {
         m.output("c2", DType::F32);
         return m.bytes();
     }
-    /// A ResNet basic block's end as static quantization writes it: the second conv's output
-    /// quantized and dequantized (zero point `zero_point`, a byte of `type`), added to the
-    /// block's dequantized input, ReLU, quantized again for the next conv.
-    std::string residual(int64_t C, DType type, int zero_point) {
+    /// Conv `conv`'s output quantized and dequantized by (cs, cz) into `conv` + "d".
+    void requantized(const std::string& conv) {
+        m.node("QuantizeLinear", {conv, "cs", "cz"}, {conv + "_q"});
+        m.node("DequantizeLinear", {conv + "_q", "cs", "cz"}, {conv + "d"});
+    }
+    /// The residual blocks below up to their Add: the input x [1, C, 9, 11] quantized by (as,
+    /// az) into xd, and (cs, cz) for the convs' requantized outputs, cz a byte of `type`.
+    void residual_inputs(int64_t C, DType type, int zero_point) {
         m.input("x", DType::F32, {1, C, 9, 11});
         m.initializer("as", TensorData::scalar(0.05f));
         m.initializer("az", TensorData::from_vector<uint8_t>({}, {120}, DType::U8));
@@ -535,15 +539,35 @@ struct QdqBlock {
                                 ? TensorData::from_vector<uint8_t>({}, {uint8_t(zero_point)}, type)
                                 : TensorData::scalar<int8_t>(int8_t(zero_point)));
         qdq("x", "xd");
-        conv("xd", "c1", C, C, 100, 3, 1);
-        m.node("QuantizeLinear", {"c1", "cs", "cz"}, {"c1_q"});
-        m.node("DequantizeLinear", {"c1_q", "cs", "cz"}, {"c1d"});
-        m.node("Add", {"c1d", "xd"}, {"s"});
+    }
+    /// After the Add of `a` and `b` (K channels): ReLU, quantized again for a last 1x1 conv.
+    std::string residual_end(const std::string& a, const std::string& b, int64_t K) {
+        m.node("Add", {a, b}, {"s"});
         m.node("Relu", {"s"}, {"r"});
         qdq("r", "rd");
-        conv("rd", "c2", C, C, 200, 1, 1);
+        conv("rd", "c2", K, K, 200, 1, 1);
         m.output("c2", DType::F32);
         return m.bytes();
+    }
+    /// A ResNet block with a downsampling shortcut, the shortcut conv first (as ONNX exports
+    /// of torchvision's ResNets order it): a 1x1 stride-2 conv of the input, requantized,
+    /// added to the main path's 3x3 stride-2 conv, also requantized.
+    std::string downsampled(int64_t C, int64_t K) {
+        residual_inputs(C, DType::U8, 125);
+        conv("xd", "d", C, K, 400, 1, 2);
+        requantized("d");
+        conv("xd", "c1", C, K, 100, 3, 2);
+        requantized("c1");
+        return residual_end("c1d", "dd", K);
+    }
+    /// A ResNet basic block's end as static quantization writes it: the second conv's output
+    /// quantized and dequantized (zero point `zero_point`, a byte of `type`), added to the
+    /// block's dequantized input, ReLU, quantized again for the next conv.
+    std::string residual(int64_t C, DType type, int zero_point) {
+        residual_inputs(C, type, zero_point);
+        conv("xd", "c1", C, C, 100, 3, 1);
+        requantized("c1");
+        return residual_end("c1d", "xd", C);
     }
 };
 
@@ -709,6 +733,23 @@ TEST(QuantizedOpsPass, AQuantizeDequantizePairReadByNoProductStaysInF32) {
     const PassResult r = check_pass(g, fold_quantized_ops);
     EXPECT_NE(r.summary.find("1 quantize-dequantize pairs in f32"), std::string::npos) << r.summary;
     EXPECT_EQ(count_op(g, Op::QConv), 2);
+    expect_library_matches_evaluator(model, {floats({1, 6, 9, 11}, 9, -3, 3)}, 3, 1e-4, 0.07);
+}
+
+TEST(QuantizedOpsPass, APairReadWithALaterValueStaysBytes) {
+    // The shortcut conv's pair is read by an Add that also reads the main path's conv, computed
+    // later: its bytes cross from one kernel to the next, so they stay a quantize and a
+    // dequantize (a quarter of the f32). The main path's pair, read with earlier values only,
+    // folds into f32 inside its conv's kernel. check_pass: values as before.
+    const std::string model = QdqBlock().downsampled(6, 16);
+    Graph g = import_onnx_bytes(model, "qdown.onnx");
+    const PassResult r = check_pass(g, fold_quantized_ops);
+    EXPECT_NE(r.summary.find("1 quantize-dequantize pairs in f32"), std::string::npos) << r.summary;
+    int shortcut_pairs = 0;
+    for (NodeId id : g.node_ids())
+        if (g.node(id).op == Op::DequantizeLinear)
+            shortcut_pairs += g.value(g.node(id).inputs[0]).name == "d_q";
+    EXPECT_EQ(shortcut_pairs, 1);
     expect_library_matches_evaluator(model, {floats({1, 6, 9, 11}, 9, -3, 3)}, 3, 1e-4, 0.07);
 }
 

@@ -217,6 +217,25 @@ struct Builder {
         return sinks == 1;
     }
 
+    /// Whether n dequantizes bytes (`link`, u8 or i8) for a reader that also reads a value
+    /// computed after them: that reader cannot join link's group, so n's f32 output would
+    /// leave it, four times the bytes. Left to a group of its own, n joins the reader's
+    /// epilogue (absorb_epilogue_operands) and the bytes cross between the kernels instead.
+    bool widens_bytes_for_a_later_reader(NodeId n, ValueId link) const {
+        const Node& node = g.node(n);
+        const DType t = g.value(link).dtype;
+        if (node.op != Op::DequantizeLinear || node.outputs.size() != 1 ||
+            (t != DType::U8 && t != DType::I8))
+            return false;
+        const int64_t after = topo_pos[g.value(link).producer];
+        for (NodeId r : users[node.outputs[0]])
+            for (ValueId v : g.node(r).inputs)
+                if (v != kNoValue && v != node.outputs[0] && g.value(v).producer != kNoNode &&
+                    topo_pos[g.value(v).producer] > after)
+                    return true;
+        return false;
+    }
+
     /// Whether node n may join group gi, which produces n's input `link`.
     bool can_join(NodeId n, int gi, ValueId link) const {
         const G& grp = groups[gi];
@@ -227,6 +246,8 @@ struct Builder {
         const bool anchor_epilogue = !grp.closed && grp.anchor != kNoNode;
         if (g.node(prod).outputs.size() != 1 || is_graph_output(link) ||
             (users[link].size() != 1 && !(anchor_epilogue && diamond_readers(link))))
+            return false;
+        if (widens_bytes_for_a_later_reader(n, link))
             return false;
         const OpPattern p = pat[n];
         if (grp.closed) {
