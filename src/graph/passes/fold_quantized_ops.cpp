@@ -373,10 +373,8 @@ bool fold_quantize_dequantize(Graph& g, NodeId id, const std::vector<int64_t>& p
     auto at = [&](ValueId v) {
         return static_cast<size_t>(v) < position.size() ? position[static_cast<size_t>(v)] : -1;
     };
-    for (NodeId user : g.users(dq.outputs[0]))
-        for (ValueId in : g.node(user).inputs)
-            if (in != kNoValue && in != dq.outputs[0] && at(in) > at(q->inputs[0]))
-                return false;
+    if (read_beside_a_later_value(g, g.users(dq.outputs[0]), dq.outputs[0], at(q->inputs[0]), at))
+        return false;
     double q_scale = 0, q_zero = 0, dq_scale = 0, dq_zero = 0;
     if (!constant_scalar(g, q->inputs[1], &q_scale) || q_scale != 1.0 ||
         !constant_scalar(g, q->inputs[2], &q_zero) ||

@@ -8,6 +8,7 @@
 
 #include "../op_util.h"
 #include "../ops/op_def.h"
+#include "pass_util.h"
 #include "tessera/support/error.h"
 
 namespace tessera::graph {
@@ -227,13 +228,12 @@ struct Builder {
         if (node.op != Op::DequantizeLinear || node.outputs.size() != 1 ||
             (t != DType::U8 && t != DType::I8))
             return false;
-        const int64_t after = topo_pos[g.value(link).producer];
-        for (NodeId r : users[node.outputs[0]])
-            for (ValueId v : g.node(r).inputs)
-                if (v != kNoValue && v != node.outputs[0] && g.value(v).producer != kNoNode &&
-                    topo_pos[g.value(v).producer] > after)
-                    return true;
-        return false;
+        auto position = [&](ValueId v) {
+            const NodeId p = g.value(v).producer;
+            return p == kNoNode ? -1 : topo_pos[p];
+        };
+        return detail::read_beside_a_later_value(g, users[node.outputs[0]], node.outputs[0],
+                                                 position(link), position);
     }
 
     /// Whether node n may join group gi, which produces n's input `link`.

@@ -69,4 +69,19 @@ TensorData transposed_matrix(const TensorData& m);
 /// rewrites take.
 bool is_plain_product(const Node& n);
 
+/// Whether one of `readers` (nodes reading v) also reads another value that `position` puts
+/// after `since`; position(value) is the topological rank of the value's producer, -1 for graph
+/// inputs and constants. Such a reader cannot join the kernel that computes v at `since`: a
+/// dequantization of bytes for it stays apart from the bytes' producer (fold_quantized_ops,
+/// fuse_ops), so that the bytes, not their f32, cross between the kernels.
+template <typename Position>
+bool read_beside_a_later_value(const Graph& g, const std::vector<NodeId>& readers, ValueId v,
+                               int64_t since, Position position) {
+    for (NodeId reader : readers)
+        for (ValueId in : g.node(reader).inputs)
+            if (in != kNoValue && in != v && position(in) > since)
+                return true;
+    return false;
+}
+
 } // namespace tessera::graph::detail
