@@ -132,8 +132,14 @@ TEST(CodegenDot4, VnniTurnedOffByTheFeatureStringUsesTheGenericLowering) {
             EXPECT_TRUE(lines_with(s, "vpdpbusd").empty()) << lanes << " lanes\n" << s;
             // Decent generic code: x86 multiplies and adds the 16-bit byte pairs in one
             // instruction instead of widening every byte to 32 bits.
+            // Each word's byte pairs are widened inside its own lane, so no shuffle crosses
+            // lanes (two cross-lane permutes per 8 words halved int8 convs on a Zen 3).
             if (lanes >= 8 && backend::host_info().has_feature("avx2")) {
                 EXPECT_FALSE(lines_with(s, "vpmaddwd").empty()) << lanes << " lanes\n" << s;
+                for (const char* cross : {"vperm", "vshufps", "vextracti128", "vinserti128"})
+                    EXPECT_TRUE(lines_with(s, cross).empty())
+                        << lanes << " lanes, form " << int(form) << ": " << cross << "\n"
+                        << s;
             }
         }
     }
