@@ -230,8 +230,12 @@ TEST(CodegenVector, LaneOffsetsThroughFloorDivisionAndModulo) {
                 EXPECT_EQ(o[i * lanes + l], a[i * 8 + l / 2 + (l % 2) * half])
                     << "c " << c << ", row " << i << ", lane " << l;
         if (backend::host_info().triple.rfind("x86_64", 0) == 0) {
-            const bool gathers = k.module->assembly().find("gather") != std::string::npos;
-            EXPECT_EQ(gathers, c == 12) << "c " << c << "\n" << k.module->assembly();
+            // Lanes gathered: by a gather instruction, or (where LLVM deems gathers slow, as
+            // on a Zen 3) element by element.
+            const std::string& s = k.module->assembly();
+            const bool gathers = s.find("gather") != std::string::npos ||
+                                 s.find("vinsertps") != std::string::npos;
+            EXPECT_EQ(gathers, c == 12) << "c " << c << "\n" << s;
         }
     }
 }
