@@ -9,11 +9,13 @@
 #include <string>
 #include <vector>
 
+#include "common/reference_ops.h"
 #include "tessera/backends/host.h"
 #include "tessera/backends/llvm.h"
 #include "tessera/backends/peak_rates.h"
 
 using namespace tessera;
+using namespace tessera::testing;
 
 namespace {
 
@@ -84,15 +86,22 @@ TEST(PeakRates, Bf16KernelSumsItsProductPairs) {
 }
 
 TEST(PeakRates, Int8KernelSumsItsByteQuads) {
-    // Bytes 250, 3, 2, 1 (unsigned) times -1, 5, -7, 9 (signed): -250 + 15 - 14 + 9 = -240.
+    // Each step: acc += dot4_u8s8(acc + a, b), the unsigned bytes from the accumulator, so that
+    // no product is loop-invariant; b's signed bytes are -1, 5, -7, 9. Sums wrap as i32.
     std::vector<uint32_t> io(kLanes * kAccumulators);
     for (size_t i = 0; i < io.size(); ++i)
         io[i] = static_cast<uint32_t>(int32_t(i) - 40);
+    const std::vector<uint32_t> start = io;
     const std::vector<uint32_t> a(kLanes, 0x010203FAu);
     const std::vector<uint32_t> b(kLanes, 0x09F905FFu);
     const std::string assembly = run_kernel("int8", io, a, b);
-    for (size_t i = 0; i < io.size(); ++i)
-        EXPECT_EQ(static_cast<int32_t>(io[i]), int32_t(i) - 40 - 240 * int32_t(kSteps)) << i;
+    for (size_t i = 0; i < io.size(); ++i) {
+        uint32_t want = start[i];
+        for (int64_t s = 0; s < kSteps; ++s)
+            want += static_cast<uint32_t>(
+                ref::dot4_u8s8(static_cast<int32_t>(want + a[0]), static_cast<int32_t>(b[0])));
+        EXPECT_EQ(io[i], want) << i;
+    }
     const backend::CpuInfo& h = backend::host_info();
     if (h.vector_bits >= 512 && h.has_feature("avx512vnni")) {
         EXPECT_NE(assembly.find("vpdpbusd"), std::string::npos);

@@ -38,6 +38,7 @@ inline const std::vector<std::string>& peak_rate_precisions() {
 /// on the host with kernels JIT-compiled for it: independent vector accumulators (enough to
 /// hide the instruction's latency), the operands in registers, no memory traffic, each timed
 /// for at least min_secs (best of three) on one thread and then on `threads` threads at once.
+/// bf16 on a CPU without AVX512-BF16 gets f32's rate (its products are f32 multiply-adds).
 /// Returns them in peak_rate_precisions()' order. Pre: threads >= 1, min_secs > 0, every
 /// precision known. Takes about 2 x min_secs per precision. Throws UserError when code
 /// generation fails.
@@ -48,7 +49,8 @@ measure_peak_rates(int threads, double min_secs = 0.05,
 /// The loop measure_peak_rates times for one precision: `void tessera_peak_<precision>(io,
 /// a, b)` runs `iterations` steps of, on each of `accumulators` vectors of `lanes` lanes held
 /// in registers (io's values on entry, written back on return), f32: acc = acc * a + b; bf16:
-/// acc += dot2_bf16(a, b); int8 (i32 accumulators): acc += dot4_u8s8(a, b); a and b are
+/// acc += dot2_bf16(a, b); int8 (i32 accumulators): acc += dot4_u8s8(acc + a, b), so that
+/// the product is not loop-invariant without VNNI; a and b are
 /// `lanes` f32 (f32) or i32 words. Pre: precision is one of the three, the counts >= 1
 /// (InternalError otherwise).
 ir::LoweredFunc peak_rate_kernel(const std::string& precision, int lanes, int accumulators,
