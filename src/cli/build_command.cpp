@@ -101,6 +101,8 @@ int run_build(const BuildCommandOptions& opts, std::ostream& out, std::ostream& 
         bo.target = tune::with_cuda_arch(bo.target);
     } else if (!opts.arch.empty())
         throw UserError() << "--arch " << opts.arch << " needs --target cuda";
+    if (const std::string note = precision_note(bo.precision, bo.target); !note.empty())
+        err << note << "\n";
     const graph::ImportOptions io = import_options(opts.inputs);
     bo.input_shapes = io.input_shapes;
     bo.bound_inputs = io.bound_inputs;

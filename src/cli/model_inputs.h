@@ -9,6 +9,7 @@
 
 #include "tessera/graph/import_onnx.h"
 #include "tessera/graph/passes.h"
+#include "tessera/support/target.h"
 
 namespace CLI {
 class App;
@@ -31,5 +32,10 @@ graph::ImportOptions import_options(const ModelInputOptions& opts);
 
 /// The precision --precision names; throws UserError for another name.
 graph::Precision precision_of(const ModelInputOptions& opts);
+
+/// A one-line "note: ..." when precision p has no instruction on the CPU of `target` (an Llvm
+/// target): bf16 without AVX512-BF16 or AMX-BF16 computes its products as f32 multiply-adds
+/// after conversions, slower than fp32 there. Empty otherwise (CUDA targets included).
+std::string precision_note(graph::Precision p, const Target& target);
 
 } // namespace tessera::cli

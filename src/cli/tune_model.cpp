@@ -212,6 +212,10 @@ tune::TasksResult run_tune_model(const TuneOptions& opts, std::ostream& out, std
     mt.model.winograd = !opts.no_winograd;
     mt.model.horizontal_fusion = opts.horizontal_fusion;
     compile::ModelTuning run = compile::prepare_model_tuning(mt);
+    if (const std::string note =
+            precision_note(mt.model.precision, compile::tuning_target_option(mt.tuning));
+        !note.empty())
+        progress << note << "\n";
     const std::vector<tune::TaskToTune>& tasks = run.plan.tasks;
     const std::string shard_name = opts.shard.empty() ? "" : task_shard_text(mt.shard);
     if (!run.cost_models.note.empty())

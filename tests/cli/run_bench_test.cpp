@@ -387,3 +387,22 @@ TEST_F(RunBench, CApiTwoInstancesThreadsAndMisalignedBuffers) {
     free_model(b);
     dlclose(h);
 }
+
+// --precision bf16 for a CPU without bf16 products (a Zen 3: AVX2) says, in one note, that
+// they run as f32 multiply-adds; for a CPU with them (a Sapphire Rapids), and in fp32, nothing.
+TEST_F(RunBench, Bf16ForACpuWithoutItsProductsSaysSo) {
+    const std::string build =
+        "build " + kModels + "/mlp/model.onnx -o " + (dir_ / "mlp_bf16.so").string() + " --no-db";
+    const Output zen3 = run_tessera(build + " --precision bf16 --target \"llvm -mcpu=znver3\"");
+    ASSERT_EQ(zen3.code, 0) << zen3.out;
+    EXPECT_NE(zen3.out.find("note: znver3 has no bf16 products (avx512bf16, amx-bf16)"),
+              std::string::npos)
+        << zen3.out;
+    for (const std::string& other : {std::string(" --precision bf16 --target \"llvm "
+                                                 "-mcpu=sapphirerapids\""),
+                                     std::string(" --target \"llvm -mcpu=znver3\"")}) {
+        const Output o = run_tessera(build + other);
+        ASSERT_EQ(o.code, 0) << other << "\n" << o.out;
+        EXPECT_EQ(o.out.find("note:"), std::string::npos) << other << "\n" << o.out;
+    }
+}
