@@ -39,6 +39,9 @@ std::string instruction_of(const std::string& p, const CpuInfo& h) {
     const bool vnni512 = h.vector_bits >= 512 && h.has_feature("avx512vnni");
     if (vnni512 || h.has_feature("avxvnni"))
         return "vpdpbusd" + (vnni512 ? reg : std::string(" ymm"));
+    // The generic lowering's byte pairs in 16-bit halves (lanes_of: 256-bit registers).
+    if (h.has_feature("avx2"))
+        return "vpmaddwd ymm (no VNNI)";
     return "emulated (widening multiplies)";
 }
 
