@@ -29,13 +29,17 @@ constexpr int64_t kIterations = 1024;
 /// The register name of a vector of `bits`.
 std::string register_name(int bits) { return bits >= 512 ? "zmm" : bits >= 256 ? "ymm" : "xmm"; }
 
+/// Whether the host multiplies bf16 pairs in one instruction (vdpbf16ps); without it the code
+/// generator's dot2_bf16 is f32 multiply-adds.
+bool has_bf16_products(const CpuInfo& h) { return h.has_feature("avx512bf16"); }
+
 /// What the code generator makes of precision p's product on the host (llvm.h's contract).
 std::string instruction_of(const std::string& p, const CpuInfo& h) {
     const std::string reg = " " + register_name(h.vector_bits);
     if (p == "f32")
         return h.has_feature("fma") ? "vfmadd231ps" + reg : "multiply and add" + reg;
     if (p == "bf16")
-        return h.has_feature("avx512bf16") ? "vdpbf16ps" + reg : "emulated (f32 multiply-adds)";
+        return has_bf16_products(h) ? "vdpbf16ps" + reg : "emulated (f32 multiply-adds)";
     const bool vnni512 = h.vector_bits >= 512 && h.has_feature("avx512vnni");
     if (vnni512 || h.has_feature("avxvnni"))
         return "vpdpbusd" + (vnni512 ? reg : std::string(" ymm"));
@@ -143,7 +147,6 @@ ir::LoweredFunc peak_rate_kernel(const std::string& precision, int lanes, int ac
     // generator would otherwise compute the loop-invariant dot4_u8s8(a, b) once, before the
     // loop, and time additions alone (750 G "operations" per second on a Zen 3 core). (bf16
     // without its instruction is timed as f32: measure_peak_rates.)
-    Var it("step");
     std::vector<Stmt> load, step, store;
     for (int k = 0; k < accumulators; ++k) {
         const Expr at = ramp(int64_t{k} * lanes);
@@ -155,6 +158,7 @@ ir::LoweredFunc peak_rate_kernel(const std::string& precision, int lanes, int ac
         step.push_back(Store::make(acc, next, at));
         store.push_back(Store::make(io, Load::make(acc, at), at));
     }
+    Var it("step");
     Stmt body = Seq::make(
         {Seq::make(load),
          For::make(it, Expr(int64_t{0}), Expr(iterations), ForKind::Serial, Seq::make(step)),
@@ -179,7 +183,7 @@ std::vector<PeakRate> measure_peak_rates(int threads, double min_secs,
         // bf16 without vdpbf16ps is one f32 multiply-add per product (dot2_bf16's generic
         // form: a multiply and a fused multiply-add per two), so its peak is f32's; its own
         // kernel's product, of loop-invariant operands, would be computed before the loop.
-        const std::string timed = p == "bf16" && !h.has_feature("avx512bf16") ? "f32" : p;
+        const std::string timed = p == "bf16" && !has_bf16_products(h) ? "f32" : p;
         const int lanes = lanes_of(timed, h);
         auto module = JitModule::compile({peak_rate_kernel(timed, lanes, accs, kIterations)});
         const JitModule::KernelFn fn = module->get("tessera_peak_" + timed);
