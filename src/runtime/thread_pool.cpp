@@ -1,10 +1,18 @@
-// The process-wide thread pool: static chunking, a participating caller, spin-then-sleep
-// workers.
+// The process-wide thread pool: a static partition that idle threads steal from, a
+// participating caller, spin-then-sleep workers.
 //
-// Each worker owns a slot (its own cache line) holding its next chunk and a ticket counter.
-// The launching thread writes the chunk, bumps the ticket and only touches the worker's mutex
-// when the worker has gone to sleep, so a launch to spinning workers is a few atomic stores.
-// Completion is one shared counter that the caller spins on (then sleeps on) in the same way.
+// Each participant of a launch (the caller and its workers) owns a range of the iterations, one
+// 64-bit word on its own cache line. It takes pieces from the front of its range; one that runs
+// out takes the back half of another's, so a thread that the system slows or deschedules (a
+// busy neighbour on its CPU, a worker still waking from sleep) delays the launch by at most the
+// piece it holds, not by its whole share. Without such a thread each runs its own share, in
+// order, as with static chunks. A launch is done when all its iterations ran: the caller does
+// not wait for a worker that found nothing to do.
+//
+// A worker is woken by a ticket in its slot; the launching thread touches the worker's mutex
+// only when the worker has gone to sleep, so a launch to spinning workers is a few atomic
+// stores. Completion is one shared counter of iterations not yet run that the caller spins on
+// (then sleeps on) in the same way.
 #include "tessera/runtime/thread_pool.h"
 
 #include <algorithm>
@@ -87,16 +95,28 @@ void pin_thread(pthread_t thread, int cpu);
 void pin_thread(pthread_t thread, const cpu_set_t& set);
 
 struct alignas(64) Slot {
-    std::atomic<uint64_t> ticket{0}; ///< Bumped once per chunk posted (and to stop).
+    std::atomic<uint64_t> ticket{0}; ///< Bumped once per launch it is asked to join (and to stop).
     std::atomic<bool> sleeping{false};
     std::atomic<bool> stop{false};
-    // The posted chunk; written before the ticket bump, read after seeing it.
-    TesseraParallelChunk fn = nullptr;
-    void* ctx = nullptr;
-    int64_t begin = 0, end = 0;
     std::mutex mu;
     std::condition_variable cv;
 };
+
+/// One participant's share of a launch: units [begin, end) packed as begin << 32 | end. Empty
+/// (begin >= end) outside launches, since a launch ends only when every unit has run.
+struct alignas(64) Range {
+    std::atomic<uint64_t> word{0};
+
+    static uint64_t pack(uint64_t begin, uint64_t end) { return begin << 32 | end; }
+    static uint64_t begin_of(uint64_t w) { return w >> 32; }
+    static uint64_t end_of(uint64_t w) { return w & 0xffffffffu; }
+};
+
+/// Participants that own a range; a launch asks for at most this many threads.
+constexpr int kMaxParticipants = 256;
+
+/// Units of a launch fit 31 bits: above that each unit is several iterations.
+constexpr int64_t kMaxUnits = int64_t{1} << 31;
 
 class Pool {
   public:
@@ -152,7 +172,8 @@ class Pool {
             return;
         }
         std::lock_guard<std::mutex> lock(launch_mu_);
-        const int64_t asked = std::min<int64_t>(nthreads_.load(std::memory_order_relaxed), n);
+        const int64_t asked = std::min<int64_t>(
+            {nthreads_.load(std::memory_order_relaxed), n, int64_t{kMaxParticipants}});
         if (asked <= 1) {
             run_chunk(fn, 0, n, ctx);
             return;
@@ -165,16 +186,25 @@ class Pool {
             run_chunk(fn, 0, n, ctx);
             return;
         }
-        // Balanced static partition: the first n % active chunks get one extra iteration.
-        const int64_t chunk = n / active, extra = n % active;
-        auto chunk_begin = [&](int64_t w) { return w * chunk + std::min(w, extra); };
-        pending_.store(active - 1, std::memory_order_relaxed);
+        // What a participant reads after claiming units: written before the ranges are
+        // published (release), read after a claim (acquire) of one of them.
+        const int64_t unit = (n + kMaxUnits - 1) / kMaxUnits;
+        const int64_t units = (n + unit - 1) / unit;
+        fn_.store(fn, std::memory_order_relaxed);
+        ctx_.store(ctx, std::memory_order_relaxed);
+        n_.store(n, std::memory_order_relaxed);
+        unit_.store(unit, std::memory_order_relaxed);
+        active_.store(static_cast<int>(active), std::memory_order_relaxed);
+        remaining_.store(units, std::memory_order_relaxed);
+        // Balanced static partition: the first units % active shares get one extra unit.
+        const int64_t share = units / active, extra = units % active;
+        auto share_begin = [&](int64_t p) { return p * share + std::min(p, extra); };
+        for (int64_t p = 0; p < active; ++p)
+            ranges_[p].word.store(Range::pack(static_cast<uint64_t>(share_begin(p)),
+                                              static_cast<uint64_t>(share_begin(p + 1))),
+                                  std::memory_order_release);
         for (int64_t w = 1; w < active; ++w) {
             Slot& s = *slots_[w - 1];
-            s.fn = fn;
-            s.ctx = ctx;
-            s.begin = chunk_begin(w);
-            s.end = chunk_begin(w + 1);
             s.ticket.fetch_add(1, std::memory_order_seq_cst);
             if (s.sleeping.load(std::memory_order_seq_cst)) {
                 // The worker holds its mutex until it waits, so taking it here means the
@@ -183,7 +213,9 @@ class Pool {
                 s.cv.notify_one();
             }
         }
-        run_chunk(fn, 0, chunk_begin(1), ctx);
+        t_in_parallel = true;
+        participate(0);
+        t_in_parallel = false;
         wait_done();
     }
 
@@ -199,18 +231,86 @@ class Pool {
         t_in_parallel = false;
     }
 
+    /// Takes up to `want` units from the front (or the back) of range r; returns them as
+    /// [*begin, *end), or false when r is empty. acq_rel: a successful claim sees what the
+    /// launch wrote before publishing r.
+    static bool claim(Range& r, bool front, int64_t want, uint64_t* begin, uint64_t* end) {
+        uint64_t w = r.word.load(std::memory_order_acquire);
+        for (;;) {
+            const uint64_t b = Range::begin_of(w), e = Range::end_of(w);
+            if (b >= e)
+                return false;
+            const uint64_t take =
+                std::min<uint64_t>(e - b, static_cast<uint64_t>(std::max<int64_t>(1, want)));
+            const uint64_t next = front ? Range::pack(b + take, e) : Range::pack(b, e - take);
+            if (r.word.compare_exchange_weak(w, next, std::memory_order_acq_rel,
+                                             std::memory_order_acquire)) {
+                *begin = front ? b : e - take;
+                *end = front ? b + take : e;
+                return true;
+            }
+        }
+    }
+
+    /// Runs units [b, e) of the launch whose range a claim just took them from. That launch
+    /// cannot end before they run, so what it published is still current.
+    void run_units(uint64_t b, uint64_t e) {
+        const int64_t unit = unit_.load(std::memory_order_relaxed);
+        const int64_t n = n_.load(std::memory_order_relaxed);
+        const int64_t first = static_cast<int64_t>(b) * unit;
+        const int64_t last = std::min(n, static_cast<int64_t>(e) * unit);
+        fn_.load(std::memory_order_relaxed)(first, last, ctx_.load(std::memory_order_relaxed));
+    }
+
+    /// Participant p's part of the launch: pieces of its own range from the front (an eighth of
+    /// its share at a time, so a thief finds some left), then the back half of what others
+    /// still hold, until every range is empty. Then counts its units as done.
+    void participate(int p) {
+        Range& own = ranges_[p];
+        const uint64_t w = own.word.load(std::memory_order_acquire);
+        const int64_t share =
+            static_cast<int64_t>(Range::end_of(w)) - static_cast<int64_t>(Range::begin_of(w));
+        const int64_t piece = std::max<int64_t>(1, share / 8);
+        int64_t done = 0;
+        uint64_t b = 0, e = 0;
+        while (claim(own, true, piece, &b, &e)) {
+            run_units(b, e);
+            done += static_cast<int64_t>(e - b);
+        }
+        const int active = active_.load(std::memory_order_relaxed);
+        for (bool stole = true; stole;) {
+            stole = false;
+            for (int k = 1; k < active && !stole; ++k) {
+                Range& other = ranges_[(p + k) % active];
+                const uint64_t ow = other.word.load(std::memory_order_relaxed);
+                const int64_t left = static_cast<int64_t>(Range::end_of(ow)) -
+                                     static_cast<int64_t>(Range::begin_of(ow));
+                if (left > 0 && claim(other, false, (left + 1) / 2, &b, &e)) {
+                    run_units(b, e);
+                    done += static_cast<int64_t>(e - b);
+                    stole = true;
+                }
+            }
+        }
+        if (done > 0 && remaining_.fetch_sub(done, std::memory_order_acq_rel) == done && p != 0 &&
+            caller_sleeping_.load(std::memory_order_seq_cst)) {
+            { std::lock_guard<std::mutex> g(done_mu_); }
+            done_cv_.notify_one();
+        }
+    }
+
     void wait_done() {
-        auto done = [&] { return pending_.load(std::memory_order_acquire) == 0; };
+        auto done = [&] { return remaining_.load(std::memory_order_acquire) == 0; };
         if (spin_until(done))
             return;
         std::unique_lock<std::mutex> lock(done_mu_);
         caller_sleeping_.store(true, std::memory_order_seq_cst);
-        while (pending_.load(std::memory_order_seq_cst) != 0)
+        while (remaining_.load(std::memory_order_seq_cst) != 0)
             done_cv_.wait(lock);
         caller_sleeping_.store(false, std::memory_order_relaxed);
     }
 
-    void worker_loop(Slot* s) {
+    void worker_loop(Slot* s, int p) {
         t_in_parallel = true; // anything a worker launches runs serially
         uint64_t seen = 0;
         for (;;) {
@@ -225,12 +325,7 @@ class Pool {
             seen = s->ticket.load(std::memory_order_acquire);
             if (s->stop.load(std::memory_order_acquire))
                 return;
-            s->fn(s->begin, s->end, s->ctx);
-            if (pending_.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
-                caller_sleeping_.load(std::memory_order_seq_cst)) {
-                { std::lock_guard<std::mutex> g(done_mu_); }
-                done_cv_.notify_one();
-            }
+            participate(p);
         }
     }
 
@@ -244,7 +339,8 @@ class Pool {
             slots_.push_back(std::make_unique<Slot>());
             Slot* s = slots_.back().get();
             try {
-                threads_.emplace_back([this, s] { worker_loop(s); });
+                const int p = static_cast<int>(threads_.size()) + 1; // its range
+                threads_.emplace_back([this, s, p] { worker_loop(s, p); });
             } catch (const std::system_error&) {
                 slots_.pop_back();
                 refused_ = true;
@@ -283,9 +379,17 @@ class Pool {
     cpu_set_t free_mask_;  ///< The caller's mask before binding, given back by bind(false).
     std::atomic<int> nthreads_;
     bool refused_ = false; ///< The system refused a worker; guarded by launch_mu_.
-    std::vector<std::unique_ptr<Slot>> slots_; ///< Worker w runs chunk w + 1.
+    std::vector<std::unique_ptr<Slot>> slots_; ///< Worker w owns range w + 1.
     std::vector<std::thread> threads_;
-    alignas(64) std::atomic<int64_t> pending_{0}; ///< Worker chunks of this launch not done.
+    /// Participant p's share: the caller 0, worker w w + 1. Fixed storage: a worker that
+    /// wakes late may read them while a later launch adds workers.
+    Range ranges_[kMaxParticipants];
+    // The launch, published by the release stores of the ranges.
+    std::atomic<TesseraParallelChunk> fn_{nullptr};
+    std::atomic<void*> ctx_{nullptr};
+    std::atomic<int64_t> n_{0}, unit_{1};
+    std::atomic<int> active_{0}; ///< Participants of the launch: the ranges a thief looks at.
+    alignas(64) std::atomic<int64_t> remaining_{0}; ///< Units of this launch not yet run.
     std::atomic<bool> caller_sleeping_{false};
     std::mutex done_mu_;
     std::condition_variable done_cv_;
@@ -321,7 +425,7 @@ void Pool::after_fork_child() {
         orphan_slots->push_back(std::move(s));
     p.threads_.clear();
     p.slots_.clear();
-    p.pending_.store(0, std::memory_order_relaxed);
+    p.remaining_.store(0, std::memory_order_relaxed);
     p.caller_sleeping_.store(false, std::memory_order_relaxed);
     p.refused_ = false; // a new process: its limits may differ
     p.done_mu_.unlock();

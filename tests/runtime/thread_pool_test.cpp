@@ -1,5 +1,6 @@
-// The runtime thread pool: every index exactly once, nesting, small and empty ranges, many
-// launches, the C entry point and heap allocation; and a printed launch-overhead measurement.
+// The runtime thread pool: every index exactly once, a stalled worker's share taken over,
+// nesting, small and empty ranges, many launches, the C entry point and heap allocation; and a
+// printed launch-overhead measurement.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -7,7 +8,9 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -61,24 +64,52 @@ TEST(ThreadPool, EveryIndexExactlyOnce) {
     }
 }
 
-TEST(ThreadPool, ChunksAreContiguousAndBalanced) {
+TEST(ThreadPool, PiecesAreContiguousAndCoverTheRange) {
     ThreadCountGuard guard;
-    set_num_threads(4);
-    std::mutex mu;
-    std::vector<std::pair<int64_t, int64_t>> chunks;
-    parallel_for(13, [&](int64_t b, int64_t e) {
-        std::lock_guard<std::mutex> g(mu);
-        chunks.emplace_back(b, e);
-    });
-    std::sort(chunks.begin(), chunks.end());
-    ASSERT_EQ(chunks.size(), 4u);
-    int64_t next = 0;
-    for (auto [b, e] : chunks) {
-        EXPECT_EQ(b, next);
-        EXPECT_TRUE(e - b == 3 || e - b == 4) << b << ".." << e;
-        next = e;
+    for (int threads : {2, 4}) {
+        set_num_threads(threads);
+        for (int64_t n : {13, 200}) {
+            std::mutex mu;
+            std::vector<std::pair<int64_t, int64_t>> pieces;
+            parallel_for(n, [&](int64_t b, int64_t e) {
+                std::lock_guard<std::mutex> g(mu);
+                pieces.emplace_back(b, e);
+            });
+            std::sort(pieces.begin(), pieces.end());
+            int64_t next = 0;
+            for (auto [b, e] : pieces) {
+                EXPECT_EQ(b, next) << n << " on " << threads << " threads";
+                EXPECT_LT(b, e);
+                next = e;
+            }
+            EXPECT_EQ(next, n);
+        }
     }
-    EXPECT_EQ(next, 13);
+}
+
+// A worker that stalls in its first piece (as one descheduled by the system, or sharing its
+// CPU with another process) leaves the rest of its share to the caller, which returns once
+// every iteration has run. Under static chunks the caller would have run its half only.
+TEST(ThreadPool, AStalledWorkersShareIsTakenByTheCaller) {
+    ThreadCountGuard guard;
+    set_num_threads(2);
+    const std::thread::id caller = std::this_thread::get_id();
+    const int64_t n = 64;
+    std::atomic<int64_t> by_caller{0};
+    std::atomic<bool> stalled{false};
+    std::vector<std::atomic<int>> hits(n);
+    parallel_for(n, [&](int64_t b, int64_t e) {
+        if (std::this_thread::get_id() == caller)
+            by_caller.fetch_add(e - b);
+        else if (!stalled.exchange(true))
+            std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        for (int64_t i = b; i < e; ++i)
+            hits[i].fetch_add(1);
+    });
+    for (int64_t i = 0; i < n; ++i)
+        ASSERT_EQ(hits[i].load(), 1) << "index " << i;
+    // The worker's first piece is an eighth of its half at most.
+    EXPECT_GE(by_caller.load(), n - n / 16) << "the caller ran " << by_caller.load();
 }
 
 TEST(ThreadPool, FewerIndicesThanThreads) {
@@ -253,20 +284,30 @@ TEST(ThreadPool, BoundThreadsEachKeepACoreOfTheirOwn) {
     const int free_cpus = affinity_cpus();
     set_num_threads(cores);
     bind_threads(true);
-    // Each chunk's thread (the caller's included) is pinned to one CPU, a different one each.
-    std::vector<int> cpu(static_cast<size_t>(cores), -1), mask(static_cast<size_t>(cores), -1);
+    // Each thread that runs a piece (the caller's included) is pinned to one CPU, a different
+    // one each. The pieces take a while, so that each worker wakes in time to run its own
+    // share instead of leaving it to the caller.
+    std::mutex mu;
+    std::map<std::thread::id, std::set<int>> cpus_of;
+    std::vector<int> mask(static_cast<size_t>(cores), -1);
     parallel_for(cores, [&](int64_t b, int64_t e) {
         for (int64_t i = b; i < e; ++i) {
-            cpu[static_cast<size_t>(i)] = sched_getcpu();
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            std::lock_guard<std::mutex> g(mu);
+            cpus_of[std::this_thread::get_id()].insert(sched_getcpu());
             mask[static_cast<size_t>(i)] = affinity_cpus();
         }
     });
     EXPECT_EQ(affinity_cpus(), 1);
     EXPECT_EQ(mask, std::vector<int>(static_cast<size_t>(cores), 1));
-    std::vector<int> distinct = cpu;
+    std::vector<int> distinct;
+    for (const auto& [thread, cpus] : cpus_of) {
+        EXPECT_EQ(cpus.size(), 1u) << "a bound thread ran on several CPUs";
+        distinct.push_back(*cpus.begin());
+    }
     std::sort(distinct.begin(), distinct.end());
     EXPECT_EQ(std::unique(distinct.begin(), distinct.end()), distinct.end())
-        << "two chunks shared a CPU";
+        << "two threads shared a CPU";
     EXPECT_EQ(visit_counts(1001), std::vector<int>(1001, 1));
     // Unbound: every thread has the caller's former mask again.
     bind_threads(false);

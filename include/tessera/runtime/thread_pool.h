@@ -1,8 +1,11 @@
 // The process-wide thread pool that runs parallel loops of generated code.
 //
-// One pool per process. A parallel launch splits [0, n) into one contiguous chunk per thread
-// (static chunking), the calling thread runs the first chunk itself, and the call returns when
-// every chunk is done. Idle workers spin briefly (so back-to-back kernel launches are cheap)
+// One pool per process. A parallel launch splits [0, n) into one contiguous share per thread
+// (a static partition), the calling thread runs the first share itself, and the call returns
+// when every iteration has run. Each thread runs its share in pieces, in order; one that has
+// finished takes the back half of what another has not started, so a thread slowed by the
+// system (another process on its CPU, a worker still waking) delays the launch by a piece, not
+// by its share. Idle workers spin briefly (so back-to-back kernel launches are cheap)
 // and then sleep on a condition variable (so an idle pool costs no CPU). A launch from inside
 // a running chunk (a nested parallel loop) runs serially on the calling thread; launches from
 // several outside threads at once take turns.
@@ -36,8 +39,10 @@ void bind_threads(bool on);
 /// into account), at least 1.
 int default_num_threads();
 
-/// Runs fn(begin, end) over a static partition of [0, n) into at most num_threads() chunks,
-/// in parallel, and returns when all are done. n <= 0 runs nothing. fn must not throw.
+/// Runs fn(begin, end) over pieces that together cover [0, n) once, in parallel on at most
+/// num_threads() threads (each thread's share of a static partition, in order, unless another
+/// thread takes part of it), and returns when all have run. n <= 0 runs nothing. fn must not
+/// throw.
 void parallel_for(int64_t n, const std::function<void(int64_t begin, int64_t end)>& fn);
 
 } // namespace tessera::runtime
@@ -48,7 +53,7 @@ extern "C" {
 typedef void (*TesseraParallelChunk)(int64_t begin, int64_t end, void* ctx);
 
 /// The entry point generated code calls for a parallel loop: runs chunk(begin, end, ctx) over
-/// a static partition of [0, n) on the pool (see parallel_for). Returns 0.
+/// pieces covering [0, n) on the pool (see parallel_for). Returns 0.
 int tessera_parallel_for(int64_t n, TesseraParallelChunk chunk, void* ctx);
 
 } // extern "C"
