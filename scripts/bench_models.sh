@@ -14,7 +14,7 @@
 #
 # Usage: scripts/bench_models.sh [--db PATH] [--models "NAME ..."] [--threads "1 2"]
 #                                [--min-secs S] [--rounds N] [--out DIR] [--realtime]
-#                                [--no-spell-guard]
+#                                [--no-spell-guard] [--busy-cpu N]
 #   --db PATH        tuning database of the tuned builds (default tune_logs/tessera.db; the tuned
 #                    column is left out when it does not exist)
 #   --models LIST    model folders under ../shared/models, exported torchvision models
@@ -30,6 +30,10 @@
 #                    that other work on a shared machine cannot preempt the timed runs
 #   --no-spell-guard neither wait for a spell to end nor repeat a run that met one (the round
 #                    trips are still recorded around each, and rows still compare one placement)
+#   --busy-cpu N     keep CPU N busy with a spinning process for the whole run: a neighbour that
+#                    slows whichever thread of a runtime shares its CPU, as other tenants of a
+#                    shared machine do (implies --no-spell-guard: the neighbour slows the round
+#                    trips too)
 # Environment: TESSERA_BUILD_DIR (default build/); TESSERA_NO_BUILD=1 uses the tessera found there
 # as it is, without running cmake. ONNX Runtime and OpenVINO come from scripts/setup_peers.sh, the
 # exported models from scripts/export_torchvision.py (Debian's python3-torch and -torchvision).
@@ -38,7 +42,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${TESSERA_BUILD_DIR:-$root/build}
 db="$root/tune_logs/tessera.db" models="" threads="1 2" min_secs=3 rounds=3
 out="$root/tune_logs/bench_models"
-rt=() guard=1
+rt=() guard=1 busy_cpu=""
 exported_names=(mobilenet_v2 squeezenet1_1)
 exported="$root/models/exported"
 need() { [ "$2" -ge 2 ] || { echo "error: $1 needs a value (see --help)" >&2; exit 1; }; }
@@ -52,6 +56,7 @@ while [ $# -gt 0 ]; do
     --out) need "$1" $#; out=$2; shift 2 ;;
     --realtime) rt=(chrt -f 50); shift ;;
     --no-spell-guard) guard=0; shift ;;
+    --busy-cpu) need "$1" $#; busy_cpu=$2; guard=0; shift 2 ;;
     -h|--help) sed -n '2,/^set -euo pipefail$/{/^#/p}' "$0"; exit 0 ;;
     *) echo "error: unknown option '$1' (see --help)" >&2; exit 1 ;;
   esac
@@ -63,6 +68,10 @@ done
 for t in $threads; do
   [[ $t =~ ^[1-9][0-9]*$ ]] || { echo "error: --threads wants positive integers, not '$t'" >&2; exit 1; }
 done
+if [ -n "$busy_cpu" ]; then
+  [[ $busy_cpu =~ ^[0-9]+$ ]] && [ "$busy_cpu" -lt "$(nproc)" ] ||
+    { echo "error: --busy-cpu wants a CPU number below $(nproc), not '$busy_cpu'" >&2; exit 1; }
+fi
 
 # Exports the named torchvision models that are missing (installing torch when root).
 export_models() { /usr/bin/python3 "$root/scripts/export_torchvision.py" --out "$exported" "$@" >&2; }
@@ -98,6 +107,13 @@ fi
 
 "$root/scripts/setup.sh" >&2
 py=$("$root/scripts/setup_peers.sh" | tail -1)
+if [ -n "$busy_cpu" ]; then
+  taskset -c "$busy_cpu" sh -c 'while :; do :; done' &
+  busy_pid=$!
+  trap 'kill "$busy_pid" 2>/dev/null || true' EXIT
+  trap 'exit 130' INT TERM # through the EXIT trap: the neighbour never outlives the run
+  echo "note: CPU $busy_cpu is kept busy by process $busy_pid for the whole run" >&2
+fi
 if [ "${TESSERA_NO_BUILD:-0}" != 1 ]; then
   if [ ! -f "$build/build.ninja" ]; then
     cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >&2

@@ -46,13 +46,25 @@ inline void cpu_relax() {
 #endif
 }
 
+/// How long a thread that has run its share waits for the others to finish theirs before it
+/// takes part of theirs: a healthy thread finishes within it (so small kernels keep the static
+/// partition's cost: a thief costs transfers of the shares' cache lines, and a launch of
+/// 64 empty iterations on 2 Zen 3 threads took 0.55 us without the wait against 0.16), while
+/// a descheduled or sleeping one takes 10 us to milliseconds.
+constexpr std::chrono::nanoseconds kStealDelay{2000};
+
+/// A thread takes its share in this many pieces: a stalled thread holds up the launch by one
+/// of them at most, and each costs an atomic claim (16 empty ones cost a launch of 64 empty
+/// iterations on 2 Zen 3 threads 0.2-0.3 us more than one chunk each).
+constexpr int64_t kPiecesPerShare = 4;
+
 /// Whether the pool runs more threads than the process has CPUs: then a spinning thread may
 /// hold the core that the thread it waits for needs, and spins give the core away.
 std::atomic<bool> g_oversubscribed{false};
 
-/// Spins until pred() holds or kSpinTime passes; returns whether pred() held.
-template <typename Pred> bool spin_until(Pred pred) {
-    auto deadline = std::chrono::steady_clock::now() + kSpinTime;
+/// Spins until pred() holds or `limit` passes; returns whether pred() held.
+template <typename Pred> bool spin_until(Pred pred, std::chrono::nanoseconds limit = kSpinTime) {
+    auto deadline = std::chrono::steady_clock::now() + limit;
     for (;;) {
         for (int i = 0; i < 128; ++i) {
             if (pred())
@@ -94,25 +106,40 @@ const std::vector<int>& core_cpus();
 void pin_thread(pthread_t thread, int cpu);
 void pin_thread(pthread_t thread, const cpu_set_t& set);
 
-struct alignas(64) Slot {
-    std::atomic<uint64_t> ticket{0}; ///< Bumped once per launch it is asked to join (and to stop).
-    std::atomic<bool> sleeping{false};
-    std::atomic<bool> stop{false};
+/// A worker's sleeping place.
+struct Slot {
     std::mutex mu;
     std::condition_variable cv;
 };
 
-/// One participant's share of a launch: units [begin, end) packed as begin << 32 | end. Empty
-/// (begin >= end) outside launches, since a launch ends only when every unit has run.
-struct alignas(64) Range {
-    std::atomic<uint64_t> word{0};
+/// One participant's part of a launch, on one cache line, so that a worker woken for a launch
+/// reads it with one transfer: its range of units [begin, end), packed as begin << 32 | end,
+/// and the launch itself. A range is empty (begin >= end) outside launches, since a launch
+/// ends only when every unit has run. The launch fields are written before the range is
+/// published (release) and read after a claim of it (acquire): a thief reads the launch from
+/// the share it took units from.
+struct alignas(64) Share {
+    std::atomic<uint64_t> range{0};
+    std::atomic<uint64_t> ticket{0}; ///< Bumped once per launch the worker joins (and to stop).
+    std::atomic<TesseraParallelChunk> fn{nullptr};
+    std::atomic<void*> ctx{nullptr};
+    std::atomic<int64_t> n{0};
+    std::atomic<int64_t> unit{1};   ///< Iterations per unit.
+    std::atomic<uint32_t> first{0}; ///< Where the range began: its owner has not started.
+    std::atomic<int32_t> active{0}; ///< Participants of the launch: the shares a thief looks at.
+    /// The launch the owner was asked to join: a worker still in an earlier one when a launch
+    /// of fewer threads starts must not steal from it.
+    std::atomic<uint32_t> launch{0};
+    std::atomic<bool> sleeping{false};
+    std::atomic<bool> stop{false};
 
     static uint64_t pack(uint64_t begin, uint64_t end) { return begin << 32 | end; }
     static uint64_t begin_of(uint64_t w) { return w >> 32; }
     static uint64_t end_of(uint64_t w) { return w & 0xffffffffu; }
 };
+static_assert(sizeof(Share) == 64, "a share is one cache line");
 
-/// Participants that own a range; a launch asks for at most this many threads.
+/// Participants that own a share; a launch asks for at most this many threads.
 constexpr int kMaxParticipants = 256;
 
 /// Units of a launch fit 31 bits: above that each unit is several iterations.
@@ -186,31 +213,34 @@ class Pool {
             run_chunk(fn, 0, n, ctx);
             return;
         }
-        // What a participant reads after claiming units: written before the ranges are
-        // published (release), read after a claim (acquire) of one of them.
         const int64_t unit = (n + kMaxUnits - 1) / kMaxUnits;
         const int64_t units = (n + unit - 1) / unit;
-        fn_.store(fn, std::memory_order_relaxed);
-        ctx_.store(ctx, std::memory_order_relaxed);
-        n_.store(n, std::memory_order_relaxed);
-        unit_.store(unit, std::memory_order_relaxed);
-        active_.store(static_cast<int>(active), std::memory_order_relaxed);
+        const uint32_t id = launch_.fetch_add(1, std::memory_order_relaxed) + 1;
         remaining_.store(units, std::memory_order_relaxed);
         // Balanced static partition: the first units % active shares get one extra unit.
-        const int64_t share = units / active, extra = units % active;
-        auto share_begin = [&](int64_t p) { return p * share + std::min(p, extra); };
-        for (int64_t p = 0; p < active; ++p)
-            ranges_[p].word.store(Range::pack(static_cast<uint64_t>(share_begin(p)),
-                                              static_cast<uint64_t>(share_begin(p + 1))),
-                                  std::memory_order_release);
-        for (int64_t w = 1; w < active; ++w) {
-            Slot& s = *slots_[w - 1];
-            s.ticket.fetch_add(1, std::memory_order_seq_cst);
-            if (s.sleeping.load(std::memory_order_seq_cst)) {
+        const int64_t each = units / active, extra = units % active;
+        auto share_begin = [&](int64_t p) { return p * each + std::min(p, extra); };
+        for (int64_t p = 0; p < active; ++p) {
+            Share& sh = shares_[p];
+            sh.fn.store(fn, std::memory_order_relaxed);
+            sh.ctx.store(ctx, std::memory_order_relaxed);
+            sh.n.store(n, std::memory_order_relaxed);
+            sh.unit.store(unit, std::memory_order_relaxed);
+            sh.active.store(static_cast<int>(active), std::memory_order_relaxed);
+            sh.first.store(static_cast<uint32_t>(share_begin(p)), std::memory_order_relaxed);
+            sh.launch.store(id, std::memory_order_relaxed);
+            sh.range.store(Share::pack(static_cast<uint64_t>(share_begin(p)),
+                                       static_cast<uint64_t>(share_begin(p + 1))),
+                           std::memory_order_release);
+            if (p == 0)
+                continue;
+            sh.ticket.fetch_add(1, std::memory_order_seq_cst);
+            if (sh.sleeping.load(std::memory_order_seq_cst)) {
                 // The worker holds its mutex until it waits, so taking it here means the
                 // notify below cannot be lost.
-                { std::lock_guard<std::mutex> g(s.mu); }
-                s.cv.notify_one();
+                Slot& slot = *slots_[p - 1];
+                { std::lock_guard<std::mutex> g(slot.mu); }
+                slot.cv.notify_one();
             }
         }
         t_in_parallel = true;
@@ -231,20 +261,20 @@ class Pool {
         t_in_parallel = false;
     }
 
-    /// Takes up to `want` units from the front (or the back) of range r; returns them as
-    /// [*begin, *end), or false when r is empty. acq_rel: a successful claim sees what the
-    /// launch wrote before publishing r.
-    static bool claim(Range& r, bool front, int64_t want, uint64_t* begin, uint64_t* end) {
-        uint64_t w = r.word.load(std::memory_order_acquire);
+    /// Takes up to `want` units from the front (or the back) of sh's range; returns them as
+    /// [*begin, *end), or false when it is empty. acq_rel: a successful claim sees the launch
+    /// written before the range was published.
+    static bool claim(Share& sh, bool front, int64_t want, uint64_t* begin, uint64_t* end) {
+        uint64_t w = sh.range.load(std::memory_order_acquire);
         for (;;) {
-            const uint64_t b = Range::begin_of(w), e = Range::end_of(w);
+            const uint64_t b = Share::begin_of(w), e = Share::end_of(w);
             if (b >= e)
                 return false;
             const uint64_t take =
                 std::min<uint64_t>(e - b, static_cast<uint64_t>(std::max<int64_t>(1, want)));
-            const uint64_t next = front ? Range::pack(b + take, e) : Range::pack(b, e - take);
-            if (r.word.compare_exchange_weak(w, next, std::memory_order_acq_rel,
-                                             std::memory_order_acquire)) {
+            const uint64_t next = front ? Share::pack(b + take, e) : Share::pack(b, e - take);
+            if (sh.range.compare_exchange_weak(w, next, std::memory_order_acq_rel,
+                                               std::memory_order_acquire)) {
                 *begin = front ? b : e - take;
                 *end = front ? b + take : e;
                 return true;
@@ -252,50 +282,74 @@ class Pool {
         }
     }
 
-    /// Runs units [b, e) of the launch whose range a claim just took them from. That launch
-    /// cannot end before they run, so what it published is still current.
-    void run_units(uint64_t b, uint64_t e) {
-        const int64_t unit = unit_.load(std::memory_order_relaxed);
-        const int64_t n = n_.load(std::memory_order_relaxed);
+    /// Runs units [b, e), just claimed from sh, and counts them as done. The launch that
+    /// published sh cannot end before they run, so sh still holds it.
+    void run_units(const Share& sh, uint64_t b, uint64_t e) {
+        const int64_t unit = sh.unit.load(std::memory_order_relaxed);
+        const int64_t n = sh.n.load(std::memory_order_relaxed);
         const int64_t first = static_cast<int64_t>(b) * unit;
         const int64_t last = std::min(n, static_cast<int64_t>(e) * unit);
-        fn_.load(std::memory_order_relaxed)(first, last, ctx_.load(std::memory_order_relaxed));
+        sh.fn.load(std::memory_order_relaxed)(first, last, sh.ctx.load(std::memory_order_relaxed));
+        count_done(static_cast<int64_t>(e - b));
     }
 
-    /// Participant p's part of the launch: pieces of its own range from the front (an eighth of
-    /// its share at a time, so a thief finds some left), then the back half of what others
-    /// still hold, until every range is empty. Then counts its units as done.
-    void participate(int p) {
-        Range& own = ranges_[p];
-        const uint64_t w = own.word.load(std::memory_order_acquire);
-        const int64_t share =
-            static_cast<int64_t>(Range::end_of(w)) - static_cast<int64_t>(Range::begin_of(w));
-        const int64_t piece = std::max<int64_t>(1, share / 8);
-        int64_t done = 0;
-        uint64_t b = 0, e = 0;
-        while (claim(own, true, piece, &b, &e)) {
-            run_units(b, e);
-            done += static_cast<int64_t>(e - b);
-        }
-        const int active = active_.load(std::memory_order_relaxed);
-        for (bool stole = true; stole;) {
-            stole = false;
-            for (int k = 1; k < active && !stole; ++k) {
-                Range& other = ranges_[(p + k) % active];
-                const uint64_t ow = other.word.load(std::memory_order_relaxed);
-                const int64_t left = static_cast<int64_t>(Range::end_of(ow)) -
-                                     static_cast<int64_t>(Range::begin_of(ow));
-                if (left > 0 && claim(other, false, (left + 1) / 2, &b, &e)) {
-                    run_units(b, e);
-                    done += static_cast<int64_t>(e - b);
-                    stole = true;
-                }
-            }
-        }
-        if (done > 0 && remaining_.fetch_sub(done, std::memory_order_acq_rel) == done && p != 0 &&
+    /// Counts units as run; the one that ends the launch wakes a sleeping caller.
+    void count_done(int64_t units) {
+        if (remaining_.fetch_sub(units, std::memory_order_acq_rel) == units &&
             caller_sleeping_.load(std::memory_order_seq_cst)) {
             { std::lock_guard<std::mutex> g(done_mu_); }
             done_cv_.notify_one();
+        }
+    }
+
+    /// Participant p's part of the launch: pieces of its own share from the front
+    /// (kPiecesPerShare, so a thief finds some left), counted once it is exhausted (a caller
+    /// waiting for it does not also wait for the search below); then, when the others have not
+    /// finished within kStealDelay, the back half of what they still hold, until every share
+    /// is empty (only while the launch it joined is the current one). A thief leaves alone an owner
+    /// that is at work on its last piece or so: taking that would cost two transfers of the share's
+    /// cache line for a piece's worth of balance (on small kernels, more than it saves).
+    void participate(int p) {
+        Share& own = shares_[p];
+        const uint64_t w = own.range.load(std::memory_order_acquire);
+        const int64_t piece = std::max<int64_t>(
+            1, (static_cast<int64_t>(Share::end_of(w)) - static_cast<int64_t>(Share::begin_of(w))) /
+                   kPiecesPerShare);
+        int64_t done = 0;
+        uint64_t b = 0, e = 0;
+        while (claim(own, true, piece, &b, &e)) {
+            const int64_t unit = own.unit.load(std::memory_order_relaxed);
+            const int64_t n = own.n.load(std::memory_order_relaxed);
+            own.fn.load(std::memory_order_relaxed)(static_cast<int64_t>(b) * unit,
+                                                   std::min(n, static_cast<int64_t>(e) * unit),
+                                                   own.ctx.load(std::memory_order_relaxed));
+            done += static_cast<int64_t>(e - b);
+        }
+        if (done > 0)
+            count_done(done);
+        // A worker must not linger here once the caller has moved on to the next launch: it
+        // would join that one late.
+        const uint32_t joined = own.launch.load(std::memory_order_relaxed);
+        auto over = [&] {
+            return remaining_.load(std::memory_order_acquire) == 0 ||
+                   launch_.load(std::memory_order_relaxed) != joined;
+        };
+        if (spin_until(over, kStealDelay) || over())
+            return;
+        const int active = own.active.load(std::memory_order_relaxed);
+        for (bool stole = true; stole;) {
+            stole = false;
+            for (int k = 1; k < active && !stole; ++k) {
+                Share& other = shares_[(p + k) % active];
+                const uint64_t ow = other.range.load(std::memory_order_relaxed);
+                const uint64_t ob = Share::begin_of(ow), oe = Share::end_of(ow);
+                const bool unstarted = ob < oe && ob == other.first.load(std::memory_order_relaxed);
+                const int64_t left = oe > ob ? static_cast<int64_t>(oe - ob) : 0;
+                if ((left > piece || unstarted) && claim(other, false, (left + 1) / 2, &b, &e)) {
+                    run_units(other, b, e);
+                    stole = true;
+                }
+            }
         }
     }
 
@@ -310,20 +364,20 @@ class Pool {
         caller_sleeping_.store(false, std::memory_order_relaxed);
     }
 
-    void worker_loop(Slot* s, int p) {
+    void worker_loop(Slot* slot, int p, uint64_t seen) {
         t_in_parallel = true; // anything a worker launches runs serially
-        uint64_t seen = 0;
+        Share& sh = shares_[p];
         for (;;) {
-            auto posted = [&] { return s->ticket.load(std::memory_order_acquire) != seen; };
+            auto posted = [&] { return sh.ticket.load(std::memory_order_acquire) != seen; };
             if (!spin_until(posted)) {
-                std::unique_lock<std::mutex> lock(s->mu);
-                s->sleeping.store(true, std::memory_order_seq_cst);
-                while (s->ticket.load(std::memory_order_seq_cst) == seen)
-                    s->cv.wait(lock);
-                s->sleeping.store(false, std::memory_order_relaxed);
+                std::unique_lock<std::mutex> lock(slot->mu);
+                sh.sleeping.store(true, std::memory_order_seq_cst);
+                while (sh.ticket.load(std::memory_order_seq_cst) == seen)
+                    slot->cv.wait(lock);
+                sh.sleeping.store(false, std::memory_order_relaxed);
             }
-            seen = s->ticket.load(std::memory_order_acquire);
-            if (s->stop.load(std::memory_order_acquire))
+            seen = sh.ticket.load(std::memory_order_acquire);
+            if (sh.stop.load(std::memory_order_acquire))
                 return;
             participate(p);
         }
@@ -338,9 +392,13 @@ class Pool {
         while (!refused_ && static_cast<int>(threads_.size()) < count) {
             slots_.push_back(std::make_unique<Slot>());
             Slot* s = slots_.back().get();
+            const int p = static_cast<int>(threads_.size()) + 1; // its share
+            // A share outlives its workers (a forked child starts new ones): the new one
+            // waits for the next ticket.
+            shares_[p].stop.store(false, std::memory_order_relaxed);
+            const uint64_t seen = shares_[p].ticket.load(std::memory_order_relaxed);
             try {
-                const int p = static_cast<int>(threads_.size()) + 1; // its range
-                threads_.emplace_back([this, s, p] { worker_loop(s, p); });
+                threads_.emplace_back([this, s, p, seen] { worker_loop(s, p, seen); });
             } catch (const std::system_error&) {
                 slots_.pop_back();
                 refused_ = true;
@@ -354,13 +412,14 @@ class Pool {
 
     /// Pre: launch_mu_ held.
     void stop_workers() {
-        for (auto& s : slots_) {
-            s->stop.store(true, std::memory_order_release);
+        for (size_t w = 0; w < slots_.size(); ++w) {
+            Share& sh = shares_[w + 1];
+            sh.stop.store(true, std::memory_order_release);
             {
-                std::lock_guard<std::mutex> g(s->mu);
-                s->ticket.fetch_add(1, std::memory_order_seq_cst);
+                std::lock_guard<std::mutex> g(slots_[w]->mu);
+                sh.ticket.fetch_add(1, std::memory_order_seq_cst);
             }
-            s->cv.notify_one();
+            slots_[w]->cv.notify_one();
         }
         for (auto& t : threads_)
             t.join();
@@ -379,17 +438,13 @@ class Pool {
     cpu_set_t free_mask_;  ///< The caller's mask before binding, given back by bind(false).
     std::atomic<int> nthreads_;
     bool refused_ = false; ///< The system refused a worker; guarded by launch_mu_.
-    std::vector<std::unique_ptr<Slot>> slots_; ///< Worker w owns range w + 1.
+    std::vector<std::unique_ptr<Slot>> slots_; ///< Worker w sleeps in slot w.
     std::vector<std::thread> threads_;
     /// Participant p's share: the caller 0, worker w w + 1. Fixed storage: a worker that
     /// wakes late may read them while a later launch adds workers.
-    Range ranges_[kMaxParticipants];
-    // The launch, published by the release stores of the ranges.
-    std::atomic<TesseraParallelChunk> fn_{nullptr};
-    std::atomic<void*> ctx_{nullptr};
-    std::atomic<int64_t> n_{0}, unit_{1};
-    std::atomic<int> active_{0}; ///< Participants of the launch: the ranges a thief looks at.
+    Share shares_[kMaxParticipants];
     alignas(64) std::atomic<int64_t> remaining_{0}; ///< Units of this launch not yet run.
+    std::atomic<uint32_t> launch_{0};               ///< Launches so far (wrapping).
     std::atomic<bool> caller_sleeping_{false};
     std::mutex done_mu_;
     std::condition_variable done_cv_;
