@@ -282,15 +282,15 @@ class Pool {
         }
     }
 
-    /// Runs units [b, e), just claimed from sh, and counts them as done. The launch that
-    /// published sh cannot end before they run, so sh still holds it.
-    void run_units(const Share& sh, uint64_t b, uint64_t e) {
+    /// Runs units [b, e), just claimed from sh. The launch that published sh cannot end before
+    /// they run, so sh still holds it. Returns how many units ran.
+    static int64_t run_units(const Share& sh, uint64_t b, uint64_t e) {
         const int64_t unit = sh.unit.load(std::memory_order_relaxed);
         const int64_t n = sh.n.load(std::memory_order_relaxed);
         const int64_t first = static_cast<int64_t>(b) * unit;
         const int64_t last = std::min(n, static_cast<int64_t>(e) * unit);
         sh.fn.load(std::memory_order_relaxed)(first, last, sh.ctx.load(std::memory_order_relaxed));
-        count_done(static_cast<int64_t>(e - b));
+        return static_cast<int64_t>(e - b);
     }
 
     /// Counts units as run; the one that ends the launch wakes a sleeping caller.
@@ -317,14 +317,8 @@ class Pool {
                    kPiecesPerShare);
         int64_t done = 0;
         uint64_t b = 0, e = 0;
-        while (claim(own, true, piece, &b, &e)) {
-            const int64_t unit = own.unit.load(std::memory_order_relaxed);
-            const int64_t n = own.n.load(std::memory_order_relaxed);
-            own.fn.load(std::memory_order_relaxed)(static_cast<int64_t>(b) * unit,
-                                                   std::min(n, static_cast<int64_t>(e) * unit),
-                                                   own.ctx.load(std::memory_order_relaxed));
-            done += static_cast<int64_t>(e - b);
-        }
+        while (claim(own, true, piece, &b, &e))
+            done += run_units(own, b, e);
         if (done > 0)
             count_done(done);
         // A worker must not linger here once the caller has moved on to the next launch: it
@@ -346,7 +340,7 @@ class Pool {
                 const bool unstarted = ob < oe && ob == other.first.load(std::memory_order_relaxed);
                 const int64_t left = oe > ob ? static_cast<int64_t>(oe - ob) : 0;
                 if ((left > piece || unstarted) && claim(other, false, (left + 1) / 2, &b, &e)) {
-                    run_units(other, b, e);
+                    count_done(run_units(other, b, e));
                     stole = true;
                 }
             }
