@@ -5,7 +5,9 @@
 // prefetchers do not follow those short runs and each store waits for its line: SqueezeNet's
 // stem (3 -> 64 channels, 3x3 stride 2) ran 0.77-0.98 ms in the model against 0.46 ms hot on
 // a Zen 4 core. Walking the rows outside the columns writes each output row in one run of
-// the tile's channel blocks: 0.48-0.51 ms in the model, 0.42 hot.
+// the tile's channel blocks: 0.48-0.51 ms in the model, 0.42 hot. A stem now repeats its
+// tile along the row instead (add_cache_tile), so it has no rows here: what is left to
+// reorder are the window tiles over a few channel blocks (up to kMaxStreamedWindow steps).
 #include <algorithm>
 
 #include "default_rules.h"
