@@ -31,6 +31,9 @@ constexpr int64_t kMaxTileRows = 8;
 /// The most elements of a convolution's cache tile (register tile x rows of the row axis):
 /// 8 KiB of f32, well inside L1 and under the lowering's stack limit for local buffers.
 constexpr int64_t kMaxCacheTileElements = 2048;
+/// The most elements of a cache tile of whole rows (below): the lowering's 16 KiB stack limit
+/// for local buffers (LowerOptions::stack_limit_bytes), beyond which they would go to the heap.
+constexpr int64_t kMaxWholeRowsElements = 4096;
 /// A reduction at least this long without a window (matmul, dense, 1x1 conv) is GEMM-like: its
 /// register tile keeps its accumulators over the whole reduction, whose innermost kReduceUnroll
 /// steps are unrolled around the tile's FMAs.
@@ -96,6 +99,9 @@ struct RegisterTile {
     /// serves the outputs of several rows.
     int row_axis = -1;
     int64_t row_extent = 1;
+    /// A cache tile of whole rows: the register tile repeated this many times along the width
+    /// axis, at the rows' level, so that each iteration of the parallel loops covers rows.
+    int64_t width_repeats = 1;
     /// The inner reduce level of a GEMM-like stage (kReduceUnroll; 0: reductions longer than
     /// kMaxInnerReduce stay whole in the outer reduce level).
     int64_t reduce_chunk = 0;
@@ -176,6 +182,12 @@ int64_t tile_rows(int64_t e, int64_t max_rows) {
 ///     a Zen 3 core (its stem's input, padded copy and output miss the 512 KiB L2), 3x3 over 3
 ///     channels to 32: 1.00 -> 0.53 ms; resnet18's 7x7 to 64: 3.86 -> 3.23. Depthwise windows
 ///     keep their rows: a 5x5 stride-2 one ran 0.58 -> 1.22 ms along the width.
+///     A short depthwise window over channel blocks (rows in its local buffer) takes whole
+///     rows instead: every column tile of at least two rows (as many as kMaxCacheTileElements
+///     allows), where its tile was a column 8 outputs wide down 28 rows, written and read in
+///     pieces of a few cache lines. MobileNetV2's 3x3 depthwise convs on a Zen 3 core in the
+///     model: 20-30% faster (112x112x32 0.40 -> 0.31 ms, 56x56x144 0.43 -> 0.31), mobilenet_tiny
+///     1.94 -> 1.80 ms.
 ///   - A GEMM-like stage (a long reduction without a window: matmul, dense, 1x1 conv): rows of
 ///     the width axis outside the local buffer, which stays one register tile that accumulates
 ///     over the whole reduction (its innermost kReduceUnroll steps unrolled). As many rows as
@@ -227,10 +239,24 @@ void add_cache_tile(const Stage& st, const DefaultScheduleOptions& opts, Registe
             outer *= tiles(shape[static_cast<size_t>(a)], register_extent(a));
     // The row axis in units of its register-tile extent.
     const int64_t units = tiles(shape[static_cast<size_t>(t.row_axis)], register_extent(t.row_axis));
-    const int64_t tile = t.vector_extent * t.width_extent * t.block_extent;
+    int64_t tile = t.vector_extent * t.width_extent * t.block_extent;
     const int64_t min_parallel = int64_t{4} * std::max(1, opts.num_cores);
-    int64_t rows = reduce.gemm_like()
-                       ? units
+    // A depthwise window (no channel reduction) whose rows lie in its local buffer over a
+    // channel block (the vector axis whole and innermost, the width axis just outside it):
+    // whole rows, at least two, when they fit the stack.
+    const int64_t width_units =
+        tiles(shape[static_cast<size_t>(t.width_axis)], register_extent(t.width_axis));
+    if (reduce.window && !reduce.channels && !t.rows_outside_local && t.row_axis != t.width_axis &&
+        t.vector_axis == n_axes - 1 && t.width_axis == n_axes - 2 &&
+        t.vector_extent == shape[static_cast<size_t>(t.vector_axis)] &&
+        2 * tile * width_units <= kMaxWholeRowsElements) {
+        t.width_repeats = width_units;
+        outer /= width_units;
+        tile *= width_units;
+    }
+    int64_t rows = reduce.gemm_like() ? units
+                   : t.width_repeats > 1
+                       ? std::min(units, std::max<int64_t>(2, kMaxCacheTileElements / tile))
                        : std::min(units, std::max<int64_t>(1, kMaxCacheTileElements / tile));
     while (rows > 1 && outer * tiles(units, rows) < min_parallel)
         --rows;
@@ -403,6 +429,8 @@ State fill_fixed_tile_sizes(const State& sketch, const DefaultScheduleOptions& o
                 const size_t level = t.rows_outside_local ? 3 : 2;
                 if (axis == t.row_axis && step.lengths.size() >= level)
                     step.lengths[step.lengths.size() - level] = t.row_extent;
+                if (axis == t.width_axis && t.width_repeats > 1 && step.lengths.size() >= 2)
+                    step.lengths[step.lengths.size() - 2] = t.width_repeats;
             }
         }
         if (is_panel_layout_step(s, step)) {
