@@ -254,10 +254,10 @@ void add_cache_tile(const Stage& st, const DefaultScheduleOptions& opts, Registe
         outer /= width_units;
         tile *= width_units;
     }
-    int64_t rows = reduce.gemm_like() ? units
-                   : t.width_repeats > 1
-                       ? std::min(units, std::max<int64_t>(2, kMaxCacheTileElements / tile))
-                       : std::min(units, std::max<int64_t>(1, kMaxCacheTileElements / tile));
+    const int64_t min_rows = t.width_repeats > 1 ? 2 : 1;
+    int64_t rows = reduce.gemm_like()
+                       ? units
+                       : std::min(units, std::max(min_rows, kMaxCacheTileElements / tile));
     while (rows > 1 && outer * tiles(units, rows) < min_parallel)
         --rows;
     t.row_extent = tile_rows(units, rows);
