@@ -186,7 +186,7 @@ int64_t tile_rows(int64_t e, int64_t max_rows) {
 ///     rows instead: every column tile of at least two rows (as many as kMaxCacheTileElements
 ///     allows), where its tile was a column 8 outputs wide down 28 rows, written and read in
 ///     pieces of a few cache lines. MobileNetV2's 3x3 depthwise convs on a Zen 3 core in the
-///     model: 20-30% faster (112x112x32 0.40 -> 0.31 ms, 56x56x144 0.43 -> 0.31), mobilenet_tiny
+///     model: 12-30% faster (112x112x32 0.40 -> 0.31 ms, 56x56x144 0.43 -> 0.31), mobilenet_tiny
 ///     1.94 -> 1.80 ms.
 ///   - A GEMM-like stage (a long reduction without a window: matmul, dense, 1x1 conv): rows of
 ///     the width axis outside the local buffer, which stays one register tile that accumulates
