@@ -246,8 +246,8 @@ void add_cache_tile(const Stage& st, const DefaultScheduleOptions& opts, Registe
     // whole rows, at least two, when they fit the stack.
     const int64_t width_units =
         tiles(shape[static_cast<size_t>(t.width_axis)], register_extent(t.width_axis));
-    if (reduce.window && !reduce.channels && !t.rows_outside_local && t.row_axis != t.width_axis &&
-        t.vector_axis == n_axes - 1 && t.width_axis == n_axes - 2 &&
+    if (reduce.window && !reduce.channels && !t.rows_outside_local && t.vector_axis == n_axes - 1 &&
+        t.width_axis == n_axes - 2 &&
         t.vector_extent == shape[static_cast<size_t>(t.vector_axis)] &&
         2 * tile * width_units <= kMaxWholeRowsElements) {
         t.width_repeats = width_units;

@@ -413,7 +413,7 @@ int64_t rows_inside_reduction(const State& s) {
 
 // The extent of the loops named `level` (oh.1: the cache tile's rows around the register
 // tile's local buffer; ow.1: its column tiles there).
-int64_t tile_loops_outside(const State& s, const std::string& level = "oh.1") {
+int64_t tile_loops_outside(const State& s, const std::string& level) {
     int64_t rows = 1;
     for (const sched::Stage& st : s.stages)
         for (const sched::Iterator& it : st.iters)
@@ -421,7 +421,6 @@ int64_t tile_loops_outside(const State& s, const std::string& level = "oh.1") {
                 rows *= it.extent;
     return rows;
 }
-int64_t rows_outside_tile(const State& s) { return tile_loops_outside(s); }
 
 TEST(DefaultSchedule, BlockedOneByOneConvKeepsItsTileOverTheWholeChannelLoop) {
     // A 1x1 conv on 2 channel blocks reduces over rcb (2) and rc (8), neither a window: its
@@ -442,7 +441,7 @@ TEST(DefaultSchedule, BlockedOneByOneConvKeepsItsTileOverTheWholeChannelLoop) {
         te::make_compute({x, w3}, {te::conv2d_nchwc(x, w3, te::Conv2dParams::make(1, 1, 1, 1))});
     const State s3 = sched::default_schedule(three, o);
     EXPECT_EQ(rows_inside_reduction(s3), 1) << sched::to_string(s3);
-    EXPECT_GT(rows_outside_tile(s3), 1) << sched::to_string(s3);
+    EXPECT_GT(tile_loops_outside(s3, "oh.1"), 1) << sched::to_string(s3);
     expect_lowers_and_matches(three, s3, o, 6);
 }
 
@@ -480,17 +479,18 @@ TEST(DefaultSchedule, LanesThatReadDifferentBlocksAreVectorsOfOneBlock) {
     EXPECT_EQ(got, want);
 }
 
-// The rows of the output that the conv's local buffer (its register tile's accumulators)
-// holds: the product of the extents of its spatial row loops.
-int64_t rows_in_local_buffer(const State& s) {
-    int64_t rows = 1;
+// How much of output axis `axis` (oh: rows, ow: columns) the conv's local buffer (its
+// register tile's accumulators) holds: the product of the extents of its loops over it.
+int64_t local_buffer_extent(const State& s, const std::string& axis) {
+    int64_t e = 1;
     for (const sched::Stage& st : s.stages)
         if (st.origin == sched::StageOrigin::CacheWrite)
             for (const sched::Iterator& it : st.iters)
-                if (it.kind == sched::IterKind::Spatial && it.name.rfind("oh.", 0) == 0)
-                    rows *= it.extent;
-    return rows;
+                if (it.kind == sched::IterKind::Spatial && it.name.rfind(axis + ".", 0) == 0)
+                    e *= it.extent;
+    return e;
 }
+int64_t rows_in_local_buffer(const State& s) { return local_buffer_extent(s, "oh"); }
 
 TEST(DefaultSchedule, ALongWindowKeepsItsAccumulatorsOverTheWholeWindow) {
     // A stem's 7x7 window over 3 channels (147 steps, no reduction outside the window) and a
@@ -506,7 +506,7 @@ TEST(DefaultSchedule, ALongWindowKeepsItsAccumulatorsOverTheWholeWindow) {
         {image, w7}, {te::conv2d_nchwc(image, w7, te::Conv2dParams::make(2, 3, 1, 1))});
     const State s = sched::default_schedule(stem, o);
     EXPECT_EQ(rows_in_local_buffer(s), 1) << sched::to_string(s);
-    EXPECT_GT(tile_loops_outside(s, "ow.1"), 1) << sched::to_string(s); // AStemWritesItsOutput...
+    EXPECT_GT(tile_loops_outside(s, "ow.1"), 1) << sched::to_string(s); // columns, not rows
     expect_lowers_and_matches(stem, s, o, 23);
     const te::Tensor x = te::placeholder({1, 2, 23, 29, 16}, ir::DataType::f32(), "x");
     for (const int64_t r : {5, 3}) {
@@ -589,20 +589,8 @@ TEST(DefaultSchedule, ADepthwiseConvTilesWholeRows) {
     sched::DefaultScheduleOptions o = options(8);
     o.num_cores = 2;
     const State s = sched::default_schedule(dw, o);
-    // The columns and rows one iteration of the loops outside the tile covers.
-    auto tile_extent = [](const State& st, const std::string& axis) {
-        int64_t e = 1;
-        for (const sched::Stage& stage : st.stages) {
-            if (!stage.has_reduce())
-                continue; // the conv, or its local cache stage
-            for (const sched::Iterator& it : stage.iters)
-                if (it.name == axis + ".2" || it.name == axis + ".3")
-                    e *= it.extent;
-        }
-        return e;
-    };
-    EXPECT_GE(tile_extent(s, "ow"), 37) << sched::to_string(s);
-    EXPECT_GE(tile_extent(s, "oh"), 2) << sched::to_string(s);
+    EXPECT_GE(local_buffer_extent(s, "ow"), 37) << sched::to_string(s);
+    EXPECT_GE(local_buffer_extent(s, "oh"), 2) << sched::to_string(s);
     expect_lowers_and_matches(dw, s, o, 41);
     // Rows too wide for two of them on the stack (16 KiB): columns as before.
     const te::Tensor wide = te::placeholder({1, 1, 9, 301, 16}, ir::DataType::f32(), "x");
@@ -611,7 +599,7 @@ TEST(DefaultSchedule, ADepthwiseConvTilesWholeRows) {
         {wide, w16},
         {te::conv2d_nchwc(wide, w16, te::Conv2dParams::make(1, 1, 1, 1), te::Tensor(), true)});
     const State sw = sched::default_schedule(dw_wide, options(16));
-    EXPECT_LT(tile_extent(sw, "ow"), 301) << sched::to_string(sw);
+    EXPECT_LT(local_buffer_extent(sw, "ow"), 301) << sched::to_string(sw);
 }
 
 TEST(DefaultSchedule, AConvFusesIntoItsSiLU) {
