@@ -1,5 +1,5 @@
 // Soak: four models built once and loaded into this one process through the C API, each
-// instance with 2 threads, run in rotation for fault_scale(120 s, 1800 s). Every run's outputs
+// instance with 2 threads, run in rotation for fault_scale(60 s, 1800 s). Every run's outputs
 // must be bitwise identical to the model's first run (which matches the reference outputs), and
 // the resident set must not grow between the end of a warm-up (the first 10% of the time) and
 // the end: a leak of even one page per thousand runs shows.
@@ -104,7 +104,7 @@ TEST(Soak, FourModelsInOneProcessRunIdenticallyWithoutGrowing) {
     // warm-up figure would miss and the end figure count as growth.
     ASSERT_GE(resident_kib(), 0) << "cannot read /proc/self/statm";
     using Clock = std::chrono::steady_clock;
-    const std::chrono::seconds duration(fault_scale(120, 1800));
+    const std::chrono::seconds duration(fault_scale(60, 1800));
     const Clock::time_point start = Clock::now();
     const Clock::time_point warm = start + duration / 10, end = start + duration;
     int64_t rss_warm = -1, runs = 0, identical = 0;
