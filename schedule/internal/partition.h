@@ -11,8 +11,10 @@ namespace tessera::sched {
 /// guards in main loops become provably true, so a later simplify removes them. A Parallel
 /// loop is not split in two (the rest would run after a join, on as few threads as it has
 /// iterations): its body branches, `if (v < lo + prefix) main else rest`, and a rest of one
-/// iteration gets the loop variable substituted by its value. Before that, iterations at the
-/// end of a loop in which every effect (store, or call other than prefetch) is under a
+/// iteration gets the loop variable substituted by its value; a longer rest branches at its
+/// top on up to two guards whose conditions name v and no variable bound inside it (a fused
+/// tile index's partial tile), into copies with those guards folded. Before that, iterations
+/// at the end of a loop in which every effect (store, or call other than prefetch) is under a
 /// condition that provably fails are dropped (the empty tiles past the end of a partial
 /// block). Semantics are unchanged. Guards are assumed monotone in the loop variable (true
 /// then false, as imperfect tile guards are); prefixes and dead tails are verified with

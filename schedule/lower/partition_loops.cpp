@@ -1,8 +1,10 @@
 // Loop partitioning for imperfect tiles.
 #include <algorithm>
 #include <optional>
+#include <set>
 
 #include "../internal/partition.h"
+#include "tessera/ir/equality.h"
 #include "tessera/ir/functor.h"
 #include "tessera/ir/op.h"
 #include "tessera/ir/simplify.h"
@@ -129,6 +131,100 @@ class EffectCollector : public LoopRangeVisitor {
     std::vector<Expr> conds_;
 };
 
+/// The loop and let variables bound inside a statement.
+class BoundVars : public IRVisitor {
+  public:
+    using IRVisitor::visit;
+    std::set<const Variable*> vars;
+    void visit(const For* op) override {
+        vars.insert(op->loop_var.get());
+        IRVisitor::visit(op);
+    }
+    void visit(const LetStmt* op) override {
+        vars.insert(op->var.get());
+        IRVisitor::visit(op);
+    }
+};
+
+/// The first guard (in program order) inside `body` whose condition uses `v` and no variable
+/// bound inside `body`: a condition fixed for one iteration of v's loop.
+class InvariantGuardFinder : public IRVisitor {
+  public:
+    using IRVisitor::visit;
+    InvariantGuardFinder(const Variable* v, const std::set<const Variable*>& bound)
+        : v_(v), bound_(bound) {}
+    std::optional<Expr> found;
+
+    void visit(const IfThenElse* op) override {
+        if (found)
+            return;
+        if (uses_var(op->condition, v_) && !uses_any(op->condition)) {
+            found = op->condition;
+            return;
+        }
+        visit_children(op);
+    }
+
+  private:
+    bool uses_any(const Expr& e) const {
+        for (const Variable* b : bound_)
+            if (uses_var(e, b))
+                return true;
+        return false;
+    }
+    const Variable* v_;
+    const std::set<const Variable*>& bound_;
+};
+
+/// `body` with every guard whose condition equals `cond` replaced by the branch it takes when
+/// cond is `value`.
+class GuardFixer : public IRMutator {
+  public:
+    using IRMutator::visit;
+    GuardFixer(const Expr& cond, bool value) : cond_(cond), value_(value) {}
+    Stmt visit(const IfThenElse* op) override {
+        if (!structural_equal(op->condition, cond_))
+            return IRMutator::visit(op);
+        if (value_)
+            return mutate(op->then_case);
+        return op->else_case.defined() ? mutate(op->else_case) : Evaluate::make(Expr(0));
+    }
+
+  private:
+    Expr cond_;
+    bool value_;
+};
+
+/// How many guards fixed per iteration a parallel body has moved to its top (2^n copies).
+constexpr int kMaxUnswitchedGuards = 2;
+
+/// A parallel loop's body (or its rest after the full-tile prefix) with the guards fixed for
+/// each iteration moved to its top: `if (c) body[c := true] else body[c := false]`, for at most
+/// `depth` conditions. Guards of a tile axis fused inside the parallel loop with axes outside
+/// it (MobileNetV2's 3 output-channel blocks in tiles of 2, fused after the row halves) are not
+/// monotone in the fused index, so no prefix takes them off: every rest iteration tested them
+/// inside its reduction loop and split its register tile into two halves that each reloaded
+/// the broadcast inputs.
+Stmt unswitch_invariant_guards(const Stmt& body, const Variable* v, const BoundsMap& bounds,
+                               int depth = kMaxUnswitchedGuards) {
+    // Simplified first: the partitioning inside leaves loops of one iteration (the last
+    // block of a partial tile) whose variables the guards still name.
+    const Stmt simple = simplify(body, bounds);
+    if (depth == 0)
+        return simple;
+    BoundVars bound;
+    bound.visit(simple);
+    InvariantGuardFinder finder(v, bound.vars);
+    finder.visit(simple);
+    if (!finder.found)
+        return simple;
+    const Expr cond = *finder.found;
+    const Stmt on = GuardFixer(cond, true).mutate(simple);
+    const Stmt off = GuardFixer(cond, false).mutate(lower::copy_with_substitution(simple, {}));
+    return IfThenElse::make(cond, unswitch_invariant_guards(on, v, bounds, depth - 1),
+                            unswitch_invariant_guards(off, v, bounds, depth - 1));
+}
+
 class Partitioner : public IRMutator {
   public:
     using IRMutator::visit;
@@ -179,6 +275,8 @@ class Partitioner : public IRMutator {
                 subst.emplace_back(op->loop_var, Expr(lo + best));
             bounds_[op->loop_var.get()] = Interval::range(lo + best, lo + ext - 1);
             Stmt rest_body = mutate(lower::copy_with_substitution(op->body, subst));
+            if (subst.empty())
+                rest_body = unswitch_invariant_guards(rest_body, op->loop_var.get(), bounds_);
             bounds_.erase(op->loop_var.get());
             return For::make(
                 op->loop_var, op->min, op->extent, op->kind,

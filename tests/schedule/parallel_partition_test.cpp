@@ -4,6 +4,8 @@
 #include "schedule_test_util.h"
 #include "tessera/ir/functor.h"
 #include "tessera/ir/printer.h"
+#include "tessera/schedule/default_schedule.h"
+#include "tessera/te/op_library.h"
 
 namespace tessera::testing {
 namespace {
@@ -91,6 +93,50 @@ TEST(ParallelPartition, OddSizesAndPerfectBlocks) {
             EXPECT_EQ(count_loops(sched::lower_state(s, "b")).ifs, 0);
         }
     }
+}
+
+/// Counts the guards inside loops of a statement (the ones each iteration of a loop tests).
+struct GuardsInLoops : ir::IRVisitor {
+    using ir::IRVisitor::visit;
+    int depth = 0, guards = 0;
+    void visit(const ir::For* op) override {
+        ++depth;
+        ir::IRVisitor::visit(op);
+        --depth;
+    }
+    void visit(const ir::IfThenElse* op) override {
+        guards += depth > 0;
+        ir::IRVisitor::visit(op);
+    }
+};
+
+TEST(ParallelPartition, GuardsFixedPerIterationMoveToTheTopOfTheRest) {
+    // A 1x1 conv to 3 channel blocks of 8 in tiles of 2 blocks by 5 of the 9 columns: the
+    // parallel loop fuses the column tiles, the block tiles and the 17 rows, so whether an
+    // iteration's tile is partial is not monotone in the fused index and no prefix takes the
+    // guards off. The rest's iterations branch at their top on each tile's guard, into copies
+    // whose loops test nothing (they tested the block guard at every reduction step).
+    const te::Tensor x = te::placeholder({1, 5, 17, 9, 8}, ir::DataType::f32(), "x");
+    const te::Tensor w = te::placeholder({3, 5, 1, 1, 8, 8}, ir::DataType::f32(), "w");
+    const te::Compute c =
+        te::make_compute({x, w}, {te::conv2d_nchwc(x, w, te::Conv2dParams::make(1, 0, 1, 1))});
+    sched::DefaultScheduleOptions o;
+    o.num_cores = 2;
+    o.vector_lanes = 8;
+    const State s = sched::default_schedule(c, o);
+    const ir::LoweredFunc f = sched::lower_state(s, "pointwise");
+    const ir::For* par = f.body.as<ir::For>();
+    ASSERT_TRUE(par != nullptr && par->kind == ir::ForKind::Parallel) << ir::to_string(f);
+    const auto* branch = par->body.as<ir::IfThenElse>();
+    ASSERT_TRUE(branch != nullptr && branch->else_case.defined()) << ir::to_string(f);
+    GuardsInLoops main, rest;
+    main.visit(branch->then_case);
+    rest.visit(branch->else_case);
+    EXPECT_EQ(main.guards, 0) << ir::to_string(f);
+    EXPECT_EQ(rest.guards, 0) << ir::to_string(f);
+    // Both the columns' and the blocks' guards: four copies of the tile.
+    EXPECT_EQ(count_loops(f).ifs, 1 + 3) << ir::to_string(f);
+    expect_state_matches(s, 19);
 }
 
 } // namespace
