@@ -1,8 +1,8 @@
 // Loop partitioning for imperfect tiles.
 #include <algorithm>
 #include <optional>
-#include <set>
 
+#include "../internal/body_util.h"
 #include "../internal/partition.h"
 #include "tessera/ir/equality.h"
 #include "tessera/ir/functor.h"
@@ -21,18 +21,6 @@ struct Guard {
     Expr cond;
     BoundsMap inner;
 };
-
-bool uses_var(const Expr& e, const Variable* v) {
-    struct Finder : IRVisitor {
-        using IRVisitor::visit;
-        const Variable* v;
-        bool found = false;
-        void visit(const Variable* op) override { found = found || op == v; }
-    } f;
-    f.v = v;
-    f.visit(e);
-    return f.found;
-}
 
 /// A visitor that knows the ranges of the constant-bounded loops it is inside (inner_).
 class LoopRangeVisitor : public IRVisitor {
@@ -62,7 +50,7 @@ class GuardCollector : public LoopRangeVisitor {
     std::vector<Guard> select_guards; ///< Conjuncts of select conditions (for middle ranges).
 
     void visit(const IfThenElse* op) override {
-        if (guards.size() < limit_ && uses_var(op->condition, var_))
+        if (guards.size() < limit_ && uses_any(op->condition, {var_}))
             guards.push_back({op->condition, inner_});
         visit_children(op);
     }
@@ -80,7 +68,7 @@ class GuardCollector : public LoopRangeVisitor {
         if (const And* both = c.as<And>()) {
             add_conjuncts(both->a);
             add_conjuncts(both->b);
-        } else if (select_guards.size() < limit_ && uses_var(c, var_)) {
+        } else if (select_guards.size() < limit_ && uses_any(c, {var_})) {
             select_guards.push_back({c, inner_});
         }
     }
@@ -135,30 +123,31 @@ class EffectCollector : public LoopRangeVisitor {
 class BoundVars : public IRVisitor {
   public:
     using IRVisitor::visit;
-    std::set<const Variable*> vars;
+    std::vector<const Variable*> vars;
     void visit(const For* op) override {
-        vars.insert(op->loop_var.get());
+        vars.push_back(op->loop_var.get());
         IRVisitor::visit(op);
     }
     void visit(const LetStmt* op) override {
-        vars.insert(op->var.get());
+        vars.push_back(op->var.get());
         IRVisitor::visit(op);
     }
 };
 
-/// The first guard (in program order) inside `body` whose condition uses `v` and no variable
-/// bound inside `body`: a condition fixed for one iteration of v's loop.
+/// The first guard (in program order) inside a body whose condition uses `v` and none of
+/// `bound` (the variables bound inside the body): a condition fixed for one iteration of v's
+/// loop.
 class InvariantGuardFinder : public IRVisitor {
   public:
     using IRVisitor::visit;
-    InvariantGuardFinder(const Variable* v, const std::set<const Variable*>& bound)
+    InvariantGuardFinder(const Variable* v, const std::vector<const Variable*>& bound)
         : v_(v), bound_(bound) {}
     std::optional<Expr> found;
 
     void visit(const IfThenElse* op) override {
         if (found)
             return;
-        if (uses_var(op->condition, v_) && !uses_any(op->condition)) {
+        if (uses_any(op->condition, {v_}) && !uses_any(op->condition, bound_)) {
             found = op->condition;
             return;
         }
@@ -166,14 +155,8 @@ class InvariantGuardFinder : public IRVisitor {
     }
 
   private:
-    bool uses_any(const Expr& e) const {
-        for (const Variable* b : bound_)
-            if (uses_var(e, b))
-                return true;
-        return false;
-    }
     const Variable* v_;
-    const std::set<const Variable*>& bound_;
+    const std::vector<const Variable*>& bound_;
 };
 
 /// `body` with every guard whose condition equals `cond` replaced by the branch it takes when
