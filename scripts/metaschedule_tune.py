@@ -4,6 +4,8 @@ MetaSchedule at a given trial budget, then times the best schedule it found.
 
 Usage: .venv-tvm/bin/python scripts/metaschedule_tune.py SPEC --trials N --work-dir DIR
            [--threads T] [--mcpu CPU] [--min-secs S] [--seed S] [--json]
+       .venv-tvm/bin/python scripts/metaschedule_tune.py SPEC --retime --work-dir DIR
+           [--threads T] [--mcpu CPU] [--min-secs S] [--seed S] [--json]
        .venv-tvm/bin/python scripts/metaschedule_tune.py --check    (imports only)
 
   SPEC          a tessera op spec (`tessera op list`), one of
@@ -16,6 +18,8 @@ Usage: .venv-tvm/bin/python scripts/metaschedule_tune.py SPEC --trials N --work-
                 dilation=1, multiplier=1); float32, the same layouts as tessera's operators.
                 groups, bias and relu are not supported.
   --trials N    max_trials_global of tune_tir (num_trials_per_iter = min(64, N))
+  --retime      no tuning: check and time the best schedule of the database an earlier run
+                left in --work-dir (bench_search.sh re-times both tuners' bests in alternation)
   --work-dir D  MetaSchedule's work directory (logs and JSON database); reused as is, so give
                 a fresh one per run
   --threads T   TVM runtime threads (TVM_NUM_THREADS) and the target's num-cores (default 2)
@@ -43,6 +47,19 @@ import time
 def fail(msg, code=1):
     print(f"error: {msg}", file=sys.stderr)
     sys.exit(code)
+
+
+def parse_args(ap, doc):
+    """ap's arguments, with -h/--help printing `doc` (and exiting 0) and an unknown argument
+    one `error:` line (exit 1), as the scripts here answer."""
+    ap.add_argument("-h", "--help", action="store_true")
+    args, unknown = ap.parse_known_args()
+    if args.help:
+        print(doc.strip())
+        sys.exit(0)
+    if unknown:
+        fail(f"unknown argument '{unknown[0]}' (see --help)")
+    return args
 
 
 # ------------------------------------------------------------------------------------------
@@ -208,13 +225,8 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--check", action="store_true")
-    ap.add_argument("-h", "--help", action="store_true")
-    args, unknown = ap.parse_known_args()
-    if args.help:
-        print(__doc__.strip())
-        return 0
-    if unknown:
-        fail(f"unknown argument '{unknown[0]}' (see --help)")
+    ap.add_argument("--retime", action="store_true")
+    args = parse_args(ap, __doc__)
     if args.threads < 1:
         fail(f"--threads must be >= 1, got {args.threads}")
     # The runtime's thread pool reads this once, at its first parallel launch; MetaSchedule's
@@ -231,10 +243,14 @@ def main():
         return 0
     if not args.spec:
         fail("missing SPEC (see --help)")
-    if args.trials is None or args.trials < 1:
+    if args.retime and args.trials is not None:
+        fail("--retime and --trials exclude each other (--retime times a finished tune)")
+    if not args.retime and (args.trials is None or args.trials < 1):
         fail("--trials N (N >= 1) is required")
     if not args.work_dir:
         fail("--work-dir DIR is required")
+    if args.retime and not os.path.isfile(os.path.join(args.work_dir, "database_tuning_record.json")):
+        fail(f"--retime: {args.work_dir} holds no MetaSchedule database (database_tuning_record.json)")
     if not args.min_secs > 0:
         fail(f"--min-secs must be > 0, got {args.min_secs}")
 
@@ -243,6 +259,9 @@ def main():
     mod = tvm.IRModule({"main": func})
     mcpu = args.mcpu or tvm.target.codegen.llvm_get_system_cpu()
     target = tvm.target.Target({"kind": "llvm", "mcpu": mcpu, "num-cores": args.threads})
+    if args.retime:
+        database = ms.database.JSONDatabase(work_dir=args.work_dir, allow_missing=False)
+        return time_best(args, name, p, mod, target, database, in_shapes, out_shape, flops)
     os.makedirs(args.work_dir, exist_ok=True)
 
     # The search imports the tensor intrinsics once (tune_context.py); done before the clock
@@ -263,6 +282,18 @@ def main():
     except Exception as e:  # noqa: BLE001
         fail(f"MetaSchedule tuning failed: {type(e).__name__}: {str(e).strip().splitlines()[-1]}", 2)
     tune_secs = time.perf_counter() - t0
+    return time_best(args, name, p, mod, target, database, in_shapes, out_shape, flops,
+                     tune_secs=tune_secs, setup_secs=setup_secs)
+
+
+def time_best(args, name, p, mod, target, database, in_shapes, out_shape, flops,
+              tune_secs=None, setup_secs=None):
+    """Compiles the database's best schedule, checks it against numpy and times it; prints the
+    report (and the JSON line). tune_secs None: a --retime run, no tuning reported."""
+    import numpy as np
+    import tvm
+    from tvm.s_tir import meta_schedule as ms
+
     records = database.get_all_tuning_records()
     valid = [r for r in records if r.run_secs and all(float(getattr(t, "value", t)) < 1e9 for t in r.run_secs)]
     best_tuned = min((sum(float(getattr(t, "value", t)) for t in r.run_secs) / len(r.run_secs) for r in valid),
@@ -298,10 +329,14 @@ def main():
     gflops = flops / median / 1e9
 
     print(f"op        {args.spec} (MetaSchedule, tvm {tvm.__version__})", file=sys.stderr)
-    print(f"tuning    {len(records)} records ({len(valid)} valid) in {tune_secs:.1f} s (+ "
-          f"{setup_secs:.1f} s importing tvm.s_tir.tensor_intrin before it)"
-          + (f", best measured while tuning {best_tuned * 1e3:.4f} ms" if best_tuned else ""),
-          file=sys.stderr)
+    if tune_secs is not None:
+        print(f"tuning    {len(records)} records ({len(valid)} valid) in {tune_secs:.1f} s (+ "
+              f"{setup_secs:.1f} s importing tvm.s_tir.tensor_intrin before it)"
+              + (f", best measured while tuning {best_tuned * 1e3:.4f} ms" if best_tuned else ""),
+              file=sys.stderr)
+    else:
+        print(f"retimed   the best of {len(records)} records ({len(valid)} valid) in {args.work_dir}",
+              file=sys.stderr)
     print(f"check     {'ok' if max_rel_err <= tolerance else 'FAILED'}: max rel error "
           f"{max_rel_err:.3g} against numpy (float64) over {got.size} elements", file=sys.stderr)
     print(f"time      median {median * 1e3:.4f} ms, min {min(runs) * 1e3:.4f}, max "
@@ -311,7 +346,8 @@ def main():
     if args.json:
         print(json.dumps({
             "spec": args.spec, "tvm": tvm.__version__, "target": str(target),
-            "threads": args.threads, "trials": args.trials, "records": len(records),
+            "threads": args.threads, "trials": args.trials, "retime": args.retime,
+            "records": len(records),
             "valid_records": len(valid), "tune_secs": tune_secs, "setup_secs": setup_secs,
             "best_tuned_ms": best_tuned * 1e3 if best_tuned else None,
             "flops": flops, "median_ms": median * 1e3, "min_ms": min(runs) * 1e3,
