@@ -5,7 +5,8 @@
 # time, then re-times both best schedules in --rounds rounds, each side in its own process for
 # at least --min-secs of single calls, in rotating order (a slow phase of a shared host reaches
 # every side alike), and prints one table per budget: GFLOP/s of both (the same FLOP count; the
-# median of the rounds' medians), both tuning times and the ratio tessera / MetaSchedule. Both
+# median of the rounds' medians), both tuning times and tessera's speed over MetaSchedule's
+# (their ratio in each round, median over the rounds). Both
 # results are checked: tessera's by `tessera op run` against its double-precision reference,
 # MetaSchedule's against numpy (float64) on random inputs.
 # The kernels of --model-forms get a second tessera row, "KERNEL/model": the operator as
