@@ -313,6 +313,7 @@ for b in "${budget_list[@]}"; do
       flops "$flops" >>"$results"
   done
 done
+
 # --- The tables.
 "$py" - "$results" "$machine" "$tvm_version" "$override" <<'EOF' | tee "$out/summary.txt"
 import json, sys
