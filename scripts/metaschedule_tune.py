@@ -118,6 +118,30 @@ def conv_out(size, kernel, stride, pad, dilation):
 # ------------------------------------------------------------------------------------------
 # Tensor expressions (tvm.te) and numpy references.
 
+def shapes(name, p):
+    """([input shape, weight shape], output shape) of the op; fails on an empty output."""
+    if name == "matmul":
+        return [(p["m"], p["k"]), (p["k"], p["n"])], (p["m"], p["n"])
+    oh = conv_out(p["h"], p["r"], p["stride"], p["pad"], p["dilation"])
+    ow = conv_out(p["w"], p["s"], p["stride"], p["pad"], p["dilation"])
+    if oh < 1 or ow < 1:
+        fail(f"the output of {name} {p} would be empty")
+    x = (p["n"], p["c"], p["h"], p["w"])
+    if name == "conv2d":
+        return [x, (p["k"], p["c"], p["r"], p["s"])], (p["n"], p["k"], oh, ow)
+    k = p["c"] * p["multiplier"]
+    return [x, (k, 1, p["r"], p["s"])], (p["n"], k, oh, ow)
+
+
+def random_inputs(in_shapes, seed):
+    """The inputs both tuners' results are checked on: uniform in [-1, 1), float32, drawn in
+    order from one generator seeded with `seed`."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    return [rng.uniform(-1, 1, size=s).astype(np.float32) for s in in_shapes]
+
+
 def build_te(name, p):
     """Returns (prim_func, input shapes, output shape, flops)."""
     from tvm import te, tirx
@@ -129,13 +153,12 @@ def build_te(name, p):
         b = te.placeholder((k, n), f32, name="b")
         rk = te.reduce_axis((0, k), name="rk")
         c = te.compute((m, n), lambda i, j: te.sum(a[i, rk] * b[rk, j], axis=rk), name="c")
-        return te.create_prim_func([a, b, c]), [(m, k), (k, n)], (m, n), 2.0 * m * n * k
+        return (te.create_prim_func([a, b, c]),) + shapes(name, p) + (2.0 * m * n * k,)
 
     n, ch, h, w, r, s = p["n"], p["c"], p["h"], p["w"], p["r"], p["s"]
     st, pad, dil = p["stride"], p["pad"], p["dilation"]
-    oh, ow = conv_out(h, r, st, pad, dil), conv_out(w, s, st, pad, dil)
-    if oh < 1 or ow < 1:
-        fail(f"the output of {name} {p} would be empty")
+    in_shapes, out_shape = shapes(name, p)
+    oh, ow = out_shape[2:]
     x = te.placeholder((n, ch, h, w), f32, name="x")
     hp, wp = h + 2 * pad, w + 2 * pad
     xp = te.compute(
@@ -157,7 +180,7 @@ def build_te(name, p):
                 axis=[rc, rr, rs]),
             name="y")
         flops = 2.0 * n * k * ch * r * s * oh * ow
-        return te.create_prim_func([x, wt, y]), [(n, ch, h, w), (k, ch, r, s)], (n, k, oh, ow), flops
+        return te.create_prim_func([x, wt, y]), in_shapes, out_shape, flops
     mult = p["multiplier"]
     k = ch * mult
     wt = te.placeholder((k, 1, r, s), f32, name="w")
@@ -168,7 +191,7 @@ def build_te(name, p):
             axis=[rr, rs]),
         name="y")
     flops = 2.0 * n * k * r * s * oh * ow
-    return te.create_prim_func([x, wt, y]), [(n, ch, h, w), (k, 1, r, s)], (n, k, oh, ow), flops
+    return te.create_prim_func([x, wt, y]), in_shapes, out_shape, flops
 
 
 def reference(name, p, inputs):
@@ -305,8 +328,7 @@ def time_best(args, name, p, mod, target, database, in_shapes, out_shape, flops,
     lib = tvm.compile(sch.mod, target=target).jit()  # an Executable; .jit(): the runtime Module
 
     dev = tvm.cpu(0)
-    rng = np.random.default_rng(args.seed)
-    host_in = [rng.uniform(-1, 1, size=s).astype(np.float32) for s in in_shapes]
+    host_in = random_inputs(in_shapes, args.seed)
     dev_in = [tvm.runtime.tensor(t, dev) for t in host_in]
     dev_out = tvm.runtime.tensor(np.zeros(out_shape, dtype=np.float32), dev)
     lib["main"](*dev_in, dev_out)  # the warm-up call, also the checked one

@@ -32,30 +32,13 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from metaschedule_tune import conv_out, fail, parse_args, parse_spec, reference  # noqa: E402
-
-
-def shapes(name, p):
-    """(input shape, weight shape, output shape) of the op, in metaschedule_tune.py's order."""
-    if name == "matmul":
-        return (p["m"], p["k"]), (p["k"], p["n"]), (p["m"], p["n"])
-    oh = conv_out(p["h"], p["r"], p["stride"], p["pad"], p["dilation"])
-    ow = conv_out(p["w"], p["s"], p["stride"], p["pad"], p["dilation"])
-    if oh < 1 or ow < 1:
-        fail(f"the output of {name} {p} would be empty")
-    x = (p["n"], p["c"], p["h"], p["w"])
-    if name == "conv2d":
-        return x, (p["k"], p["c"], p["r"], p["s"]), (p["n"], p["k"], oh, ow)
-    k = p["c"] * p["multiplier"]
-    return x, (k, 1, p["r"], p["s"]), (p["n"], k, oh, ow)
+from metaschedule_tune import (fail, parse_args, parse_spec, random_inputs,  # noqa: E402
+                               reference, shapes)
 
 
 def inputs(name, p, seed):
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    x_shape, w_shape, _ = shapes(name, p)
-    return [rng.uniform(-1, 1, size=s).astype(np.float32) for s in (x_shape, w_shape)]
+    """The op's input and weight, the numbers metaschedule_tune.py checks MetaSchedule on."""
+    return random_inputs(shapes(name, p)[0], seed)
 
 
 def write_model(name, p, seed, path):
@@ -63,7 +46,7 @@ def write_model(name, p, seed, path):
     from onnx import TensorProto, helper, numpy_helper
 
     x, w = inputs(name, p, seed)
-    _, _, y_shape = shapes(name, p)
+    y_shape = shapes(name, p)[1]
     in_name = "a" if name == "matmul" else "x"
     w_name = "b" if name == "matmul" else "w"
     if name == "matmul":
