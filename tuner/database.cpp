@@ -79,8 +79,14 @@ std::string prepare_record(TuningRecord& r, size_t i, bool import, const std::st
                 throw UserError() << "record " << i << " of the batch has run time " << v
                                   << kNothingCommitted;
         r.median_secs = median(r.run_secs);
+        if (r.rank_secs == 0)
+            r.rank_secs = r.median_secs;
+        if (!std::isfinite(r.rank_secs) || r.rank_secs < 0)
+            throw UserError() << "record " << i << " of the batch has rank time " << r.rank_secs
+                              << kNothingCommitted;
     } else {
         r.median_secs = std::numeric_limits<double>::infinity();
+        r.rank_secs = std::numeric_limits<double>::infinity();
     }
     for (const std::string* js : {&r.schedule_json, &r.measure_settings_json})
         if (!nlohmann::json::accept(*js))
@@ -97,6 +103,18 @@ std::string prepare_record(TuningRecord& r, size_t i, bool import, const std::st
                           << r.schema_version << ", this tessera knows 1 to "
                           << TuningDatabase::kSchemaVersion << kNothingCommitted;
     return record_identity(r);
+}
+
+std::string migrate_records_2_to_3_sql(const char* real_type) {
+    return std::string("ALTER TABLE records ADD COLUMN rank_secs ") + real_type +
+           ";"
+           "UPDATE records SET rank_secs = median_secs;"
+           "DROP INDEX IF EXISTS records_by_workload;"
+           "DROP INDEX IF EXISTS records_by_isa_class;"
+           "CREATE INDEX records_by_workload"
+           "    ON records(workload_id, target, fingerprint, error_code, rank_secs);"
+           "CREATE INDEX records_by_isa_class"
+           "    ON records(workload_id, isa_class, error_code, rank_secs);";
 }
 
 bool is_postgres_url(const std::string& path) {

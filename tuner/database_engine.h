@@ -79,16 +79,23 @@ std::unique_ptr<DatabaseEngine> make_database_engine(const std::string& path);
 std::unique_ptr<DatabaseEngine> open_sqlite_engine(const std::string& path);
 std::unique_ptr<DatabaseEngine> open_postgres_engine(const std::string& url);
 
-/// Validates record `index` of a batch and fills what commit_batch fills: median_secs (+inf
-/// for errors), tessera_version and created_at when empty (created_at = `now`), and
-/// schema_version (always on commit; on import only when 0). Throws UserError naming the
-/// record (unknown error code, Ok without a valid run time, invalid JSON, schema version out of
-/// range). Returns record_identity(r) of the filled record. Does not check the workload.
+/// Validates record `index` of a batch and fills what commit_batch fills: median_secs and
+/// rank_secs (rank_secs = median_secs when 0; both +inf for errors), tessera_version and created_at
+/// when empty (created_at = `now`), and schema_version (always on commit; on import only when 0).
+/// Throws UserError naming the record (unknown error code, Ok without a valid run time, invalid
+/// JSON, schema version out of range). Returns record_identity(r) of the filled record. Does not
+/// check the workload.
 std::string prepare_record(TuningRecord& r, size_t index, bool import, const std::string& now);
 
 /// The stored form of run_secs: a JSON array, non-finite times as null; and back (null -> NaN).
 std::string run_secs_to_json(const std::vector<double>& secs);
 std::vector<double> run_secs_from_json(const std::string& json);
+
+/// The SQL (several statements) that migrates a schema-2 records table to schema 3 in either
+/// engine: the rank_secs column of `real_type` ("REAL", "DOUBLE PRECISION"), set to each
+/// record's median (measured alone: ranked by it), and the lookup indexes ordered by it. The
+/// caller runs it in its migration transaction and updates schema_version.
+std::string migrate_records_2_to_3_sql(const char* real_type);
 
 /// The message every batch error ends with.
 inline constexpr const char* kNothingCommitted = "; nothing of the batch was committed";

@@ -26,7 +26,7 @@ double isa_similarity(const std::string& a, const std::string& b) {
 }
 
 bool faster(const TuningRecord& a, const TuningRecord& b) {
-    return a.median_secs != b.median_secs ? a.median_secs < b.median_secs : a.id < b.id;
+    return a.rank_secs != b.rank_secs ? a.rank_secs < b.rank_secs : a.id < b.id;
 }
 
 std::string join(const std::vector<std::string>& v, const char* sep) {
@@ -75,8 +75,9 @@ void judge(OtherMachine& m, const std::vector<TuningRecord>& records, const Tune
     if (replayed == 0)
         m.refusal = "they do not replay on this workload";
     else
-        m.refusal = fmt::format("{} {}, absent here", records.size() == 1 ? "it needs" : "they need",
-                                join(missing, ", "));
+        m.refusal =
+            fmt::format("{} {}, absent here", records.size() == 1 ? "it needs" : "they need",
+                        join(missing, ", "));
 }
 
 } // namespace
@@ -105,8 +106,8 @@ NeedsOf needs_by_replay(const te::Compute& c) {
             return it->second;
         std::optional<CodeNeeds> needs;
         try {
-            needs = code_needs(sched::replay(c, sched::steps_from_json(r.schedule_json)),
-                               r.isa_class);
+            needs =
+                code_needs(sched::replay(c, sched::steps_from_json(r.schedule_json)), r.isa_class);
         } catch (const ScheduleError&) {
         } catch (const UserError&) {
             // A schedule of another format version: it does not replay here.
@@ -155,8 +156,8 @@ std::vector<OtherMachine> machines_of(const std::vector<TuningRecord>& all, cons
             return a.similarity > b.similarity;
         if (bool(a.best_usable) != bool(b.best_usable))
             return bool(a.best_usable);
-        if (a.best_usable && b.best_usable && a.best_usable->median_secs != b.best_usable->median_secs)
-            return a.best_usable->median_secs < b.best_usable->median_secs;
+        if (a.best_usable && b.best_usable && a.best_usable->rank_secs != b.best_usable->rank_secs)
+            return a.best_usable->rank_secs < b.best_usable->rank_secs;
         return a.fingerprint < b.fingerprint;
     });
     return out;

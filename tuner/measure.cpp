@@ -20,6 +20,7 @@
 #include "tessera/runtime/thread_pool.h"
 #include "tessera/schedule/layout.h"
 #include "tessera/schedule/lower_state.h"
+#include "tessera/schedule/step.h"
 #include "tessera/support/error.h"
 #include "tessera/te/workload_key.h"
 #include "tessera/tuner/host_buffer.h"
@@ -100,8 +101,18 @@ struct LocalMeasurer::Impl {
     std::string work_dir;
     bool owns_work_dir = false;
     int kernel_threads = 1;
-    std::map<std::string, TaskData> tasks; ///< By workload key.
+    std::map<std::string, TaskData> tasks;   ///< By workload key.
     std::map<std::string, double> best_secs; ///< Best median known per workload key.
+    /// A task's baseline (set_baseline): built with the next batch, kept until replaced.
+    struct Baseline {
+        std::string schedule_json;
+        MeasureCandidate candidate;
+        bool built = false;  ///< Tried: library empty when its build failed.
+        std::string library; ///< Its .so in the work directory (removed when replaced).
+        std::string symbol;
+        std::vector<std::string> inputs; ///< Its input files (in its layouts).
+    };
+    std::map<std::string, Baseline> baselines; ///< By workload key.
     std::unique_ptr<Builder> builder;
     std::unique_ptr<Runner> runner;
 
@@ -260,12 +271,15 @@ LocalMeasurer::LocalMeasurer(const MeasureOptions& opts) : impl_(std::make_uniqu
         command = {this_executable(), "__measure-worker"};
     // Priority 10 of 1..99: above every normal process, below the kernel's own real-time threads.
     constexpr int kRealtimePriority = 10;
-    m.runner = std::make_unique<Runner>(command, opts.run_timeout_secs,
-                                        m.work_dir + "/worker_stderr.log",
-                                        opts.realtime ? kRealtimePriority : 0, opts.stream_files);
+    m.runner =
+        std::make_unique<Runner>(command, opts.run_timeout_secs, m.work_dir + "/worker_stderr.log",
+                                 opts.realtime ? kRealtimePriority : 0, opts.stream_files);
 }
 
 LocalMeasurer::~LocalMeasurer() {
+    for (const auto& [key, b] : impl_->baselines)
+        if (!b.library.empty())
+            std::remove(b.library.c_str());
     impl_->runner.reset();
     impl_->builder.reset(); // waits for late builds, which write into the work directory
     if (impl_->owns_work_dir) {
@@ -290,11 +304,38 @@ LocalMeasurer::measure_candidates(const te::Compute& c,
         return {};
     Impl& m = *impl_;
     TaskData& task = m.task_data(c);
+    const std::string key = te::workload_key(c);
     std::vector<LowerFn> lowers;
-    lowers.reserve(candidates.size());
+    lowers.reserve(candidates.size() + 1);
     for (const MeasureCandidate& cand : candidates)
         lowers.push_back(cand.lower);
+    // A new baseline is built with the batch (on the same build threads) and kept.
+    auto baseline_it = m.baselines.find(key);
+    Impl::Baseline* baseline = baseline_it == m.baselines.end() ? nullptr : &baseline_it->second;
+    const bool build_baseline = baseline && !baseline->built;
+    if (build_baseline)
+        lowers.push_back(baseline->candidate.lower);
     std::vector<BuildResult> built = m.builder->build(lowers);
+    if (build_baseline) {
+        const BuildResult b = built.back();
+        built.pop_back();
+        baseline->built = true;
+        if (b.error == MeasureError::Ok) {
+            try {
+                const RunRequest req =
+                    m.make_request(c, task, b, baseline->candidate.input_layouts);
+                baseline->library = b.library_path;
+                baseline->symbol = b.symbol;
+                for (const RunParam& p : req.params)
+                    if (!p.file.empty())
+                        baseline->inputs.push_back(p.file);
+            } catch (const ScheduleError&) { // a layout check_layout rejects: timed alone
+                std::remove(b.library_path.c_str());
+            } catch (const UserError&) { // a parameter mismatch: candidates timed alone
+                std::remove(b.library_path.c_str());
+            }
+        }
+    }
 
     std::vector<MeasureResult> results(candidates.size());
     for (size_t i = 0; i < candidates.size(); ++i) {
@@ -317,7 +358,11 @@ LocalMeasurer::measure_candidates(const te::Compute& c,
             r.error_message = e.what();
         }
         if (r.error == MeasureError::Ok) {
-            const std::string key = te::workload_key(c);
+            if (baseline && !baseline->library.empty()) {
+                req.baseline_library = baseline->library;
+                req.baseline_symbol = baseline->symbol;
+                req.baseline_inputs = baseline->inputs;
+            }
             if (m.opts.slow_factor > 0 && m.best_secs.count(key))
                 req.reference_secs = m.best_secs[key];
             RunReply reply = m.runner->run(req); // UserError: no worker at all, nothing to measure
@@ -329,6 +374,7 @@ LocalMeasurer::measure_candidates(const te::Compute& c,
             r.error = reply.error;
             r.error_message = reply.error_message;
             r.run_secs = reply.run_secs;
+            r.baseline_run_secs = reply.baseline_run_secs;
             r.max_rel_error = reply.max_rel_error;
         }
         std::remove(b.library_path.c_str());
@@ -337,9 +383,24 @@ LocalMeasurer::measure_candidates(const te::Compute& c,
 }
 
 void LocalMeasurer::note_best_secs(const std::string& workload_key, double secs) {
-    if (!(secs > 0)) return;
+    if (!(secs > 0))
+        return;
     auto [it, fresh] = impl_->best_secs.emplace(workload_key, secs);
-    if (!fresh) it->second = std::min(it->second, secs);
+    if (!fresh)
+        it->second = std::min(it->second, secs);
+}
+
+void LocalMeasurer::set_baseline(const te::Compute& c, const sched::State& baseline) {
+    const std::string key = te::workload_key(c);
+    std::string json = sched::steps_to_json(baseline.steps);
+    Impl::Baseline& b = impl_->baselines[key];
+    if (b.schedule_json == json)
+        return;
+    if (!b.library.empty())
+        std::remove(b.library.c_str());
+    b = Impl::Baseline();
+    b.schedule_json = std::move(json);
+    b.candidate = candidate_from_state(baseline);
 }
 
 std::string LocalMeasurer::settings_json() const {

@@ -202,24 +202,65 @@ RunReply serve(const RunRequest& req, FileCache& cache) {
     if (reply.error != MeasureError::Ok)
         return reply;
 
+    // The baseline (RunRequest::baseline_library): its inputs, the candidate's outputs. One that
+    // cannot be loaded leaves the candidate timed alone (it is no fault of the candidate's).
+    Library baseline_lib;
+    KernelFn baseline = nullptr;
+    std::vector<void*> baseline_args;
+    std::vector<std::pair<const void*, size_t>> baseline_cold;
+    if (!req.baseline_library.empty()) {
+        baseline_lib.handle = dlopen(req.baseline_library.c_str(), RTLD_NOW | RTLD_LOCAL);
+        if (baseline_lib.handle)
+            baseline =
+                reinterpret_cast<KernelFn>(dlsym(baseline_lib.handle, req.baseline_symbol.c_str()));
+        if (!baseline)
+            std::cerr << "measure worker: the baseline " << req.baseline_library
+                      << " cannot be loaded; timing the candidate alone\n";
+        size_t input = 0;
+        for (size_t i = 0; baseline && i < req.params.size(); ++i) {
+            if (req.params[i].file.empty()) {
+                baseline_args.push_back(args[i]);
+                continue;
+            }
+            if (input >= req.baseline_inputs.size())
+                throw UserError() << "the baseline has " << req.baseline_inputs.size()
+                                  << " inputs, the candidate more";
+            const HostBuffer& in = cache.get(req.baseline_inputs[input++], ir::DataType::u8());
+            baseline_args.push_back(const_cast<void*>(in.data()));
+            if (req.params[i].cold)
+                baseline_cold.emplace_back(in.data(), static_cast<size_t>(in.num_elements()));
+        }
+    }
+
     // Far slower than the best known: one timed run is enough (see RunRequest::reference_secs).
     const bool slow = req.reference_secs > 0 && check_secs > req.slow_factor * req.reference_secs;
+    // The baseline is warmed up even beside a slow candidate: its first run after loading
+    // pays for page faults and first-touch allocations (16x its time on a 256^3 sgemm here),
+    // and the ratio to it is what ranks the candidate.
+    for (int i = 0; baseline && i < std::max(req.warmup, 1); ++i)
+        baseline(baseline_args.data());
     for (int i = 0; i < req.warmup && !slow; ++i)
         kernel(args.data());
     double total = 0;
+    auto timed_run = [&](KernelFn fn, std::vector<void*>& fn_args,
+                         const std::vector<std::pair<const void*, size_t>>& fn_cold) {
+        if (req.flush_cache)
+            flush_caches();
+        for (const auto& [data, bytes] : fn_cold)
+            evict_from_caches(data, bytes);
+        const Clock::time_point t0 = Clock::now();
+        fn(fn_args.data());
+        const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+        total += secs;
+        return secs;
+    };
     const int max_repeats = slow ? 1 : req.max_repeats;
     while (static_cast<int>(reply.run_secs.size()) < max_repeats &&
            (static_cast<int>(reply.run_secs.size()) < req.min_repeats ||
             total < req.min_repeat_secs)) {
-        if (req.flush_cache)
-            flush_caches();
-        for (const auto& [data, bytes] : cold)
-            evict_from_caches(data, bytes);
-        const Clock::time_point t0 = Clock::now();
-        kernel(args.data());
-        const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-        reply.run_secs.push_back(secs);
-        total += secs;
+        if (baseline)
+            reply.baseline_run_secs.push_back(timed_run(baseline, baseline_args, baseline_cold));
+        reply.run_secs.push_back(timed_run(kernel, args, cold));
     }
     return reply;
 }
@@ -299,6 +340,9 @@ RunRequest with_local_files(RunRequest req, const StreamedFiles& files, bool str
         local(p.file);
         local(p.reference);
     }
+    local(req.baseline_library);
+    for (std::string& f : req.baseline_inputs)
+        local(f);
     return req;
 }
 

@@ -50,6 +50,7 @@ CREATE TABLE records (
     schedule_json TEXT NOT NULL,
     run_secs_json TEXT NOT NULL,
     median_secs DOUBLE PRECISION,
+    rank_secs DOUBLE PRECISION,
     error_code INTEGER NOT NULL,
     error_message TEXT NOT NULL,
     measure_settings_json TEXT NOT NULL,
@@ -58,9 +59,9 @@ CREATE TABLE records (
     created_at TEXT NOT NULL,
     identity TEXT NOT NULL);
 CREATE INDEX records_by_workload
-    ON records(workload_id, target, fingerprint, error_code, median_secs);
+    ON records(workload_id, target, fingerprint, error_code, rank_secs);
 CREATE INDEX records_by_isa_class
-    ON records(workload_id, isa_class, error_code, median_secs);
+    ON records(workload_id, isa_class, error_code, rank_secs);
 -- A hash index: schedules can outgrow a B-tree entry (about 2.7 kB).
 CREATE INDEX records_by_schedule ON records USING hash (schedule_json);
 CREATE INDEX records_by_identity ON records(identity);
@@ -74,7 +75,7 @@ CREATE TABLE cost_models (
 const char* kRecordColumns =
     "r.id, w.key, r.target, r.fingerprint, r.isa_class, r.schedule_json, r.run_secs_json, "
     "r.median_secs, r.error_code, r.error_message, r.measure_settings_json, r.tessera_version, "
-    "r.schema_version, r.created_at";
+    "r.schema_version, r.created_at, r.rank_secs";
 
 /// libpq's message on one line: its lines joined by "; ", tabs and trailing blanks dropped.
 std::string one_line(const char* msg) {
@@ -193,6 +194,7 @@ TuningRecord read_record(const Result& q, int row) {
     r.schedule_json = q.text(row, 5);
     r.run_secs = run_secs_from_json(q.text(row, 6));
     r.median_secs = q.real(row, 7);
+    r.rank_secs = q.real(row, 14);
     r.error_code = MeasureError(int(q.integer(row, 8)));
     r.error_message = q.text(row, 9);
     r.measure_settings_json = q.text(row, 10);
@@ -304,15 +306,17 @@ class PostgresEngine final : public DatabaseEngine {
             }
             Param median =
                 std::isfinite(r.median_secs) ? Param(double_text(r.median_secs)) : std::nullopt;
+            Param rank =
+                std::isfinite(r.rank_secs) ? Param(double_text(r.rank_secs)) : std::nullopt;
             Result id = exec(
                 "INSERT INTO records(workload_id, target, fingerprint, isa_class, schedule_json, "
                 "run_secs_json, median_secs, error_code, error_message, measure_settings_json, "
-                "tessera_version, schema_version, created_at, identity) VALUES ($1, $2, $3, $4, "
-                "$5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id",
+                "tessera_version, schema_version, created_at, identity, rank_secs) VALUES ($1, $2, "
+                "$3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING id",
                 {wid, r.target, r.fingerprint, r.isa_class, r.schedule_json,
                  run_secs_to_json(r.run_secs), median, std::to_string(int(r.error_code)),
                  r.error_message, r.measure_settings_json, r.tessera_version,
-                 std::to_string(r.schema_version), r.created_at, identity},
+                 std::to_string(r.schema_version), r.created_at, identity, rank},
                 "inserting a record");
             r.id = id.integer(0, 0);
             ++counts.records_added;
@@ -326,7 +330,7 @@ class PostgresEngine final : public DatabaseEngine {
         Result q = exec(std::string("SELECT ") + kRecordColumns +
                             " FROM records r JOIN workloads w ON r.workload_id = w.id"
                             " WHERE w.key = $1 AND r.target = $2 AND r.fingerprint = $3 AND"
-                            " r.error_code = 0 ORDER BY r.median_secs ASC, r.id ASC LIMIT 1",
+                            " r.error_code = 0 ORDER BY r.rank_secs ASC, r.id ASC LIMIT 1",
                         {key, target, fingerprint}, "looking up the best record");
         if (!q.rows())
             return std::nullopt;
@@ -338,7 +342,7 @@ class PostgresEngine final : public DatabaseEngine {
         return read_records(exec(std::string("SELECT ") + kRecordColumns +
                                      " FROM records r JOIN workloads w ON r.workload_id = w.id"
                                      " WHERE w.key = $1 AND r.isa_class = $2 AND r.error_code = 0"
-                                     " ORDER BY r.median_secs ASC, r.id ASC",
+                                     " ORDER BY r.rank_secs ASC, r.id ASC",
                                  {key, isa}, "looking up records of an ISA class"));
     }
 
@@ -349,7 +353,7 @@ class PostgresEngine final : public DatabaseEngine {
                                      " WHERE w.key = $1 AND r.error_code = 0"
                                      " AND ($2::text = '' OR r.target = $2::text)"
                                      " AND ($3::text = '' OR r.fingerprint = $3::text)"
-                                     " ORDER BY r.median_secs ASC, r.id ASC LIMIT $4::bigint",
+                                     " ORDER BY r.rank_secs ASC, r.id ASC LIMIT $4::bigint",
                                  {key, target, fingerprint, std::to_string(k)},
                                  "looking up the best records"));
     }
@@ -394,7 +398,7 @@ class PostgresEngine final : public DatabaseEngine {
         Result del = exec("DELETE FROM records WHERE id IN ("
                           "  SELECT id FROM (SELECT id, ROW_NUMBER() OVER ("
                           "      PARTITION BY workload_id, target, fingerprint"
-                          "      ORDER BY median_secs ASC, id ASC) AS pos"
+                          "      ORDER BY rank_secs ASC, id ASC) AS pos"
                           "    FROM records WHERE error_code = 0) AS ranked"
                           "  WHERE pos > $1::bigint)"
                           " OR ($2::int = 0 AND error_code != 0)",
@@ -418,6 +422,8 @@ class PostgresEngine final : public DatabaseEngine {
         finding("SELECT COUNT(*) FROM records WHERE identity = ''", "records without identity");
         finding("SELECT COUNT(*) FROM records WHERE error_code = 0 AND median_secs IS NULL",
                 "ok records without a median time");
+        finding("SELECT COUNT(*) FROM records WHERE error_code = 0 AND rank_secs IS NULL",
+                "ok records without a rank time");
         finding("SELECT COUNT(*) FROM records WHERE error_code < 0 OR error_code > 8",
                 "records with an unknown error code");
         return out.empty() ? "ok" : out;
@@ -550,10 +556,20 @@ void PostgresEngine::create_or_check_schema() {
         throw UserError() << "tuning " << where_ << " has schema version " << v
                           << ", newer than this tessera's schema version "
                           << TuningDatabase::kSchemaVersion << "; use a newer tessera";
-    // Server databases start at version 2 (database.h). When a version 3 comes, its migration
-    // goes here: under a Transaction, re-read the version, migrate, update schema_version.
+    // Server databases start at version 2 (database.h).
     if (v < 2)
         throw UserError() << "tuning " << where_ << " has invalid schema version " << v;
+    if (v < 3) {
+        // Under the write lock, and the version read again there: of two tuners opening an old
+        // database at once, one migrates it and the other finds it migrated.
+        Transaction tx(*this);
+        if (schema_version() < 3) {
+            exec(migrate_records_2_to_3_sql("DOUBLE PRECISION") +
+                     "UPDATE schema_version SET version = 3;",
+                 {}, "migrating schema 2 to 3");
+        }
+        tx.commit();
+    }
 }
 
 } // namespace

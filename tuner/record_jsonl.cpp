@@ -35,6 +35,7 @@ Json record_to_json(const TuningRecord& r) {
         secs.push_back(std::isfinite(s) ? Json(s) : Json());
     j["run_secs"] = secs;
     j["median_secs"] = std::isfinite(r.median_secs) ? Json(r.median_secs) : Json();
+    j["rank_secs"] = std::isfinite(r.rank_secs) ? Json(r.rank_secs) : Json();
     j["error"] = to_string(r.error_code);
     j["error_message"] = r.error_message;
     j["measure_settings_json"] = r.measure_settings_json;
@@ -103,6 +104,14 @@ TuningRecord record_from_json(const Json& j) {
     r.tessera_version = string_field(j, "tessera_version");
     r.created_at = string_field(j, "created_at");
     // median_secs is recomputed from run_secs on import; the exported value is for readers.
+    // rank_secs travels (it depends on the reference measured beside the record); a file of an
+    // older tessera has none, and commit's rule (rank = median) applies.
+    if (auto it = j.find("rank_secs");
+        r.error_code == MeasureError::Ok && it != j.end() && !it->is_null()) {
+        if (!it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() <= 0)
+            throw LineProblem{"field 'rank_secs' is not a positive number"};
+        r.rank_secs = it->get<double>();
+    }
     return r;
 }
 
@@ -164,7 +173,7 @@ JsonlExportCounts export_jsonl(const TuningDatabase& db, const JsonlExportOption
                 auto it = std::find_if(chosen.begin(), chosen.end(), same);
                 if (it == chosen.end())
                     chosen.push_back(std::move(r));
-                else if (r.median_secs < it->median_secs)
+                else if (r.rank_secs < it->rank_secs)
                     *it = std::move(r);
                 continue;
             }

@@ -100,6 +100,11 @@ std::string RunRequest::to_json() const {
     j["flush_cache"] = flush_cache;
     j["reference_secs"] = reference_secs;
     j["slow_factor"] = slow_factor;
+    if (!baseline_library.empty()) {
+        j["baseline_library"] = baseline_library;
+        j["baseline_symbol"] = baseline_symbol;
+        j["baseline_inputs"] = baseline_inputs;
+    }
     return j.dump();
 }
 
@@ -130,6 +135,11 @@ RunRequest RunRequest::from_json(const std::string& line) {
         r.flush_cache = j.at("flush_cache").get<bool>();
         r.reference_secs = j.value("reference_secs", 0.0);
         r.slow_factor = j.value("slow_factor", RunRequest{}.slow_factor);
+        if (j.contains("baseline_library")) {
+            r.baseline_library = j.at("baseline_library").get<std::string>();
+            r.baseline_symbol = j.at("baseline_symbol").get<std::string>();
+            r.baseline_inputs = j.at("baseline_inputs").get<std::vector<std::string>>();
+        }
         return r;
     } catch (const json::exception& e) {
         throw UserError() << "bad measurement request: " << e.what();
@@ -142,6 +152,8 @@ std::string RunReply::to_json() const {
     if (!error_message.empty())
         j["message"] = error_message;
     j["run_secs"] = run_secs;
+    if (!baseline_run_secs.empty())
+        j["baseline_run_secs"] = baseline_run_secs;
     // JSON has no infinity: a non-finite error (NaN where a number was expected) is sent as null.
     if (std::isfinite(max_rel_error))
         j["max_rel_error"] = max_rel_error;
@@ -157,6 +169,7 @@ RunReply RunReply::from_json(const std::string& line) {
         r.error = measure_error_from_string(j.at("error").get<std::string>());
         r.error_message = j.value("message", std::string());
         r.run_secs = j.at("run_secs").get<std::vector<double>>();
+        r.baseline_run_secs = j.value("baseline_run_secs", std::vector<double>());
         const json& e = j.at("max_rel_error");
         r.max_rel_error = e.is_null() ? INFINITY : e.get<double>();
         return r;
@@ -330,10 +343,15 @@ bool Runner::send_files(const RunRequest& req) {
     if (!stream_files_)
         return true;
     std::vector<std::string> paths = {req.library}; // a new library each time, used once
+    std::vector<std::string> kept; // sent once per worker: inputs, references, the baseline
     for (const RunParam& p : req.params)
         for (const std::string& f : {p.file, p.reference})
-            if (!f.empty() && sent_.insert(f).second)
-                paths.push_back(f);
+            kept.push_back(f);
+    kept.push_back(req.baseline_library);
+    kept.insert(kept.end(), req.baseline_inputs.begin(), req.baseline_inputs.end());
+    for (const std::string& f : kept)
+        if (!f.empty() && sent_.insert(f).second)
+            paths.push_back(f);
     for (const std::string& path : paths) {
         std::ifstream in(path, std::ios::binary);
         if (!in)

@@ -5,11 +5,11 @@
 
 #include <chrono>
 #include <cmath>
-#include <thread>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <thread>
 
 #include <unistd.h>
 
@@ -50,6 +50,7 @@ CREATE TABLE IF NOT EXISTS records (
     schedule_json TEXT NOT NULL,
     run_secs_json TEXT NOT NULL,
     median_secs REAL,
+    rank_secs REAL,
     error_code INTEGER NOT NULL,
     error_message TEXT NOT NULL,
     measure_settings_json TEXT NOT NULL,
@@ -58,9 +59,9 @@ CREATE TABLE IF NOT EXISTS records (
     created_at TEXT NOT NULL,
     identity TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS records_by_workload
-    ON records(workload_id, target, fingerprint, error_code, median_secs);
+    ON records(workload_id, target, fingerprint, error_code, rank_secs);
 CREATE INDEX IF NOT EXISTS records_by_isa_class
-    ON records(workload_id, isa_class, error_code, median_secs);
+    ON records(workload_id, isa_class, error_code, rank_secs);
 CREATE INDEX IF NOT EXISTS records_by_schedule ON records(workload_id, schedule_json);
 CREATE INDEX IF NOT EXISTS records_by_identity ON records(identity);
 CREATE TABLE IF NOT EXISTS cost_models (
@@ -73,7 +74,7 @@ CREATE TABLE IF NOT EXISTS cost_models (
 const char* kRecordColumns =
     "r.id, w.key, r.target, r.fingerprint, r.isa_class, r.schedule_json, r.run_secs_json, "
     "r.median_secs, r.error_code, r.error_message, r.measure_settings_json, r.tessera_version, "
-    "r.schema_version, r.created_at";
+    "r.schema_version, r.created_at, r.rank_secs";
 
 [[noreturn]] void fail(const std::string& path, sqlite3* db, const std::string& what) {
     std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
@@ -241,8 +242,8 @@ ImportCounts insert_rows(sqlite3* db, const std::string& path, std::vector<Tunin
     Stmt ins(db, path,
              "INSERT INTO records(workload_id, target, fingerprint, isa_class, schedule_json, "
              "run_secs_json, median_secs, error_code, error_message, measure_settings_json, "
-             "tessera_version, schema_version, created_at, identity) "
-             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+             "tessera_version, schema_version, created_at, identity, rank_secs) "
+             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     const std::string now = utc_now();
     for (size_t i = 0; i < out.size(); ++i) {
         TuningRecord& r = out[i];
@@ -270,6 +271,7 @@ ImportCounts insert_rows(sqlite3* db, const std::string& path, std::vector<Tunin
         ins.bind(8, int64_t(r.error_code)).bind(9, r.error_message);
         ins.bind(10, r.measure_settings_json).bind(11, r.tessera_version);
         ins.bind(12, int64_t(r.schema_version)).bind(13, r.created_at).bind(14, identity);
+        ins.bind(15, r.rank_secs);
         ins.step();
         r.id = sqlite3_last_insert_rowid(db);
         ins.reset();
@@ -294,6 +296,7 @@ TuningRecord read_record(const Stmt& q) {
     r.tessera_version = q.text(11);
     r.schema_version = int(q.integer(12));
     r.created_at = q.text(13);
+    r.rank_secs = q.is_null(14) ? std::numeric_limits<double>::infinity() : q.real(14);
     return r;
 }
 
@@ -363,7 +366,7 @@ class SqliteEngine final : public DatabaseEngine {
         std::string sql = std::string("SELECT ") + kRecordColumns +
                           " FROM records r JOIN workloads w ON r.workload_id = w.id"
                           " WHERE w.key = ? AND r.target = ? AND r.fingerprint = ? AND"
-                          " r.error_code = 0 ORDER BY r.median_secs ASC, r.id ASC LIMIT 1";
+                          " r.error_code = 0 ORDER BY r.rank_secs ASC, r.id ASC LIMIT 1";
         Stmt q(db_, path_, sql.c_str());
         q.bind(1, key).bind(2, target).bind(3, fingerprint);
         if (!q.step())
@@ -376,7 +379,7 @@ class SqliteEngine final : public DatabaseEngine {
         std::string sql = std::string("SELECT ") + kRecordColumns +
                           " FROM records r JOIN workloads w ON r.workload_id = w.id"
                           " WHERE w.key = ? AND r.isa_class = ? AND r.error_code = 0"
-                          " ORDER BY r.median_secs ASC, r.id ASC";
+                          " ORDER BY r.rank_secs ASC, r.id ASC";
         Stmt q(db_, path_, sql.c_str());
         q.bind(1, key).bind(2, isa);
         std::vector<TuningRecord> out;
@@ -391,7 +394,7 @@ class SqliteEngine final : public DatabaseEngine {
                           " FROM records r JOIN workloads w ON r.workload_id = w.id"
                           " WHERE w.key = ?1 AND r.error_code = 0"
                           " AND (?2 = '' OR r.target = ?2) AND (?3 = '' OR r.fingerprint = ?3)"
-                          " ORDER BY r.median_secs ASC, r.id ASC LIMIT ?4";
+                          " ORDER BY r.rank_secs ASC, r.id ASC LIMIT ?4";
         Stmt q(db_, path_, sql.c_str());
         q.bind(1, key).bind(2, target).bind(3, fingerprint).bind(4, int64_t(k));
         std::vector<TuningRecord> out;
@@ -446,7 +449,7 @@ class SqliteEngine final : public DatabaseEngine {
                  "DELETE FROM records WHERE id IN ("
                  "  SELECT id FROM (SELECT id, ROW_NUMBER() OVER ("
                  "      PARTITION BY workload_id, target, fingerprint"
-                 "      ORDER BY median_secs ASC, id ASC) AS rank"
+                 "      ORDER BY rank_secs ASC, id ASC) AS rank"
                  "    FROM records WHERE error_code = 0) WHERE rank > ?1)"
                  " OR (?2 = 0 AND error_code != 0)");
         del.bind(1, int64_t(keep_best)).bind(2, int64_t(keep_errors ? 1 : 0));
@@ -646,6 +649,9 @@ void SqliteEngine::migrate(int64_t from) {
         }
         exec(db, path_, "CREATE INDEX records_by_identity ON records(identity)",
              "migrating schema 1 to 2");
+    }
+    if (from < 3) {
+        exec(db, path_, migrate_records_2_to_3_sql("REAL").c_str(), "migrating schema 2 to 3");
     }
     Stmt set(db, path_, "UPDATE schema_version SET version = ?");
     set.bind(1, int64_t(TuningDatabase::kSchemaVersion)).step();

@@ -209,7 +209,7 @@ class TasksTuner {
             result_.tasks[i].workload_key = te::workload_key(tasks_[i].compute);
             if (auto best = db_.best_record(result_.tasks[i].workload_key, target_.target,
                                             target_.fingerprint)) {
-                scheduler_.set_known_best(int(i), best->median_secs);
+                scheduler_.set_known_best(int(i), best->rank_secs);
                 result_.tasks[i].best = best;
             }
         }
@@ -270,7 +270,7 @@ class TasksTuner {
             if (measured == 0 && finished())
                 break; // the deadline passed before the round measured anything
             result_.trials += measured;
-            scheduler_.record_round(task, r.best ? r.best->median_secs : kInf);
+            scheduler_.record_round(task, r.best ? r.best->rank_secs : kInf);
             result_.tasks[size_t(task)] = std::move(r);
             result_.round_tasks.push_back(task);
             result_.curve.emplace_back(result_.trials, elapsed(), scheduler_.estimated_latency());
@@ -297,7 +297,7 @@ class TasksTuner {
             TuneResult r = session.result();
             result_.trials += measured;
             if (r.best)
-                scheduler_.revise_last_round(int(i), r.best->median_secs);
+                scheduler_.revise_last_round(int(i), r.best->rank_secs);
             result_.tasks[i] = std::move(r);
             report(int(i), false);
         }

@@ -40,9 +40,7 @@ EvolutionOptions evolution_options(const SearchOptions& opts) {
     return eo;
 }
 
-
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
 
 /// One task's tuning: the state that lives across its rounds (one tune_task call, or one
 /// TaskTuningSession driven round by round). Keeps copies of the compute, target, options and
@@ -259,7 +257,7 @@ class TaskTuner {
             if (r.target != target_.target || r.fingerprint != target_.fingerprint)
                 continue;
             if (r.error_code == MeasureError::Ok)
-                best = std::min(best, r.median_secs);
+                best = std::min(best, r.rank_secs);
             records.push_back(std::move(r));
         }
         std::vector<cost::TrainingExample> examples;
@@ -271,8 +269,8 @@ class TaskTuner {
             cost::TrainingExample e;
             e.features = *f;
             e.task = result_.workload_key;
-            if (r.error_code == MeasureError::Ok && r.median_secs > 0) {
-                e.normalized_throughput = best / r.median_secs;
+            if (r.error_code == MeasureError::Ok && r.rank_secs > 0) {
+                e.normalized_throughput = best / r.rank_secs;
                 ++num_ok;
             }
             examples.push_back(std::move(e));
@@ -344,8 +342,7 @@ class TaskTuner {
         if (int(picks.size()) < n && model_.num_trained() == 0) {
             const int wanted = n - int(picks.size());
             neighbour_picks_ = neighbours_of_best(
-                measured_best, model_.has_prior() ? kNeighbourOversample * wanted : wanted,
-                picked);
+                measured_best, model_.has_prior() ? kNeighbourOversample * wanted : wanted, picked);
             if (model_.has_prior())
                 keep_best_predicted(neighbour_picks_, wanted);
         }
@@ -451,8 +448,9 @@ class TaskTuner {
         const std::vector<double> score = model_.predict(features);
         for (size_t i = 0; i < states.size(); ++i)
             states[i].score = score[i];
-        std::stable_sort(states.begin(), states.end(),
-                         [](const ScoredState& a, const ScoredState& b) { return a.score > b.score; });
+        std::stable_sort(
+            states.begin(), states.end(),
+            [](const ScoredState& a, const ScoredState& b) { return a.score > b.score; });
         states.erase(states.begin() + n, states.end());
     }
 
@@ -466,7 +464,7 @@ class TaskTuner {
 
         const std::optional<TuningRecord> best_now = best_record();
         result_.curve.emplace_back(result_.trials, elapsed(),
-                                   best_now ? best_now->median_secs : kInf);
+                                   best_now ? best_now->rank_secs : kInf);
         report_progress();
     }
 
@@ -514,6 +512,7 @@ class TaskTuner {
         states.reserve(picks.size());
         for (const sched::State* s : picks)
             states.push_back(*s);
+        const std::optional<TuningRecord> baseline = set_baseline();
         const std::vector<MeasureResult> results = measurer_.measure(c_, states);
         TESSERA_CHECK(results.size() == states.size())
             << "measurer returned " << results.size() << " results for " << states.size()
@@ -543,12 +542,49 @@ class TaskTuner {
                 ++result_.errors;
             }
             r.measure_settings_json = settings;
+            if (m.error == MeasureError::Ok && baseline && !m.baseline_run_secs.empty()) {
+                // Ranked against the baseline timed beside it (TuningRecord::rank_secs).
+                const double base = median_of(m.baseline_run_secs);
+                if (base > 0) {
+                    r.rank_secs = median_of(m.run_secs) * baseline->rank_secs / base;
+                    nlohmann::json j = nlohmann::json::parse(settings);
+                    j["baseline_record"] = baseline->id;
+                    j["baseline_median_secs"] = base;
+                    r.measure_settings_json = j.dump();
+                }
+            }
             records.push_back(std::move(r));
         }
         db_.commit_batch(records);
         for (const std::string& json : pick_json)
             measured_.insert(json);
         result_.trials += int(records.size());
+    }
+
+    /// Makes the task's best record on this machine the measurer's baseline (replayed), so
+    /// that the next batch is timed beside it, and returns it; none before the first record,
+    /// or with SearchOptions::measure_beside_best off.
+    std::optional<TuningRecord> set_baseline() {
+        if (!opts_.measure_beside_best)
+            return std::nullopt;
+        std::optional<TuningRecord> best = best_record();
+        if (!best || !(best->rank_secs > 0))
+            return std::nullopt;
+        try {
+            measurer_.set_baseline(c_,
+                                   sched::replay(c_, sched::steps_from_json(best->schedule_json)));
+        } catch (const ScheduleError&) { // a record of another tessera that no longer replays
+            return std::nullopt;
+        } catch (const UserError&) {
+            return std::nullopt;
+        }
+        return best;
+    }
+
+    static double median_of(std::vector<double> v) {
+        std::sort(v.begin(), v.end());
+        const size_t n = v.size();
+        return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
     }
 
     void report_progress(bool round_done = true) {
@@ -560,8 +596,8 @@ class TaskTuner {
         p.trials_total = opts_.num_trials;
         p.errors = result_.errors;
         const std::optional<TuningRecord> best = best_record();
-        p.best_secs = best ? best->median_secs : kInf;
-        p.best_gflops = best && best->median_secs > 0 ? flops_ / best->median_secs / 1e9 : 0;
+        p.best_secs = best ? best->rank_secs : kInf;
+        p.best_gflops = best && best->rank_secs > 0 ? flops_ / best->rank_secs / 1e9 : 0;
         p.elapsed_secs = elapsed();
         double eta = 0;
         if (opts_.num_trials > 0 && result_.trials > 0)
@@ -584,7 +620,7 @@ class TaskTuner {
     const std::function<void(const TuneProgress&)> on_progress_;
     Rng rng_;
     std::function<double()> clock_;
-    double start_; ///< clock_() when the tuner was made.
+    double start_;                       ///< clock_() when the tuner was made.
     int measured_count_ = 0;             ///< Candidates in result_.measure_secs's batches so far.
     std::vector<sched::State> sketches_; ///< Of the task, made once by begin().
     /// Measured first: the default schedule (when made), then the transfer seeds.

@@ -66,7 +66,7 @@ nb::dict summary_dict(const TuneRequest& request, const TuneOutcome& o) {
         d["trials"] = tr.trials;
         d["rounds"] = tr.rounds;
         d["errors"] = tr.errors;
-        d["best_ms"] = ms_or_none(tr.best ? tr.best->median_secs : INFINITY);
+        d["best_ms"] = ms_or_none(tr.best ? tr.best->rank_secs : INFINITY);
         tasks.append(d);
     }
     nb::dict s;

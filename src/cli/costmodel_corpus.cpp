@@ -40,8 +40,8 @@ std::vector<CorpusExample> load_corpus(const tune::TuningDatabase& db,
         };
         for (const tune::TuningRecord& r : records) {
             double& best = best_of_task.try_emplace(task_of(r), 0.0).first->second;
-            if (r.error_code == tune::MeasureError::Ok && r.median_secs > 0)
-                best = std::max(best, 1.0 / r.median_secs);
+            if (r.error_code == tune::MeasureError::Ok && r.rank_secs > 0)
+                best = std::max(best, 1.0 / r.rank_secs);
         }
         // The same schedule measured on two machines is lowered once.
         std::unordered_map<std::string, std::optional<cost::ProgramFeatures>> features;
@@ -68,8 +68,8 @@ std::vector<CorpusExample> load_corpus(const tune::TuningDatabase& db,
             e.example.features = *it->second;
             e.example.task = task_of(r);
             const double best = best_of_task[e.example.task];
-            const bool ok = r.error_code == tune::MeasureError::Ok && r.median_secs > 0;
-            e.example.normalized_throughput = ok && best > 0 ? (1.0 / r.median_secs) / best : 0;
+            const bool ok = r.error_code == tune::MeasureError::Ok && r.rank_secs > 0;
+            e.example.normalized_throughput = ok && best > 0 ? (1.0 / r.rank_secs) / best : 0;
             counts.error_records += ok ? 0 : 1;
             ++counts.records;
             all.push_back(std::move(e));

@@ -94,7 +94,7 @@ std::map<TaskKey, tune::TuningRecord> best_per_task(const tune::TuningDatabase& 
             auto it = best.find(k);
             if (it == best.end())
                 best.emplace(k, std::move(r));
-            else if (r.median_secs < it->second.median_secs) // ties keep the smaller id
+            else if (r.rank_secs < it->second.rank_secs) // ties keep the smaller id
                 it->second = std::move(r);
         }
     return best;
@@ -113,7 +113,7 @@ void run_list(const DbOptions& o, std::ostream& out) {
         for (const tune::TuningRecord& r : recs)
             if (r.error_code == tune::MeasureError::Ok) {
                 ++ok;
-                best = std::min(best, r.median_secs);
+                best = std::min(best, r.rank_secs);
             }
         const std::string summary = compute_summary(*db.compute_text(key), recs);
         if (o.json)
@@ -169,7 +169,7 @@ void run_stats(const DbOptions& o, std::ostream& out) {
             j["best"].push_back({{"workload_key", std::get<0>(k)},
                                  {"target", std::get<1>(k)},
                                  {"fingerprint", std::get<2>(k)},
-                                 {"best_ms", ms_or_null(r.median_secs)},
+                                 {"best_ms", ms_or_null(r.rank_secs)},
                                  {"record_id", r.id}});
         out << json_line(j) << "\n";
         return;
@@ -187,7 +187,7 @@ void run_stats(const DbOptions& o, std::ostream& out) {
     out << "best per task (workload, target, fingerprint):\n";
     for (const auto& [k, r] : best_per_task(db))
         out << fmt::format("  {}  {:<32}  {}  {:>10} ms  record {}\n", std::get<0>(k).substr(0, 16),
-                           std::get<1>(k), std::get<2>(k), ms(r.median_secs), r.id);
+                           std::get<1>(k), std::get<2>(k), ms(r.rank_secs), r.id);
 }
 
 void run_export(const DbOptions& o, std::ostream& out) {

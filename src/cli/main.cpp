@@ -34,6 +34,10 @@ using namespace tessera;
 int main(int argc, char** argv) {
     // The measurement worker the tuner starts (tuner/measure.h); not a user command.
     if (argc == 2 && std::string(argv[1]) == "__measure-worker") return tune::measure_worker_main();
+    // Every file through the connection, none read by path (tests of a streaming tuner).
+    if (argc == 3 && std::string(argv[1]) == "__measure-worker" &&
+        std::string(argv[2]) == "--streamed-only")
+        return tune::measure_worker_main(true);
 
     CLI::App app{"tessera: an auto-tuning tensor compiler (ONNX and tensor programs to fast "
                  "CPU and GPU code)"};
@@ -267,6 +271,10 @@ int main(int argc, char** argv) {
                          "A candidate whose checked run is slower than this many times the "
                          "task's best so far is timed once instead of repeated (0: never)")
         ->capture_default_str();
+    tune_cmd->add_flag("--measure-alone", tune_opts.measure_alone,
+                       "Time each candidate alone, not run for run in alternation with its "
+                       "task's best record (records are then ranked by their medians, which a "
+                       "busy or drifting machine skews)");
     tune_cmd
         ->add_option("--weights", tune_opts.weights,
                      "Caches of each task's weights in timed runs: cold (evicted before "

@@ -45,6 +45,9 @@ class SpecRecordingMeasurer : public tune::Measurer {
     void note_best_secs(const std::string& workload_key, double secs) override {
         inner_->note_best_secs(workload_key, secs);
     }
+    void set_baseline(const te::Compute& c, const sched::State& baseline) override {
+        inner_->set_baseline(c, baseline);
+    }
 
   private:
     std::unique_ptr<tune::Measurer> inner_;
@@ -152,7 +155,7 @@ class CurveWriter {
 void print_summary(const TuneOptions& o, const te::OpInstance& inst, const tune::TuneTarget& t,
                    const tune::TuneResult& r, bool uses_prior, int64_t db_records,
                    std::ostream& out) {
-    const double best_secs = r.best ? r.best->median_secs : std::numeric_limits<double>::infinity();
+    const double best_secs = r.best ? r.best->rank_secs : std::numeric_limits<double>::infinity();
     const double gflops = r.best ? inst.flops / best_secs / 1e9 : 0;
     if (o.json) {
         nlohmann::ordered_json j;

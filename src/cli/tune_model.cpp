@@ -84,9 +84,7 @@ void print_summary(const TuneOptions& o, const std::vector<tune::TaskToTune>& ta
     int errors = 0;
     for (const tune::TuneResult& tr : r.tasks)
         errors += tr.errors;
-    auto best_secs = [&](size_t i) {
-        return r.tasks[i].best ? r.tasks[i].best->median_secs : kInf;
-    };
+    auto best_secs = [&](size_t i) { return r.tasks[i].best ? r.tasks[i].best->rank_secs : kInf; };
     if (o.json) {
         nlohmann::ordered_json j;
         j["model"] = o.model_path;

@@ -148,6 +148,7 @@ tune::SearchOptions tuning_search_options(const TuningOptions& o,
     so.generations = o.generations;
     so.measure_per_round = o.measure_per_round;
     so.eps_greedy = o.eps_greedy;
+    so.measure_beside_best = !o.measure_alone;
     so.seed = o.seed;
     so.cancel = o.cancel;
     so.sketch.weight_inputs = weight_inputs; // packed once, outside the timed call

@@ -126,7 +126,9 @@ TEST_F(DbCli, ListAndStatsDescribeTheDatabase) {
     EXPECT_NE(o.out.find("records      4 (3 ok, 1 errors)"), std::string::npos) << o.out;
     EXPECT_NE(o.out.find("fpA"), std::string::npos) << o.out;
     EXPECT_NE(o.out.find("llvm -mcpu=cpu_fpA"), std::string::npos) << o.out;
-    EXPECT_NE(o.out.find("schema version 2"), std::string::npos) << o.out;
+    EXPECT_NE(o.out.find("schema version " + std::to_string(TuningDatabase::kSchemaVersion)),
+              std::string::npos)
+        << o.out;
 }
 
 TEST_F(DbCli, ExportImportRoundTripsAndImportIsIdempotent) {
@@ -176,7 +178,7 @@ TEST_F(DbCli, MergeKeepsBothMachinesAndEachLooksUpItsOwn) {
     std::string key = db.workload_keys().at(0);
     for (const char* fp : {"fpA", "fpB"}) {
         tessera::tune::TuneTarget k{std::string("llvm -mcpu=cpu_") + fp, fp,
-                                   std::string("x86_64;isa_") + fp};
+                                    std::string("x86_64;isa_") + fp};
         tessera::tune::LookupResult r = tessera::tune::lookup_best(db, key, k);
         ASSERT_EQ(r.tier, tessera::tune::LookupTier::Exact) << fp;
         EXPECT_EQ(r.record->fingerprint, fp);
@@ -248,7 +250,7 @@ TEST_F(DbCli, JsonListAndStatsCountTheRecords) {
     o = run("db stats --db " + db + " --json");
     ASSERT_EQ(o.code, 0) << o.err;
     j = json_of(o);
-    EXPECT_EQ(j["schema_version"], 2);
+    EXPECT_EQ(j["schema_version"], TuningDatabase::kSchemaVersion);
     EXPECT_EQ(j["workloads"], 1);
     EXPECT_EQ(j["records"], 4);
     EXPECT_EQ(j["ok"], 3);
@@ -385,8 +387,7 @@ TEST_F(DbCli, AReadOnlyDatabaseIsReadAndRefusesWritesInOneLine) {
     // as root the commands run as an unprivileged user (setpriv); skipped where none can.
     fs::create_directories(path("ro"));
     const std::string db = make_db("ro/t.db", "fpA", 3);
-    ASSERT_EQ(run("db export --db " + make_db("w.db", "fpB", 2) + " -o " + path("more.jsonl"))
-                  .code,
+    ASSERT_EQ(run("db export --db " + make_db("w.db", "fpB", 2) + " -o " + path("more.jsonl")).code,
               0);
     const std::string as =
         geteuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups " : "";

@@ -416,6 +416,45 @@ TEST_F(TuneCli, OpRunRunsTheBestRecordOfARealTune) {
     EXPECT_NE(other.out.find("no ok record of this workload"), std::string::npos) << other.out;
 }
 
+TEST_F(TuneCli, CandidatesAreTimedBesideTheBestUnlessMeasureAlone) {
+    // 24 trials in batches of 16: the first batch is timed alone (no best yet), the second
+    // beside the best, its records naming it; --measure-alone times all alone.
+    for (bool alone : {false, true}) {
+        const std::string db = path(alone ? "alone.db" : "beside.db");
+        Output t = run_tessera(std::string("tune --op ") + kSpec +
+                                   " --runner local --trials 24 --population 24 "
+                                   "--generations 1 --measure-per-round 24 --threads 1 "
+                                   "--min-repeat-secs 0 --db " +
+                                   db + (alone ? " --measure-alone" : ""),
+                               path(alone ? "alone" : "beside"));
+        ASSERT_EQ(t.code, 0) << t.out << t.err;
+        tessera::tune::TuningDatabase d(db);
+        int beside = 0, ok = 0;
+        std::set<int64_t> ids;
+        for (const std::string& key : d.workload_keys())
+            for (const auto& rec : d.records_of(key)) {
+                ids.insert(rec.id);
+                if (rec.error_code != tessera::tune::MeasureError::Ok)
+                    continue;
+                ++ok;
+                const nlohmann::json s = nlohmann::json::parse(rec.measure_settings_json);
+                if (!s.contains("baseline_record")) {
+                    EXPECT_EQ(rec.rank_secs, rec.median_secs);
+                    continue;
+                }
+                ++beside;
+                EXPECT_EQ(ids.count(s["baseline_record"].get<int64_t>()), 1u); // an earlier one
+                EXPECT_GT(s["baseline_median_secs"].get<double>(), 0);
+                EXPECT_GT(rec.rank_secs, 0);
+            }
+        EXPECT_GE(ok, 16);
+        if (alone)
+            EXPECT_EQ(beside, 0);
+        else
+            EXPECT_GE(beside, 1);
+    }
+}
+
 TEST_F(TuneCli, CostModelEvalPrintsRankingQuality) {
     const std::string db = path("t.db");
     for (const char* spec : {"matmul:m=13,n=7,k=127", "matmul:m=31,n=17,k=64"}) {

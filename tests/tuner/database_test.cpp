@@ -15,9 +15,9 @@
 #include "tessera/ir/type.h"
 #include "tessera/support/error.h"
 #include "tessera/te/op_library.h"
+#include "tessera/te/workload_key.h"
 #include "tessera/tuner/database.h"
 #include "tessera/tuner/fingerprint.h"
-#include "tessera/te/workload_key.h"
 
 namespace tessera::tune {
 namespace {
@@ -140,6 +140,39 @@ TEST_P(DatabaseTest, BestAndTopKOrderExcludeErrors) {
     EXPECT_EQ(db.num_records(), 6);
 }
 
+TEST_P(DatabaseTest, RecordsRankByRankTimeWhichDefaultsToTheMedian) {
+    TuningDatabase db(path());
+    std::string key = db.add_workload(matmul_compute(7, 13, 127));
+    std::vector<TuningRecord> batch = {
+        ok_record(key, {2.0}, sched(0)), // alone: rank 2
+        ok_record(key, {3.0}, sched(1)), // beside a baseline: rank 1.5
+        ok_record(key, {1.0}, sched(2)), // beside a baseline: rank 2.5
+        error_record(key, MeasureError::WrongAnswer, sched(3)),
+    };
+    batch[1].rank_secs = 1.5;
+    batch[2].rank_secs = 2.5;
+    batch[3].rank_secs = 0.1; // an error never ranks, whatever it says
+    db.commit_batch(batch);
+    EXPECT_DOUBLE_EQ(batch[0].rank_secs, 2.0);
+    EXPECT_TRUE(std::isinf(batch[3].rank_secs));
+    EXPECT_EQ(db.best_record(key, "llvm -mcpu=test", "fp_a")->schedule_json, sched(1));
+    EXPECT_EQ(db.best_record_for_isa(key, "llvm -mcpu=test", "x86_64;avx2")->schedule_json,
+              sched(1));
+    std::vector<TuningRecord> top = db.top_k(key, 10);
+    ASSERT_EQ(top.size(), 3u);
+    EXPECT_EQ(top[0].schedule_json, sched(1));
+    EXPECT_EQ(top[1].schedule_json, sched(0));
+    EXPECT_EQ(top[2].schedule_json, sched(2));
+    EXPECT_DOUBLE_EQ(top[0].rank_secs, 1.5);
+    EXPECT_DOUBLE_EQ(top[0].median_secs, 3.0); // what it measured, kept
+    EXPECT_EQ(db.prune(1, false), 3);
+    EXPECT_EQ(db.records_of(key).front().schedule_json, sched(1));
+
+    std::vector<TuningRecord> bad = {ok_record(key, {1.0}, sched(4))};
+    bad[0].rank_secs = -1;
+    EXPECT_THROW(db.commit_batch(bad), UserError);
+}
+
 TEST_P(DatabaseTest, LookupTiersFilterByTargetFingerprintAndIsaClass) {
     TuningDatabase db(path());
     std::string key = db.add_workload(matmul_compute(7, 13, 127));
@@ -189,6 +222,7 @@ TEST_P(DatabaseTest, RecordsRoundTripEveryField) {
     EXPECT_EQ(b.schedule_json, r.schedule_json);
     EXPECT_EQ(b.run_secs, r.run_secs); // every repeat, bit-exact
     EXPECT_DOUBLE_EQ(b.median_secs, 2.5e-7);
+    EXPECT_DOUBLE_EQ(b.rank_secs, 2.5e-7);
     EXPECT_EQ(b.error_code, MeasureError::Ok);
     EXPECT_EQ(b.measure_settings_json, r.measure_settings_json);
     EXPECT_EQ(b.tessera_version, "9.9.9");

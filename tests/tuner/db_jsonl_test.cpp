@@ -52,6 +52,8 @@ void fill(TuningDatabase& db, uint64_t seed) {
         }
         if (i == 7)
             r.tessera_version = "0.0.7";
+        if (i % 4 == 1) // measured beside a baseline: its rank time is not its median
+            r.rank_secs = 1e-6 * (1 + 1000.0 * rng.uniform01());
         if (i < 4)
             r.created_at = "2026-03-0" + std::to_string(i + 1) + "T10:00:00Z";
         batch.push_back(r);
@@ -67,9 +69,9 @@ std::string content(const TuningRecord& r) {
       << r.schedule_json << "|";
     for (double v : r.run_secs)
         s << v << ",";
-    s << "|" << r.median_secs << "|" << int(r.error_code) << "|" << r.error_message << "|"
-      << r.measure_settings_json << "|" << r.tessera_version << "|" << r.schema_version << "|"
-      << r.created_at;
+    s << "|" << r.median_secs << "|" << r.rank_secs << "|" << int(r.error_code) << "|"
+      << r.error_message << "|" << r.measure_settings_json << "|" << r.tessera_version << "|"
+      << r.schema_version << "|" << r.created_at;
     return s.str();
 }
 
@@ -162,9 +164,11 @@ TEST(RecordJsonl, BadLinesAreReportedWithNumbersAndTheRestImported) {
     ASSERT_EQ(lines.size(), 1u + 2u + 12u);
     // Line numbers are 1-based: header = 1.
     std::string bad_version = lines[3];
-    size_t p = bad_version.find("\"schema_version\":2");
+    const std::string version =
+        "\"schema_version\":" + std::to_string(TuningDatabase::kSchemaVersion);
+    size_t p = bad_version.find(version);
     ASSERT_NE(p, std::string::npos) << bad_version;
-    bad_version.replace(p, 18, "\"schema_version\":99");
+    bad_version.replace(p, version.size(), "\"schema_version\":99");
     std::vector<std::string> edited = lines;
     edited[2] = "this is garbage";                                 // line 3: a record line
     edited[3] = bad_version;                                       // line 4

@@ -1,10 +1,12 @@
 // Schema versioning: a version-1 file (built here with the raw SQL of schema 1) is migrated to
-// version 2 on open, in one transaction, keeping every record; the migrated record identities
-// make import idempotent across the migration.
+// the current version on open, in one transaction, keeping every record; the migrated record
+// identities make import idempotent across the migration, and the migrated rank times
+// (schema 3) are the medians.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <string>
 
@@ -113,9 +115,12 @@ TEST(DatabaseMigration, VersionOneFileIsMigratedOnOpenKeepingEveryRecord) {
     std::string key = write_v1_file(f.path());
     {
         TuningDatabase db(f.path());
-        EXPECT_EQ(db.schema_version(), 2);
+        EXPECT_EQ(db.schema_version(), TuningDatabase::kSchemaVersion);
         std::vector<TuningRecord> recs = db.records_of(key);
         ASSERT_EQ(recs.size(), 3u);
+        EXPECT_DOUBLE_EQ(recs[0].rank_secs, 0.002); // measured alone: ranked by the median
+        EXPECT_DOUBLE_EQ(recs[1].rank_secs, 0.0015);
+        EXPECT_TRUE(std::isinf(recs[2].rank_secs)); // an error never ranks
         EXPECT_EQ(recs[0].run_secs, (std::vector<double>{0.003, 0.001, 0.002}));
         EXPECT_EQ(recs[0].schema_version, 1); // the version each record was written under
         EXPECT_EQ(recs[0].tessera_version, "0.0.9");
@@ -134,7 +139,7 @@ TEST(DatabaseMigration, VersionOneFileIsMigratedOnOpenKeepingEveryRecord) {
         r.created_at.clear();
         std::vector<TuningRecord> batch = {r};
         db.commit_batch(batch);
-        EXPECT_EQ(batch[0].schema_version, 2);
+        EXPECT_EQ(batch[0].schema_version, TuningDatabase::kSchemaVersion);
         EXPECT_EQ(db.num_records(), 4);
     }
     // The migrated schema has the new indexes and no old ones; reopening does not migrate again.
@@ -151,10 +156,45 @@ TEST(DatabaseMigration, VersionOneFileIsMigratedOnOpenKeepingEveryRecord) {
     EXPECT_EQ(count("SELECT COUNT(*) FROM sqlite_master WHERE name = 'records_by_isa_class'"), 1);
     EXPECT_EQ(count("SELECT COUNT(*) FROM sqlite_master WHERE name = 'records_by_isa'"), 0);
     EXPECT_EQ(count("SELECT COUNT(*) FROM records WHERE identity = ''"), 0);
+    EXPECT_EQ(count("SELECT COUNT(*) FROM sqlite_master WHERE name = 'records_by_workload'"
+                    " AND sql LIKE '%rank_secs%'"),
+              1);
+    EXPECT_EQ(count("SELECT COUNT(*) FROM records WHERE error_code = 0 AND rank_secs IS NULL"), 0);
     sqlite3_close(raw);
     TuningDatabase db(f.path());
-    EXPECT_EQ(db.schema_version(), 2);
+    EXPECT_EQ(db.schema_version(), TuningDatabase::kSchemaVersion);
     EXPECT_EQ(db.num_records(), 4);
+}
+
+TEST(DatabaseMigration, VersionTwoRecordsAreRankedByTheirMediansBesideNewRankedOnes) {
+    // A version-2 file: the v1 file migrated by hand the way schema 2 stood (identity column),
+    // then opened. Its records rank by their medians; a new record with a rank time below its
+    // own median (measured beside a baseline in a slow phase) outranks them.
+    TempFile f("v2.db");
+    std::string key = write_v1_file(f.path());
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open(f.path().c_str(), &raw), SQLITE_OK);
+    exec_raw(raw, "ALTER TABLE records ADD COLUMN identity TEXT NOT NULL DEFAULT '';"
+                  "DROP INDEX records_by_isa;"
+                  "CREATE INDEX records_by_isa_class"
+                  "    ON records(workload_id, isa_class, error_code, median_secs);"
+                  "UPDATE schema_version SET version = 2;");
+    sqlite3_close(raw);
+    TuningDatabase db(f.path());
+    EXPECT_EQ(db.schema_version(), 3);
+    std::vector<TuningRecord> recs = db.records_of(key);
+    ASSERT_EQ(recs.size(), 3u);
+    EXPECT_EQ(db.best_record(key, "llvm -mcpu=zen", "fp_old")->id, recs[1].id); // 1.5 ms
+    TuningRecord r = recs[0];
+    r.id = 0;
+    r.schedule_json = R"({"version":1,"steps":[{"k":9}]})";
+    r.run_secs = {0.0031}; // slower than both by its median ...
+    r.rank_secs = 0.0012;  // ... but faster beside its baseline
+    r.created_at.clear();
+    std::vector<TuningRecord> batch = {r};
+    db.commit_batch(batch);
+    EXPECT_EQ(db.best_record(key, "llvm -mcpu=zen", "fp_old")->id, batch[0].id);
+    EXPECT_EQ(db.top_k(key, 3)[1].id, recs[1].id);
 }
 
 TEST(DatabaseMigration, FailedMigrationLeavesTheFileAtVersionOne) {

@@ -195,6 +195,51 @@ TEST(Measure, PackedInputLayoutIsMeasuredOnPackedData) {
     expect_ok(rs[1], o);
 }
 
+TEST(Measure, CandidatesAreTimedRunForRunBesideTheBaseline) {
+    // The baseline stores B in panels, the candidates densely: each gets its own inputs, the
+    // same outputs. Run both ways: files read by path, and streamed to a worker that may read
+    // nothing else (the baseline's library and packed input are sent once).
+    te::Compute c = matmul_compute(7, 13, 127);
+    c.weight_inputs = {1};
+    sched::State baseline = sched::make_initial_state(c);
+    sched::transform_layout(baseline, 1, sched::LayoutTransform{{1, 16}, {1, 0, 2}});
+    for (bool streamed : {false, true}) {
+        MeasureOptions o = test_options();
+        o.cold_weights = true; // the baseline's weights are evicted as the candidate's are
+        if (streamed) {
+            o.worker_command = {TESSERA_BINARY, "__measure-worker", "--streamed-only"};
+            o.stream_files = true;
+        }
+        LocalMeasurer m(o);
+        const std::vector<sched::State> states = sample_states(c, 3, 7);
+        // No baseline yet: timed alone.
+        for (const MeasureResult& r : m.measure(c, {states[0]})) {
+            expect_ok(r, o);
+            EXPECT_TRUE(r.baseline_run_secs.empty());
+        }
+        m.set_baseline(c, baseline);
+        for (int batch = 0; batch < 2; ++batch) // the baseline is built once, kept for both
+            for (const MeasureResult& r : m.measure(c, states)) {
+                expect_ok(r, o);
+                EXPECT_EQ(r.baseline_run_secs.size(), r.run_secs.size());
+                for (double secs : r.baseline_run_secs)
+                    EXPECT_GT(secs, 0);
+            }
+        // Another task has no baseline.
+        const te::Compute c2 = matmul_compute(13, 7, 1);
+        for (const MeasureResult& r : m.measure(c2, sample_states(c2, 1, 6)))
+            EXPECT_TRUE(r.baseline_run_secs.empty());
+        // A baseline whose kernel does not fit the task (another task's schedule) leaves
+        // candidates timed alone.
+        m.set_baseline(c, sample_states(c2, 1, 6).at(0));
+        for (const MeasureResult& r : m.measure(c, {states[1]})) {
+            expect_ok(r, o);
+            EXPECT_TRUE(r.baseline_run_secs.empty());
+        }
+        EXPECT_EQ(m.workers_started(), 1) << (streamed ? "streamed" : "by path");
+    }
+}
+
 TEST(Measure, ColdWeightsAreEvictedAndStillChecked) {
     // B a weight (packed into panels too): evicted before every timed run, the results stay
     // checked and timed; a weightless task measures as before.

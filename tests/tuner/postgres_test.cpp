@@ -115,6 +115,8 @@ TuningRecord random_record(Rng& rng, const std::string& key, int i) {
         int repeats = int(rng.uniform_int(1, 5));
         for (int j = 0; j < repeats; ++j) // 1/3-like values test exact round trips
             r.run_secs.push_back(double(rng.uniform_int(1, 13)) / 3.0 * 1e-3);
+        if (rng.uniform_int(0, 1)) // measured beside a baseline: ranked otherwise than by median
+            r.rank_secs = double(rng.uniform_int(1, 13)) / 7.0 * 1e-3;
     }
     return r;
 }
@@ -147,6 +149,7 @@ void expect_same_record(const TuningRecord& a, const TuningRecord& b, bool same_
     EXPECT_EQ(a.schedule_json, b.schedule_json);
     EXPECT_EQ(a.run_secs, b.run_secs); // bit-exact doubles
     EXPECT_TRUE(a.median_secs == b.median_secs) << a.median_secs << " vs " << b.median_secs;
+    EXPECT_TRUE(a.rank_secs == b.rank_secs) << a.rank_secs << " vs " << b.rank_secs;
     EXPECT_EQ(a.error_code, b.error_code);
     EXPECT_EQ(a.error_message, b.error_message);
     EXPECT_EQ(a.measure_settings_json, b.measure_settings_json);
@@ -189,6 +192,37 @@ TEST_F(PostgresTest, NewerSchemaAndForeignDatabasesAreRefused) {
     FreshDatabase other;
     run_sql(other.url(), "CREATE TABLE unrelated (x INTEGER)");
     EXPECT_THROW(TuningDatabase db(other.url()), UserError);
+}
+
+TEST_F(PostgresTest, VersionTwoDatabaseIsMigratedRankingByMedians) {
+    std::string key;
+    {
+        TuningDatabase db(url());
+        key = db.add_workload(matmul_compute(7, 13, 1));
+        Rng rng(5);
+        std::vector<TuningRecord> batch;
+        for (int i = 0; i < 6; ++i) {
+            batch.push_back(random_record(rng, key, i));
+            batch.back().error_code = MeasureError::Ok;
+            batch.back().error_message.clear();
+            batch.back().run_secs = {double(6 - i) * 1e-3};
+            batch.back().rank_secs = 0;
+            batch.back().target = "llvm -mcpu=znver3";
+            batch.back().fingerprint = "fp_a";
+        }
+        db.commit_batch(batch);
+    }
+    // Back to schema 2 as it stood: no rank column, indexes by median.
+    run_sql(url(), "ALTER TABLE records DROP COLUMN rank_secs;"
+                   "CREATE INDEX records_by_workload_v2"
+                   "    ON records(workload_id, target, fingerprint, error_code, median_secs);"
+                   "UPDATE schema_version SET version = 2");
+    TuningDatabase db(url());
+    EXPECT_EQ(db.schema_version(), 3);
+    EXPECT_EQ(db.integrity_check(), "ok");
+    for (const TuningRecord& r : db.records_of(key))
+        EXPECT_EQ(r.rank_secs, r.median_secs);
+    EXPECT_EQ(db.best_record(key, "llvm -mcpu=znver3", "fp_a")->schedule_json, sched(5));
 }
 
 TEST_F(PostgresTest, WorkloadsBehaveAsInSqlite) {

@@ -3,11 +3,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <optional>
 #include <set>
 
 #include "tessera/cost_model/cost_model.h"
 #include "tessera/schedule/step.h"
 #include "tessera/support/error.h"
+#include "tessera/support/rng.h"
 #include "tessera/te/op_registry.h"
 #include "tessera/te/workload_key.h"
 #include "tessera/tuner/tune_task.h"
@@ -215,6 +218,84 @@ TEST(TuneTask, WrongAnswerIsNeverBestEvenWhenFastest) {
     EXPECT_EQ(wrong, 3);
     for (const auto& [trials, secs, best] : r.curve)
         EXPECT_GE(best, r.best->median_secs);
+}
+
+/// A host whose speed drifts: the simulated measurer's times, each candidate slowed by a
+/// factor of its own (1 or 3, seeded), and the baseline (Measurer::set_baseline) timed beside
+/// it slowed by the same factor, as two kernels run in alternation in one phase are. The first
+/// batch runs in a calm phase (factor 1).
+class DriftingHostMeasurer : public Measurer {
+  public:
+    std::vector<MeasureResult> measure(const te::Compute& c,
+                                       const std::vector<sched::State>& states) override {
+        std::vector<MeasureResult> r = inner_->measure(c, states);
+        std::vector<double> baseline_secs;
+        if (baseline_)
+            baseline_secs = inner_->measure(c, {*baseline_}).at(0).run_secs;
+        for (size_t i = 0; i < r.size(); ++i) {
+            if (r[i].error != MeasureError::Ok)
+                continue;
+            std::vector<double> sorted = r[i].run_secs; // the true time: the calm median
+            std::sort(sorted.begin(), sorted.end());
+            true_secs[sched::steps_to_json(states[i].steps)] = sorted[sorted.size() / 2];
+            const double factor = calls_ == 0 ? 1.0 : (rng_.uniform_int(0, 1) ? 3.0 : 1.0);
+            for (double& secs : r[i].run_secs)
+                secs *= factor;
+            for (double secs : baseline_secs)
+                r[i].baseline_run_secs.push_back(secs * factor);
+        }
+        ++calls_;
+        return r;
+    }
+    std::string settings_json() const override { return inner_->settings_json(); }
+    void set_baseline(const te::Compute&, const sched::State& baseline) override {
+        if (baselines_on)
+            baseline_ = baseline;
+    }
+    bool baselines_on = true;
+    std::map<std::string, double> true_secs; ///< By schedule JSON: the time without drift.
+
+  private:
+    std::unique_ptr<Measurer> inner_ = make_simulated_measurer(3);
+    std::optional<sched::State> baseline_;
+    Rng rng_{17};
+    int calls_ = 0;
+};
+
+TEST(TuneTask, RecordsTimedBesideTheBestRankByTheirTrueSpeedOnADriftingHost) {
+    const te::OpInstance mm = op("matmul:m=13,n=7,k=31");
+    std::string best_with, best_without;
+    for (bool beside : {true, false}) {
+        TuningDatabase db(":memory:");
+        auto model = cost::make_random_model(4);
+        DriftingHostMeasurer measurer;
+        measurer.baselines_on = beside;
+        SearchOptions o = small_options(8, 48);
+        o.measure_beside_best = beside;
+        const TuneResult r = tune_task(mm.compute, mm.flops, kTarget, db, *model, measurer, o);
+        ASSERT_TRUE(r.best.has_value());
+        // The truly fastest schedule measured.
+        std::string fastest;
+        for (const auto& [json, secs] : measurer.true_secs)
+            if (fastest.empty() || secs < measurer.true_secs[fastest])
+                fastest = json;
+        if (beside) {
+            best_with = r.best->schedule_json;
+            EXPECT_EQ(best_with, fastest);
+            // Each record's rank is its true time (the anchor, measured calm, is true).
+            for (const TuningRecord& rec : db.records_of(r.workload_key)) {
+                if (rec.error_code == MeasureError::Ok) {
+                    EXPECT_NEAR(rec.rank_secs, measurer.true_secs[rec.schedule_json],
+                                1e-9 * rec.rank_secs);
+                }
+            }
+        } else {
+            best_without = r.best->schedule_json;
+            // Alone, the drift decides: the best by median is not the fastest (this seed).
+            EXPECT_NE(best_without, fastest);
+            EXPECT_GT(measurer.true_secs[best_without], measurer.true_secs[fastest]);
+        }
+    }
 }
 
 TEST(TuneTask, TimeBudgetStopsTheLoop) {

@@ -41,6 +41,9 @@ struct TuningOptions {
     /// A candidate whose checked run is slower than this many times the task's best is timed
     /// once (tune::MeasureOptions::slow_factor; 0 = never cut).
     double slow_factor = tune::MeasureOptions{}.slow_factor;
+    /// Time each candidate alone, not run for run beside its task's best record
+    /// (tune::SearchOptions::measure_beside_best off): records are then ranked by their medians.
+    bool measure_alone = false;
     /// Whether each task's weights are evicted from the caches before every timed run
     /// (tune::MeasureOptions::cold_weights): "cold", "warm", or "auto" (cold when tuning a
     /// model, whose kernels find their weights evicted by the others; warm for one operator).

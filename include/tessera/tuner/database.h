@@ -6,12 +6,12 @@
 // an SQLite file (":memory:" a private in-memory one, for tests). Both hold the same tables
 // and answer every method below identically.
 //
-// Tables (schema version 2):
+// Tables (schema version 3):
 //   schema_version(version)                        one row: the schema this file was written in
 //   workloads(id, key UNIQUE, compute_text)        key = workload_key(compute_text)
 //   records(id, workload_id, target, fingerprint, isa_class, schedule_json, run_secs_json,
-//           median_secs, error_code, error_message, measure_settings_json, tessera_version,
-//           schema_version, created_at, identity)
+//           median_secs, rank_secs, error_code, error_message, measure_settings_json,
+//           tessera_version, schema_version, created_at, identity)
 //   cost_models(id, name, blob, created_at)
 // (PostgreSQL: BIGSERIAL ids, DOUBLE PRECISION times, BYTEA blobs, TEXT elsewhere.)
 //
@@ -20,6 +20,8 @@
 //   2  records.identity (record_identity(): what makes importing and merging idempotent) with
 //      an index on it, and the ISA-class lookup index keyed by (workload, isa_class) since that
 //      tier no longer compares the -mcpu of the target (see target_family()).
+//   3  records.rank_secs (TuningRecord::rank_secs: the time records are ranked by), set to
+//      median_secs for the records already stored; the lookup indexes order by it.
 //
 // Concurrency. SQLite: the file is in WAL mode with a busy timeout, so several tuners on one
 // machine can commit into one file. PostgreSQL: tuners on many machines commit into one
@@ -28,8 +30,9 @@
 // Either way each commit_batch is ONE transaction, so a killed tuner loses nothing it committed
 // and never leaves half a batch.
 //
-// Ordering is deterministic everywhere: by median time, ties broken by record id (insertion
-// order). Error records (error_code != Ok) are kept but never count as best or in top-k.
+// Ordering is deterministic everywhere: by rank time (TuningRecord::rank_secs), ties broken by
+// record id (insertion order). Error records (error_code != Ok) are kept but never count as best or
+// in top-k.
 //
 // The storage engine stays behind this class (tuner/database_engine.h; no SQLite or libpq type
 // in this header), so callers never know which engine serves them.
@@ -79,6 +82,14 @@ struct TuningRecord {
     std::vector<double> run_secs; ///< Every repeat, in seconds, in measuring order.
     /// Median of run_secs, computed by commit_batch for Ok records; +infinity for errors.
     double median_secs = 0;
+    /// The time the record is ranked by (best, top-k, prune, the cost model's labels). Measured
+    /// alone: median_secs. Measured in alternation with a reference (the task's best record at
+    /// the time, timed run for run beside it in one process): median_secs x the reference's
+    /// rank_secs / the reference's median in that alternation, so that a phase of the host
+    /// that slows both alike cancels out (the tuner writes the reference's record id and
+    /// median into measure_settings_json). 0 or unset: commit_batch sets median_secs;
+    /// +infinity for errors.
+    double rank_secs = 0;
     MeasureError error_code = MeasureError::Ok;
     std::string error_message;                ///< Empty for Ok records.
     std::string measure_settings_json = "{}"; ///< How it was measured (repeats, flush, ...).
@@ -103,7 +114,7 @@ struct ImportCounts {
 class TuningDatabase {
   public:
     /// The schema this tessera writes. Older files are migrated to it on open (file comment).
-    static constexpr int kSchemaVersion = 2;
+    static constexpr int kSchemaVersion = 3;
 
     /// Opens or creates the database at `path` (":memory:" for a private in-memory one, a
     /// postgresql:// URL for a server database, whose tables are created on first open); a
@@ -147,8 +158,8 @@ class TuningDatabase {
     /// measure_settings_json is not JSON.
     void commit_batch(std::vector<TuningRecord>& records);
 
-    /// The fastest Ok record of the workload measured for `target` on the machine with exactly
-    /// this fingerprint hash (ties by id), if any.
+    /// The fastest Ok record (by rank_secs) of the workload measured for `target` on the machine
+    /// with exactly this fingerprint hash (ties by id), if any.
     std::optional<TuningRecord> best_record(const std::string& workload_key,
                                             const std::string& target,
                                             const std::string& fingerprint) const;

@@ -88,6 +88,9 @@ struct MeasureResult {
     MeasureError error = MeasureError::Ok;
     std::string error_message;    ///< Why it failed (signal name, timeout, max error, ...).
     std::vector<double> run_secs; ///< Every timed repeat, in order (Ok only).
+    /// The baseline's timed runs, alternated with run_secs (Measurer::set_baseline); empty when
+    /// the candidate was timed alone.
+    std::vector<double> baseline_run_secs;
     double build_secs = 0;        ///< Wall time of its build (lowering, LLVM, link).
     double max_rel_error = 0;     ///< Of the checked output (Ok and WrongAnswer).
 };
@@ -106,6 +109,13 @@ class Measurer {
     /// Tells the measurer the best median time known for a task (e.g. from the database when
     /// tuning resumes), for MeasureOptions::slow_factor. Measurers that do not use it ignore it.
     virtual void note_best_secs(const std::string& workload_key, double secs) {}
+    /// Times every later candidate of the task of `c` run for run in alternation with
+    /// `baseline` (a schedule of that task already measured correct, e.g. its best record), and
+    /// returns the baseline's runs in MeasureResult::baseline_run_secs: a phase of the host
+    /// that slows both alike cancels out in their ratio. Replaces the task's earlier baseline.
+    /// A baseline that fails to build leaves candidates timed alone. Measurers that cannot
+    /// time two kernels together ignore it (their results carry no baseline runs).
+    virtual void set_baseline(const te::Compute& c, const sched::State& baseline) {}
 };
 
 /// One candidate at the level below schedules: how to lower it, and how each input of the
@@ -142,6 +152,7 @@ class LocalMeasurer : public Measurer {
     /// count (never 0).
     std::string settings_json() const override;
     void note_best_secs(const std::string& workload_key, double secs) override;
+    void set_baseline(const te::Compute& c, const sched::State& baseline) override;
 
     /// The work directory in use.
     const std::string& work_dir() const;

@@ -65,6 +65,16 @@ struct RunRequest {
     /// measuring spends most of its time.
     double reference_secs = 0;
     double slow_factor = MeasureOptions{}.slow_factor;
+    /// The baseline: another (checked before) library of the same task, timed run for run in
+    /// alternation with the candidate (baseline, candidate, baseline, ...; both on the same
+    /// outputs), so that a phase of the host that slows both alike cancels out in their ratio.
+    /// Empty = the candidate is timed alone. The timed loop's min_repeats and max_repeats count
+    /// the candidate's runs, min_repeat_secs both together.
+    std::string baseline_library;
+    std::string baseline_symbol;
+    /// The baseline's input files, one per input parameter (it may store inputs in other
+    /// layouts than the candidate); its outputs are the candidate's.
+    std::vector<std::string> baseline_inputs;
 
     std::string to_json() const;
     /// Throws UserError when the text is not a valid request.
@@ -76,7 +86,9 @@ struct RunReply {
     MeasureError error = MeasureError::Ok; ///< Ok, WrongAnswer, RuntimeDevice, RunTimeout, Unknown.
     std::string error_message;
     std::vector<double> run_secs; ///< Every timed run (Ok only).
-    double max_rel_error = 0;     ///< Over all checked outputs (Ok and WrongAnswer).
+    /// The baseline's timed runs, alternated with run_secs (Ok with a baseline only).
+    std::vector<double> baseline_run_secs;
+    double max_rel_error = 0; ///< Over all checked outputs (Ok and WrongAnswer).
 
     std::string to_json() const;
     /// Throws UserError when the text is not a valid reply.
@@ -137,7 +149,7 @@ class Runner {
     int fd_ = -1;         ///< Parent's end of the socket pair.
     std::string pending_; ///< Bytes read past the last line.
     bool stream_files_ = false;
-    std::set<std::string> sent_; ///< Inputs and references the live worker has.
+    std::set<std::string> sent_; ///< Inputs, references and baselines the live worker has.
     int started_ = 0;
 };
 

@@ -91,6 +91,14 @@ struct SearchOptions {
     /// it, and the first round measures it when the database does not have it yet: the search
     /// starts from what an untuned build already runs and never ends below it.
     bool seed_default_schedule = true;
+    /// Once the task has a best record on this machine, every candidate is timed run for run
+    /// in alternation with it (Measurer::set_baseline) and ranked by its time relative to it
+    /// (TuningRecord::rank_secs): on a shared host whose speed drifts in phases (the same
+    /// schedule at 17 and at 27 ms minutes apart), a record's single measurement would rank it
+    /// against records measured in other phases, and the best of hundreds is the luckiest.
+    /// Costs the baseline's runs: up to twice the timing of a candidate whose repeats, not
+    /// min_repeat_secs, bound it.
+    bool measure_beside_best = true;
     /// The seeded default schedule puts 8-bit products on matrix tiles (the measuring CPU has
     /// AMX-INT8; DefaultScheduleOptions::cpu_tiles).
     bool cpu_tiles = false;
@@ -118,7 +126,7 @@ struct TuneProgress {
     int trials_done = 0;            ///< Measured in this call.
     int trials_total = 0;           ///< options.num_trials (0 = time-bounded).
     int errors = 0;                 ///< Error records in this call.
-    double best_secs = 0;           ///< Best median time of the task in the database (inf: none).
+    double best_secs = 0;           ///< Best rank time of the task in the database (inf: none).
     double best_gflops = 0;         ///< flops / best_secs / 1e9.
     double elapsed_secs = 0;        ///< Since the call started.
     double eta_secs = 0;            ///< Estimated time to finish (0 when unknown).
