@@ -20,7 +20,7 @@
 #
 # Usage: scripts/bench_search.sh [--budgets "64 256 1000"] [--kernels "sgemm conv2d depthwise"]
 #                                [--threads T] [--out DIR] [--seed S] [--min-secs S] [--rounds R]
-#                                [--model-forms LIST] [--setup-only]
+#                                [--model-forms LIST] [--metaschedule-from DIR] [--setup-only]
 #   --budgets LIST   trial budgets, each run from scratch on both sides (default "64 256 1000")
 #   --kernels LIST   any of sgemm (matmul 1024^3), conv2d (1x64x56x56, 64 filters 3x3, pad 1,
 #                    stride 1), depthwise (1x32x112x112 3x3, pad 1, stride 1); default all three
@@ -37,6 +37,12 @@
 #                    gives the median of the rounds' medians (default 3)
 #   --model-forms L  kernels also tuned in their model form (see above), a subset of --kernels
 #                    (default: conv2d when it is among them; "" for none)
+#   --metaschedule-from DIR
+#                    do not tune with MetaSchedule: take its work directories and tuning
+#                    reports from DIR, the --out of an earlier run of this script on this
+#                    machine with the same kernels, budgets, threads and seed (to try a change of
+#                    tessera's side against the same MetaSchedule bests); its bests are still
+#                    re-timed in this run's rounds, and the notes say where they came from
 #   --setup-only     install TVM into .venv-tvm (if missing) and stop
 # Smoke tests only: --shape NAME=SPEC (repeatable) replaces the tessera op spec of kernel NAME on
 #   both sides, e.g. --shape sgemm=matmul:m=256,n=256,k=256; the tables then say "SHAPE
@@ -60,7 +66,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${TESSERA_BUILD_DIR:-$root/build}
 venv=${TESSERA_TVM_VENV:-$root/.venv-tvm}
 budgets="64 256 1000" kernels="sgemm conv2d depthwise" threads=2 out="$root/tune_logs/bench_search"
-seed=1 min_secs=1 rounds=3 model_forms=default setup_only=0
+seed=1 min_secs=1 rounds=3 model_forms=default setup_only=0 ms_from=""
 declare -A spec=(
   [sgemm]="matmul:m=1024,n=1024,k=1024"
   [conv2d]="conv2d:n=1,c=64,h=56,w=56,k=64,r=3,s=3,stride=1,pad=1"
@@ -80,6 +86,7 @@ while [ $# -gt 0 ]; do
     --min-secs) need_arg "$@"; min_secs=$2; shift 2 ;;
     --rounds) need_arg "$@"; rounds=$2; shift 2 ;;
     --model-forms) need_arg "$@"; model_forms=$2; shift 2 ;;
+    --metaschedule-from) need_arg "$@"; ms_from=$2; shift 2 ;;
     --shape)
       need_arg "$@"
       name=${2%%=*} value=${2#*=}
@@ -117,6 +124,17 @@ for k in "${model_form_list[@]}"; do
   [ -n "${seen[$k]+x}" ] || die "--model-forms: '$k' is not among --kernels ($kernels)"
   model_form[$k]=1
 done
+if [ -n "$ms_from" ]; then
+  [ -f "$ms_from/results.jsonl" ] || die "--metaschedule-from: '$ms_from' holds no results.jsonl of a run of this script"
+  for b in "${budget_list[@]}"; do
+    for k in "${kernel_list[@]}"; do
+      [ -d "$ms_from/ms_${k}_$b" ] && [ -f "$ms_from/logs/ms_${k}_$b.json" ] ||
+        die "--metaschedule-from: '$ms_from' has no MetaSchedule run of $k at $b trials"
+    done
+  done
+  ms_from=$(cd "$ms_from" && pwd)
+  [ "$ms_from" != "$(mkdir -p "$out" && cd "$out" && pwd)" ] || die "--metaschedule-from must not be --out"
+fi
 [[ "$min_secs" =~ ^([0-9]+\.?[0-9]*|\.[0-9]+)$ ]] && awk "BEGIN{exit !($min_secs > 0)}" ||
   die "--min-secs must be a positive number, got '$min_secs'"
 
@@ -241,15 +259,23 @@ for b in "${budget_list[@]}"; do
       fi
     fi
 
-    # --- MetaSchedule: a fresh work directory; tune_tir timed inside the helper.
+    # --- MetaSchedule: a fresh work directory; tune_tir timed inside the helper (or an earlier
+    # run's, --metaschedule-from).
     wd="$out/ms_$tag"
     rm -rf "$wd"
-    echo "== $k $s, $b trials: MetaSchedule" >&2
     t0=$(now)
     m_rc=0 m_ok=0
-    "$py" "$root/scripts/metaschedule_tune.py" "$s" --trials "$b" --threads "$threads" --mcpu "$mcpu" \
-      --work-dir "$wd" --seed "$seed" --min-secs "$min_secs" --json \
-      >"$out/logs/ms_$tag.json" 2>"$out/logs/ms_$tag.log" || m_rc=$?
+    if [ -n "$ms_from" ]; then
+      echo "== $k $s, $b trials: MetaSchedule's tune from $ms_from" >&2
+      cp -r "$ms_from/ms_$tag" "$wd"
+      cp "$ms_from/logs/ms_$tag.json" "$out/logs/ms_$tag.json"
+      m_note="tuned in an earlier run ($ms_from), re-timed here"
+    else
+      echo "== $k $s, $b trials: MetaSchedule" >&2
+      "$py" "$root/scripts/metaschedule_tune.py" "$s" --trials "$b" --threads "$threads" --mcpu "$mcpu" \
+        --work-dir "$wd" --seed "$seed" --min-secs "$min_secs" --json \
+        >"$out/logs/ms_$tag.json" 2>"$out/logs/ms_$tag.log" || m_rc=$?
+    fi
     m_proc=$(elapsed "$t0" "$(now)")
     IFS=$'\x1f' read -r m_first m_wall m_setup m_records m_valid m_flops m_err m_check < <(
       jget "$out/logs/ms_$tag.json" median_ms tune_secs setup_secs records valid_records flops max_rel_err passed)

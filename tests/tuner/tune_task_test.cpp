@@ -7,6 +7,8 @@
 #include <optional>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "tessera/cost_model/cost_model.h"
 #include "tessera/schedule/step.h"
 #include "tessera/support/error.h"
@@ -220,44 +222,67 @@ TEST(TuneTask, WrongAnswerIsNeverBestEvenWhenFastest) {
         EXPECT_GE(best, r.best->median_secs);
 }
 
-/// A host whose speed drifts: the simulated measurer's times, each candidate slowed by a
-/// factor of its own (1 or 3, seeded), and the baseline (Measurer::set_baseline) timed beside
-/// it slowed by the same factor, as two kernels run in alternation in one phase are. The first
-/// batch runs in a calm phase (factor 1).
-class DriftingHostMeasurer : public Measurer {
+/// The ground truth of the measurers below: the simulated measurer's times, each Ok schedule's
+/// true time (its median) noted, and the baseline (Measurer::set_baseline) measured alike.
+class TruthfulMeasurer : public Measurer {
   public:
-    std::vector<MeasureResult> measure(const te::Compute& c,
-                                       const std::vector<sched::State>& states) override {
-        std::vector<MeasureResult> r = inner_->measure(c, states);
-        std::vector<double> baseline_secs;
-        if (baseline_)
-            baseline_secs = inner_->measure(c, {*baseline_}).at(0).run_secs;
-        for (size_t i = 0; i < r.size(); ++i) {
-            if (r[i].error != MeasureError::Ok)
-                continue;
-            std::vector<double> sorted = r[i].run_secs; // the true time: the calm median
-            std::sort(sorted.begin(), sorted.end());
-            true_secs[sched::steps_to_json(states[i].steps)] = sorted[sorted.size() / 2];
-            const double factor = calls_ == 0 ? 1.0 : (rng_.uniform_int(0, 1) ? 3.0 : 1.0);
-            for (double& secs : r[i].run_secs)
-                secs *= factor;
-            for (double secs : baseline_secs)
-                r[i].baseline_run_secs.push_back(secs * factor);
-        }
-        ++calls_;
-        return r;
-    }
     std::string settings_json() const override { return inner_->settings_json(); }
     void set_baseline(const te::Compute&, const sched::State& baseline) override {
         if (baselines_on)
             baseline_ = baseline;
     }
     bool baselines_on = true;
-    std::map<std::string, double> true_secs; ///< By schedule JSON: the time without drift.
+    std::map<std::string, double> true_secs; ///< By schedule JSON.
+
+  protected:
+    /// The true results of `states`; `baseline_secs` gets the baseline's true runs (none
+    /// without a baseline).
+    std::vector<MeasureResult> measure_truly(const te::Compute& c,
+                                             const std::vector<sched::State>& states,
+                                             std::vector<double>& baseline_secs) {
+        std::vector<MeasureResult> r = inner_->measure(c, states);
+        baseline_secs.clear();
+        if (baseline_)
+            baseline_secs = inner_->measure(c, {*baseline_}).at(0).run_secs;
+        for (size_t i = 0; i < r.size(); ++i) {
+            if (r[i].error != MeasureError::Ok)
+                continue;
+            std::vector<double> sorted = r[i].run_secs;
+            std::sort(sorted.begin(), sorted.end());
+            true_secs[sched::steps_to_json(states[i].steps)] = sorted[sorted.size() / 2];
+        }
+        return r;
+    }
+    bool has_baseline() const { return baseline_.has_value(); }
 
   private:
     std::unique_ptr<Measurer> inner_ = make_simulated_measurer(3);
     std::optional<sched::State> baseline_;
+};
+
+/// A host whose speed drifts: each candidate slowed by a factor of its own (1 or 3, seeded),
+/// and the baseline timed beside it slowed by the same factor, as two kernels run in
+/// alternation in one phase are. The first batch runs in a calm phase (factor 1).
+class DriftingHostMeasurer : public TruthfulMeasurer {
+  public:
+    std::vector<MeasureResult> measure(const te::Compute& c,
+                                       const std::vector<sched::State>& states) override {
+        std::vector<double> baseline_secs;
+        std::vector<MeasureResult> r = measure_truly(c, states, baseline_secs);
+        for (MeasureResult& m : r) {
+            if (m.error != MeasureError::Ok)
+                continue;
+            const double factor = calls_ == 0 ? 1.0 : (rng_.uniform_int(0, 1) ? 3.0 : 1.0);
+            for (double& secs : m.run_secs)
+                secs *= factor;
+            for (double secs : baseline_secs)
+                m.baseline_run_secs.push_back(secs * factor);
+        }
+        ++calls_;
+        return r;
+    }
+
+  private:
     Rng rng_{17};
     int calls_ = 0;
 };
@@ -296,6 +321,54 @@ TEST(TuneTask, RecordsTimedBesideTheBestRankByTheirTrueSpeedOnADriftingHost) {
             EXPECT_GT(measurer.true_secs[best_without], measurer.true_secs[fastest]);
         }
     }
+}
+
+/// The winner's curse made certain: a schedule's first measurement beside a baseline runs at
+/// half its true time (the luckiest ratio of a batch), every later one at its true time.
+class FirstTimeLuckyMeasurer : public TruthfulMeasurer {
+  public:
+    std::vector<MeasureResult> measure(const te::Compute& c,
+                                       const std::vector<sched::State>& states) override {
+        std::vector<double> baseline_secs;
+        std::vector<MeasureResult> r = measure_truly(c, states, baseline_secs);
+        for (size_t i = 0; i < r.size(); ++i) {
+            if (r[i].error != MeasureError::Ok)
+                continue;
+            if (has_baseline() && times_measured[sched::steps_to_json(states[i].steps)]++ == 0)
+                for (double& secs : r[i].run_secs)
+                    secs *= 0.5;
+            r[i].baseline_run_secs = baseline_secs;
+        }
+        return r;
+    }
+    std::map<std::string, int> times_measured;
+};
+
+TEST(TuneTask, ANewBestIsRankedByASecondMeasurementBesideTheBaseline) {
+    const te::OpInstance mm = op("matmul:m=13,n=7,k=31");
+    TuningDatabase db(":memory:");
+    auto model = cost::make_random_model(4);
+    FirstTimeLuckyMeasurer measurer;
+    const TuneResult r =
+        tune_task(mm.compute, mm.flops, kTarget, db, *model, measurer, small_options(8, 48));
+    ASSERT_TRUE(r.best.has_value());
+    int confirmed = 0;
+    for (const TuningRecord& rec : db.records_of(r.workload_key)) {
+        if (rec.error_code != MeasureError::Ok)
+            continue;
+        const nlohmann::json s = nlohmann::json::parse(rec.measure_settings_json);
+        const double truth = measurer.true_secs.at(rec.schedule_json);
+        if (s.contains("first_rank_secs")) {
+            ++confirmed;
+            EXPECT_EQ(measurer.times_measured[rec.schedule_json], 2);
+            EXPECT_NEAR(s["first_rank_secs"].get<double>(), 0.5 * truth, 1e-9 * truth);
+            EXPECT_NEAR(rec.rank_secs, truth, 1e-9 * truth); // the second ratio alone
+        }
+    }
+    EXPECT_GE(confirmed, 1);
+    // The best's rank is a true time, never a lucky half.
+    EXPECT_NEAR(r.best->rank_secs, measurer.true_secs.at(r.best->schedule_json),
+                1e-9 * r.best->rank_secs);
 }
 
 TEST(TuneTask, TimeBudgetStopsTheLoop) {

@@ -62,7 +62,9 @@ struct RunRequest {
     /// The best known time of the task (0 = none yet). A candidate whose checked run already
     /// takes more than slow_factor x reference_secs is timed once, without warm-up: its time
     /// only has to tell the search that it is slow, and repeating a slow kernel is where
-    /// measuring spends most of its time.
+    /// measuring spends most of its time. With a baseline, one timed run of the baseline just
+    /// before stands for reference_secs (the same phase of the host), and a slow candidate's
+    /// one run is paired with it.
     double reference_secs = 0;
     double slow_factor = MeasureOptions{}.slow_factor;
     /// The baseline: another (checked before) library of the same task, timed run for run in
