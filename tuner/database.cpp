@@ -59,10 +59,11 @@ std::string record_identity(const TuningRecord& r) {
     return sha256_hex(fields.dump());
 }
 
-static double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    size_t n = v.size();
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+double median_secs_of(std::vector<double> secs) {
+    TESSERA_CHECK(!secs.empty()) << "the median of no run times";
+    std::sort(secs.begin(), secs.end());
+    const size_t n = secs.size();
+    return n % 2 ? secs[n / 2] : 0.5 * (secs[n / 2 - 1] + secs[n / 2]);
 }
 
 std::string prepare_record(TuningRecord& r, size_t i, bool import, const std::string& now) {
@@ -78,7 +79,7 @@ std::string prepare_record(TuningRecord& r, size_t i, bool import, const std::st
             if (!std::isfinite(v) || v < 0)
                 throw UserError() << "record " << i << " of the batch has run time " << v
                                   << kNothingCommitted;
-        r.median_secs = median(r.run_secs);
+        r.median_secs = median_secs_of(r.run_secs);
         if (r.rank_secs == 0)
             r.rank_secs = r.median_secs;
         if (!std::isfinite(r.rank_secs) || r.rank_secs < 0)

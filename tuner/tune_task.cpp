@@ -558,12 +558,12 @@ class TaskTuner {
     /// (TuningRecord::rank_secs) and names the baseline in its settings; a measurement without
     /// baseline runs leaves it ranked by its median.
     static void rank_beside(TuningRecord& r, const MeasureResult& m, const TuningRecord& baseline) {
-        if (r.error_code != MeasureError::Ok || m.baseline_run_secs.empty())
-            return;
-        const double base = median_of(m.baseline_run_secs);
+        if (r.error_code != MeasureError::Ok || m.run_secs.empty() || m.baseline_run_secs.empty())
+            return; // (an Ok record without runs is commit_batch's to refuse)
+        const double base = median_secs_of(m.baseline_run_secs);
         if (!(base > 0))
             return;
-        r.rank_secs = median_of(m.run_secs) * baseline.rank_secs / base;
+        r.rank_secs = median_secs_of(m.run_secs) * baseline.rank_secs / base;
         nlohmann::json j = nlohmann::json::parse(r.measure_settings_json);
         j["baseline_record"] = baseline.id;
         j["baseline_median_secs"] = base;
@@ -628,12 +628,6 @@ class TaskTuner {
             return std::nullopt;
         }
         return best;
-    }
-
-    static double median_of(std::vector<double> v) {
-        std::sort(v.begin(), v.end());
-        const size_t n = v.size();
-        return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
     }
 
     void report_progress(bool round_done = true) {

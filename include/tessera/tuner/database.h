@@ -31,8 +31,8 @@
 // and never leaves half a batch.
 //
 // Ordering is deterministic everywhere: by rank time (TuningRecord::rank_secs), ties broken by
-// record id (insertion order). Error records (error_code != Ok) are kept but never count as best or
-// in top-k.
+// record id (insertion order). Error records (error_code != Ok) are kept but never count as best
+// or in top-k.
 //
 // The storage engine stays behind this class (tuner/database_engine.h; no SQLite or libpq type
 // in this header), so callers never know which engine serves them.
@@ -83,12 +83,13 @@ struct TuningRecord {
     /// Median of run_secs, computed by commit_batch for Ok records; +infinity for errors.
     double median_secs = 0;
     /// The time the record is ranked by (best, top-k, prune, the cost model's labels). Measured
-    /// alone: median_secs. Measured in alternation with a reference (the task's best record at
-    /// the time, timed run for run beside it in one process): median_secs x the reference's
-    /// rank_secs / the reference's median in that alternation, so that a phase of the host
-    /// that slows both alike cancels out (the tuner writes the reference's record id and
-    /// median into measure_settings_json). 0 or unset: commit_batch sets median_secs;
-    /// +infinity for errors.
+    /// alone: median_secs. Measured in alternation with a baseline (the task's best record at
+    /// the time, timed run for run beside it in one process; Measurer::set_baseline):
+    /// median_secs x the baseline's rank_secs / the baseline's median in that alternation, so
+    /// that a phase of the host that slows both alike cancels out (the tuner writes the
+    /// baseline's record id and median into measure_settings_json as "baseline_record" and
+    /// "baseline_median_secs"). 0 or unset: commit_batch sets median_secs; +infinity for
+    /// errors.
     double rank_secs = 0;
     MeasureError error_code = MeasureError::Ok;
     std::string error_message;                ///< Empty for Ok records.
@@ -97,6 +98,10 @@ struct TuningRecord {
     int schema_version = 0; ///< Set by commit_batch to the database's schema version.
     std::string created_at; ///< ISO 8601 UTC, filled by commit_batch when empty.
 };
+
+/// The median of run times (the mean of the middle two for an even count), as commit_batch
+/// computes TuningRecord::median_secs. Pre: `secs` is not empty.
+double median_secs_of(std::vector<double> secs);
 
 /// What makes two records the same measurement (for idempotent import and merge): the SHA-256
 /// (hex) of workload key, target, fingerprint, schedule JSON, created_at and the run times.
