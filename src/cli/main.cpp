@@ -101,6 +101,11 @@ int main(int argc, char** argv) {
                   "Run the naive loop nest instead of the default schedule (for comparisons)")
         ->excludes("--schedule")
         ->excludes("--db");
+    run->add_option("--beside", run_opts.beside,
+                    "Also run this schedule (a step-list JSON file, or 'default' for the "
+                    "default schedule), checked the same way, each of its runs just before one "
+                    "of the first's, and print its median and the run-by-run ratio of the two "
+                    "(CPU only; compares schedules on a host whose speed drifts)");
     run->add_option("--target", run_opts.target,
                     "llvm: this CPU; cuda: CUDA device 0 (NVRTC, CUDA events; --db looks up "
                     "'cuda -arch=sm_XX' records, and without --schedule or --db the GPU default "

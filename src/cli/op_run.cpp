@@ -253,6 +253,79 @@ std::unique_ptr<KernelRunner> make_runner(bool gpu, const LoweredFunc& f, size_t
     return std::make_unique<JitRunner>(f);
 }
 
+/// A compiled kernel with its parameter buffers (inputs in its layouts, then outputs).
+struct Kernel {
+    std::vector<sched::LayoutTransform> layouts; ///< One per input of the compute.
+    std::unique_ptr<KernelRunner> runner;
+    std::vector<HostBuffer> buffers;
+};
+
+Kernel prepare_kernel(bool gpu, const LoweredFunc& f, std::vector<sched::LayoutTransform> layouts,
+                      const te::OpInstance& inst) {
+    Kernel k;
+    k.layouts = std::move(layouts);
+    k.runner = make_runner(gpu, f, inst.compute.inputs.size());
+    // Parameters are the compute's inputs, then its outputs (lower_default's and
+    // lower_state's contract).
+    for (const auto& p : f.params)
+        k.buffers.push_back(host_buffer(p.name(), p.dtype(), p.shape()));
+    return k;
+}
+
+/// Copies (or packs, for an input stored in a transformed layout) the dense inputs into k's
+/// parameters and poisons its outputs.
+void fill_parameters(Kernel& k, const te::OpInstance& inst,
+                     const std::vector<HostBuffer>& dense_inputs) {
+    const size_t num_inputs = inst.compute.inputs.size();
+    for (size_t i = 0; i < k.buffers.size(); ++i) {
+        if (i >= num_inputs) {
+            tune::poison(k.buffers[i]);
+            continue;
+        }
+        const Tensor& t = inst.compute.inputs[i];
+        if (k.layouts[i].is_identity())
+            std::memcpy(k.buffers[i].data(), dense_inputs[i].data(), dense_inputs[i].bytes());
+        else
+            sched::pack_layout(k.layouts[i], t.shape(), t.dtype().bytes(), dense_inputs[i].data(),
+                               k.buffers[i].data());
+    }
+}
+
+struct CheckResult {
+    double max_rel_err = 0;
+    int64_t checked = 0, total = 0; ///< Output elements checked, and in all.
+};
+
+/// Compares k's outputs (after a run) with the reference: every element when the reference
+/// is cheap, a seeded sample otherwise.
+CheckResult check_outputs(const Kernel& k, const te::OpInstance& inst,
+                          const std::vector<HostBuffer>& dense_inputs, const OpRunOptions& opts) {
+    CheckResult c;
+    const size_t num_inputs = inst.compute.inputs.size();
+    te::ReferenceEvaluator ref;
+    for (size_t i = 0; i < num_inputs; ++i)
+        ref.bind(inst.compute.inputs[i], dense_inputs[i].data());
+    for (size_t o = 0; o < inst.compute.outputs.size(); ++o) {
+        const Tensor& t = inst.compute.outputs[o];
+        const HostBuffer& hb = k.buffers[num_inputs + o];
+        int64_t n = hb.num_elements();
+        double cost = std::max(1.0, inst.flops / std::max<int64_t>(1, n));
+        int64_t budget = std::max<int64_t>(64, static_cast<int64_t>(opts.check_budget / cost));
+        bool all = budget >= n;
+        int64_t count = all ? n : budget;
+        Rng pick(opts.seed ^ 0x5eedULL);
+        for (int64_t e = 0; e < count; ++e) {
+            int64_t flat = all ? e : pick.uniform_int(0, n - 1);
+            double want = ref.at(t, unflatten(flat, t.shape()));
+            c.max_rel_err = std::max(c.max_rel_err,
+                                     tune::element_error(tune::element_as_double(hb, flat), want));
+        }
+        c.checked += count;
+        c.total += n;
+    }
+    return c;
+}
+
 } // namespace
 
 OpRunResult run_op(const OpRunOptions& opts, std::ostream& out) {
@@ -326,67 +399,78 @@ OpRunResult run_op(const OpRunOptions& opts, std::ostream& out) {
     } else {
         func = lower::lower_default(inst.compute, "kernel");
     }
-    const std::unique_ptr<KernelRunner> runner = make_runner(gpu, func, inst.compute.inputs.size());
-    r.device = runner->device();
+    Kernel main_kernel = prepare_kernel(gpu, func, layouts, inst);
+    r.device = main_kernel.runner->device();
 
-    // Parameters are the compute's inputs, then its outputs (lower_default's and
-    // lower_state's contract). Inputs are filled in their dense row-major shape (what the
-    // reference reads); an input stored in a transformed layout is packed into its parameter.
+    // Inputs are filled in their dense row-major shape (what the reference reads) and packed
+    // into each kernel's parameters in its own layouts.
     const size_t num_inputs = inst.compute.inputs.size();
     std::vector<HostBuffer> dense_inputs;
-    for (const auto& t : inst.compute.inputs)
-        dense_inputs.push_back(host_buffer(t.name(), t.dtype(), t.shape()));
-    std::vector<HostBuffer> buffers;
-    for (const auto& p : func.params)
-        buffers.push_back(host_buffer(p.name(), p.dtype(), p.shape()));
     Rng rng(opts.seed);
-    for (size_t i = 0; i < buffers.size(); ++i) {
-        if (i >= num_inputs) {
-            tune::poison(buffers[i]);
-        } else {
-            tune::fill_random(dense_inputs[i], rng);
-            const Tensor& t = inst.compute.inputs[i];
-            if (layouts[i].is_identity())
-                std::memcpy(buffers[i].data(), dense_inputs[i].data(), dense_inputs[i].bytes());
-            else
-                sched::pack_layout(layouts[i], t.shape(), t.dtype().bytes(),
-                                   dense_inputs[i].data(), buffers[i].data());
-        }
+    for (const auto& t : inst.compute.inputs) {
+        dense_inputs.push_back(host_buffer(t.name(), t.dtype(), t.shape()));
+        tune::fill_random(dense_inputs.back(), rng);
     }
-    runner->run(buffers); // also the warm-up run
-
-    // Check every output element when the reference is cheap, a seeded sample otherwise.
-    te::ReferenceEvaluator ref;
-    for (size_t i = 0; i < num_inputs; ++i)
-        ref.bind(inst.compute.inputs[i], dense_inputs[i].data());
-    for (size_t o = 0; o < inst.compute.outputs.size(); ++o) {
-        const Tensor& t = inst.compute.outputs[o];
-        const HostBuffer& hb = buffers[num_inputs + o];
-        int64_t n = hb.num_elements();
-        double cost = std::max(1.0, inst.flops / std::max<int64_t>(1, n));
-        int64_t budget = std::max<int64_t>(64, static_cast<int64_t>(opts.check_budget / cost));
-        bool all = budget >= n;
-        int64_t count = all ? n : budget;
-        Rng pick(opts.seed ^ 0x5eedULL);
-        for (int64_t k = 0; k < count; ++k) {
-            int64_t flat = all ? k : pick.uniform_int(0, n - 1);
-            double want = ref.at(t, unflatten(flat, t.shape()));
-            r.max_rel_err = std::max(
-                r.max_rel_err, tune::element_error(tune::element_as_double(hb, flat), want));
-        }
-        r.checked += count;
-        r.total += n;
-    }
+    fill_parameters(main_kernel, inst, dense_inputs);
+    main_kernel.runner->run(main_kernel.buffers); // also the warm-up run
+    const CheckResult main_check = check_outputs(main_kernel, inst, dense_inputs, opts);
+    r.max_rel_err = main_check.max_rel_err;
+    r.checked = main_check.checked;
+    r.total = main_check.total;
     r.passed = r.max_rel_err <= opts.tolerance;
 
-    std::vector<double> ms;
-    for (int i = 0; i < opts.repeat; ++i)
-        ms.push_back(runner->time_ms(buffers));
+    // --beside: a second schedule, checked the same way, each of its runs just before one of
+    // the first's, so that both meet the same phases of a drifting host.
+    std::optional<Kernel> beside;
+    std::string beside_name;
+    CheckResult beside_check;
+    if (!opts.beside.empty()) {
+        if (gpu)
+            throw UserError() << "--beside runs on the CPU only; it cannot be used with --target "
+                              << opts.target;
+        sched::State bs = opts.beside == "default" ? host_default_schedule(inst, target)
+                                                   : load_schedule(inst.compute, opts.beside);
+        LoweredFunc bf;
+        try {
+            bf = sched::lower_state(bs, "kernel", lower_opts);
+        } catch (const ScheduleError& e) {
+            throw UserError() << "--beside " << opts.beside << ": " << e.what();
+        }
+        std::vector<sched::LayoutTransform> blayouts(num_inputs);
+        for (size_t i = 0; i < num_inputs; ++i)
+            blayouts[i] = bs.stages[bs.stage_id_of(inst.compute.inputs[i])].layout;
+        beside = prepare_kernel(false, bf, blayouts, inst);
+        fill_parameters(*beside, inst, dense_inputs);
+        beside->runner->run(beside->buffers);
+        beside_check = check_outputs(*beside, inst, dense_inputs, opts);
+        beside_name = opts.beside == "default"
+                          ? fmt::format("default schedule ({} steps)", bs.steps.size())
+                          : fmt::format("{} ({} steps)", opts.beside, bs.steps.size());
+        r.beside_passed = beside_check.max_rel_err <= opts.tolerance;
+        r.passed = r.passed && r.beside_passed;
+    }
+
+    std::vector<double> ms, beside_ms, ratios;
+    for (int i = 0; i < opts.repeat; ++i) {
+        if (beside)
+            beside_ms.push_back(beside->runner->time_ms(beside->buffers));
+        ms.push_back(main_kernel.runner->time_ms(main_kernel.buffers));
+        if (beside && beside_ms.back() > 0)
+            ratios.push_back(ms.back() / beside_ms.back());
+    }
     r.median_ms = percentile(ms, 0.5);
     r.min_ms = *std::min_element(ms.begin(), ms.end());
     r.max_ms = *std::max_element(ms.begin(), ms.end());
     r.spread_pct = r.median_ms > 0 ? (percentile(ms, 0.9) - percentile(ms, 0.1)) / r.median_ms * 100 : 0;
     r.gflops = r.flops / (r.median_ms * 1e-3) / 1e9;
+    if (beside) {
+        r.beside_median_ms = percentile(beside_ms, 0.5);
+        if (!ratios.empty()) {
+            r.ratio_median = percentile(ratios, 0.5);
+            r.ratio_p10 = percentile(ratios, 0.1);
+            r.ratio_p90 = percentile(ratios, 0.9);
+        }
+    }
 
     out << fmt::format("op        {}\n", r.spec);
     out << fmt::format("schedule  {}\n", r.schedule);
@@ -398,12 +482,21 @@ OpRunResult run_op(const OpRunOptions& opts, std::ostream& out) {
         out << fmt::format("device    {}\n", r.device);
     out << fmt::format("check     {}: max rel error {:.3g} over {} of {} output elements{} "
                        "(tolerance {:.3g})\n",
-                       r.passed ? "ok" : "FAILED", r.max_rel_err, r.checked, r.total,
-                       r.checked < r.total ? " (seeded sample)" : "", opts.tolerance);
+                       r.max_rel_err <= opts.tolerance ? "ok" : "FAILED", r.max_rel_err, r.checked,
+                       r.total, r.checked < r.total ? " (seeded sample)" : "", opts.tolerance);
     out << fmt::format("time      median {:.4f} ms, min {:.4f}, max {:.4f}, p10-p90 spread "
                        "{:.1f}% over {} runs\n",
                        r.median_ms, r.min_ms, r.max_ms, r.spread_pct, opts.repeat);
     out << fmt::format("speed     {:.2f} GFLOP/s\n", r.gflops);
+    if (beside) {
+        out << fmt::format("beside    {}: check {} (max rel error {:.3g}), median {:.4f} ms, "
+                           "{:.2f} GFLOP/s\n",
+                           beside_name, r.beside_passed ? "ok" : "FAILED", beside_check.max_rel_err,
+                           r.beside_median_ms, r.flops / (r.beside_median_ms * 1e-3) / 1e9);
+        out << fmt::format("ratio     this / beside, run by run: median {:.3f} (p10 {:.3f}, "
+                           "p90 {:.3f}) over {} pairs\n",
+                           r.ratio_median, r.ratio_p10, r.ratio_p90, ratios.size());
+    }
     if (opts.json) {
         nlohmann::ordered_json j;
         j["op"] = r.op;
@@ -428,6 +521,16 @@ OpRunResult run_op(const OpRunOptions& opts, std::ostream& out) {
         j["total_elements"] = r.total;
         j["passed"] = r.passed;
         j["runs_ms"] = ms;
+        if (beside) {
+            j["beside"] = beside_name;
+            j["beside_passed"] = r.beside_passed;
+            j["beside_max_rel_err"] = beside_check.max_rel_err;
+            j["beside_median_ms"] = r.beside_median_ms;
+            j["beside_runs_ms"] = beside_ms;
+            j["ratio_median"] = r.ratio_median;
+            j["ratio_p10"] = r.ratio_p10;
+            j["ratio_p90"] = r.ratio_p90;
+        }
         out << j.dump() << "\n";
     }
     return r;

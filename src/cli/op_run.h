@@ -33,6 +33,10 @@ struct OpRunOptions {
     /// cuda: f32 matrix products may run on tensor cores in TF32 (the default schedule's
     /// DefaultScheduleOptions::gpu_tf32; about 1e-3 relative error, so pass a --tolerance).
     bool tf32 = false;
+    /// A second schedule timed in alternation with the first, run by run in one process (a
+    /// schedule JSON file, or "default" for the default schedule); the report gives both
+    /// medians and the median of the run-by-run ratios. CPU only.
+    std::string beside;
 };
 
 /// What one `op run` measured.
@@ -49,7 +53,11 @@ struct OpRunResult {
     double gflops = 0;
     double max_rel_err = 0;
     int64_t checked = 0, total = 0; ///< Output elements checked, and in all.
-    bool passed = false;
+    bool passed = false;            ///< Every checked schedule (this one and --beside's) passed.
+    /// With --beside: its check, its median and this schedule's time over its, run by run.
+    bool beside_passed = false;
+    double beside_median_ms = 0;
+    double ratio_median = 0, ratio_p10 = 0, ratio_p90 = 0;
 };
 
 /// Runs the operator and prints a human-readable report (and the JSON line) to out.
@@ -63,6 +71,8 @@ struct OpRunResult {
 /// "cuda -arch=sm_XX" (cuda_tune_target), a schedule file must hold a GPU schedule (bindings),
 /// and without either the GPU default schedule runs (sched::default_schedule, target Gpu: what
 /// an untuned CUDA model build runs); UserError "--target cuda: <reason>" without a device.
+/// With opts.beside, a second schedule is checked and timed in alternation with the first
+/// (UserError with --target cuda or a bad schedule file); passed covers both checks.
 /// Throws UserError on a bad spec, a bad schedule file (missing, malformed, or illegal for
 /// the operator), more than one of schedule file, database and naive, or a database that is
 /// missing or not a tuning database. The result says whether the check passed.

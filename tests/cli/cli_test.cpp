@@ -2,6 +2,7 @@
 // checks and times an operator and ends with a JSON line.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <map>
@@ -239,6 +240,42 @@ TEST(Cli, ScheduleWithPackedInputLayout) {
     Output l = run_tessera("op lower matmul:m=5,n=13,k=7 --schedule " + file);
     ASSERT_EQ(l.code, 0) << l.out;
     EXPECT_NE(l.out.find("b: f32[4, 7, 4]"), std::string::npos) << l.out;
+}
+
+TEST(Cli, BesideTimesASecondScheduleRunByRun) {
+    // A schedule with a packed input beside the default schedule: both checked, each timed
+    // run paired with one of the other's, the ratio the median of the pairs' ratios.
+    const std::string file =
+        write_temp("beside.json", R"({"version":1,"steps":[{"kind":"transform_layout","stage":1,)"
+                                  R"("lengths":[1,4],"iters":[1,0,2]}]})");
+    Output r = run_tessera("op run matmul:m=5,n=13,k=7 --schedule " + file +
+                           " --beside default --repeat 7 --json");
+    ASSERT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find("beside    default schedule"), std::string::npos) << r.out;
+    const auto j = nlohmann::json::parse(last_line(r.out));
+    EXPECT_TRUE(j["passed"].get<bool>()) << r.out;
+    EXPECT_TRUE(j["beside_passed"].get<bool>()) << r.out;
+    const auto runs = j["runs_ms"].get<std::vector<double>>();
+    const auto beside = j["beside_runs_ms"].get<std::vector<double>>();
+    ASSERT_EQ(runs.size(), 7u);
+    ASSERT_EQ(beside.size(), 7u);
+    std::vector<double> ratios;
+    for (size_t i = 0; i < runs.size(); ++i)
+        ratios.push_back(runs[i] / beside[i]);
+    std::sort(ratios.begin(), ratios.end());
+    EXPECT_DOUBLE_EQ(j["ratio_median"].get<double>(), ratios[3]);
+    EXPECT_LE(j["ratio_p10"].get<double>(), j["ratio_median"].get<double>());
+    EXPECT_GE(j["ratio_p90"].get<double>(), j["ratio_median"].get<double>());
+
+    // The other way round: the default schedule, a file beside it.
+    Output back = run_tessera("op run matmul:m=5,n=13,k=7 --beside " + file + " --repeat 2");
+    ASSERT_EQ(back.code, 0) << back.out;
+    EXPECT_NE(back.out.find("beside    " + file), std::string::npos) << back.out;
+    const std::string illegal = write_temp(
+        "beside_illegal.json", R"({"version":1,"steps":[{"kind":"split","stage":99,"iter":0,)"
+                               R"("lengths":[2],"inner_to_outer":true}]})");
+    expect_user_error("op run matmul:m=4,n=4,k=4 --beside " + illegal, illegal);
+    expect_user_error("op run matmul:m=4,n=4,k=4 --beside " + illegal + ".missing", "missing");
 }
 
 TEST(Cli, BadScheduleFilesAreOneLineErrors) {
