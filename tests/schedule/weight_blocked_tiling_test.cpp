@@ -102,6 +102,19 @@ TEST(WeightBlockedTiling, DepthwiseBlocksItsPaddedInputToo) {
     }
 }
 
+TEST(WeightBlockedTiling, UnpaddedDepthwiseDoesNotGatherItsInput) {
+    // Without padding a depthwise conv reads its input itself at the output channel, a whole
+    // image apart from lane to lane, and an input is not re-laid out: no blocked sketch.
+    EXPECT_TRUE(blocked_sketches(te::make_op("depthwise_conv2d:n=1,c=21,h=9,w=11,r=3")).empty());
+    EXPECT_TRUE(
+        blocked_sketches(te::make_op("depthwise_conv2d:n=1,c=21,h=9,w=11,r=3,stride=2")).empty());
+    // A grouped conv reads one input value for the lanes of a group (a broadcast): blocked,
+    // without padding as with it.
+    for (const char* spec : {"conv2d:n=1,c=6,h=9,w=11,k=18,r=3,groups=2",
+                             "conv2d:n=1,c=6,h=9,w=11,k=18,r=3,pad=1,groups=2"})
+        EXPECT_FALSE(blocked_sketches(te::make_op(spec)).empty()) << spec;
+}
+
 /// A batched matmul whose b [B, K, N] is a weight (Winograd's per-position filters).
 te::OpInstance batch_matmul_with_weight(int64_t b, int64_t m, int64_t n, int64_t k) {
     te::OpInstance op = te::make_op("batch_matmul:b=" + std::to_string(b) + ",m=" +
