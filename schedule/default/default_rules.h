@@ -55,12 +55,26 @@ bool has_window(const Stage& st);
 /// (weights_in_tile_order.cpp).
 void order_weights_for_tiles(State& s, const std::vector<int>& weight_inputs);
 
+/// The spatial axes of st that a select condition of its body tests (an inlined padding's
+/// borders), one flag per axis.
+std::vector<bool> guarded_axes(const Stage& st);
+
+/// The iterations of root stage `holder`'s leading spatial loops (unannotated, outermost
+/// first) that lie outside its first loop over an axis that the guards of an inlined producer
+/// test where the holder, or a stage of its shape computed inside it, reads it (an inlined
+/// padding's rows); 0 when no such loop is among them.
+int64_t iterations_outside_guards(const State& s, int holder);
+
 /// Inlines each intermediate that one tiled stage reads slice by slice (a depthwise conv's
 /// padded input) when the reader's tiles together read at most twice its size (the halo):
 /// the reader reads the image itself instead of a whole padded copy going through memory;
 /// computed in the outer tile loop when it cannot be inlined. Before annotate_fixed; a move
-/// that does not apply is left out (sliced_producers.cpp).
-void inline_sliced_producers(State& s);
+/// that does not apply is left out (sliced_producers.cpp). A padding that the reader's vector
+/// lanes cross is inlined too when the reader steps one element per lane along rows of at
+/// least 7 vectors and the loops outside its tested rows give at least 4 x num_cores
+/// iterations (annotate_fixed keeps those rows serial); otherwise it is padded a band of rows
+/// at a time.
+void inline_sliced_producers(State& s, const DefaultScheduleOptions& opts);
 
 /// Splits the row loop of root stage `holder` into one chunk per core, outermost, so that
 /// each thread reads the rows the previous task's thread wrote, when the task's activations

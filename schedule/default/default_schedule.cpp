@@ -126,7 +126,7 @@ State default_schedule(const te::Compute& c, const DefaultScheduleOptions& opts)
         try {
             State s = detail::fill_fixed_tile_sizes(sketches[i], opts);
             detail::order_weights_for_tiles(s, sketch_opts.weight_inputs);
-            detail::inline_sliced_producers(s);
+            detail::inline_sliced_producers(s, opts);
             detail::factor_row_reductions(s, opts);
             detail::annotate_fixed(s, opts);
             check_lowers(s);

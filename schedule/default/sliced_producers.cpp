@@ -8,18 +8,24 @@
 // reloaded the input from L2: the depthwise convs ran 1.2-2x slower than with the padding
 // inlined (MobileNetV2 5.70 -> 5.09 ms on one core, 3.23 -> 3.05 on two).
 //
-// A padding that the reader's vector lanes cross is not inlined: an NCHW depthwise conv
-// vectorized along the image width would test the border lane by lane in its edge tiles, with
-// 15-lane vectors and a scalar lane whose accumulators leave the registers. It is padded a
-// band of whole rows at a time inside the parallel loop instead (1x32x112x112 3x3 on a Zen 4
-// core: 0.338 ms inlined, 0.166 with a whole padded copy first, 0.147 by bands of 10 rows;
-// 0.169, 0.084 and 0.076 ms on two).
+// A padding that the reader's vector lanes cross (an NCHW depthwise conv vectorized along the
+// image width) splits the vectors of the edge columns: a scalar lane and a partial vector.
+// With its rows fused into the parallel loop every chunk also kept the rows' tests
+// (1x32x112x112 3x3 on a Zen 4 core: 0.338 ms inlined, 0.166 with a whole padded copy first,
+// 0.147 by bands of 10 rows; 0.169, 0.084 and 0.076 ms on two). It is inlined only where the
+// split vectors are few (rows of at least kMinVectorsPerRow vectors, read at stride 1) and
+// the threads can split the channels alone, leaving the rows serial (annotate_fixed), so that
+// the partitioner peels the first and last rows and the rest run without tests: on a Zen 3
+// core 0.78x the time of a band per chunk for 32 channels of 112x112, at 1 and 2 threads.
+// Elsewhere it is padded a band of whole rows at a time inside the parallel loop.
 #include <algorithm>
 
 #include "../internal/body_util.h"
 #include "../search_space/search_space_util.h"
 #include "default_rules.h"
 #include "tessera/ir/functor.h"
+#include "tessera/ir/op.h"
+#include "tessera/ir/simplify.h"
 #include "tessera/schedule/schedule.h"
 #include "tessera/schedule/sketch.h"
 
@@ -35,31 +41,19 @@ namespace {
 /// Winograd input transforms ran 35-40% slower).
 constexpr double kMaxRecompute = 2.0;
 
+/// A padding that a reader's vectors cross is inlined only into rows of at least this many
+/// vectors: the first and last vectors of a row split lane by lane at the border (a scalar lane
+/// and a partial vector), which costs more than the band copy saves when they are a large
+/// part of the row. NCHW depthwise 3x3 convs on a Zen 3 core, 2 threads, inlined against
+/// banded: 32 channels of 112x112 (14 vectors of 8 per row) 0.78x the time, 144 of 56x56
+/// (7) 0.91x, 64 of 28x28 5x5 (3.5) 1.36x, 512 of 14x14 1.35x.
+constexpr int64_t kMinVectorsPerRow = 7;
+
 int64_t product_of_extents(const Stage& st, size_t begin, size_t end) {
     int64_t p = 1;
     for (size_t k = begin; k < end && k < st.iters.size(); ++k)
         p *= st.iters[k].extent;
     return p;
-}
-
-/// The axes of `st` that a select condition of its body tests (a padding's borders).
-std::vector<bool> guarded_axes(const Stage& st) {
-    struct Conditions : ir::IRVisitor {
-        using ir::IRVisitor::visit;
-        std::vector<ir::Expr> found;
-        void visit(const ir::Select* op) override {
-            found.push_back(op->condition);
-            ir::IRVisitor::visit(op);
-        }
-    } conditions;
-    std::vector<bool> guarded(st.axes.size(), false);
-    if (!st.body.defined())
-        return guarded;
-    conditions.visit(inline_lets(st.body));
-    for (size_t a = 0; a < st.axes.size(); ++a)
-        for (const ir::Expr& c : conditions.found)
-            guarded[a] = guarded[a] || uses_any(c, {st.axes[a].get()});
-    return guarded;
 }
 
 /// Whether `reader` indexes a guarded axis of `producer` with its vector axis: inlined, the
@@ -81,9 +75,107 @@ bool guard_crosses_lanes(const Stage& producer, const Stage& reader) {
     return crosses;
 }
 
+/// Whether the guards that `reader`'s vectors cross (inlined) would split few of them: every
+/// read of `producer` along the vector axis steps one element per lane (a stride-1 window, no
+/// gathered lanes), and each row holds at least kMinVectorsPerRow vectors, of which only the
+/// first and last cross the border.
+bool few_split_vectors(const Stage& producer, const Stage& reader, int64_t lanes) {
+    const int lanes_axis = vector_axis(reader);
+    if (lanes_axis < 0 || lanes_axis >= static_cast<int>(reader.axes.size()) ||
+        !reader.body.defined() || lanes < 1 ||
+        reader.tensor.shape()[static_cast<size_t>(lanes_axis)] < kMinVectorsPerRow * lanes)
+        return false;
+    const ir::Var& lane = reader.axes[static_cast<size_t>(lanes_axis)];
+    VarMap next;
+    next[lane.get()] = ir::Expr(lane) + ir::make_const(lane.type(), int64_t{1});
+    bool unit = true;
+    for_each_read(inline_lets(reader.body), [&](const ir::TensorRead* r) {
+        if (r->tensor.get() != producer.tensor.get())
+            return;
+        for (const ir::Expr& index : r->indices) {
+            if (!uses_any(index, {lane.get()}))
+                continue;
+            const int64_t* step =
+                ir::as_const_int(ir::simplify(substitute(index, next) - ir::Expr(index)));
+            unit = unit && step && *step == 1;
+        }
+    });
+    return unit;
+}
+
 } // namespace
 
-void inline_sliced_producers(State& s) {
+std::vector<bool> guarded_axes(const Stage& st) {
+    struct Conditions : ir::IRVisitor {
+        using ir::IRVisitor::visit;
+        std::vector<ir::Expr> found;
+        void visit(const ir::Select* op) override {
+            found.push_back(op->condition);
+            ir::IRVisitor::visit(op);
+        }
+    } conditions;
+    std::vector<bool> guarded(st.axes.size(), false);
+    if (!st.body.defined())
+        return guarded;
+    conditions.visit(inline_lets(st.body));
+    for (size_t a = 0; a < st.axes.size(); ++a)
+        for (const ir::Expr& c : conditions.found)
+            guarded[a] = guarded[a] || uses_any(c, {st.axes[a].get()});
+    return guarded;
+}
+
+namespace {
+
+/// The axes of stage sid that index a dimension of an inlined producer it reads that the
+/// producer's guards test (a padding inlined into a conv: the conv's rows and columns). A
+/// stage's own guards do not count: a whole padded copy splits its rows among the threads as
+/// the task before it wrote them (resnet18's 56x56 ones split by channel blocks instead ran
+/// 4% slower at 2 threads).
+std::vector<bool> nest_guarded_axes(const State& s, int sid) {
+    const Stage& st = s.stages[static_cast<size_t>(sid)];
+    std::vector<bool> guarded(st.axes.size(), false);
+    if (!st.body.defined())
+        return guarded;
+    for_each_read(inline_lets(st.body), [&](const ir::TensorRead* r) {
+        const int p = s.stage_id_of(r->tensor);
+        if (p < 0 || s.stages[static_cast<size_t>(p)].location.kind != ComputeLocKind::Inlined)
+            return;
+        const std::vector<bool> tested = guarded_axes(s.stages[static_cast<size_t>(p)]);
+        for (size_t d = 0; d < r->indices.size() && d < tested.size(); ++d)
+            for (size_t a = 0; a < st.axes.size() && tested[d]; ++a)
+                guarded[a] = guarded[a] || uses_any(r->indices[d], {st.axes[a].get()});
+    });
+    return guarded;
+}
+
+} // namespace
+
+int64_t iterations_outside_guards(const State& s, int holder) {
+    const Stage& h = s.stages[static_cast<size_t>(holder)];
+    std::vector<bool> guarded = nest_guarded_axes(s, holder);
+    for (int a : s.attached_stages(holder)) {
+        const Stage& st = s.stages[static_cast<size_t>(a)];
+        if (st.tensor.shape() != h.tensor.shape() || st.axes.size() != h.axes.size())
+            continue;
+        const std::vector<bool> g = nest_guarded_axes(s, a);
+        for (size_t k = 0; k < g.size(); ++k)
+            guarded[k] = guarded[k] || g[k];
+    }
+    int64_t outside = 1;
+    for (const Iterator& it : h.iters) {
+        if (it.kind != IterKind::Spatial || it.annotation != IterAnnotation::None)
+            return 0;
+        const int axis = root_axis(h, it.node);
+        if (axis < 0)
+            return 0;
+        if (axis < static_cast<int>(guarded.size()) && guarded[static_cast<size_t>(axis)])
+            return outside;
+        outside *= it.extent;
+    }
+    return 0;
+}
+
+void inline_sliced_producers(State& s, const DefaultScheduleOptions& opts) {
     for (int sid = 0; sid < static_cast<int>(s.stages.size()); ++sid) {
         const Stage& st = s.stages[static_cast<size_t>(sid)];
         if (st.is_input() || s.is_output(sid) || st.has_reduce() ||
@@ -101,6 +193,21 @@ void inline_sliced_producers(State& s) {
         if (holder == sid || n_axes == 0 || h.iters.size() < 2 * n_axes)
             continue;
         if (crosses) {
+            // Inlined when the threads can split loops outside its tested rows: those stay
+            // serial (annotate_fixed), the partitioner runs all but the first and last rows'
+            // tiles without tests, and only the edge columns' vectors split.
+            State inlined = s;
+            try {
+                if (few_split_vectors(st, s.stages[static_cast<size_t>(readers[0])],
+                                      opts.vector_lanes) &&
+                    (compute_inline(inlined, sid), true) &&
+                    iterations_outside_guards(inlined, holder) >=
+                        int64_t{4} * std::max(1, opts.num_cores)) {
+                    s = std::move(inlined);
+                    continue;
+                }
+            } catch (const ScheduleError&) { // a band, below
+            }
             // Padded a band of rows at a time, whole rows (the loop outside the outer tile
             // level's last axis): the band stays in L1 for the tiles that read it.
             if (n_axes >= 2) {
