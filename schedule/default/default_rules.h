@@ -43,6 +43,9 @@ int vector_axis(const Stage& st);
 /// outside the window (a conv's input channels) in a tile of whole vectors. Their parallel
 /// loops then take fewer iterations, leaving the rows serial.
 bool tiles_rows_outside_local(const Stage& st, const DefaultScheduleOptions& opts);
+/// The reduce axis (its node) that st's register tile takes whole into its inner reduce level
+/// for annotate_fixed to unroll (a 1x1 NCHW[x]c conv's channel block), or -1.
+int whole_reduce_axis(const Stage& st, const DefaultScheduleOptions& opts);
 /// Whether st reduces over a kernel window: a reduce loop of 2 to 7 steps that slides over a
 /// spatial axis of some read (a 3x3 convolution's ry and rx, not a short channel loop).
 bool has_window(const Stage& st);

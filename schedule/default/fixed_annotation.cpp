@@ -29,6 +29,9 @@ constexpr int64_t kMaxUnrolledVectors = 8;
 /// 128, conv_bn_relu's 32 x 32 convs kept their 8-column tiles' windows rolled: 5% slower).
 constexpr int64_t kTileUnrollSteps = 512;
 constexpr int64_t kWindowTileUnrollVectorSteps = 144;
+/// The most unrolled steps for a register tile with its whole channel block (a 16-lane tile of
+/// 6 x 2 vectors over 16 channels: 3072).
+constexpr int64_t kMaxWholeBlockUnrollSteps = 4096;
 constexpr int64_t kReductionUnrollSteps = 16;
 /// Stages with fewer loop iterations than this (spatial x reduce) stay serial: waking the
 /// thread pool costs more than they do.
@@ -248,6 +251,22 @@ bool is_short_window(const State& s, int sid) {
     return has_window(s.stages[sid]) && s.reduce_size(sid) <= kMaxStreamedWindow;
 }
 
+/// The unroll steps that reach from the innermost loop of tiled stage st out through the loop
+/// of the reduce axis its register tile takes whole (whole_reduce_axis: a channel block, left
+/// rolled inside the channel blocks' loop, kept its accumulators in memory), or 0.
+int64_t whole_block_unroll_steps(const Stage& st, const DefaultScheduleOptions& opts) {
+    const int axis = whole_reduce_axis(st, opts);
+    if (axis < 0)
+        return 0;
+    int64_t steps = 1;
+    for (auto it = st.iters.rbegin(); it != st.iters.rend(); ++it) {
+        steps *= it->extent;
+        if (it->kind == IterKind::Reduce && root_axis(st, it->node) == axis)
+            return steps <= kMaxWholeBlockUnrollSteps ? steps : 0;
+    }
+    return 0;
+}
+
 } // namespace
 
 void annotate_fixed(State& s, const DefaultScheduleOptions& opts) {
@@ -305,10 +324,12 @@ void annotate_fixed(State& s, const DefaultScheduleOptions& opts) {
             !st.has_reduce())
             continue;
         int64_t steps = kReductionUnrollSteps;
-        if (tiled[static_cast<size_t>(sid)])
+        if (tiled[static_cast<size_t>(sid)]) {
             steps = has_window(st) && !has_partial_tile(s, sid)
                         ? std::max(kTileUnrollSteps, kWindowTileUnrollVectorSteps * lanes)
                         : kTileUnrollSteps;
+            steps = std::max(steps, whole_block_unroll_steps(st, opts));
+        }
         pragma(s, sid, 0, "auto_unroll_max_step", steps);
     }
 }
