@@ -205,6 +205,9 @@ int64_t tile_rows(int64_t e, int64_t max_rows) {
 ///     a matmul, packed) then stays in L2 while every row of A streams past it. On a 2-core
 ///     AVX-512 machine, sgemm 1024^3 ran at 314 GFLOP/s with all 171 row tiles per panel, 277
 ///     with 43 and 223 with the former 8-row local cache tile and reduction chunks of 256.
+///   - Any other reduction over channels (a 1x1 NCHW[x]c conv with fewer channel blocks than
+///     a GEMM-like one): no cache tile, but its last reduce axis, a channel block of 8 to
+///     kMaxWholeChannelBlock, whole in the register tile's reduce level (whole_reduce_axis).
 void add_cache_tile(const Stage& st, const DefaultScheduleOptions& opts, RegisterTile& t) {
     if (t.width_axis < 0)
         return;
