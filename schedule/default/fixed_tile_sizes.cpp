@@ -110,7 +110,7 @@ struct RegisterTile {
     int64_t reduce_chunk = 0;
     /// A reduce axis (its node: spatial axes first, then reduce axes) taken whole into the
     /// inner reduce level, where annotate_fixed unrolls it around the register tile: the
-    /// channel block of a 1x1 NCHW[x]c conv that is not GEMM-like. In the outer level its loop
+    /// channel block of a 1x1 NCHW[x]c conv. In the outer level its loop
     /// nested in the channel blocks' loop, and the accumulators went through memory at every
     /// step: SqueezeNet's 512 -> 1000 classifier conv at 13x13 on a Zen 3 core ran 1.49x ONNX
     /// Runtime's time, with the block whole 0.98x (1 and 2 threads).
@@ -205,9 +205,10 @@ int64_t tile_rows(int64_t e, int64_t max_rows) {
 ///     a matmul, packed) then stays in L2 while every row of A streams past it. On a 2-core
 ///     AVX-512 machine, sgemm 1024^3 ran at 314 GFLOP/s with all 171 row tiles per panel, 277
 ///     with 43 and 223 with the former 8-row local cache tile and reduction chunks of 256.
-///   - Any other reduction over channels (a 1x1 NCHW[x]c conv with fewer channel blocks than
-///     a GEMM-like one): no cache tile, but its last reduce axis, a channel block of 8 to
-///     kMaxWholeChannelBlock, whole in the register tile's reduce level (whole_reduce_axis).
+///   - A reduction over channels without a window whose last reduce axis is a channel block
+///     of 8 to kMaxWholeChannelBlock (a 1x1 NCHW[x]c conv, GEMM-like or not): that block whole
+///     in the register tile's reduce level (whole_reduce_axis), a GEMM-like one's other
+///     reduce axes without a chunk, so that one rolled loop runs around the unrolled block.
 void add_cache_tile(const Stage& st, const DefaultScheduleOptions& opts, RegisterTile& t) {
     if (t.width_axis < 0)
         return;
@@ -232,15 +233,18 @@ void add_cache_tile(const Stage& st, const DefaultScheduleOptions& opts, Registe
         // 16-lane CPU) ran 16-54% slower with their rows outside.
         t.rows_outside_local = (reduce.longest > kMaxInnerReduce || reduce.steps >= kLongWindow) &&
                                t.vector_extent % std::max<int64_t>(1, opts.vector_lanes) == 0;
-    } else if (reduce.gemm_like()) {
+    }
+    // A channel block (the last of several reduce axes, 8 to kMaxWholeChannelBlock) of a
+    // reduction over channels without a window goes whole into the reduce level.
+    const std::vector<ir::IterVar> raxes = st.reduce_axes();
+    if (!reduce.window && reduce.channels && raxes.size() > 1 &&
+        raxes.back().extent > kMaxInnerReduce && raxes.back().extent <= kMaxWholeChannelBlock)
+        t.whole_reduce_axis = static_cast<int>(st.axes.size() + raxes.size() - 1);
+    if (reduce.gemm_like()) {
         t.row_axis = t.width_axis;
-        t.reduce_chunk = kReduceUnroll;
+        // With a whole channel block, the blocks' loop stays one loop around it.
+        t.reduce_chunk = t.whole_reduce_axis >= 0 ? 0 : kReduceUnroll;
         t.rows_outside_local = true;
-    } else if (reduce.channels) {
-        const std::vector<ir::IterVar> raxes = st.reduce_axes();
-        if (raxes.size() > 1 && raxes.back().extent > kMaxInnerReduce &&
-            raxes.back().extent <= kMaxWholeChannelBlock)
-            t.whole_reduce_axis = static_cast<int>(st.axes.size() + raxes.size() - 1);
     }
     if (t.row_axis < 0)
         return;

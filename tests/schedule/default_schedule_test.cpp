@@ -703,11 +703,14 @@ TEST(DefaultSchedule, OneByOneConvsTakeTheirChannelBlockWholeAndUnrolled) {
     // reduce level and the unroll pragma reaches it, so that one loop (over the blocks) runs
     // around straight-line FMAs on accumulators in registers. With the block's loop nested in
     // the blocks' loop they went through memory at every step (SqueezeNet's classifier conv
-    // 1.49x ONNX Runtime's time on a Zen 3 core, 0.98x so).
-    for (const int64_t lanes : {int64_t{8}, int64_t{16}}) {
+    // 1.49x ONNX Runtime's time on a Zen 3 core, 0.98x so; a GEMM-like 1024 -> 256 one,
+    // whose blocks' loop was also cut in chunks of 4, 1.32x, 1.10x so).
+    // Also a GEMM-like one (130 blocks of 8 channels): no chunk of its blocks' loop either.
+    for (const auto& [lanes, blocks] : {std::pair<int64_t, int64_t>{8, 5}, {16, 5}, {8, 130}}) {
         const sched::DefaultScheduleOptions o = options(lanes);
-        const te::Tensor x = te::placeholder({1, 5, 13, 11, lanes}, ir::DataType::f32(), "x");
-        const te::Tensor w = te::placeholder({7, 5, 1, 1, lanes, lanes}, ir::DataType::f32(), "w");
+        const te::Tensor x = te::placeholder({1, blocks, 13, 11, lanes}, ir::DataType::f32(), "x");
+        const te::Tensor w =
+            te::placeholder({7, blocks, 1, 1, lanes, lanes}, ir::DataType::f32(), "w");
         const te::Compute c =
             te::make_compute({x, w}, {te::conv2d_nchwc(x, w, te::Conv2dParams{})});
         const State s = sched::default_schedule(c, o);
@@ -728,6 +731,10 @@ TEST(DefaultSchedule, OneByOneConvsTakeTheirChannelBlockWholeAndUnrolled) {
         }
         EXPECT_TRUE(block_whole) << sched::to_string(s);
         EXPECT_GE(conv->auto_unroll_max_step, inner) << sched::to_string(s);
+        int reduce_loops = 0;
+        for (const sched::Iterator& it : conv->iters)
+            reduce_loops += it.kind == sched::IterKind::Reduce && it.extent > 1;
+        EXPECT_EQ(reduce_loops, 2) << sched::to_string(s); // the blocks, the (unrolled) block
         expect_lowers_and_matches(c, s, o, 37);
     }
     // A 3x3 conv keeps its block in the outer reduce level (its window is unrolled instead).
