@@ -253,6 +253,14 @@ std::unique_ptr<KernelRunner> make_runner(bool gpu, const LoweredFunc& f, size_t
     return std::make_unique<JitRunner>(f);
 }
 
+/// The layout each input of c is stored in under schedule s (packed before the call).
+std::vector<sched::LayoutTransform> input_layouts(const sched::State& s, const te::Compute& c) {
+    std::vector<sched::LayoutTransform> layouts;
+    for (const Tensor& t : c.inputs)
+        layouts.push_back(s.stages[s.stage_id_of(t)].layout);
+    return layouts;
+}
+
 /// A compiled kernel with its parameter buffers (inputs in its layouts, then outputs).
 struct Kernel {
     std::vector<sched::LayoutTransform> layouts; ///< One per input of the compute.
@@ -356,6 +364,9 @@ OpRunResult run_op(const OpRunOptions& opts, std::ostream& out) {
     if (!opts.schedule_file.empty() && !opts.db.empty())
         throw UserError() << "--schedule " << opts.schedule_file << " and --db " << opts.db
                           << " exclude each other";
+    if (!opts.beside.empty() && gpu)
+        throw UserError() << "--beside runs on the CPU only; it cannot be used with --target "
+                          << opts.target;
     if (opts.naive && (!opts.schedule_file.empty() || !opts.db.empty()))
         throw UserError() << "--naive excludes --schedule and --db";
     if (!opts.schedule_file.empty()) {
@@ -394,8 +405,7 @@ OpRunResult run_op(const OpRunOptions& opts, std::ostream& out) {
         const sched::State& s = *scheduled;
         if (!func.body.defined())
             func = sched::lower_state(s, "kernel", lower_opts);
-        for (size_t i = 0; i < layouts.size(); ++i)
-            layouts[i] = s.stages[s.stage_id_of(inst.compute.inputs[i])].layout;
+        layouts = input_layouts(s, inst.compute);
     } else {
         func = lower::lower_default(inst.compute, "kernel");
     }
@@ -404,7 +414,6 @@ OpRunResult run_op(const OpRunOptions& opts, std::ostream& out) {
 
     // Inputs are filled in their dense row-major shape (what the reference reads) and packed
     // into each kernel's parameters in its own layouts.
-    const size_t num_inputs = inst.compute.inputs.size();
     std::vector<HostBuffer> dense_inputs;
     Rng rng(opts.seed);
     for (const auto& t : inst.compute.inputs) {
@@ -425,9 +434,6 @@ OpRunResult run_op(const OpRunOptions& opts, std::ostream& out) {
     std::string beside_name;
     CheckResult beside_check;
     if (!opts.beside.empty()) {
-        if (gpu)
-            throw UserError() << "--beside runs on the CPU only; it cannot be used with --target "
-                              << opts.target;
         sched::State bs = opts.beside == "default" ? host_default_schedule(inst, target)
                                                    : load_schedule(inst.compute, opts.beside);
         LoweredFunc bf;
@@ -436,10 +442,7 @@ OpRunResult run_op(const OpRunOptions& opts, std::ostream& out) {
         } catch (const ScheduleError& e) {
             throw UserError() << "--beside " << opts.beside << ": " << e.what();
         }
-        std::vector<sched::LayoutTransform> blayouts(num_inputs);
-        for (size_t i = 0; i < num_inputs; ++i)
-            blayouts[i] = bs.stages[bs.stage_id_of(inst.compute.inputs[i])].layout;
-        beside = prepare_kernel(false, bf, blayouts, inst);
+        beside = prepare_kernel(false, bf, input_layouts(bs, inst.compute), inst);
         fill_parameters(*beside, inst, dense_inputs);
         beside->runner->run(beside->buffers);
         beside_check = check_outputs(*beside, inst, dense_inputs, opts);
