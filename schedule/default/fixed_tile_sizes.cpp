@@ -43,6 +43,11 @@ constexpr int64_t kReduceUnroll = 4;
 /// without a window takes whole into the register tile's reduce level (whole_reduce_axis).
 constexpr int64_t kMaxWholeChannelBlock = 16;
 
+/// The vector registers a register tile may fill: 32 with AVX-512's 16-lane vectors, else 16.
+int64_t vector_registers(const DefaultScheduleOptions& opts) {
+    return opts.vector_lanes >= 16 ? 32 : 16;
+}
+
 /// Whether stage st reduces over a kernel window (a reduce loop of extent 2..kMaxInnerReduce)
 /// and how long its longest reduce loop is.
 struct ReduceShape {
@@ -206,7 +211,8 @@ int64_t tile_rows(int64_t e, int64_t max_rows) {
 ///     AVX-512 machine, sgemm 1024^3 ran at 314 GFLOP/s with all 171 row tiles per panel, 277
 ///     with 43 and 223 with the former 8-row local cache tile and reduction chunks of 256.
 ///   - A reduction over channels without a window whose last reduce axis is a channel block
-///     of 8 to kMaxWholeChannelBlock (a 1x1 NCHW[x]c conv, GEMM-like or not): that block whole
+///     of 8 to kMaxWholeChannelBlock (a 1x1 NCHW[x]c conv, GEMM-like or not), on a CPU with 16
+///     vector registers (AVX2; with 32 the block stays rolled outside): that block whole
 ///     in the register tile's reduce level (whole_reduce_axis), a GEMM-like one's other
 ///     reduce axes without a chunk, so that one rolled loop runs around the unrolled block.
 void add_cache_tile(const Stage& st, const DefaultScheduleOptions& opts, RegisterTile& t) {
@@ -235,9 +241,14 @@ void add_cache_tile(const Stage& st, const DefaultScheduleOptions& opts, Registe
                                t.vector_extent % std::max<int64_t>(1, opts.vector_lanes) == 0;
     }
     // A channel block (the last of several reduce axes, 8 to kMaxWholeChannelBlock) of a
-    // reduction over channels without a window goes whole into the reduce level.
+    // reduction over channels without a window goes whole into the reduce level, with 16
+    // vector registers. With 32 (AVX-512), the block's loop rolled outside the blocks' loop
+    // keeps the accumulators in registers, and the unrolled block spilled them instead: the
+    // 8 x 2-vector tile of a 96 -> 24 channel 1x1 conv at 56x56 on a Zen 4 core, whole,
+    // stored and reloaded 94 vectors per step of 16 channels (0.261 against 0.223 ms);
+    // MobileNetV2 1.09x slower. On a Zen 3 (16 registers) the whole block was the faster one.
     const std::vector<ir::IterVar> raxes = st.reduce_axes();
-    if (!reduce.window && reduce.channels && raxes.size() > 1 &&
+    if (!reduce.window && reduce.channels && raxes.size() > 1 && vector_registers(opts) <= 16 &&
         raxes.back().extent > kMaxInnerReduce && raxes.back().extent <= kMaxWholeChannelBlock)
         t.whole_reduce_axis = static_cast<int>(st.axes.size() + raxes.size() - 1);
     if (reduce.gemm_like()) {
@@ -306,7 +317,7 @@ RegisterTile register_tile(const Stage& st, const DefaultScheduleOptions& opts) 
     const int64_t ev = shape[static_cast<size_t>(t.vector_axis)];
     const int64_t ew = t.width_axis >= 0 ? shape[static_cast<size_t>(t.width_axis)] : 1;
     // Accumulators, one loaded weight vector each and a broadcast must fit the register file.
-    const int64_t registers = lanes >= 16 ? 32 : 16;
+    const int64_t registers = vector_registers(opts);
     // Two vectors by several rows keeps both FMA ports busy; with fewer than 4 rows (a batch
     // of 1) more vectors per row hide the FMA latency instead. A GEMM-like tile with 32
     // registers takes four vectors by six rows: 24 accumulators, 4 vector loads and 6
