@@ -56,35 +56,24 @@ int64_t product_of_extents(const Stage& st, size_t begin, size_t end) {
     return p;
 }
 
-/// Whether `reader` indexes a guarded axis of `producer` with its vector axis: inlined, the
-/// guard would split its vectors.
-bool guard_crosses_lanes(const Stage& producer, const Stage& reader) {
+/// How `reader` reads `producer` along its vector axis (the lanes).
+struct LaneReads {
+    /// Some read indexes a guarded axis of `producer` with the lanes: inlined, the guard
+    /// would split the reader's vectors.
+    bool cross_guards = false;
+    /// The guards crossed would split few vectors: every read steps one element per lane (a
+    /// stride-1 window, no gathered lanes) and each row holds at least kMinVectorsPerRow
+    /// vectors, of which only the first and last cross the border.
+    bool few_split = false;
+};
+
+LaneReads lane_reads(const Stage& producer, const Stage& reader, int64_t lanes) {
+    LaneReads out;
     const int lanes_axis = vector_axis(reader);
     if (lanes_axis < 0 || lanes_axis >= static_cast<int>(reader.axes.size()) ||
         !reader.body.defined())
-        return false;
+        return out;
     const std::vector<bool> guarded = guarded_axes(producer);
-    const ir::Variable* lane = reader.axes[static_cast<size_t>(lanes_axis)].get();
-    bool crosses = false;
-    for_each_read(inline_lets(reader.body), [&](const ir::TensorRead* r) {
-        if (r->tensor.get() != producer.tensor.get())
-            return;
-        for (size_t d = 0; d < r->indices.size() && d < guarded.size(); ++d)
-            crosses = crosses || (guarded[d] && uses_any(r->indices[d], {lane}));
-    });
-    return crosses;
-}
-
-/// Whether the guards that `reader`'s vectors cross (inlined) would split few of them: every
-/// read of `producer` along the vector axis steps one element per lane (a stride-1 window, no
-/// gathered lanes), and each row holds at least kMinVectorsPerRow vectors, of which only the
-/// first and last cross the border.
-bool few_split_vectors(const Stage& producer, const Stage& reader, int64_t lanes) {
-    const int lanes_axis = vector_axis(reader);
-    if (lanes_axis < 0 || lanes_axis >= static_cast<int>(reader.axes.size()) ||
-        !reader.body.defined() || lanes < 1 ||
-        reader.tensor.shape()[static_cast<size_t>(lanes_axis)] < kMinVectorsPerRow * lanes)
-        return false;
     const ir::Var& lane = reader.axes[static_cast<size_t>(lanes_axis)];
     VarMap next;
     next[lane.get()] = ir::Expr(lane) + ir::make_const(lane.type(), int64_t{1});
@@ -92,15 +81,20 @@ bool few_split_vectors(const Stage& producer, const Stage& reader, int64_t lanes
     for_each_read(inline_lets(reader.body), [&](const ir::TensorRead* r) {
         if (r->tensor.get() != producer.tensor.get())
             return;
-        for (const ir::Expr& index : r->indices) {
+        for (size_t d = 0; d < r->indices.size(); ++d) {
+            const ir::Expr& index = r->indices[d];
             if (!uses_any(index, {lane.get()}))
                 continue;
+            out.cross_guards = out.cross_guards || (d < guarded.size() && guarded[d]);
             const int64_t* step =
                 ir::as_const_int(ir::simplify(substitute(index, next) - ir::Expr(index)));
             unit = unit && step && *step == 1;
         }
     });
-    return unit;
+    out.few_split =
+        out.cross_guards && unit && lanes >= 1 &&
+        reader.tensor.shape()[static_cast<size_t>(lanes_axis)] >= kMinVectorsPerRow * lanes;
+    return out;
 }
 
 } // namespace
@@ -185,28 +179,31 @@ void inline_sliced_producers(State& s, const DefaultScheduleOptions& opts) {
         const std::vector<int> readers = s.consumers(sid);
         if (readers.size() != 1 || !is_tiled(s.stages[static_cast<size_t>(readers[0])]))
             continue;
-        const bool crosses = guard_crosses_lanes(st, s.stages[static_cast<size_t>(readers[0])]);
+        const LaneReads lanes =
+            lane_reads(st, s.stages[static_cast<size_t>(readers[0])], opts.vector_lanes);
         const int holder = root_stage(s, readers[0]);
         const Stage& h = s.stages[static_cast<size_t>(holder)];
         // The innermost loop of the holder's outer tile level (one loop per axis).
         const size_t n_axes = h.axes.size();
         if (holder == sid || n_axes == 0 || h.iters.size() < 2 * n_axes)
             continue;
-        if (crosses) {
+        if (lanes.cross_guards) {
             // Inlined when the threads can split loops outside its tested rows: those stay
             // serial (annotate_fixed), the partitioner runs all but the first and last rows'
             // tiles without tests, and only the edge columns' vectors split.
-            State inlined = s;
-            try {
-                if (few_split_vectors(st, s.stages[static_cast<size_t>(readers[0])],
-                                      opts.vector_lanes) &&
-                    (compute_inline(inlined, sid), true) &&
-                    iterations_outside_guards(inlined, holder) >=
-                        int64_t{4} * std::max(1, opts.num_cores)) {
+            if (lanes.few_split) {
+                State inlined = s;
+                bool inlines = false;
+                try {
+                    compute_inline(inlined, sid);
+                    inlines = iterations_outside_guards(inlined, holder) >=
+                              int64_t{4} * std::max(1, opts.num_cores);
+                } catch (const ScheduleError&) { // a band, below
+                }
+                if (inlines) {
                     s = std::move(inlined);
                     continue;
                 }
-            } catch (const ScheduleError&) { // a band, below
             }
             // Padded a band of rows at a time, whole rows (the loop outside the outer tile
             // level's last axis): the band stays in L1 for the tiles that read it.
