@@ -62,11 +62,14 @@ void order_weights_for_tiles(State& s, const std::vector<int>& weight_inputs);
 /// borders), one flag per axis.
 std::vector<bool> guarded_axes(const Stage& st);
 
-/// The iterations of root stage `holder`'s leading spatial loops (unannotated, outermost
-/// first) that lie outside its first loop over an axis that the guards of an inlined producer
-/// test where the holder, or a stage of its shape computed inside it, reads it (an inlined
-/// padding's rows); 0 when no such loop is among them.
-int64_t iterations_outside_guards(const State& s, int holder);
+/// The first of root stage `holder`'s leading spatial loops (unannotated, outermost first) over
+/// an axis that the guards of an inlined producer test where the holder, or a stage of its
+/// shape computed inside it, reads it (an inlined padding's rows).
+struct GuardedLoop {
+    int loop = -1;                  ///< Its index in the holder's iterators; -1: none.
+    int64_t iterations_outside = 0; ///< The iterations of the loops outside it (0: none).
+};
+GuardedLoop first_guarded_loop(const State& s, int holder);
 
 /// Inlines each intermediate that one tiled stage reads slice by slice (a depthwise conv's
 /// padded input) when the reader's tiles together read at most twice its size (the halo):

@@ -303,17 +303,16 @@ void annotate_fixed(State& s, const DefaultScheduleOptions& opts) {
             rows_outside = rows_outside || tiles_rows_outside_local(s.stages[a], opts);
             short_window = short_window || is_short_window(s, a);
         }
-        int64_t degree = rows_outside ? rows_degree : max_degree;
+        const int64_t degree = rows_outside ? rows_degree : max_degree;
         // A loop over rows that the nest's guards test (an inlined padding's) stays serial
         // when the loops outside it give each thread 4 chunks: the partitioner then peels its
         // first and last iterations and the rows between run without tests. Fused into the
         // parallel loop, every chunk kept its tests (an NCHW depthwise conv over 32 channels
         // of 112x112 3x3 with its padding inlined on a Zen 3 core: 1.05x the time of a padded
         // band of rows per chunk; over channels alone, its rows serial: 0.78-0.83x).
-        const int64_t outside = iterations_outside_guards(s, sid);
-        if (outside >= rows_degree)
-            degree = std::min(degree, outside - 1);
-        parallelize_outer_loops(s, sid, 0, degree);
+        const GuardedLoop guarded = first_guarded_loop(s, sid);
+        parallelize_outer_loops(s, sid, 0, degree,
+                                guarded.iterations_outside >= rows_degree ? guarded.loop : -1);
         if (short_window)
             order_rows_before_columns(s, sid);
     }

@@ -144,7 +144,7 @@ std::vector<bool> nest_guarded_axes(const State& s, int sid) {
 
 } // namespace
 
-int64_t iterations_outside_guards(const State& s, int holder) {
+GuardedLoop first_guarded_loop(const State& s, int holder) {
     const Stage& h = s.stages[static_cast<size_t>(holder)];
     std::vector<bool> guarded = nest_guarded_axes(s, holder);
     for (int a : s.attached_stages(holder)) {
@@ -156,17 +156,18 @@ int64_t iterations_outside_guards(const State& s, int holder) {
             guarded[k] = guarded[k] || g[k];
     }
     int64_t outside = 1;
-    for (const Iterator& it : h.iters) {
+    for (size_t k = 0; k < h.iters.size(); ++k) {
+        const Iterator& it = h.iters[k];
         if (it.kind != IterKind::Spatial || it.annotation != IterAnnotation::None)
-            return 0;
+            return {};
         const int axis = root_axis(h, it.node);
         if (axis < 0)
-            return 0;
+            return {};
         if (axis < static_cast<int>(guarded.size()) && guarded[static_cast<size_t>(axis)])
-            return outside;
+            return {static_cast<int>(k), outside};
         outside *= it.extent;
     }
-    return 0;
+    return {};
 }
 
 void inline_sliced_producers(State& s, const DefaultScheduleOptions& opts) {
@@ -196,7 +197,7 @@ void inline_sliced_producers(State& s, const DefaultScheduleOptions& opts) {
                 bool inlines = false;
                 try {
                     compute_inline(inlined, sid);
-                    inlines = iterations_outside_guards(inlined, holder) >=
+                    inlines = first_guarded_loop(inlined, holder).iterations_outside >=
                               int64_t{4} * std::max(1, opts.num_cores);
                 } catch (const ScheduleError&) { // a band, below
                 }

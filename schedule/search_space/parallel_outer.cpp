@@ -1,14 +1,16 @@
 // Parallelizing a stage's outer loops (internal/parallel_outer.h).
 #include "../internal/parallel_outer.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "tessera/schedule/schedule.h"
 
 namespace tessera::sched {
 
-void parallelize_outer_loops(State& s, int sid, int offset, int64_t max_degree) {
-    const int n = static_cast<int>(s.stages[sid].iters.size());
+void parallelize_outer_loops(State& s, int sid, int offset, int64_t max_degree, int end) {
+    const int n = end >= 0 ? std::min(end, static_cast<int>(s.stages[sid].iters.size()))
+                           : static_cast<int>(s.stages[sid].iters.size());
     std::vector<int> to_fuse;
     int64_t degree = 1;
     int k = offset;
@@ -27,7 +29,7 @@ void parallelize_outer_loops(State& s, int sid, int offset, int64_t max_degree) 
             if (!attached.empty()) {
                 for (int a : attached)
                     parallelize_outer_loops(s, a, 0, max_degree);
-                parallelize_outer_loops(s, sid, k + 1, max_degree);
+                parallelize_outer_loops(s, sid, k + 1, max_degree, end);
             }
         }
         return;
