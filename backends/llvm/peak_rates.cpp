@@ -33,6 +33,12 @@ std::string register_name(int bits) { return bits >= 512 ? "zmm" : bits >= 256 ?
 /// generator's dot2_bf16 is f32 multiply-adds.
 bool has_bf16_products(const CpuInfo& h) { return h.has_feature("avx512bf16"); }
 
+/// Whether one instruction multiplies bytes and sums them into i32 lanes (VNNI's vpdpbusd,
+/// on 512-bit registers or, AVX-VNNI, on 256-bit ones).
+bool has_dot4_instruction(const CpuInfo& h) {
+    return (h.vector_bits >= 512 && h.has_feature("avx512vnni")) || h.has_feature("avxvnni");
+}
+
 /// What the code generator makes of precision p's product on the host (llvm.h's contract).
 std::string instruction_of(const std::string& p, const CpuInfo& h) {
     const std::string reg = " " + register_name(h.vector_bits);
@@ -40,9 +46,9 @@ std::string instruction_of(const std::string& p, const CpuInfo& h) {
         return h.has_feature("fma") ? "vfmadd231ps" + reg : "multiply and add" + reg;
     if (p == "bf16")
         return has_bf16_products(h) ? "vdpbf16ps" + reg : "emulated (f32 multiply-adds)";
-    const bool vnni512 = h.vector_bits >= 512 && h.has_feature("avx512vnni");
-    if (vnni512 || h.has_feature("avxvnni"))
-        return "vpdpbusd" + (vnni512 ? reg : std::string(" ymm"));
+    if (has_dot4_instruction(h))
+        return "vpdpbusd" +
+               (h.vector_bits >= 512 && h.has_feature("avx512vnni") ? reg : std::string(" ymm"));
     // The generic lowering's byte pairs in 16-bit halves (lanes_of: 256-bit registers).
     if (h.has_feature("avx2"))
         return "vpmaddwd ymm (no VNNI)";
@@ -130,7 +136,7 @@ double time_calls(JitModule::KernelFn fn, const std::string& p, int lanes, int a
 } // namespace
 
 ir::LoweredFunc peak_rate_kernel(const std::string& precision, int lanes, int accumulators,
-                                 int64_t iterations) {
+                                 int64_t iterations, bool dot4_instruction) {
     using namespace ir;
     TESSERA_CHECK(precision == "f32" || precision == "bf16" || precision == "int8")
         << "no peak kernel for precision '" << precision << "'";
@@ -143,7 +149,7 @@ ir::LoweredFunc peak_rate_kernel(const std::string& precision, int lanes, int ac
            b = Buffer::make("b", word_t, {lanes}), acc = Buffer::make("acc", acc_t, {n});
     auto ramp = [&](int64_t base) { return Ramp::make(Expr(base), Expr(int64_t{1}), lanes); };
     const Expr va = Load::make(a, ramp(0)), vb = Load::make(b, ramp(0));
-    // int8 reads its unsigned bytes from the accumulator (plus a): without VNNI the code
+    // Without VNNI, int8 reads its unsigned bytes from the accumulator (plus a): the code
     // generator would otherwise compute the loop-invariant dot4_u8s8(a, b) once, before the
     // loop, and time additions alone (750 G "operations" per second on a Zen 3 core). (bf16
     // without its instruction is timed as f32: measure_peak_rates.)
@@ -153,6 +159,7 @@ ir::LoweredFunc peak_rate_kernel(const std::string& precision, int lanes, int ac
         const Expr old = Load::make(acc, at);
         const Expr next = precision == "f32"    ? old * va + vb
                           : precision == "bf16" ? old + dot2_bf16(va, vb)
+                          : dot4_instruction    ? old + dot4_u8s8(va, vb)
                                                 : old + dot4_u8s8(old + va, vb);
         load.push_back(Store::make(acc, Load::make(io, at), at));
         step.push_back(Store::make(acc, next, at));
@@ -185,7 +192,8 @@ std::vector<PeakRate> measure_peak_rates(int threads, double min_secs,
         // kernel's product, of loop-invariant operands, would be computed before the loop.
         const std::string timed = p == "bf16" && !has_bf16_products(h) ? "f32" : p;
         const int lanes = lanes_of(timed, h);
-        auto module = JitModule::compile({peak_rate_kernel(timed, lanes, accs, kIterations)});
+        auto module = JitModule::compile(
+            {peak_rate_kernel(timed, lanes, accs, kIterations, has_dot4_instruction(h))});
         const JitModule::KernelFn fn = module->get("tessera_peak_" + timed);
         const double ops_per_call =
             double(ops_per_lane(timed)) * lanes * accs * static_cast<double>(kIterations);

@@ -49,12 +49,14 @@ measure_peak_rates(int threads, double min_secs = 0.05,
 /// The loop measure_peak_rates times for one precision: `void tessera_peak_<precision>(io,
 /// a, b)` runs `iterations` steps of, on each of `accumulators` vectors of `lanes` lanes held
 /// in registers (io's values on entry, written back on return), f32: acc = acc * a + b; bf16:
-/// acc += dot2_bf16(a, b); int8 (i32 accumulators): acc += dot4_u8s8(acc + a, b), so that
-/// the product is not loop-invariant without VNNI; a and b are
-/// `lanes` f32 (f32) or i32 words. Pre: precision is one of the three, the counts >= 1
-/// (InternalError otherwise).
+/// acc += dot2_bf16(a, b); int8 (i32 accumulators): acc += dot4_u8s8(a, b) when
+/// `dot4_instruction` (one instruction multiplies and sums the bytes into the accumulator,
+/// VNNI's vpdpbusd, which no compiler moves out of the loop), else acc += dot4_u8s8(acc + a,
+/// b), so that the product is not loop-invariant (the extra addition, timed with it, cost a
+/// fifth of vpdpbusd's rate on a Zen 4); a and b are `lanes` f32 (f32) or i32 words. Pre:
+/// precision is one of the three, the counts >= 1 (InternalError otherwise).
 ir::LoweredFunc peak_rate_kernel(const std::string& precision, int lanes, int accumulators,
-                                 int64_t iterations);
+                                 int64_t iterations, bool dot4_instruction = false);
 
 /// The rate of `precision` in rates (nullptr when absent).
 const PeakRate* find_peak_rate(const std::vector<PeakRate>& rates, const std::string& precision);
