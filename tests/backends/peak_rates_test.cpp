@@ -110,7 +110,7 @@ TEST(PeakRates, Int8KernelSumsItsByteQuads) {
 
 TEST(PeakRates, Int8KernelWithADot4InstructionSumsTheSameBytesEachStep) {
     // With VNNI each step is acc += dot4_u8s8(a, b): vpdpbusd alone, no addition beside it
-    // (which took a fifth of its rate on a Zen 4). Computed the same without the instruction.
+    // (which took a sixth of its rate on a Zen 4). Computed the same without the instruction.
     std::vector<uint32_t> io(kLanes * kAccumulators);
     for (size_t i = 0; i < io.size(); ++i)
         io[i] = static_cast<uint32_t>(int32_t(i) * 7 - 33);

@@ -53,7 +53,7 @@ measure_peak_rates(int threads, double min_secs = 0.05,
 /// `dot4_instruction` (one instruction multiplies and sums the bytes into the accumulator,
 /// VNNI's vpdpbusd, which no compiler moves out of the loop), else acc += dot4_u8s8(acc + a,
 /// b), so that the product is not loop-invariant (the extra addition, timed with it, cost a
-/// fifth of vpdpbusd's rate on a Zen 4); a and b are `lanes` f32 (f32) or i32 words. Pre:
+/// sixth of vpdpbusd's rate on a Zen 4); a and b are `lanes` f32 (f32) or i32 words. Pre:
 /// precision is one of the three, the counts >= 1 (InternalError otherwise).
 ir::LoweredFunc peak_rate_kernel(const std::string& precision, int lanes, int accumulators,
                                  int64_t iterations, bool dot4_instruction = false);
