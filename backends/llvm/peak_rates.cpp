@@ -33,11 +33,14 @@ std::string register_name(int bits) { return bits >= 512 ? "zmm" : bits >= 256 ?
 /// generator's dot2_bf16 is f32 multiply-adds.
 bool has_bf16_products(const CpuInfo& h) { return h.has_feature("avx512bf16"); }
 
+/// Whether the code generator's byte products take vpdpbusd on 512-bit registers.
+bool has_vnni512(const CpuInfo& h) {
+    return h.vector_bits >= 512 && h.has_feature("avx512vnni");
+}
+
 /// Whether one instruction multiplies bytes and sums them into i32 lanes (VNNI's vpdpbusd,
 /// on 512-bit registers or, AVX-VNNI, on 256-bit ones).
-bool has_dot4_instruction(const CpuInfo& h) {
-    return (h.vector_bits >= 512 && h.has_feature("avx512vnni")) || h.has_feature("avxvnni");
-}
+bool has_dot4_instruction(const CpuInfo& h) { return has_vnni512(h) || h.has_feature("avxvnni"); }
 
 /// What the code generator makes of precision p's product on the host (llvm.h's contract).
 std::string instruction_of(const std::string& p, const CpuInfo& h) {
@@ -47,8 +50,7 @@ std::string instruction_of(const std::string& p, const CpuInfo& h) {
     if (p == "bf16")
         return has_bf16_products(h) ? "vdpbf16ps" + reg : "emulated (f32 multiply-adds)";
     if (has_dot4_instruction(h))
-        return "vpdpbusd" +
-               (h.vector_bits >= 512 && h.has_feature("avx512vnni") ? reg : std::string(" ymm"));
+        return "vpdpbusd" + (has_vnni512(h) ? reg : std::string(" ymm"));
     // The generic lowering's byte pairs in 16-bit halves (lanes_of: 256-bit registers).
     if (h.has_feature("avx2"))
         return "vpmaddwd ymm (no VNNI)";
@@ -62,7 +64,7 @@ int64_t ops_per_lane(const std::string& p) { return p == "f32" ? 2 : p == "bf16"
 /// (VNNI on 256-bit registers only, without AVX-512 VNNI on 512).
 int lanes_of(const std::string& p, const CpuInfo& h) {
     int bits = h.vector_bits;
-    if (p == "int8" && bits >= 512 && !h.has_feature("avx512vnni"))
+    if (p == "int8" && bits >= 512 && !has_vnni512(h))
         bits = 256;
     return std::max(1, bits / 32);
 }

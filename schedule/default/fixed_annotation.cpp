@@ -29,8 +29,8 @@ constexpr int64_t kMaxUnrolledVectors = 8;
 /// 128, conv_bn_relu's 32 x 32 convs kept their 8-column tiles' windows rolled: 5% slower).
 constexpr int64_t kTileUnrollSteps = 512;
 constexpr int64_t kWindowTileUnrollVectorSteps = 144;
-/// The most unrolled steps for a register tile with its whole channel block (a 16-lane tile of
-/// 6 x 2 vectors over 16 channels: 3072).
+/// The most unrolled steps for a register tile with its whole channel block (taken with 16
+/// vector registers only: an 8-lane tile of 6 rows x 2 vectors over an 8-channel block, 768).
 constexpr int64_t kMaxWholeBlockUnrollSteps = 4096;
 constexpr int64_t kReductionUnrollSteps = 16;
 /// Stages with fewer loop iterations than this (spatial x reduce) stay serial: waking the
