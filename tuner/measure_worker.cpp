@@ -12,6 +12,7 @@
 //     a kernel here hangs, and nothing else would ever stop it).
 #include "tessera/tuner/measure.h"
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstring>
@@ -128,6 +129,16 @@ void evict_from_caches(const void* p, size_t bytes) {
     (void)b;
     (void)bytes; // no portable eviction: the run reads warm data
 #endif
+}
+
+/// The median of a[i] / b[i] over the pairs. Pre: a and b of one nonzero size.
+double median_ratio(const std::vector<double>& a, const std::vector<double>& b) {
+    std::vector<double> ratios(a.size());
+    for (size_t i = 0; i < a.size(); ++i)
+        ratios[i] = a[i] / b[i];
+    const auto mid = ratios.begin() + static_cast<std::ptrdiff_t>(ratios.size() / 2);
+    std::nth_element(ratios.begin(), mid, ratios.end());
+    return *mid;
 }
 
 RunReply serve(const RunRequest& req, FileCache& cache) {
@@ -273,6 +284,10 @@ RunReply serve(const RunRequest& req, FileCache& cache) {
         if (baseline && !slow)
             reply.baseline_run_secs.push_back(timed_run(baseline, baseline_args, baseline_cold));
         reply.run_secs.push_back(timed_run(kernel, args, cold));
+        if (baseline && !slow && req.behind_factor > 0 &&
+            static_cast<int>(reply.run_secs.size()) >= req.min_repeats &&
+            median_ratio(reply.run_secs, reply.baseline_run_secs) > req.behind_factor)
+            break; // clearly behind the baseline (RunRequest::behind_factor)
     }
     return reply;
 }

@@ -276,6 +276,13 @@ int main(int argc, char** argv) {
                          "A candidate whose checked run is slower than this many times the "
                          "task's best so far is timed once instead of repeated (0: never)")
         ->capture_default_str();
+    tune_cmd
+        ->add_option("--behind-factor", tune_opts.behind_factor,
+                     "Timed in alternation with the task's best, a candidate whose runs take "
+                     "more than this many times the best's beside them (median over at least "
+                     "5 pairs) stops being timed: clearly behind, it needs no precise rank "
+                     "(0: never)")
+        ->capture_default_str();
     tune_cmd->add_flag("--measure-alone", tune_opts.measure_alone,
                        "Time each candidate alone, not run for run in alternation with its "
                        "task's best record (records are then ranked by their medians, which a "

@@ -38,6 +38,9 @@ void check_tuning_options(const TuningOptions& o) {
     if (!(o.slow_factor == 0 || o.slow_factor >= 1) || !std::isfinite(o.slow_factor))
         throw UserError() << "--slow-factor must be 0 (never cut) or at least 1, got "
                           << o.slow_factor;
+    if (!(o.behind_factor == 0 || o.behind_factor >= 1) || !std::isfinite(o.behind_factor))
+        throw UserError() << "--behind-factor must be 0 (never cut) or at least 1, got "
+                          << o.behind_factor;
     if (o.population < 1)
         throw UserError() << "--population must be at least 1, got " << o.population;
     if (o.generations < 0)
@@ -180,6 +183,7 @@ std::unique_ptr<tune::Measurer> make_tuning_measurer(const TuningOptions& o, boo
     mo.realtime = o.realtime;
     mo.min_repeat_secs = o.min_repeat_secs;
     mo.slow_factor = o.slow_factor;
+    mo.behind_factor = o.behind_factor;
     mo.cold_weights = o.weights == "cold" || (o.weights == "auto" && tunes_model);
     mo.seed = o.seed;
     mo.compile = backend::compile_options_for(target);

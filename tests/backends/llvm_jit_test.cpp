@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <dlfcn.h>
+#include <elf.h>
 #include <unistd.h>
 
 #include "backends/jit_harness.h"
@@ -161,6 +162,23 @@ TEST(LlvmJit, ObjectFileLinkedIntoSharedLibrary) {
         EXPECT_NEAR(y[i], std::exp(a[i]) + 1.0f, 1e-6 * std::exp(a[i]));
     runtime::set_num_threads(0);
     dlclose(handle);
+}
+
+// Objects of this host's machine link with GNU ld (a fifth of a tuner candidate's build less
+// than ld.lld), those of another with ld.lld: an aarch64 object gives an aarch64 library.
+TEST(LlvmJit, ObjectsOfAnotherMachineLinkForThatMachine) {
+    TempDir dir;
+    backend::CompileOptions arm;
+    arm.triple = "aarch64-linux-gnu";
+    arm.cpu = "neoverse-n1";
+    const std::string obj = dir.path + "/arm.o", so = dir.path + "/libarm.so";
+    backend::emit_object_file({saxpy_like("tessera_test_arm", 64)}, obj, arm);
+    backend::link_shared_library({obj}, so);
+    Elf64_Ehdr header{};
+    std::ifstream in(so, std::ios::binary);
+    ASSERT_TRUE(in.read(reinterpret_cast<char*>(&header), sizeof header));
+    EXPECT_EQ(header.e_machine, EM_AARCH64);
+    EXPECT_EQ(header.e_type, ET_DYN);
 }
 
 TEST(LlvmJit, EmitLlvmIrWithoutJit) {

@@ -338,6 +338,8 @@ TEST_F(TuneCli, BadOptionsAreOneLineErrors) {
          "--min-repeat-secs"},
         {"tune --op matmul:m=2,n=2,k=2 --trials 1 --slow-factor 0.5 --db " + path("p.db"),
          "--slow-factor"},
+        {"tune --op matmul:m=2,n=2,k=2 --trials 1 --behind-factor 0.5 --db " + path("p.db"),
+         "--behind-factor"},
         {"costmodel train --out x.tscm --db " + path("missing.db"), "missing.db"},
         {"tune --op matmul:m=2,n=2,k=2 --trials 1 --pretrained " + path("none.tscm") + " --db " +
              path("p.db"),

@@ -148,13 +148,32 @@ TEST(Measure, SampledMatmulSchedulesAreCorrectAndTimed) {
         expect_ok(r, o);
     EXPECT_EQ(m.workers_started(), 1);
 
-    // A second batch of another task reuses the worker; built libraries are gone.
+    // A second batch of another task reuses the worker; the first batch's libraries are gone,
+    // the latest batch's kept for the next call.
     const te::Compute c2 = matmul_compute(1, 127, 13);
-    for (const MeasureResult& r : m.measure(c2, sample_states(c2, 2, 6)))
+    const std::vector<sched::State> states2 = sample_states(c2, 2, 6);
+    for (const MeasureResult& r : m.measure(c2, states2))
         expect_ok(r, o);
     EXPECT_EQ(m.workers_started(), 1);
-    for (const auto& e : fs::directory_iterator(m.work_dir()))
-        EXPECT_NE(e.path().extension(), ".so") << e.path();
+    auto libraries = [&] {
+        int n = 0;
+        for (const auto& e : fs::directory_iterator(m.work_dir()))
+            n += e.path().extension() == ".so";
+        return n;
+    };
+    EXPECT_EQ(libraries(), 2);
+    // A schedule measured again at once runs the library already built, checked and timed as
+    // before; then only that one is kept.
+    const std::vector<MeasureResult> again = m.measure(c2, {states2[1]});
+    ASSERT_EQ(again.size(), 1u);
+    EXPECT_EQ(again[0].error, MeasureError::Ok) << again[0].error_message;
+    EXPECT_GE(again[0].run_secs.size(), static_cast<size_t>(o.min_repeats));
+    EXPECT_EQ(again[0].build_secs, 0);
+    EXPECT_EQ(libraries(), 1);
+    // Another task's call drops it.
+    for (const MeasureResult& r : m.measure(c, {states[0]}))
+        EXPECT_GT(r.build_secs, 0);
+    EXPECT_EQ(libraries(), 1);
 }
 
 TEST(Measure, SlowCandidatesAreTimedOnce) {
@@ -218,13 +237,20 @@ TEST(Measure, CandidatesAreTimedRunForRunBesideTheBaseline) {
             EXPECT_TRUE(r.baseline_run_secs.empty());
         }
         m.set_baseline(c, baseline);
-        for (int batch = 0; batch < 2; ++batch) // the baseline is built once, kept for both
-            for (const MeasureResult& r : m.measure(c, states)) {
-                expect_ok(r, o);
+        // The baseline is built once, kept for both batches; the libraries of the latest call
+        // run again (states[0] of the call above, all of the first batch in the second).
+        for (int batch = 0; batch < 2; ++batch) {
+            const std::vector<MeasureResult> rs = m.measure(c, states);
+            for (size_t i = 0; i < rs.size(); ++i) {
+                const MeasureResult& r = rs[i];
+                EXPECT_EQ(r.error, MeasureError::Ok) << r.error_message;
+                EXPECT_EQ(r.build_secs > 0, batch == 0 && i > 0) << "batch " << batch << " " << i;
+                EXPECT_GE(r.run_secs.size(), static_cast<size_t>(o.min_repeats));
                 EXPECT_EQ(r.baseline_run_secs.size(), r.run_secs.size());
                 for (double secs : r.baseline_run_secs)
                     EXPECT_GT(secs, 0);
             }
+        }
         // Another task has no baseline.
         const te::Compute c2 = matmul_compute(13, 7, 1);
         for (const MeasureResult& r : m.measure(c2, sample_states(c2, 1, 6)))
@@ -237,6 +263,39 @@ TEST(Measure, CandidatesAreTimedRunForRunBesideTheBaseline) {
             EXPECT_TRUE(r.baseline_run_secs.empty());
         }
         EXPECT_EQ(m.workers_started(), 1) << (streamed ? "streamed" : "by path");
+    }
+}
+
+/// The default loop nest run `times` times over: correct, `times` times as slow.
+MeasureCandidate repeated_default(const te::Compute& c, int times) {
+    return {[c, times](const std::string& name) {
+                LoweredFunc f = lower::lower_default(c, name);
+                f.body = ir::For::make(ir::Var("repeat"), i64(0), i64(times), ir::ForKind::Serial,
+                                       f.body);
+                return f;
+            },
+            {}};
+}
+
+// Beside a baseline, a candidate clearly behind it (here 16 times as slow) stops being timed
+// after min_repeats pairs; with the cut off it gets its full repeats.
+TEST(Measure, CandidatesClearlyBehindTheBaselineStopAfterTheFirstPairs) {
+    const te::Compute c = matmul_compute(7, 13, 127);
+    for (double behind : {1.2, 0.0}) {
+        MeasureOptions o = test_options();
+        o.min_repeats = 3;
+        o.max_repeats = 9;
+        o.min_repeat_secs = 1e9; // only max_repeats or the cut end the timed pairs
+        o.behind_factor = behind;
+        LocalMeasurer m(o);
+        m.set_baseline(c, sched::make_initial_state(c));
+        const std::vector<MeasureResult> rs = m.measure_candidates(c, {repeated_default(c, 16)});
+        ASSERT_EQ(rs.size(), 1u);
+        EXPECT_EQ(rs[0].error, MeasureError::Ok) << rs[0].error_message;
+        EXPECT_EQ(rs[0].run_secs.size(), behind > 0 ? 3u : 9u) << "behind_factor " << behind;
+        EXPECT_EQ(rs[0].baseline_run_secs.size(), rs[0].run_secs.size());
+        EXPECT_DOUBLE_EQ(nlohmann::json::parse(m.settings_json()).at("behind_factor").get<double>(),
+                         behind);
     }
 }
 
@@ -522,6 +581,9 @@ TEST(Measure, BadOptionsAndWorkersAreUserErrors) {
     EXPECT_THROW(LocalMeasurer{o}, UserError);
     o = test_options();
     o.run_timeout_secs = 0;
+    EXPECT_THROW(LocalMeasurer{o}, UserError);
+    o = test_options();
+    o.behind_factor = 0.9; // a candidate as fast as the baseline would be cut
     EXPECT_THROW(LocalMeasurer{o}, UserError);
 
     const te::Compute c = matmul_compute(1, 7, 1);

@@ -114,9 +114,10 @@ std::string emit_assembly(std::vector<ir::LoweredFunc> funcs, const CompileOptio
 /// of that one-time setup.
 void initialize_codegen();
 
-/// Links object files into a shared library at so_path with ld.lld (or `cc -shared` when lld
-/// is unavailable). Runtime symbols stay undefined (see the file comment). Throws UserError
-/// with the linker's output when linking fails.
+/// Links object files into a shared library at so_path: with GNU ld (ld.bfd) when the first
+/// object is of this host's machine and ld.bfd is in PATH, else with ld.lld (any triple), else
+/// `cc -shared`. Runtime symbols stay undefined (see the file comment). Throws UserError with
+/// the linker's output when linking fails.
 void link_shared_library(const std::vector<std::string>& objects, const std::string& so_path);
 
 } // namespace tessera::backend

@@ -41,6 +41,9 @@ struct TuningOptions {
     /// A candidate whose checked run is slower than this many times the task's best is timed
     /// once (tune::MeasureOptions::slow_factor; 0 = never cut).
     double slow_factor = tune::MeasureOptions{}.slow_factor;
+    /// Beside the task's best, a candidate more than this many times slower over its first
+    /// pairs of runs stops being timed (tune::MeasureOptions::behind_factor; 0 = never cut).
+    double behind_factor = tune::MeasureOptions{}.behind_factor;
     /// Time each candidate alone, not run for run beside its task's best record
     /// (tune::SearchOptions::measure_beside_best off): records are then ranked by their medians.
     bool measure_alone = false;

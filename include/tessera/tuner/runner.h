@@ -67,6 +67,9 @@ struct RunRequest {
     /// one run is paired with it.
     double reference_secs = 0;
     double slow_factor = MeasureOptions{}.slow_factor;
+    /// With a baseline: the timed pairs end once min_repeats are in and the median of their
+    /// ratios (candidate / baseline) exceeds this (MeasureOptions::behind_factor; 0 = never).
+    double behind_factor = MeasureOptions{}.behind_factor;
     /// The baseline: another (checked before) library of the same task, timed run for run in
     /// alternation with the candidate (baseline, candidate, baseline, ...; both on the same
     /// outputs), so that a phase of the host that slows both alike cancels out in their ratio.
