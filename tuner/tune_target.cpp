@@ -77,6 +77,7 @@ sched::DefaultScheduleOptions default_schedule_options_for(const Target& target,
     const backend::CpuInfo cpu = backend::describe_cpu(target);
     d.num_cores = threads > 0 ? threads : std::max(1, cpu.cores);
     d.vector_lanes = std::max(4, cpu.vector_bits / 32);
+    d.vector_registers = cpu.vector_registers;
     d.cpu_tiles = cpu.has_u8s8_tiles();
     d.cpu_tiles_bf16 = cpu.has_bf16_tiles();
     return d;

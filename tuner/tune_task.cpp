@@ -75,6 +75,7 @@ class TaskTuner {
             d.weight_inputs = opts_.sketch.weight_inputs;
             d.cpu_tiles = opts_.cpu_tiles;
             d.cpu_tiles_bf16 = opts_.cpu_tiles_bf16;
+            d.vector_registers = opts_.vector_registers;
             try {
                 seeds_.push_back(sched::default_schedule(c_, d));
             } catch (const ScheduleError&) { // a Compute the rules do not cover: search alone

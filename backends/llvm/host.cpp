@@ -85,6 +85,7 @@ CpuInfo detect() {
     read_caches(h);
     h.cpu_model_name = read_model_name();
     h.vector_bits = vector_bits_of(h.features);
+    h.vector_registers = vector_registers_of(h.triple, h.features);
     return h;
 }
 

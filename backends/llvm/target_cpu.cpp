@@ -46,6 +46,12 @@ int vector_bits_of(const std::vector<std::string>& features) {
     return 128;
 }
 
+int vector_registers_of(const std::string& triple, const std::vector<std::string>& features) {
+    if (triple.rfind("aarch64", 0) == 0 || triple.rfind("arm64", 0) == 0)
+        return 32;
+    return std::binary_search(features.begin(), features.end(), std::string("avx512f")) ? 32 : 16;
+}
+
 CompileOptions compile_options_for(const Target& target) {
     TESSERA_CHECK(target.is_llvm())
         << "compile options of a " << to_string(target.kind) << " target";
@@ -102,6 +108,7 @@ CpuInfo describe_cpu(const Target& target) {
             d.features.push_back(kv.Key);
     std::sort(d.features.begin(), d.features.end());
     d.vector_bits = vector_bits_of(d.features);
+    d.vector_registers = vector_registers_of(d.triple, d.features);
     if (host_cpu(target)) {
         d.l1d_bytes = host.l1d_bytes;
         d.l2_bytes = host.l2_bytes;

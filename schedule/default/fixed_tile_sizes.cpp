@@ -43,11 +43,6 @@ constexpr int64_t kReduceUnroll = 4;
 /// without a window takes whole into the register tile's reduce level (whole_reduce_axis).
 constexpr int64_t kMaxWholeChannelBlock = 16;
 
-/// The vector registers a register tile may fill: 32 with AVX-512's 16-lane vectors, else 16.
-int64_t vector_registers(const DefaultScheduleOptions& opts) {
-    return opts.vector_lanes >= 16 ? 32 : 16;
-}
-
 /// Whether stage st reduces over a kernel window (a reduce loop of extent 2..kMaxInnerReduce)
 /// and how long its longest reduce loop is.
 struct ReduceShape {
@@ -249,7 +244,7 @@ void add_cache_tile(const Stage& st, const DefaultScheduleOptions& opts, Registe
     // stored and reloaded 94 vectors per step of 16 channels (0.261 against 0.223 ms);
     // MobileNetV2 1.09x slower. On a Zen 3 (16 registers) the whole block was the faster one.
     const std::vector<ir::IterVar> raxes = st.reduce_axes();
-    if (!reduce.window && reduce.channels && raxes.size() > 1 && vector_registers(opts) <= 16 &&
+    if (!reduce.window && reduce.channels && raxes.size() > 1 && opts.vector_registers <= 16 &&
         raxes.back().extent > kMaxInnerReduce && raxes.back().extent <= kMaxWholeChannelBlock)
         t.whole_reduce_axis = static_cast<int>(st.axes.size() + raxes.size() - 1);
     if (reduce.gemm_like()) {
@@ -318,7 +313,7 @@ RegisterTile register_tile(const Stage& st, const DefaultScheduleOptions& opts) 
     const int64_t ev = shape[static_cast<size_t>(t.vector_axis)];
     const int64_t ew = t.width_axis >= 0 ? shape[static_cast<size_t>(t.width_axis)] : 1;
     // Accumulators, one loaded weight vector each and a broadcast must fit the register file.
-    const int64_t registers = vector_registers(opts);
+    const int64_t registers = opts.vector_registers;
     // Two vectors by several rows keeps both FMA ports busy; with fewer than 4 rows (a batch
     // of 1) more vectors per row hide the FMA latency instead. A GEMM-like tile with 32
     // registers takes four vectors by six rows: 24 accumulators, 4 vector loads and 6

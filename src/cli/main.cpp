@@ -144,7 +144,8 @@ int main(int argc, char** argv) {
     default_cmd->add_option("spec", sched_opts.spec, spec_help)->required();
     default_cmd->add_option("--cores", sched_opts.cores, cores_help)->capture_default_str();
     default_cmd->add_option("--vector-lanes", sched_opts.vector_lanes,
-                            "f32 lanes of the widest vector register (0 = this host's)")
+                            "f32 lanes of the widest vector register (0 = the target's; "
+                            "the register tile keeps the target's register count)")
         ->capture_default_str();
     cli::add_json_flag(default_cmd, sched_opts.json);
     auto add_target = [&](CLI::App* cmd, const char* what) {

@@ -200,6 +200,7 @@ void print_default_schedule(const OpScheduleOptions& opts, std::ostream& out) {
         j["op"] = inst.canonical_spec;
         j["cores"] = o.num_cores;
         j["vector_lanes"] = o.vector_lanes;
+        j["vector_registers"] = o.vector_registers;
         j["steps"] = step_list_json(s.steps);
         j["loops"] = sched::to_string(s);
         out << j.dump() << "\n";

@@ -161,6 +161,7 @@ tune::SearchOptions tuning_search_options(const TuningOptions& o,
     const sched::DefaultScheduleOptions d = tune::default_schedule_options_for(target);
     so.cpu_tiles = d.cpu_tiles;
     so.cpu_tiles_bf16 = d.cpu_tiles_bf16;
+    so.vector_registers = int(d.vector_registers);
     return so;
 }
 

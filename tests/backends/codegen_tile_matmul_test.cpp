@@ -217,7 +217,8 @@ void expect_tiles_match(const te::Compute& c, std::vector<std::vector<uint8_t>> 
                         float bf16_tol = 0) {
     sched::DefaultScheduleOptions o;
     o.num_cores = 2;
-    o.vector_lanes = 16;
+    o.vector_lanes = 16; // AVX-512 (with AMX): 16 lanes, 32 registers
+    o.vector_registers = 32;
     o.weight_inputs = {1};
     (bf16 ? o.cpu_tiles_bf16 : o.cpu_tiles) = true;
     const sched::State s = sched::default_schedule(c, o);

@@ -28,10 +28,12 @@ using sched::State;
 
 const std::string kModels = TESSERA_SOURCE_DIR "/../shared/models";
 
+/// An x86 CPU with `lanes`-lane vectors: AVX2 (8 lanes, 16 registers) or AVX-512 (16, 32).
 sched::DefaultScheduleOptions options(int64_t lanes = 8) {
     sched::DefaultScheduleOptions o;
     o.num_cores = 4;
     o.vector_lanes = lanes;
+    o.vector_registers = lanes >= 16 ? 32 : 16;
     return o;
 }
 

@@ -15,7 +15,8 @@ namespace {
 sched::DefaultScheduleOptions options() {
     sched::DefaultScheduleOptions o;
     o.num_cores = 2;
-    o.vector_lanes = 16;
+    o.vector_lanes = 16; // AVX-512: 16 lanes, 32 registers
+    o.vector_registers = 32;
     return o;
 }
 

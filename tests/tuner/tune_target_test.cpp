@@ -62,7 +62,14 @@ TEST(TuneTarget, DefaultScheduleOptionsComeFromTheTargetsCpu) {
     const sched::DefaultScheduleOptions arm = default_schedule_options_for(
         parse_target("llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-n1"));
     EXPECT_EQ(arm.vector_lanes, 4);
+    EXPECT_EQ(arm.vector_registers, 32); // NEON's v0-v31, not the 16 of x86 without AVX-512
     EXPECT_FALSE(arm.cpu_tiles);
+    EXPECT_EQ(h.vector_registers, host.vector_registers);
+    EXPECT_EQ(default_schedule_options_for(parse_target("llvm -mcpu=haswell")).vector_registers,
+              16);
+    EXPECT_EQ(
+        default_schedule_options_for(parse_target("llvm -mcpu=skylake-avx512")).vector_registers,
+        32);
     EXPECT_EQ(default_schedule_options_for(parse_target("cuda")).target, sched::TargetKind::Gpu);
 
     sched::SketchOptions sk;

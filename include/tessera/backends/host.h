@@ -20,6 +20,7 @@ struct CpuInfo {
     int cores = 1; ///< Physical cores available to this process (SMT siblings once).
     int64_t l1d_bytes = 0, l2_bytes = 0, l3_bytes = 0; ///< Per cache instance of cpu0.
     int vector_bits = 128;      ///< Widest SIMD register: 512 (AVX-512F), 256 (AVX), 128 otherwise.
+    int vector_registers = 16;  ///< SIMD registers: 32 (AVX-512F, AArch64), 16 otherwise.
     std::string cpu_model_name; ///< "model name" from /proc/cpuinfo.
 
     /// Whether `name` (an LLVM feature name such as "avx2") is enabled.
@@ -36,6 +37,10 @@ const CpuInfo& host_info();
 /// The widest SIMD register of a feature list (sorted, as CpuInfo::features): 512 with
 /// AVX-512F, 256 with AVX, 128 otherwise (SSE, NEON; SVE's length is not known at build time).
 int vector_bits_of(const std::vector<std::string>& features);
+
+/// The SIMD registers of a triple with a feature list (sorted, as CpuInfo::features): 32 on
+/// AArch64 (v0-v31) and on x86 with AVX-512F (zmm0-zmm31), 16 otherwise (AVX and SSE).
+int vector_registers_of(const std::string& triple, const std::vector<std::string>& features);
 
 /// The CPU an Llvm target generates code for, described as host_info() describes the host:
 /// - the host itself (host_info()) when the target names no other triple or CPU and no -mattr;

@@ -82,6 +82,8 @@ struct DefaultScheduleOptions {
     TargetKind target = TargetKind::Cpu; ///< Cpu or Gpu (the rules above).
     int num_cores = 8;                   ///< Parallel loops get at least 4 x this many iterations when the extent allows.
     int64_t vector_lanes = 8;            ///< f32 lanes of the widest vector register (8: AVX2, 16: AVX-512).
+    /// The vector registers a register tile may fill (16: AVX2; 32: AVX-512, AArch64 NEON).
+    int64_t vector_registers = 16;
     /// As SketchOptions::weight_inputs; empty: the Compute's own (te::Compute::weight_inputs).
     std::vector<int> weight_inputs;
     /// Cpu: the CPU has matrix tiles for 8-bit products (x86 AMX-INT8). A stage that sums
