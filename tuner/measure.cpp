@@ -68,6 +68,8 @@ void check_options(const MeasureOptions& o) {
         throw UserError() << "run_timeout_secs must be positive, got " << o.run_timeout_secs;
     if (!(o.slow_factor == 0 || o.slow_factor >= 1))
         throw UserError() << "slow_factor must be 0 (off) or at least 1, got " << o.slow_factor;
+    if (!(o.ratio_precision >= 0 && o.ratio_precision < 1))
+        throw UserError() << "ratio_precision must be in [0, 1), got " << o.ratio_precision;
     if (!(o.behind_factor == 0 || o.behind_factor >= 1))
         throw UserError() << "behind_factor must be 0 (off) or at least 1, got " << o.behind_factor;
     if (o.kernel_threads < 0)
@@ -253,6 +255,7 @@ RunRequest LocalMeasurer::Impl::make_request(const te::Compute& c, TaskData& tas
     req.flush_cache = opts.flush_cache;
     req.slow_factor = opts.slow_factor;
     req.behind_factor = opts.behind_factor;
+    req.ratio_precision = opts.ratio_precision;
     return req;
 }
 
@@ -471,6 +474,7 @@ std::string LocalMeasurer::settings_json() const {
     j["warmup"] = o.warmup;
     j["slow_factor"] = o.slow_factor;
     j["behind_factor"] = o.behind_factor;
+    j["ratio_precision"] = o.ratio_precision;
     j["min_repeats"] = o.min_repeats;
     j["min_repeat_secs"] = o.min_repeat_secs;
     j["max_repeats"] = o.max_repeats;

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstring>
 #include <filesystem>
@@ -131,15 +132,29 @@ void evict_from_caches(const void* p, size_t bytes) {
 #endif
 }
 
-/// The median of a[i] / b[i] over the pairs. Pre: a and b of one nonzero size.
-double median_ratio(const std::vector<double>& a, const std::vector<double>& b) {
-    std::vector<double> ratios(a.size());
-    for (size_t i = 0; i < a.size(); ++i)
-        ratios[i] = a[i] / b[i];
-    const auto mid = ratios.begin() + static_cast<std::ptrdiff_t>(ratios.size() / 2);
-    std::nth_element(ratios.begin(), mid, ratios.end());
-    return *mid;
-}
+/// The ratios a[i] / b[i] of timed pairs, sorted, and what the stopping rules read of them.
+struct PairRatios {
+    std::vector<double> sorted;
+    /// Pre: a and b of one nonzero size.
+    PairRatios(const std::vector<double>& a, const std::vector<double>& b) : sorted(a.size()) {
+        for (size_t i = 0; i < a.size(); ++i)
+            sorted[i] = a[i] / b[i];
+        std::sort(sorted.begin(), sorted.end());
+    }
+    double quantile(double p) const {
+        return sorted[std::min(sorted.size() - 1, static_cast<size_t>(p * double(sorted.size())))];
+    }
+    double median() const { return quantile(0.5); }
+    /// The median's standard error relative to it, estimated as the interquartile range over
+    /// the square root of the count (for normal noise the median's error is 0.93 times that).
+    double relative_error() const {
+        return (quantile(0.75) - quantile(0.25)) / median() / std::sqrt(double(sorted.size()));
+    }
+};
+
+/// Pairs a candidate needs before its ratio's spread may end its timing
+/// (RunRequest::ratio_precision): with fewer, the quartiles rest on one or two ratios each.
+constexpr int kMinPrecisePairs = 8;
 
 RunReply serve(const RunRequest& req, FileCache& cache) {
     RunReply reply;
@@ -284,10 +299,16 @@ RunReply serve(const RunRequest& req, FileCache& cache) {
         if (baseline && !slow)
             reply.baseline_run_secs.push_back(timed_run(baseline, baseline_args, baseline_cold));
         reply.run_secs.push_back(timed_run(kernel, args, cold));
-        if (baseline && !slow && req.behind_factor > 0 &&
-            static_cast<int>(reply.run_secs.size()) >= req.min_repeats &&
-            median_ratio(reply.run_secs, reply.baseline_run_secs) > req.behind_factor)
-            break; // clearly behind the baseline (RunRequest::behind_factor)
+        const int pairs = static_cast<int>(reply.run_secs.size());
+        if (baseline && !slow && pairs >= req.min_repeats &&
+            (req.behind_factor > 0 || req.ratio_precision > 0)) {
+            const PairRatios ratios(reply.run_secs, reply.baseline_run_secs);
+            if (req.behind_factor > 0 && ratios.median() > req.behind_factor)
+                break; // clearly behind the baseline (RunRequest::behind_factor)
+            if (req.ratio_precision > 0 && pairs >= kMinPrecisePairs &&
+                ratios.relative_error() < req.ratio_precision)
+                break; // the ratio is known precisely enough (RunRequest::ratio_precision)
+        }
     }
     return reply;
 }

@@ -101,6 +101,7 @@ std::string RunRequest::to_json() const {
     j["reference_secs"] = reference_secs;
     j["slow_factor"] = slow_factor;
     j["behind_factor"] = behind_factor;
+    j["ratio_precision"] = ratio_precision;
     if (!baseline_library.empty()) {
         j["baseline_library"] = baseline_library;
         j["baseline_symbol"] = baseline_symbol;
@@ -137,6 +138,7 @@ RunRequest RunRequest::from_json(const std::string& line) {
         r.reference_secs = j.value("reference_secs", 0.0);
         r.slow_factor = j.value("slow_factor", RunRequest{}.slow_factor);
         r.behind_factor = j.value("behind_factor", RunRequest{}.behind_factor);
+        r.ratio_precision = j.value("ratio_precision", RunRequest{}.ratio_precision);
         if (j.contains("baseline_library")) {
             r.baseline_library = j.at("baseline_library").get<std::string>();
             r.baseline_symbol = j.at("baseline_symbol").get<std::string>();

@@ -284,6 +284,12 @@ int main(int argc, char** argv) {
                      "5 pairs) stops being timed: clearly behind, it needs no precise rank "
                      "(0: never)")
         ->capture_default_str();
+    tune_cmd
+        ->add_option("--ratio-precision", tune_opts.ratio_precision,
+                     "Timed in alternation with the task's best, a candidate's runs also end "
+                     "(after at least 8 pairs) once the median of their time ratios has this "
+                     "relative standard error (0: time --min-repeat-secs always)")
+        ->capture_default_str();
     tune_cmd->add_flag("--measure-alone", tune_opts.measure_alone,
                        "Time each candidate alone, not run for run in alternation with its "
                        "task's best record (records are then ranked by their medians, which a "

@@ -38,6 +38,8 @@ void check_tuning_options(const TuningOptions& o) {
     if (!(o.slow_factor == 0 || o.slow_factor >= 1) || !std::isfinite(o.slow_factor))
         throw UserError() << "--slow-factor must be 0 (never cut) or at least 1, got "
                           << o.slow_factor;
+    if (!(o.ratio_precision >= 0 && o.ratio_precision < 1))
+        throw UserError() << "--ratio-precision must be in [0, 1), got " << o.ratio_precision;
     if (!(o.behind_factor == 0 || o.behind_factor >= 1) || !std::isfinite(o.behind_factor))
         throw UserError() << "--behind-factor must be 0 (never cut) or at least 1, got "
                           << o.behind_factor;
@@ -185,6 +187,7 @@ std::unique_ptr<tune::Measurer> make_tuning_measurer(const TuningOptions& o, boo
     mo.min_repeat_secs = o.min_repeat_secs;
     mo.slow_factor = o.slow_factor;
     mo.behind_factor = o.behind_factor;
+    mo.ratio_precision = o.ratio_precision;
     mo.cold_weights = o.weights == "cold" || (o.weights == "auto" && tunes_model);
     mo.seed = o.seed;
     mo.compile = backend::compile_options_for(target);

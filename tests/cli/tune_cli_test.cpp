@@ -340,6 +340,8 @@ TEST_F(TuneCli, BadOptionsAreOneLineErrors) {
          "--slow-factor"},
         {"tune --op matmul:m=2,n=2,k=2 --trials 1 --behind-factor 0.5 --db " + path("p.db"),
          "--behind-factor"},
+        {"tune --op matmul:m=2,n=2,k=2 --trials 1 --ratio-precision -1 --db " + path("p.db"),
+         "--ratio-precision"},
         {"costmodel train --out x.tscm --db " + path("missing.db"), "missing.db"},
         {"tune --op matmul:m=2,n=2,k=2 --trials 1 --pretrained " + path("none.tscm") + " --db " +
              path("p.db"),

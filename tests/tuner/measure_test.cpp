@@ -277,17 +277,24 @@ MeasureCandidate repeated_default(const te::Compute& c, int times) {
             {}};
 }
 
+/// Options whose timed pairs (min_repeats 3) end at max_repeats or by one of the two early
+/// ends, behind_factor and ratio_precision, never by min_repeat_secs.
+MeasureOptions early_end_options(int max_repeats, double behind_factor, double ratio_precision) {
+    MeasureOptions o = test_options();
+    o.min_repeats = 3;
+    o.max_repeats = max_repeats;
+    o.min_repeat_secs = 1e9;
+    o.behind_factor = behind_factor;
+    o.ratio_precision = ratio_precision;
+    return o;
+}
+
 // Beside a baseline, a candidate clearly behind it (here 16 times as slow) stops being timed
 // after min_repeats pairs; with the cut off it gets its full repeats.
 TEST(Measure, CandidatesClearlyBehindTheBaselineStopAfterTheFirstPairs) {
     const te::Compute c = matmul_compute(7, 13, 127);
     for (double behind : {1.2, 0.0}) {
-        MeasureOptions o = test_options();
-        o.min_repeats = 3;
-        o.max_repeats = 9;
-        o.min_repeat_secs = 1e9; // only max_repeats or the cut end the timed pairs
-        o.behind_factor = behind;
-        LocalMeasurer m(o);
+        LocalMeasurer m(early_end_options(9, behind, 0));
         m.set_baseline(c, sched::make_initial_state(c));
         const std::vector<MeasureResult> rs = m.measure_candidates(c, {repeated_default(c, 16)});
         ASSERT_EQ(rs.size(), 1u);
@@ -296,6 +303,24 @@ TEST(Measure, CandidatesClearlyBehindTheBaselineStopAfterTheFirstPairs) {
         EXPECT_EQ(rs[0].baseline_run_secs.size(), rs[0].run_secs.size());
         EXPECT_DOUBLE_EQ(nlohmann::json::parse(m.settings_json()).at("behind_factor").get<double>(),
                          behind);
+    }
+}
+
+// Beside a baseline, the timed pairs end once the median of their ratios is known to
+// ratio_precision (after 8 pairs at least): here a loose one, which the baseline's own schedule
+// reaches at once; without it the candidate gets max_repeats.
+TEST(Measure, TimedPairsEndOnceTheirRatioIsKnownPreciselyEnough) {
+    const te::Compute c = matmul_compute(7, 13, 127);
+    for (double precision : {0.5, 0.0}) {
+        LocalMeasurer m(early_end_options(12, 0, precision));
+        m.set_baseline(c, sched::make_initial_state(c));
+        const std::vector<MeasureResult> rs = m.measure(c, {sched::make_initial_state(c)});
+        ASSERT_EQ(rs.size(), 1u);
+        EXPECT_EQ(rs[0].error, MeasureError::Ok) << rs[0].error_message;
+        EXPECT_EQ(rs[0].run_secs.size(), precision > 0 ? 8u : 12u) << "precision " << precision;
+        EXPECT_DOUBLE_EQ(
+            nlohmann::json::parse(m.settings_json()).at("ratio_precision").get<double>(),
+            precision);
     }
 }
 
@@ -584,6 +609,9 @@ TEST(Measure, BadOptionsAndWorkersAreUserErrors) {
     EXPECT_THROW(LocalMeasurer{o}, UserError);
     o = test_options();
     o.behind_factor = 0.9; // a candidate as fast as the baseline would be cut
+    EXPECT_THROW(LocalMeasurer{o}, UserError);
+    o = test_options();
+    o.ratio_precision = 1;
     EXPECT_THROW(LocalMeasurer{o}, UserError);
 
     const te::Compute c = matmul_compute(1, 7, 1);

@@ -44,6 +44,9 @@ struct TuningOptions {
     /// Beside the task's best, a candidate more than this many times slower over its first
     /// pairs of runs stops being timed (tune::MeasureOptions::behind_factor; 0 = never cut).
     double behind_factor = tune::MeasureOptions{}.behind_factor;
+    /// Beside the task's best, a candidate's timed pairs end once the median of their ratios is
+    /// known to this relative standard error (tune::MeasureOptions::ratio_precision; 0 = never).
+    double ratio_precision = tune::MeasureOptions{}.ratio_precision;
     /// Time each candidate alone, not run for run beside its task's best record
     /// (tune::SearchOptions::measure_beside_best off): records are then ranked by their medians.
     bool measure_alone = false;

@@ -70,6 +70,9 @@ struct RunRequest {
     /// With a baseline: the timed pairs end once min_repeats are in and the median of their
     /// ratios (candidate / baseline) exceeds this (MeasureOptions::behind_factor; 0 = never).
     double behind_factor = MeasureOptions{}.behind_factor;
+    /// With a baseline: the timed pairs end once 8 are in and the median of their ratios has
+    /// a relative standard error below this (MeasureOptions::ratio_precision; 0 = never).
+    double ratio_precision = MeasureOptions{}.ratio_precision;
     /// The baseline: another (checked before) library of the same task, timed run for run in
     /// alternation with the candidate (baseline, candidate, baseline, ...; both on the same
     /// outputs), so that a phase of the host that slows both alike cancels out in their ratio.
