@@ -118,9 +118,9 @@ struct LocalMeasurer::Impl {
     };
     std::map<std::string, Baseline> baselines; ///< By workload key.
     /// The libraries of the latest measure() call's correct builds, by workload key and
-    /// schedule JSON (library_key): a schedule measured again at once (the tuner confirms a
-    /// batch's new best beside the baseline) runs the same library instead of a second build
-    /// (about 0.08 s of a resnet18 conv task's candidate). Removed at the next call.
+    /// schedule JSON (as measure() joins them): a schedule measured again at once (the tuner
+    /// confirms a batch's new best beside the baseline) runs the same library instead of a second
+    /// build (about 0.08 s of a resnet18 conv task's candidate). Removed at the next call.
     std::map<std::string, BuildResult> latest_libraries;
     std::unique_ptr<Builder> builder;
     std::unique_ptr<Runner> runner;
@@ -343,8 +343,7 @@ LocalMeasurer::Impl::measure_keyed(const te::Compute& c,
         drop_latest_libraries();
         return {};
     }
-    Impl& m = *this;
-    TaskData& task = m.task_data(c);
+    TaskData& task = task_data(c);
     const std::string key = te::workload_key(c);
     // Candidates whose library the previous call kept run it; the others are built.
     std::vector<BuildResult> built(candidates.size());
@@ -352,11 +351,11 @@ LocalMeasurer::Impl::measure_keyed(const te::Compute& c,
     std::vector<LowerFn> lowers;
     lowers.reserve(candidates.size() + 1);
     for (size_t i = 0; i < candidates.size(); ++i) {
-        auto kept = keys[i].empty() ? m.latest_libraries.end() : m.latest_libraries.find(keys[i]);
-        if (kept != m.latest_libraries.end()) {
+        auto kept = keys[i].empty() ? latest_libraries.end() : latest_libraries.find(keys[i]);
+        if (kept != latest_libraries.end()) {
             built[i] = kept->second;
             built[i].build_secs = 0; // not built again
-            m.latest_libraries.erase(kept);
+            latest_libraries.erase(kept);
             continue;
         }
         to_build.push_back(i);
@@ -364,20 +363,19 @@ LocalMeasurer::Impl::measure_keyed(const te::Compute& c,
     }
     drop_latest_libraries();
     // A new baseline is built with the batch (on the same build threads) and kept.
-    auto baseline_it = m.baselines.find(key);
-    Impl::Baseline* baseline = baseline_it == m.baselines.end() ? nullptr : &baseline_it->second;
+    auto baseline_it = baselines.find(key);
+    Impl::Baseline* baseline = baseline_it == baselines.end() ? nullptr : &baseline_it->second;
     const bool build_baseline = baseline && !baseline->built;
     if (build_baseline)
         lowers.push_back(baseline->candidate.lower);
-    std::vector<BuildResult> fresh = m.builder->build(lowers);
+    std::vector<BuildResult> fresh = builder->build(lowers);
     if (build_baseline) {
         const BuildResult b = fresh.back();
         fresh.pop_back();
         baseline->built = true;
         if (b.error == MeasureError::Ok) {
             try {
-                const RunRequest req =
-                    m.make_request(c, task, b, baseline->candidate.input_layouts);
+                const RunRequest req = make_request(c, task, b, baseline->candidate.input_layouts);
                 baseline->library = b.library_path;
                 baseline->symbol = b.symbol;
                 for (const RunParam& p : req.params)
@@ -406,7 +404,7 @@ LocalMeasurer::Impl::measure_keyed(const te::Compute& c,
         }
         RunRequest req;
         try {
-            req = m.make_request(c, task, b, candidates[i].input_layouts);
+            req = make_request(c, task, b, candidates[i].input_layouts);
         } catch (const ScheduleError& e) { // a layout check_layout rejects
             r.error = MeasureError::Instantiation;
             r.error_message = e.what();
@@ -420,13 +418,13 @@ LocalMeasurer::Impl::measure_keyed(const te::Compute& c,
                 req.baseline_symbol = baseline->symbol;
                 req.baseline_inputs = baseline->inputs;
             }
-            if (m.opts.slow_factor > 0 && m.best_secs.count(key))
-                req.reference_secs = m.best_secs[key];
-            RunReply reply = m.runner->run(req); // UserError: no worker at all, nothing to measure
+            if (opts.slow_factor > 0 && best_secs.count(key))
+                req.reference_secs = best_secs[key];
+            RunReply reply = runner->run(req); // UserError: no worker at all, nothing to measure
             if (reply.error == MeasureError::Ok && !reply.run_secs.empty()) {
                 std::vector<double> sorted = reply.run_secs;
                 std::sort(sorted.begin(), sorted.end());
-                m.note_best(key, sorted[sorted.size() / 2]);
+                note_best(key, sorted[sorted.size() / 2]);
             }
             r.error = reply.error;
             r.error_message = reply.error_message;
@@ -435,7 +433,7 @@ LocalMeasurer::Impl::measure_keyed(const te::Compute& c,
             r.max_rel_error = reply.max_rel_error;
         }
         if (r.error == MeasureError::Ok && !keys[i].empty())
-            m.latest_libraries.emplace(keys[i], b);
+            latest_libraries.emplace(keys[i], b);
         else
             std::remove(b.library_path.c_str());
     }

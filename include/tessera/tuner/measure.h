@@ -73,11 +73,11 @@ struct MeasureOptions {
     /// min_repeats of them, take more than behind_factor x the baseline's run beside them (the
     /// median of the pairs' ratios) stops being timed: it is clearly behind the task's best, and
     /// its rank needs no more precision to tell the search so (0 = always the full repeats).
-    /// 1.2: of 580 candidates of a 150 s resnet18 tune (Zen 4), it cut 104 and 16% of the timed
-    /// runs, none that beat the baseline over its full repeats and two within 5% of it (the
-    /// ratio of the first pairs' medians: at 1.1 it cut five that beat it). The median of the
-    /// ratios, not the ratio of the medians: a burst of the host's slow phases over the first
-    /// pairs slows both runs of each pair, and cut two winners at 1.2.
+    /// 1.2: replayed on the 580 pair sets of a 150 s resnet18 tune (Zen 4), it cut 104
+    /// candidates and 16% of the timed runs, none that beat the baseline over their full
+    /// repeats and two within 5% of it (at 1.1: five that beat it). The median of the ratios,
+    /// not the ratio of the medians: a burst of the host's slow phases over the first pairs
+    /// slows both runs of each pair alike, and the ratio of the medians cut two winners at 1.2.
     double behind_factor = 1.2;
     /// Beside a baseline, the timed pairs also end before min_repeat_secs once at least 8 are
     /// in and the median of their ratios (candidate / baseline) is known this precisely: its
@@ -167,9 +167,10 @@ class LocalMeasurer : public Measurer {
     /// measure() for candidates of any origin (same contract).
     std::vector<MeasureResult> measure_candidates(const te::Compute& c,
                                                   const std::vector<MeasureCandidate>& candidates);
-    /// {"kernel_threads", "warmup", "min_repeats", "min_repeat_secs", "max_repeats",
-    /// "flush_cache", "cold_weights", "tolerance", "seed"}; kernel_threads is the resolved
-    /// count (never 0).
+    /// {"kernel_threads", "warmup", "slow_factor", "behind_factor", "ratio_precision",
+    /// "min_repeats", "min_repeat_secs", "max_repeats", "flush_cache", "cold_weights",
+    /// "tolerance", "seed"} ("realtime" when asked for); kernel_threads is the resolved count
+    /// (never 0).
     std::string settings_json() const override;
     void note_best_secs(const std::string& workload_key, double secs) override;
     void set_baseline(const te::Compute& c, const sched::State& baseline) override;
