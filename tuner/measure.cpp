@@ -364,7 +364,7 @@ LocalMeasurer::Impl::measure_keyed(const te::Compute& c,
     drop_latest_libraries();
     // A new baseline is built with the batch (on the same build threads) and kept.
     auto baseline_it = baselines.find(key);
-    Impl::Baseline* baseline = baseline_it == baselines.end() ? nullptr : &baseline_it->second;
+    Baseline* baseline = baseline_it == baselines.end() ? nullptr : &baseline_it->second;
     const bool build_baseline = baseline && !baseline->built;
     if (build_baseline)
         lowers.push_back(baseline->candidate.lower);

@@ -1,7 +1,6 @@
 // Linking object files into a shared library by running a linker: GNU ld for objects of this
 // host's machine, ld.lld for others (or the C compiler driver when neither can be found).
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -12,6 +11,7 @@
 #include "run_tool.h"
 #include "tessera/backends/llvm.h"
 #include "tessera/support/error.h"
+#include "tessera/support/find_in_path.h"
 
 namespace tessera::backend {
 
@@ -37,28 +37,11 @@ constexpr int host_elf_machine() {
 #endif
 }
 
-/// Whether `name` is an executable file in a directory of PATH.
-bool found_in_path(const std::string& name) {
-    const char* path = std::getenv("PATH");
-    std::string dirs = path ? path : "";
-    size_t start = 0;
-    while (start <= dirs.size()) {
-        size_t end = dirs.find(':', start);
-        if (end == std::string::npos)
-            end = dirs.size();
-        const std::string dir = dirs.substr(start, end - start);
-        if (!dir.empty() && access((dir + "/" + name).c_str(), X_OK) == 0)
-            return true;
-        start = end + 1;
-    }
-    return false;
-}
-
 /// The linker's command up to its inputs. GNU ld (binutils, beside every C compiler) links a
 /// one-kernel library of the tuner in 7 ms where ld.lld takes 28 (it loads libLLVM first),
 /// a fifth of a candidate's build; it only knows the host's machine, ld.lld every triple.
 std::vector<std::string> linker_command(const std::vector<std::string>& objects) {
-    static const bool gnu_ld = found_in_path("ld.bfd");
+    static const bool gnu_ld = !find_in_path("ld.bfd").empty();
     if (gnu_ld && host_elf_machine() != EM_NONE && elf_machine(objects[0]) == host_elf_machine())
         return {"ld.bfd", "-shared", "--as-needed"};
 #ifdef TESSERA_LLD_PATH

@@ -12,6 +12,7 @@
 #include "tessera/backends/host.h"
 #include "tessera/cost_model/pretrained.h"
 #include "tessera/support/error.h"
+#include "tessera/support/find_in_path.h"
 #include "tessera/tuner/fingerprint.h"
 #ifdef TESSERA_HAVE_CUDA
 #include "tessera/backends/cuda_driver.h"
@@ -70,13 +71,9 @@ std::vector<std::string> runner_command(const TuningOptions& o) {
         throw UserError() << "--runner must be local, simulated or a worker command, got ''";
     std::string& program = words[0];
     if (program.find('/') == std::string::npos) { // searched in PATH, as a shell would
-        const char* path = std::getenv("PATH");
-        std::istringstream dirs(path ? path : "");
-        for (std::string d; std::getline(dirs, d, ':');)
-            if (!d.empty() && access((d + "/" + program).c_str(), X_OK) == 0) {
-                program = d + "/" + program;
-                break;
-            }
+        const std::string found = find_in_path(program);
+        if (!found.empty())
+            program = found;
     }
     if (access(program.c_str(), X_OK) != 0)
         throw UserError() << "--runner '" << o.runner << "': no program '" << words[0]
@@ -163,7 +160,7 @@ tune::SearchOptions tuning_search_options(const TuningOptions& o,
     const sched::DefaultScheduleOptions d = tune::default_schedule_options_for(target);
     so.cpu_tiles = d.cpu_tiles;
     so.cpu_tiles_bf16 = d.cpu_tiles_bf16;
-    so.vector_registers = int(d.vector_registers);
+    so.vector_registers = d.vector_registers;
     return so;
 }
 

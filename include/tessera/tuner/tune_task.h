@@ -106,7 +106,7 @@ struct SearchOptions {
     /// The same for bf16 products (AMX-BF16; DefaultScheduleOptions::cpu_tiles_bf16).
     bool cpu_tiles_bf16 = false;
     /// The measuring CPU's vector registers (DefaultScheduleOptions::vector_registers).
-    int vector_registers = sched::DefaultScheduleOptions{}.vector_registers;
+    int64_t vector_registers = sched::DefaultScheduleOptions{}.vector_registers;
     /// Best records of up to this many other machines measured first (the file comment).
     int transfer_seeds = 4;
     /// Candidates measured and committed at a time: a killed tuner loses at most this many,
