@@ -66,11 +66,11 @@ void check_options(const MeasureOptions& o) {
         throw UserError() << "build_timeout_secs must be positive, got " << o.build_timeout_secs;
     if (!(o.run_timeout_secs > 0))
         throw UserError() << "run_timeout_secs must be positive, got " << o.run_timeout_secs;
-    if (!(o.slow_factor == 0 || o.slow_factor >= 1))
+    if (!valid_cut_factor(o.slow_factor))
         throw UserError() << "slow_factor must be 0 (off) or at least 1, got " << o.slow_factor;
-    if (!(o.ratio_precision >= 0 && o.ratio_precision < 1))
+    if (!valid_ratio_precision(o.ratio_precision))
         throw UserError() << "ratio_precision must be in [0, 1), got " << o.ratio_precision;
-    if (!(o.behind_factor == 0 || o.behind_factor >= 1))
+    if (!valid_cut_factor(o.behind_factor))
         throw UserError() << "behind_factor must be 0 (off) or at least 1, got " << o.behind_factor;
     if (o.kernel_threads < 0)
         throw UserError() << "kernel_threads must be >= 0, got " << o.kernel_threads;
@@ -88,6 +88,12 @@ void check_options(const MeasureOptions& o) {
 }
 
 } // namespace
+
+bool valid_cut_factor(double factor) {
+    return factor == 0 || (factor >= 1 && std::isfinite(factor));
+}
+
+bool valid_ratio_precision(double precision) { return precision >= 0 && precision < 1; }
 
 MeasureCandidate candidate_from_state(const sched::State& s) {
     MeasureCandidate c;

@@ -68,14 +68,8 @@ class TaskTuner {
         sketches_ = sched::generate_sketches(c_, opts_.sketch);
         TESSERA_CHECK(!sketches_.empty()) << "no sketch for workload " << result_.workload_key;
         if (opts_.seed_default_schedule) {
-            sched::DefaultScheduleOptions d;
-            d.target = opts_.sketch.target;
-            d.num_cores = opts_.sample.num_cores;
-            d.vector_lanes = opts_.sample.max_vectorize_lanes;
+            sched::DefaultScheduleOptions d = opts_.defaults;
             d.weight_inputs = opts_.sketch.weight_inputs;
-            d.cpu_tiles = opts_.cpu_tiles;
-            d.cpu_tiles_bf16 = opts_.cpu_tiles_bf16;
-            d.vector_registers = opts_.vector_registers;
             try {
                 seeds_.push_back(sched::default_schedule(c_, d));
             } catch (const ScheduleError&) { // a Compute the rules do not cover: search alone
@@ -707,6 +701,16 @@ void validate(const SearchOptions& opts) {
         throw UserError() << "transfer_seeds must be at least 0, got " << opts.transfer_seeds;
     if (opts.commit_every < 1)
         throw UserError() << "commit_every must be at least 1, got " << opts.commit_every;
+    if (opts.defaults.target != opts.sketch.target) // a seeded default the measurer cannot run
+        throw UserError() << "defaults.target must be sketch.target ("
+                          << (opts.sketch.target == sched::TargetKind::Gpu ? "gpu" : "cpu") << ")";
+}
+
+SearchOptions search_options_for(const Target& target, int threads) {
+    SearchOptions o;
+    set_search_target(target, threads, o.sketch, o.sample);
+    o.defaults = default_schedule_options_for(target, threads);
+    return o;
 }
 
 std::function<double()> search_clock(const SearchOptions& opts) {

@@ -36,12 +36,12 @@ void check_tuning_options(const TuningOptions& o) {
     if (!(o.min_repeat_secs >= 0) || !std::isfinite(o.min_repeat_secs))
         throw UserError() << "--min-repeat-secs must be a number of seconds >= 0, got "
                           << o.min_repeat_secs;
-    if (!(o.slow_factor == 0 || o.slow_factor >= 1) || !std::isfinite(o.slow_factor))
+    if (!tune::valid_cut_factor(o.slow_factor))
         throw UserError() << "--slow-factor must be 0 (never cut) or at least 1, got "
                           << o.slow_factor;
-    if (!(o.ratio_precision >= 0 && o.ratio_precision < 1))
+    if (!tune::valid_ratio_precision(o.ratio_precision))
         throw UserError() << "--ratio-precision must be in [0, 1), got " << o.ratio_precision;
-    if (!(o.behind_factor == 0 || o.behind_factor >= 1) || !std::isfinite(o.behind_factor))
+    if (!tune::valid_cut_factor(o.behind_factor))
         throw UserError() << "--behind-factor must be 0 (never cut) or at least 1, got "
                           << o.behind_factor;
     if (o.population < 1)
@@ -142,8 +142,9 @@ tune::TuneTarget tuning_target(const TuningOptions& o) {
 
 tune::SearchOptions tuning_search_options(const TuningOptions& o,
                                           const std::vector<int>& weight_inputs) {
-    const Target target = tuning_target_option(o);
-    tune::SearchOptions so;
+    // Cores, vector lanes and registers, matrix tiles of the target's CPU; for cuda: GPU
+    // sketches, the GPU default schedule and the GPU mutations.
+    tune::SearchOptions so = tune::search_options_for(tuning_target_option(o), o.threads);
     so.num_trials = o.trials;
     so.time_budget_secs = o.time_budget_secs;
     so.population = o.population;
@@ -154,13 +155,6 @@ tune::SearchOptions tuning_search_options(const TuningOptions& o,
     so.seed = o.seed;
     so.cancel = o.cancel;
     so.sketch.weight_inputs = weight_inputs; // packed once, outside the timed call
-    // Cores and vector width of the target's CPU; for cuda: GPU sketches, the GPU default
-    // schedule and the GPU mutations.
-    tune::set_search_target(target, o.threads, so.sketch, so.sample);
-    const sched::DefaultScheduleOptions d = tune::default_schedule_options_for(target);
-    so.cpu_tiles = d.cpu_tiles;
-    so.cpu_tiles_bf16 = d.cpu_tiles_bf16;
-    so.vector_registers = d.vector_registers;
     return so;
 }
 

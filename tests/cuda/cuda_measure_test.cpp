@@ -155,7 +155,7 @@ TEST(CudaMeasure, TuningAMatmulCommitsOkRecords) {
         so.generations = 1;
         so.measure_per_round = 8;
         so.seed = 1;
-        so.sketch.target = sched::TargetKind::Gpu;
+        so.sketch.target = so.defaults.target = sched::TargetKind::Gpu;
         so.seed_default_schedule = false;
         so.mutation_probability = 0;
         tune::TuneTarget target;

@@ -260,7 +260,7 @@ TEST(GpuSearch, TuneTaskOnTheSimulatedMeasurerIsDeterministicAndMutates) {
         o.retrain_min_records = 1000; // keep the random model
         o.seed = seed;
         o.search_threads = 1;
-        o.sketch.target = sched::TargetKind::Gpu;
+        o.sketch.target = o.defaults.target = sched::TargetKind::Gpu;
         result = tune::tune_task(op.compute, op.flops, target, db, *model, *measurer, o);
         std::vector<std::string> measured;
         for (const tune::TuningRecord& r : db.records_of(result.workload_key))

@@ -4,8 +4,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <future>
+#include <limits>
 #include <set>
 #include <thread>
 
@@ -613,6 +615,15 @@ TEST(Measure, BadOptionsAndWorkersAreUserErrors) {
     o = test_options();
     o.ratio_precision = 1;
     EXPECT_THROW(LocalMeasurer{o}, UserError);
+    o = test_options();
+    o.slow_factor = std::numeric_limits<double>::infinity(); // the rule the CLI's flags share
+    EXPECT_THROW(LocalMeasurer{o}, UserError);
+    EXPECT_TRUE(valid_cut_factor(0));
+    EXPECT_TRUE(valid_cut_factor(1));
+    EXPECT_FALSE(valid_cut_factor(0.5));
+    EXPECT_FALSE(valid_cut_factor(std::nan("")));
+    EXPECT_TRUE(valid_ratio_precision(0));
+    EXPECT_FALSE(valid_ratio_precision(-0.1));
 
     const te::Compute c = matmul_compute(1, 7, 1);
     for (std::vector<std::string> cmd : {std::vector<std::string>{"/nonexistent/tessera"},

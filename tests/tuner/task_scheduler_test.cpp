@@ -221,6 +221,8 @@ SearchOptions small_options(uint64_t seed, int trials) {
     o.seed = seed;
     o.sketch.num_cores = 4;
     o.sample.num_cores = 4;
+    o.defaults.num_cores = 4;
+    o.defaults.vector_lanes = o.sample.max_vectorize_lanes;
     o.search_threads = 1;
     return o;
 }

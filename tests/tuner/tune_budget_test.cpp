@@ -61,6 +61,8 @@ SearchOptions options(ClockedMeasurer& m, double budget) {
     o.sketch.num_cores = 4;
     o.sample.num_cores = 4;
     o.sample.max_vectorize_lanes = 8;
+    o.defaults.num_cores = 4;
+    o.defaults.vector_lanes = 8;
     o.search_threads = 1;
     o.clock = m.clock();
     return o;

@@ -36,6 +36,8 @@ SearchOptions small_options(uint64_t seed, int trials) {
     o.seed = seed;
     o.sketch.num_cores = 8;
     o.sample.num_cores = 8;
+    o.defaults.num_cores = 8;
+    o.defaults.vector_lanes = o.sample.max_vectorize_lanes;
     o.search_threads = 2;
     return o;
 }
@@ -447,10 +449,38 @@ TEST(TuneTask, BadOptionsNameOptionAndValue) {
               "init_from_db must be at least 0, got -1");
     EXPECT_EQ(error_of([](SearchOptions& o) { o.retrain_min_records = 0; }),
               "retrain_min_records must be at least 1, got 0");
+    EXPECT_EQ(error_of([](SearchOptions& o) { o.defaults.target = sched::TargetKind::Gpu; }),
+              "defaults.target must be sketch.target (cpu)");
     EXPECT_EQ(error_of([](SearchOptions&) {}, 0.0),
               "flops of the task must be a finite number above 0, got 0");
     // Nothing was measured or committed by the rejected calls.
     EXPECT_EQ(db.num_records(), 0);
+}
+
+// One description fills the sketch's, the sampler's and the seeded default's view of the
+// target, so a tune never seeds a default schedule for other cores, lanes or registers than it
+// searches.
+TEST(TuneTask, SearchOptionsForATargetAgreeOnItsCoresLanesAndRegisters) {
+    const SearchOptions avx512 = search_options_for(parse_target("llvm -mcpu=skylake-avx512"), 3);
+    EXPECT_EQ(avx512.sketch.num_cores, 3);
+    EXPECT_EQ(avx512.sample.num_cores, 3);
+    EXPECT_EQ(avx512.defaults.num_cores, 3);
+    EXPECT_EQ(avx512.sample.max_vectorize_lanes, 16);
+    EXPECT_EQ(avx512.defaults.vector_lanes, 16);
+    EXPECT_EQ(avx512.defaults.vector_registers, 32);
+    validate(avx512);
+
+    const SearchOptions avx2 = search_options_for(parse_target("llvm -mcpu=haswell -num-cores=5"));
+    EXPECT_EQ(avx2.sample.num_cores, 5);
+    EXPECT_EQ(avx2.defaults.num_cores, 5);
+    EXPECT_EQ(avx2.sample.max_vectorize_lanes, 8);
+    EXPECT_EQ(avx2.defaults.vector_lanes, 8);
+    EXPECT_EQ(avx2.defaults.vector_registers, 16);
+
+    const SearchOptions gpu = search_options_for(parse_target("cuda"));
+    EXPECT_EQ(gpu.sketch.target, sched::TargetKind::Gpu);
+    EXPECT_EQ(gpu.defaults.target, sched::TargetKind::Gpu);
+    validate(gpu);
 }
 
 } // namespace

@@ -101,6 +101,12 @@ struct MeasureOptions {
     std::string work_dir;
 };
 
+/// The one range rule of MeasureOptions::slow_factor and behind_factor (and of the flags that
+/// set them): 0 (never cut) or a finite number of at least 1.
+bool valid_cut_factor(double factor);
+/// The one range rule of MeasureOptions::ratio_precision: in [0, 1).
+bool valid_ratio_precision(double precision);
+
 /// The outcome of one candidate.
 struct MeasureResult {
     MeasureError error = MeasureError::Ok;

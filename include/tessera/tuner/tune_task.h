@@ -87,11 +87,17 @@ struct SearchOptions {
     int search_threads = 0;         ///< Threads lowering candidates for scoring (0 = host cores).
     sched::SketchOptions sketch;    ///< Sketch rules (the CLI fills num_cores).
     sched::SampleOptions sample;    ///< Annotation and mutation (the CLI fills host values).
-    /// The rule-based default schedule (sched::default_schedule, for sample.num_cores and
-    /// sample.max_vectorize_lanes) joins every round's population, so evolution also mutates
-    /// it, and the first round measures it when the database does not have it yet: the search
-    /// starts from what an untuned build already runs and never ends below it.
+    /// The rule-based default schedule (sched::default_schedule with `defaults`) joins every
+    /// round's population, so evolution also mutates it, and the first round measures it when
+    /// the database does not have it yet: the search starts from what an untuned build already
+    /// runs and never ends below it.
     bool seed_default_schedule = true;
+    /// The measuring target's default-schedule options (cores, vector lanes and registers,
+    /// matrix tiles: tune_target.h default_schedule_options_for), what an untuned build of the
+    /// task runs with; the seeded default takes its weight_inputs from `sketch`. Its target
+    /// must be sketch.target (validated) and its cores and lanes should be the sketch's and
+    /// sample's: search_options_for fills the three from one description.
+    sched::DefaultScheduleOptions defaults;
     /// Once the task has a best record on this machine, every candidate is timed run for run
     /// in alternation with it (Measurer::set_baseline) and ranked by its time relative to it
     /// (TuningRecord::rank_secs): on a shared host whose speed drifts in phases (the same
@@ -100,13 +106,6 @@ struct SearchOptions {
     /// Costs the baseline's runs: up to twice the timing of a candidate whose repeats, not
     /// min_repeat_secs, bound it.
     bool measure_beside_best = true;
-    /// The seeded default schedule puts 8-bit products on matrix tiles (the measuring CPU has
-    /// AMX-INT8; DefaultScheduleOptions::cpu_tiles).
-    bool cpu_tiles = false;
-    /// The same for bf16 products (AMX-BF16; DefaultScheduleOptions::cpu_tiles_bf16).
-    bool cpu_tiles_bf16 = false;
-    /// The measuring CPU's vector registers (DefaultScheduleOptions::vector_registers).
-    int64_t vector_registers = sched::DefaultScheduleOptions{}.vector_registers;
     /// Best records of up to this many other machines measured first (the file comment).
     int transfer_seeds = 4;
     /// Candidates measured and committed at a time: a killed tuner loses at most this many,
@@ -162,8 +161,14 @@ struct TuneResult {
 /// num_trials < 0, time_budget_secs < 0 or not finite, both of them 0 (no end), population < 1,
 /// generations < 0, mutation_probability or eps_greedy outside [0, 1], measure_per_round < 1,
 /// init_from_db < 0, retrain_min_records < 1, search_threads < 0, transfer_seeds < 0,
-/// commit_every < 1.
+/// commit_every < 1, defaults.target not sketch.target.
 void validate(const SearchOptions& opts);
+
+/// Search options for measuring on `target` (Llvm: its CPU, `threads` > 0 overriding its
+/// cores; Cuda: the GPU rules): sketch, sample and defaults filled from one description
+/// (tune_target.h), every other field at its default. Throws UserError as
+/// backend::describe_cpu.
+SearchOptions search_options_for(const Target& target, int threads = 0);
 
 /// opts.clock, or the seconds of std::chrono::steady_clock when it is empty.
 std::function<double()> search_clock(const SearchOptions& opts);
