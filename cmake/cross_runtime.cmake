@@ -49,6 +49,7 @@ function(tessera_cross_runtime triple out_var runner_var)
     ${CMAKE_CURRENT_SOURCE_DIR}/tuner/runner.cpp
     ${CMAKE_CURRENT_SOURCE_DIR}/tuner/host_buffer.cpp
     ${CMAKE_CURRENT_SOURCE_DIR}/tuner/measure_error.cpp
+    ${CMAKE_CURRENT_SOURCE_DIR}/tuner/pair_ratios.cpp
     ${CMAKE_CURRENT_SOURCE_DIR}/src/support/error.cpp
     ${CMAKE_CURRENT_SOURCE_DIR}/src/support/rng.cpp
     ${CMAKE_CURRENT_SOURCE_DIR}/src/ir/type.cpp)

@@ -37,6 +37,7 @@
 #include "tessera/runtime/thread_pool.h"
 #include "tessera/support/error.h"
 #include "tessera/tuner/host_buffer.h"
+#include "tessera/tuner/pair_ratios.h"
 #include "tessera/tuner/runner.h"
 
 namespace tessera::tune {
@@ -131,26 +132,6 @@ void evict_from_caches(const void* p, size_t bytes) {
     (void)bytes; // no portable eviction: the run reads warm data
 #endif
 }
-
-/// The ratios a[i] / b[i] of timed pairs, sorted, and what the stopping rules read of them.
-struct PairRatios {
-    std::vector<double> sorted;
-    /// Pre: a and b of one nonzero size.
-    PairRatios(const std::vector<double>& a, const std::vector<double>& b) : sorted(a.size()) {
-        for (size_t i = 0; i < a.size(); ++i)
-            sorted[i] = a[i] / b[i];
-        std::sort(sorted.begin(), sorted.end());
-    }
-    double quantile(double p) const {
-        return sorted[std::min(sorted.size() - 1, static_cast<size_t>(p * double(sorted.size())))];
-    }
-    double median() const { return quantile(0.5); }
-    /// The median's standard error relative to it, estimated as the interquartile range over
-    /// the square root of the count (for normal noise the median's error is 0.93 times that).
-    double relative_error() const {
-        return (quantile(0.75) - quantile(0.25)) / median() / std::sqrt(double(sorted.size()));
-    }
-};
 
 /// Pairs a candidate needs before its ratio's spread may end its timing
 /// (RunRequest::ratio_precision): with fewer, the quartiles rest on one or two ratios each.

@@ -1,0 +1,40 @@
+// The ratios of timed pairs (include/tessera/tuner/pair_ratios.h).
+#include "tessera/tuner/pair_ratios.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace tessera::tune {
+
+PairRatios::PairRatios(const std::vector<double>& a, const std::vector<double>& b)
+    : sorted(a.size()) {
+    for (size_t i = 0; i < a.size(); ++i)
+        sorted[i] = a[i] / b[i];
+    std::sort(sorted.begin(), sorted.end());
+}
+
+double PairRatios::quantile(double p) const {
+    return sorted[std::min(sorted.size() - 1, static_cast<size_t>(p * double(sorted.size())))];
+}
+
+double PairRatios::relative_error() const {
+    return (quantile(0.75) - quantile(0.25)) / median() / std::sqrt(double(sorted.size()));
+}
+
+double PairRatios::sign_test_p() const {
+    const int n = static_cast<int>(sorted.size());
+    const int below =
+        static_cast<int>(std::lower_bound(sorted.begin(), sorted.end(), 1.0) - sorted.begin());
+    // P(X >= below) for X ~ Binomial(n, 1/2), each term C(n, k) / 2^n built by its ratio to
+    // the one before, in doubles (n is at most a few hundred pairs).
+    double term = std::pow(0.5, n); // k = 0
+    double tail = 0;
+    for (int k = 0; k <= n; ++k) {
+        if (k >= below)
+            tail += term;
+        term = term * double(n - k) / double(k + 1);
+    }
+    return std::min(1.0, tail);
+}
+
+} // namespace tessera::tune
