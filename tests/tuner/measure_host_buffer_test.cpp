@@ -106,6 +106,24 @@ TEST(HostBuffer, RawFilesRoundTrip) {
     EXPECT_THROW(read_raw_file(path, DataType::i32()), UserError);
 }
 
+// Large buffers start on a 2 MiB boundary (huge pages where the system gives them), small
+// ones on a page; both hold their data, survive a move and can be made read-only.
+TEST(HostBuffer, LargeBuffersAreAlignedForHugePages) {
+    for (int64_t n : {int64_t{1000}, int64_t(kHugeBufferBytes / 4), int64_t{3} << 20}) {
+        HostBuffer a(DataType::f32(), n);
+        const auto address = reinterpret_cast<uintptr_t>(a.data());
+        EXPECT_EQ(address % (a.bytes() >= int64_t(kHugeBufferBytes) ? kHugePageBytes : 4096), 0u)
+            << n;
+        Rng rng{static_cast<uint64_t>(n)};
+        fill_random(a, rng);
+        const float last = static_cast<const float*>(a.data())[n - 1];
+        HostBuffer b = std::move(a);
+        b.make_read_only();
+        EXPECT_EQ(static_cast<const float*>(b.data())[n - 1], last) << n;
+        EXPECT_NE(last, 0.0f) << n;
+    }
+}
+
 TEST(RunProtocol, RequestAndReplyRoundTrip) {
     RunRequest q;
     q.library = "/tmp/x.so";

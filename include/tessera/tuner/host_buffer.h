@@ -5,6 +5,7 @@
 // written so that any code that runs a kernel on host data (`tessera op run`, tests) can use it.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -14,9 +15,14 @@
 
 namespace tessera::tune {
 
+/// Buffers of at least this many bytes are mapped on 2 MiB boundaries and advised onto
+/// transparent huge pages (the constructor says why).
+constexpr size_t kHugeBufferBytes = size_t(1) << 20;
+constexpr size_t kHugePageBytes = size_t(2) << 20;
+
 /// A dense array of `num_elements` scalars of one dtype, in page-aligned anonymous memory (so
-/// it is at least 64-byte aligned, and can be made read-only). Move-only. Contents start
-/// zeroed.
+/// it is at least 64-byte aligned, and can be made read-only); from kHugeBufferBytes on,
+/// 2 MiB-aligned and advised onto huge pages. Move-only. Contents start zeroed.
 class HostBuffer {
   public:
     HostBuffer() = default;
