@@ -63,7 +63,7 @@ class FileCache {
         if (it == files_.end()) {
             HostBuffer b = read_raw_file(path, dtype);
             b.make_read_only();
-            bytes_ += b.bytes();
+            bytes_ += b.mapped_bytes(); // with huge pages, up to twice bytes()
             it = files_.emplace(key, std::move(b)).first;
         }
         return it->second;

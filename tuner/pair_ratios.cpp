@@ -25,15 +25,12 @@ double PairRatios::sign_test_p() const {
     const int n = static_cast<int>(sorted.size());
     const int below =
         static_cast<int>(std::lower_bound(sorted.begin(), sorted.end(), 1.0) - sorted.begin());
-    // P(X >= below) for X ~ Binomial(n, 1/2), each term C(n, k) / 2^n built by its ratio to
-    // the one before, in doubles (n is at most a few hundred pairs).
-    double term = std::pow(0.5, n); // k = 0
+    // P(X >= below) for X ~ Binomial(n, 1/2), its terms C(n, k) / 2^n in logarithms (no
+    // underflow at any count).
     double tail = 0;
-    for (int k = 0; k <= n; ++k) {
-        if (k >= below)
-            tail += term;
-        term = term * double(n - k) / double(k + 1);
-    }
+    for (int k = below; k <= n; ++k)
+        tail += std::exp(std::lgamma(n + 1.0) - std::lgamma(k + 1.0) - std::lgamma(n - k + 1.0) -
+                         n * std::log(2.0));
     return std::min(1.0, tail);
 }
 

@@ -114,6 +114,8 @@ TEST(HostBuffer, LargeBuffersAreAlignedForHugePages) {
         const auto address = reinterpret_cast<uintptr_t>(a.data());
         EXPECT_EQ(address % (a.bytes() >= int64_t(kHugeBufferBytes) ? kHugePageBytes : 4096), 0u)
             << n;
+        EXPECT_GE(a.mapped_bytes(), a.bytes());
+        EXPECT_EQ(a.mapped_bytes() % 4096, 0) << n;
         Rng rng{static_cast<uint64_t>(n)};
         fill_random(a, rng);
         const float last = static_cast<const float*>(a.data())[n - 1];

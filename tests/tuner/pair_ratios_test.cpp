@@ -32,13 +32,16 @@ TEST(PairRatios, SignTestCountsThePairsTheFirstKernelWon) {
         }
         return PairRatios(a, b).sign_test_p();
     };
-    EXPECT_DOUBLE_EQ(p(8, 0), 1.0 / 256);           // every pair
-    EXPECT_DOUBLE_EQ(p(7, 1), 9.0 / 256);           // C(8,7) + C(8,8)
-    EXPECT_DOUBLE_EQ(p(0, 8), 1.0);                 // none: no evidence at all
-    EXPECT_DOUBLE_EQ(p(3, 0), 1.0 / 8);             // three pairs can prove little
-    EXPECT_NEAR(p(16, 4), 6196.0 / 1048576, 1e-15); // P(X >= 16), X ~ B(20, 1/2)
+    EXPECT_NEAR(p(8, 0), 1.0 / 256, 1e-12);         // every pair
+    EXPECT_NEAR(p(7, 1), 9.0 / 256, 1e-12);         // C(8,7) + C(8,8)
+    EXPECT_NEAR(p(0, 8), 1.0, 1e-12);               // none: no evidence at all
+    EXPECT_NEAR(p(3, 0), 1.0 / 8, 1e-12);           // three pairs can prove little
+    EXPECT_NEAR(p(16, 4), 6196.0 / 1048576, 1e-12); // P(X >= 16), X ~ B(20, 1/2)
+    // A thousand pairs, every one won: 2^-1000, near the smallest normal double, not 0.
+    const PairRatios thousand(std::vector<double>(1000, 0.99), std::vector<double>(1000, 1.0));
+    EXPECT_NEAR(thousand.sign_test_p() / std::pow(0.5, 1000), 1.0, 1e-9);
     // A ratio of exactly 1 is no win.
-    EXPECT_DOUBLE_EQ(PairRatios({1.0, 0.5}, {1.0, 1.0}).sign_test_p(), 3.0 / 4);
+    EXPECT_NEAR(PairRatios({1.0, 0.5}, {1.0, 1.0}).sign_test_p(), 3.0 / 4, 1e-12);
 }
 
 } // namespace

@@ -41,6 +41,9 @@ class HostBuffer {
     int64_t num_elements() const { return num_elements_; }
     /// num_elements * bytes per element.
     int64_t bytes() const { return num_elements_ * dtype_.bytes(); }
+    /// The memory it holds: bytes() rounded up to whole pages (huge pages from
+    /// kHugeBufferBytes on).
+    int64_t mapped_bytes() const { return static_cast<int64_t>(mapped_); }
     void* data() { return data_; }
     const void* data() const { return data_; }
 

@@ -14,7 +14,8 @@ struct PairRatios {
     std::vector<double> sorted;
     /// Pre: a and b of one nonzero size, b's elements above 0.
     PairRatios(const std::vector<double>& a, const std::vector<double>& b);
-    /// The ratio at quantile p in [0, 1] (the lower of two middle ones for an even count).
+    /// The ratio at quantile p in [0, 1]: the one at index floor(p x count), clamped (the
+    /// upper of the two middle ones for an even count).
     double quantile(double p) const;
     double median() const { return quantile(0.5); }
     /// The median's standard error relative to it, estimated as the interquartile range over
