@@ -84,12 +84,14 @@ struct TuningRecord {
     double median_secs = 0;
     /// The time the record is ranked by (best, top-k, prune, the cost model's labels). Measured
     /// alone: median_secs. Measured in alternation with a baseline (the task's best record at
-    /// the time, timed run for run beside it in one process; Measurer::set_baseline):
-    /// median_secs x the baseline's rank_secs / the baseline's median in that alternation, so
+    /// the time, timed run for run beside it in one process; Measurer::set_baseline): the
+    /// median of the pairs' ratios (its run / the baseline's) x the baseline's rank_secs, so
     /// that a phase of the host that slows both alike cancels out (the tuner writes the
     /// baseline's record id and median into measure_settings_json as "baseline_record" and
-    /// "baseline_median_secs"). 0 or unset: commit_batch sets median_secs; +infinity for
-    /// errors.
+    /// "baseline_median_secs"). A record that beat its baseline is ranked by a second such
+    /// measurement ("first_rank_secs": the first one's rank), and no better than the baseline
+    /// when that one did not prove the gain ("unproven": true; tune_task.cpp). 0 or unset:
+    /// commit_batch sets median_secs; +infinity for errors.
     double rank_secs = 0;
     MeasureError error_code = MeasureError::Ok;
     std::string error_message;                ///< Empty for Ok records.
