@@ -83,11 +83,10 @@ sched::DefaultScheduleOptions default_schedule_options_for(const Target& target,
     return d;
 }
 
-void set_search_target(const Target& target, int threads, sched::SketchOptions& sketch,
+void set_search_target(const sched::DefaultScheduleOptions& d, sched::SketchOptions& sketch,
                        sched::SampleOptions& sample) {
-    const sched::DefaultScheduleOptions d = default_schedule_options_for(target, threads);
     sketch.target = d.target;
-    if (target.is_cuda())
+    if (d.target == sched::TargetKind::Gpu)
         return;
     sketch.num_cores = d.num_cores;
     sample.num_cores = d.num_cores;

@@ -637,22 +637,18 @@ class TaskTuner {
                 continue;
             }
             const double first_rank = r.rank_secs;
-            TuningRecord second = r;
-            second.run_secs = again[0].run_secs;
-            rank_beside(second, again[0], baseline);
-            nlohmann::json j = nlohmann::json::parse(second.measure_settings_json);
+            rank_beside(r, again[0], baseline); // ranked, and its settings, by the second alone
+            nlohmann::json j = nlohmann::json::parse(r.measure_settings_json);
             j["first_rank_secs"] = first_rank;
             r.measure_settings_json = j.dump();
             r.run_secs.insert(r.run_secs.end(), again[0].run_secs.begin(), again[0].run_secs.end());
             for (double secs : again[0].run_secs)
                 result_.repeat_secs += secs;
             if (ratios->median() * (1 + kProofErrors * ratios->relative_error()) < 1 &&
-                ratios->sign_test_p() <= kProofSignP) {
-                r.rank_secs = second.rank_secs;
+                ratios->sign_test_p() <= kProofSignP)
                 proven_best = std::min(proven_best, r.rank_secs);
-            } else { // no better than the baseline, or slower by the second ratio
-                mark_unproven(r, std::max(second.rank_secs, baseline.rank_secs));
-            }
+            else // no better than the baseline, or slower by the second ratio
+                mark_unproven(r, std::max(r.rank_secs, baseline.rank_secs));
         }
         // The cap reached: what is left unconfirmed may not pass the best proven.
         for (size_t i = 0; i < records.size(); ++i)
@@ -764,8 +760,8 @@ void validate(const SearchOptions& opts) {
 
 SearchOptions search_options_for(const Target& target, int threads) {
     SearchOptions o;
-    set_search_target(target, threads, o.sketch, o.sample);
-    o.defaults = default_schedule_options_for(target, threads);
+    o.defaults = default_schedule_options_for(target, threads); // describes the CPU once
+    set_search_target(o.defaults, o.sketch, o.sample);
     return o;
 }
 

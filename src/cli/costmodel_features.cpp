@@ -26,7 +26,8 @@ int run_costmodel_features(const std::string& op_spec, int samples, uint64_t see
     te::OpInstance inst = te::make_op(op_spec);
     sched::SketchOptions sketch_opts;
     sched::SampleOptions sample_opts;
-    tune::set_search_target(Target{}, 0, sketch_opts, sample_opts); // this host's CPU
+    tune::set_search_target(tune::default_schedule_options_for(Target{}), sketch_opts,
+                            sample_opts); // this host's CPU
     const std::vector<sched::State> sketches = sched::generate_sketches(inst.compute, sketch_opts);
 
     // Lowering is not timed: only the extraction is.

@@ -74,11 +74,11 @@ TEST(TuneTarget, DefaultScheduleOptionsComeFromTheTargetsCpu) {
 
     sched::SketchOptions sk;
     sched::SampleOptions sa;
-    set_search_target(parse_target("llvm -num-cores=6"), 0, sk, sa);
+    set_search_target(default_schedule_options_for(parse_target("llvm -num-cores=6")), sk, sa);
     EXPECT_EQ(sk.num_cores, 6);
     EXPECT_EQ(sa.num_cores, 6);
     EXPECT_EQ(sa.max_vectorize_lanes, h.vector_lanes);
-    set_search_target(parse_target("cuda"), 0, sk, sa);
+    set_search_target(default_schedule_options_for(parse_target("cuda")), sk, sa);
     EXPECT_EQ(sk.target, sched::TargetKind::Gpu);
 }
 

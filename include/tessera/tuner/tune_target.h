@@ -57,9 +57,9 @@ bool runs_on_this_machine(const Target& target);
 /// Throws UserError as backend::describe_cpu.
 sched::DefaultScheduleOptions default_schedule_options_for(const Target& target, int threads = 0);
 
-/// The same values in the search's sketch and sampling options (cores, vector lanes, the GPU
-/// rule list for Cuda).
-void set_search_target(const Target& target, int threads, sched::SketchOptions& sketch,
+/// The values of `defaults` (default_schedule_options_for) in the search's sketch and
+/// sampling options (cores, vector lanes, the GPU rule list for Gpu).
+void set_search_target(const sched::DefaultScheduleOptions& defaults, sched::SketchOptions& sketch,
                        sched::SampleOptions& sample);
 
 } // namespace tessera::tune
